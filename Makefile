@@ -1,0 +1,38 @@
+# Every target sets up the virtualenv it needs, so a fresh clone needs nothing but python3.
+.DELETE_ON_ERROR:
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PORT ?= 8000
+
+.PHONY: help test serve lint experiments bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+test: $(STAMP) ## run the test suite (sets itself up)
+	$(PY) -m pytest -q
+
+serve: $(STAMP) ## start the scripted provider on 127.0.0.1:$(PORT)
+	$(PY) -m mockprovider --host 127.0.0.1 --port $(PORT)
+
+lint: $(STAMP) ## ruff check
+	$(PY) -m ruff check .
+
+experiments: $(STAMP) ## rerun every measurement and rewrite results/
+	$(PY) -m experiments
+
+bench: $(STAMP) ## run the benchmarks and write results/bench.md
+	$(PY) -m pytest tests/benchmarks --benchmark-enable -q
+
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .benchmarks

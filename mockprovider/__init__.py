@@ -1,0 +1,22 @@
+"""A stateless scripted LLM provider shaped like the OpenAI Chat Completions API."""
+
+from mockprovider.app import create_app
+from mockprovider.faults import Fault, Options
+from mockprovider.scenarios import SCENARIOS, Conversation, Reply, ToolCall
+from mockprovider.server import serve_in_thread
+from mockprovider.tokens import count, message_tokens, prompt_tokens, tools_tokens
+
+__all__ = [
+    "SCENARIOS",
+    "Conversation",
+    "Fault",
+    "Options",
+    "Reply",
+    "ToolCall",
+    "count",
+    "create_app",
+    "message_tokens",
+    "prompt_tokens",
+    "serve_in_thread",
+    "tools_tokens",
+]

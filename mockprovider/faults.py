@@ -1,0 +1,120 @@
+"""Per-request options: latency and stateless fault injection.
+
+Every option is reachable with nothing but `base_url` and `model`, so any OpenAI client can
+select it. An options string is `key=value` items joined by `+`, given in any of:
+
+- a suffix on the model name:        model="plan+latency=250+fault=429@1x2"
+- a path prefix in the base URL:     base_url="http://127.0.0.1:8000/o/latency=250/v1"
+- a header:                          x-mock-options: latency=250+fault=500
+
+Later sources override earlier ones (server flags < path < model < header); faults add up.
+
+Keys:
+    latency=MS          time to first byte, in milliseconds
+    rate=TPS            streaming pace, tokens per second (default: as fast as possible)
+    retry=MS            the Retry-After sent with a 429 (default 100 ms)
+    fault=KIND[@T][xK]  KIND is 429, 500, 401, hang or malformed; on turn T only (default:
+                        every turn), for the first K attempts (default 1)
+
+The attempt number is what the client says it is: `x-stainless-retry-count` (sent by the
+official openai client) or `x-lab-attempt` (sent by this lab's harness), 0-based. That keeps
+faults stateless: "429 on the first two attempts of turn 1" needs no memory on the server.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal, get_args
+
+from mockprovider.errors import invalid
+
+FaultKind = Literal["429", "500", "401", "hang", "malformed"]
+FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
+
+SYNTAX = (
+    "options: 'key=value' items joined by '+', as a model suffix (plan+latency=250), "
+    "a base-URL path prefix (/o/latency=250/v1) or an x-mock-options header; keys: "
+    "latency=MS, rate=TPS, retry=MS, fault=KIND[@TURN][xK] with KIND in "
+    + ", ".join(FAULT_KINDS)
+    + "; the attempt comes from x-stainless-retry-count or x-lab-attempt"
+)
+
+_FAULT = re.compile(r"^(?P<kind>[a-z0-9]+)(?:@(?P<turn>\d+))?(?:x(?P<times>\d+))?$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fault:
+    kind: FaultKind
+    turn: int | None = None
+    """Only this turn index; None means every turn."""
+    attempts: int = 1
+    """Applies while the client's attempt number is below this."""
+
+    def applies(self, turn: int, attempt: int) -> bool:
+        return (self.turn is None or self.turn == turn) and attempt < self.attempts
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    latency_ms: float = 0.0
+    rate_tps: float | None = None
+    retry_ms: int = 100
+    faults: tuple[Fault, ...] = field(default_factory=tuple)
+
+    def fault_for(self, turn: int, attempt: int) -> Fault | None:
+        return next((f for f in self.faults if f.applies(turn, attempt)), None)
+
+
+def _number(key: str, value: str, *, param: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0 or number == float("inf"):
+        raise invalid(f"option {key}={value!r} must be a non-negative number; {SYNTAX}", param=param)
+    return number
+
+
+def _fault(value: str, *, param: str) -> Fault:
+    m = _FAULT.match(value)
+    if not m or m["kind"] not in FAULT_KINDS:
+        raise invalid(f"bad fault {value!r}; {SYNTAX}", param=param)
+    return Fault(
+        kind=m["kind"],  # type: ignore[arg-type]
+        turn=int(m["turn"]) if m["turn"] is not None else None,
+        attempts=int(m["times"]) if m["times"] is not None else 1,
+    )
+
+
+def apply(base: Options, text: str, *, param: str) -> Options:
+    """`base` updated by one options string; `param` names where it came from, for errors."""
+    if not text:
+        return base
+    updates: dict = {}
+    faults = list(base.faults)
+    for item in text.split("+"):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise invalid(f"bad option {item!r}; {SYNTAX}", param=param)
+        if key == "latency":
+            updates["latency_ms"] = _number(key, value, param=param)
+        elif key == "rate":
+            updates["rate_tps"] = _number(key, value, param=param) or None
+        elif key == "retry":
+            updates["retry_ms"] = int(_number(key, value, param=param))
+        elif key == "fault":
+            faults.append(_fault(value, param=param))
+        else:
+            raise invalid(f"unknown option {key!r}; {SYNTAX}", param=param)
+    return replace(base, faults=tuple(faults), **updates)
+
+
+def attempt_of(headers: Mapping[str, str]) -> int:
+    """The client's own count of this request's retries (0 for the first try)."""
+    for name in ("x-lab-attempt", "x-stainless-retry-count"):
+        value = headers.get(name)
+        if value is not None and value.strip().isdigit():
+            return int(value)
+    return 0

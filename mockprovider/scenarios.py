@@ -1,0 +1,152 @@
+"""The scripts. Each scenario is a pure function of the conversation.
+
+`turn` is the number of assistant messages in the request and `tool_text` the contents of
+every tool message joined by newlines: both derive from the conversation, so no variable on
+the server holds a run. Adding a scenario is adding one function to `SCENARIOS`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+    """JSON-encoded, as the wire carries it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """What the model says this turn: prose, or tool calls (never both here)."""
+
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Conversation:
+    turn: int
+    tool_text: str
+    messages: Sequence[Mapping[str, Any]]
+
+    @property
+    def last_tool_result(self) -> str:
+        tools = [m for m in self.messages if m.get("role") == "tool"]
+        return str(tools[-1].get("content") or "") if tools else ""
+
+
+def text(content: str) -> Reply:
+    return Reply(content=content)
+
+
+def asks(call_id: str, name: str, args: Mapping[str, Any] | None = None) -> Reply:
+    arguments = json.dumps(args or {}, separators=(",", ":"))
+    return Reply(tool_calls=(ToolCall(id=call_id, name=name, arguments=arguments),))
+
+
+ANSWER_PLAN = "errors.log mentions a timeout: worker 7 timed out after 30000 ms."
+ANSWER_FOLDER = "The folder holds errors.log, access.log, notes.txt and private.key."
+ANSWER_DELETED = "Deleted access.log to free space."
+ANSWER_DECLINED = "I did not delete anything: you declined the deletion."
+
+
+def plan(c: Conversation) -> Reply:
+    """List, read, answer: a well-behaved three-turn task."""
+    if c.turn == 0:
+        return asks("c1", "list_files")
+    if c.turn == 1:
+        return asks("c2", "read_file", {"path": "errors.log"})
+    return text(ANSWER_PLAN)
+
+
+def runaway(c: Conversation) -> Reply:
+    """Asks for list_files every turn and never declares itself done."""
+    return asks(f"c{c.turn}", "list_files")
+
+
+def recover(c: Conversation) -> Reply:
+    """Guesses a file name, then corrects itself only if the error said how."""
+    if c.turn == 0:
+        return asks("c1", "read_file", {"path": "timeout.log"})
+    if "Call list_files" not in c.tool_text:
+        return text("I could not read the file, so I do not know.")
+    if c.turn == 1:
+        return asks("c2", "list_files")
+    if c.turn == 2:
+        return asks("c3", "read_file", {"path": "errors.log"})
+    return text("errors.log mentions a timeout.")
+
+
+def denied(c: Conversation) -> Reply:
+    """Keeps asking for a file the process may not open, forever."""
+    return asks(f"c{c.turn + 1}", "read_file", {"path": "private.key"})
+
+
+def once(c: Conversation) -> Reply:
+    """Baseline for the dedupe measurement: one list_files, then an answer."""
+    return asks("c1", "list_files") if c.turn == 0 else text(ANSWER_FOLDER)
+
+
+def repeat(c: Conversation) -> Reply:
+    """The same task, with the identical list_files call repeated in the next turn."""
+    if c.turn < 2:
+        return asks(f"c{c.turn + 1}", "list_files")
+    return text(ANSWER_FOLDER)
+
+
+def destructive(c: Conversation) -> Reply:
+    """Lists files, then asks to delete one; believes whatever the tool result says."""
+    if c.turn == 0:
+        return asks("c1", "list_files")
+    if c.turn == 1:
+        return asks("c2", "delete_file", {"path": "access.log"})
+    result = c.last_tool_result.lower()
+    if "declined" in result or "rejected" in result:
+        return text(ANSWER_DECLINED)
+    return text(ANSWER_DELETED)
+
+
+def double_delete(c: Conversation) -> Reply:
+    """The identical delete asked twice, in two turns, under two call ids."""
+    if c.turn < 2:
+        return asks(f"c{c.turn + 1}", "delete_file", {"path": "access.log"})
+    return text("Done: access.log is deleted.")
+
+
+def slow(c: Conversation) -> Reply:
+    """Asks for the slow scan_archive tool, then answers from its result."""
+    if c.turn == 0:
+        return asks("c1", "scan_archive")
+    return text(f"The archive scan says: {c.last_tool_result}")
+
+
+def research(c: Conversation) -> Reply:
+    """Delegates a question to the research sub-agent, then answers from its summary."""
+    if c.turn == 0:
+        return asks("c1", "research", {"question": "Which file mentions a timeout?"})
+    return text(f"Research summary: {c.last_tool_result}")
+
+
+Scenario = Callable[[Conversation], Reply]
+
+SCENARIOS: dict[str, Scenario] = {
+    f.__name__: f
+    for f in (plan, runaway, recover, denied, once, repeat, destructive, double_delete, slow, research)
+}
+
+
+def describe(name: str) -> str:
+    """The scenario's one-line description (its docstring)."""
+    return (SCENARIOS[name].__doc__ or "").strip().splitlines()[0]
+
+
+def conversation(messages: Sequence[Mapping[str, Any]]) -> Conversation:
+    turn = sum(1 for m in messages if m.get("role") == "assistant")
+    tool_text = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "tool")
+    return Conversation(turn=turn, tool_text=tool_text, messages=messages)

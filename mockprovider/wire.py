@@ -1,0 +1,182 @@
+"""OpenAI Chat Completions bodies and SSE chunks, built from a scripted `Reply`.
+
+A reply becomes a `Completion`: the message cut to `max_tokens` (text and tool-call
+arguments alike, as a real API cuts them), its finish reason, and its token counts. Both the
+JSON body and the SSE stream are rendered from the same `Completion`, so streamed usage
+always equals non-streamed usage.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mockprovider import tokens
+from mockprovider.scenarios import Reply, ToolCall
+
+FinishReason = Literal["stop", "tool_calls", "length"]
+_UNLIMITED = 1 << 62
+
+
+@dataclass(frozen=True, kw_only=True)
+class Completion:
+    id: str
+    created: int
+    model: str
+    content: str | None
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: FinishReason
+    prompt_tokens: int
+    completion_tokens: int
+    pieces: tuple[tuple[int | None, str], ...]
+    """The reply as emitted token by token: (tool call index or None for text, text)."""
+
+    def usage(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        }
+
+
+def _token_pieces(text: str) -> list[str]:
+    """`text` split at token boundaries, merging tokens that end inside a UTF-8 character."""
+    enc = tokens.encoding()
+    pieces, buf = [], b""
+    for tok in enc.encode(text, disallowed_special=()):
+        buf += enc.decode_single_token_bytes(tok)
+        try:
+            pieces.append(buf.decode("utf-8"))
+            buf = b""
+        except UnicodeDecodeError:
+            continue
+    if buf:
+        pieces.append(buf.decode("utf-8", errors="replace"))
+    return pieces
+
+
+def _cut(text: str, limit: int) -> tuple[str, int]:
+    """The first `limit` tokens of `text` and how many tokens that is."""
+    enc = tokens.encoding()
+    ids = enc.encode(text, disallowed_special=())
+    return enc.decode(ids[:limit]), min(limit, len(ids))
+
+
+def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | None) -> Completion:
+    """Render `reply`, cut at `max_tokens` completion tokens if it is longer."""
+    budget = max_tokens if max_tokens is not None else _UNLIMITED
+    content: str | None = None
+    calls: list[ToolCall] = []
+    if reply.tool_calls:
+        # Billed as each call's name followed by its arguments; the cut falls wherever it falls.
+        used = 0
+        for call in reply.tool_calls:
+            if used >= budget:
+                break
+            name, n = _cut(call.name, budget - used)
+            used += n
+            arguments, n = _cut(call.arguments, budget - used)
+            used += n
+            calls.append(ToolCall(id=call.id, name=name, arguments=arguments))
+        cut = tuple(calls) != reply.tool_calls
+    else:
+        full = reply.content or ""
+        content, used = _cut(full, budget)
+        cut = content != full
+    finish: FinishReason = "length" if cut else ("tool_calls" if calls else "stop")
+    if calls:
+        pieces = tuple(
+            (i, p) for i, c in enumerate(calls) for p in _token_pieces(c.arguments)
+        )
+    else:
+        pieces = tuple((None, p) for p in _token_pieces(content or ""))
+    return Completion(
+        id=f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        created=int(time.time()),
+        model=model,
+        content=content,
+        tool_calls=tuple(calls),
+        finish_reason=finish,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=used,
+        pieces=pieces,
+    )
+
+
+def _tool_call(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+
+
+def body(c: Completion) -> dict[str, Any]:
+    """The non-streaming `chat.completion` object."""
+    message: dict[str, Any] = {"role": "assistant", "content": c.content, "refusal": None}
+    if c.tool_calls:
+        message["tool_calls"] = [_tool_call(t) for t in c.tool_calls]
+    return {
+        "id": c.id,
+        "object": "chat.completion",
+        "created": c.created,
+        "model": c.model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": c.finish_reason}],
+        "usage": c.usage(),
+        "system_fingerprint": "fp_mockprovider",
+    }
+
+
+def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
+    """The `chat.completion.chunk` objects of a stream, in order (without `[DONE]`).
+
+    Shape as OpenAI sends it: a role delta; then content deltas, or for tool calls a header
+    delta per call (index, id, type, name, empty arguments) followed by argument deltas; a
+    final chunk with an empty delta and the finish reason; with `include_usage`, every chunk
+    carries `usage: null` and one last chunk with no choices carries the usage.
+    """
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        out = {
+            "id": c.id,
+            "object": "chat.completion.chunk",
+            "created": c.created,
+            "model": c.model,
+            "system_fingerprint": "fp_mockprovider",
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+        if include_usage:
+            out["usage"] = None
+        return out
+
+    if c.tool_calls:
+        yield chunk({"role": "assistant", "content": None, "refusal": None})
+        for index, call in enumerate(c.tool_calls):
+            header = {"index": index, "id": call.id, "type": "function",
+                      "function": {"name": call.name, "arguments": ""}}
+            yield chunk({"tool_calls": [header]})
+            for i, piece in c.pieces:
+                if i == index:
+                    yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    else:
+        yield chunk({"role": "assistant", "content": "", "refusal": None})
+        for _, piece in c.pieces:
+            yield chunk({"content": piece})
+    yield chunk({}, c.finish_reason)
+    if include_usage:
+        final = chunk({})
+        final["choices"] = []
+        final["usage"] = c.usage()
+        yield final
+
+
+def sse(obj: dict[str, Any] | str) -> bytes:
+    data = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"))
+    return f"data: {data}\n\n".encode()
