@@ -113,6 +113,7 @@ def create_app(
 ) -> Starlette:
     """The scripted provider. Server-wide defaults here; per-request options override them."""
     defaults = Options(latency_ms=latency_ms)
+    tokens.encoding()  # load the ranks now, not during the first request
 
     def authorize(request: Request) -> None:
         if api_key is None:
@@ -185,7 +186,7 @@ def create_app(
         assert isinstance(exc, HTTPException)
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
         message = f"{request.method} {request.url.path}: {exc.detail}"
-        return APIError(exc.status_code, message, code=code).response()
+        return APIError(exc.status_code, message, code=code, headers=dict(exc.headers or {})).response()
 
     async def server_error(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error")

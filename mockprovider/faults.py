@@ -41,7 +41,9 @@ SYNTAX = (
     + "; the attempt comes from x-stainless-retry-count or x-lab-attempt"
 )
 
-_FAULT = re.compile(r"^(?P<kind>[a-z0-9]+)(?:@(?P<turn>\d+))?(?:x(?P<times>\d+))?$")
+_FAULT = re.compile(
+    r"^(?P<kind>" + "|".join(FAULT_KINDS) + r")(?:@(?P<turn>[0-9]+))?(?:x(?P<times>[0-9]+))?$"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +81,7 @@ def _number(key: str, value: str, *, param: str) -> float:
 
 def _fault(value: str, *, param: str) -> Fault:
     m = _FAULT.match(value)
-    if not m or m["kind"] not in FAULT_KINDS:
+    if not m:
         raise invalid(f"bad fault {value!r}; {SYNTAX}", param=param)
     return Fault(
         kind=m["kind"],  # type: ignore[arg-type]
@@ -115,6 +117,7 @@ def attempt_of(headers: Mapping[str, str]) -> int:
     """The client's own count of this request's retries (0 for the first try)."""
     for name in ("x-lab-attempt", "x-stainless-retry-count"):
         value = headers.get(name)
-        if value is not None and value.strip().isdigit():
+        # isdigit() alone admits "²"; the attempt must be plain ASCII digits.
+        if value is not None and value.strip().isascii() and value.strip().isdigit():
             return int(value)
     return 0

@@ -98,7 +98,8 @@ def _check_messages(messages: Any) -> list[dict[str, Any]]:
         _check_content(m.get("content"), f"{p}.content")
         if "name" in m and not isinstance(m["name"], str):
             raise invalid(f"Invalid type for '{p}.name': expected a string.", param=f"{p}.name")
-        if role == "assistant" and m.get("tool_calls") is not None:
+        # Checked on every role: the token count reads tool_calls wherever they appear.
+        if m.get("tool_calls") is not None:
             seen_calls.update(_check_tool_calls(m["tool_calls"], f"{p}.tool_calls"))
         if role == "tool":
             call_id = m.get("tool_call_id")
