@@ -1,0 +1,197 @@
+"""The model seam: one chat-completions call over httpx, with retries and cancellation.
+
+Configuration comes from the environment like any OpenAI client: `LLM_BASE_URL` (default the
+local mock) and `LLM_API_KEY` (or `OPENAI_API_KEY`). Tests inject an `httpx` transport.
+429, 5xx, malformed bodies and connection errors are retried a bounded number of times with
+exponential backoff, honouring `retry-after-ms` / `Retry-After`; each attempt carries
+`x-lab-attempt: N` (0-based) so the mock's stateless faults know which attempt this is.
+Anything else (400/401/403/404…) is final and raised as `ProviderError` with the provider's
+own message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from harness.cancel import Cancel, Cancelled
+from harness.usage import Usage
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class ProviderError(Exception):
+    """The provider refused the request for good, or kept failing past the retry bound."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, *, status: int | None = None, wait_s: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.wait_s = wait_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class Completion:
+    message: dict[str, Any]
+    """The assistant message, trimmed to role, content and tool_calls."""
+    finish_reason: str
+    usage: Usage
+    attempts: int
+    """How many HTTP attempts this completion took (1 = no retry)."""
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    ms = response.headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    seconds = response.headers.get("retry-after")
+    if seconds:
+        try:
+            return float(seconds)
+        except ValueError:
+            return None
+    return None
+
+
+def _error_message(response: httpx.Response) -> tuple[str, str | None]:
+    try:
+        err = response.json().get("error") or {}
+        return str(err.get("message") or response.text), err.get("code")
+    except (ValueError, AttributeError):
+        return response.text or f"HTTP {response.status_code}", None
+
+
+def _parse(data: Any) -> tuple[dict[str, Any], str, Usage]:
+    choice = data["choices"][0]
+    raw = choice["message"]
+    message: dict[str, Any] = {"role": "assistant", "content": raw.get("content")}
+    if raw.get("tool_calls"):
+        message["tool_calls"] = [
+            {"id": c["id"], "type": "function",
+             "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}}
+            for c in raw["tool_calls"]
+        ]
+    u = data["usage"]
+    usage = Usage(prompt_tokens=int(u["prompt_tokens"]), completion_tokens=int(u["completion_tokens"]))
+    return message, str(choice.get("finish_reason") or "stop"), usage
+
+
+class ModelClient:
+    """An OpenAI-compatible chat-completions client. Use `async with` or call `aclose()`."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = 3,
+        backoff_s: float = 0.25,
+        max_wait_s: float = 20.0,
+    ) -> None:
+        self.base_url = (base_url or os.environ.get("LLM_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        key = api_key or os.environ.get("LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        headers = {"authorization": f"Bearer {key}"} if key else {}
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_wait_s = max_wait_s
+        self._http = httpx.AsyncClient(transport=transport, timeout=timeout, headers=headers)
+
+    async def __aenter__(self) -> ModelClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def complete(
+        self,
+        *,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        cancel: Cancel | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Completion:
+        """One completion; raises `ProviderError` (final) or `Cancelled` (signal set)."""
+        body: dict[str, Any] = {"model": model, "messages": messages}
+        if tools:
+            body["tools"] = tools
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        cancel = cancel or Cancel()
+        for attempt in range(self.max_retries + 1):
+            try:
+                message, finish, usage = await _race(
+                    self._attempt(body, attempt, headers or {}), cancel
+                )
+                return Completion(message=message, finish_reason=finish, usage=usage, attempts=attempt + 1)
+            except _Retryable as e:
+                if attempt == self.max_retries:
+                    raise ProviderError(
+                        f"gave up after {attempt + 1} attempts: {e}", status=e.status
+                    ) from None
+                wait = e.wait_s if e.wait_s is not None else self.backoff_s * 2**attempt
+                await cancel.sleep(min(wait, self.max_wait_s) * random.uniform(1.0, 1.1))
+        raise AssertionError("unreachable")
+
+    async def _attempt(
+        self, body: dict[str, Any], attempt: int, headers: dict[str, str]
+    ) -> tuple[dict[str, Any], str, Usage]:
+        try:
+            response = await self._http.post(
+                f"{self.base_url}/chat/completions",
+                json=body,
+                headers={**headers, "x-lab-attempt": str(attempt)},
+            )
+        except httpx.TransportError as e:
+            raise _Retryable(f"{type(e).__name__}: {e}") from None
+        if response.status_code in RETRYABLE_STATUS:
+            message, _ = _error_message(response)
+            raise _Retryable(f"HTTP {response.status_code}: {message}", status=response.status_code,
+                             wait_s=_retry_after(response))
+        if response.status_code >= 400:
+            message, code = _error_message(response)
+            raise ProviderError(message, status=response.status_code, code=code)
+        try:
+            return _parse(response.json())
+        except (ValueError, KeyError, IndexError, TypeError) as e:
+            raise _Retryable(f"malformed response body ({type(e).__name__}: {e})",
+                             status=response.status_code) from None
+
+
+async def _race(work: Any, cancel: Cancel) -> Any:
+    """Await `work`, abandoning it (and closing its connection) the moment `cancel` is set."""
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in (task, waiter):
+            if not t.done():
+                t.cancel()
+        await asyncio.gather(task, waiter, return_exceptions=True)
+    if task.cancelled():
+        raise Cancelled(cancel.reason or "cancelled")
+    return task.result()

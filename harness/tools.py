@@ -1,0 +1,110 @@
+"""The tool seam: what a tool is, what it is given, and how its failures become words.
+
+A tool is any object with a name, a description, a JSON-schema `parameters`, two flags and
+an async `run(args, ctx) -> str`. Adding one takes about ten lines:
+
+    @dataclass(frozen=True)
+    class WordCount:
+        name: str = "word_count"
+        description: str = "Count the words in a file."
+        parameters: dict = field(default_factory=lambda: {
+            "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+        read_only: bool = True
+        needs_approval: bool = False
+
+        async def run(self, args, ctx):
+            return str(len((ctx.sandbox / args["path"]).read_text().split()))
+
+Raise any exception to report a failure: the run's error policy turns it into a tool message.
+Raise `PermanentToolError` (or let a `PermissionError` escape) when no message can fix it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from harness.cancel import Cancel
+
+if TYPE_CHECKING:
+    from harness.client import ModelClient
+    from harness.trace import TraceSink
+
+
+class PermanentToolError(Exception):
+    """A failure the model cannot act on (permission denied, quota gone): stop the run."""
+
+
+PERMANENT_ERRORS: tuple[type[BaseException], ...] = (PermanentToolError, PermissionError)
+
+
+@dataclass(kw_only=True)
+class ToolContext:
+    """What a running tool may use besides its arguments."""
+
+    run_id: str
+    call_id: str
+    sandbox: Path
+    cancel: Cancel
+    """Check it (or `await cancel.sleep(...)`) and stop promptly with `Cancelled`."""
+    progress: Callable[[str], None]
+    """Report a step: traced as `tool_progress` and passed to the run's `on_progress`."""
+    client: ModelClient | None = None
+    """The run's model client, for tools that run a sub-agent."""
+    trace: TraceSink | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    """Anything the tool wants kept in its `ToolRun` record (e.g. a child's cost)."""
+
+
+@runtime_checkable
+class Tool(Protocol):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    read_only: bool
+    needs_approval: bool
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str: ...
+
+
+def schema(tool: Tool) -> dict[str, Any]:
+    """The OpenAI `tools[]` entry for `tool`."""
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+    }
+
+
+def catalog(tools: Sequence[Tool]) -> dict[str, Tool]:
+    by_name: dict[str, Tool] = {}
+    for t in tools:
+        if t.name in by_name:
+            raise ValueError(f"two tools are named {t.name!r}")
+        by_name[t.name] = t
+    return by_name
+
+
+def signature(name: str, args: Any) -> str:
+    """What 'the same call' means for dedupe: the name and canonical JSON of the arguments."""
+    return f"{name}:{json.dumps(args, sort_keys=True, separators=(',', ':'))}"
+
+
+ErrorPolicy = Literal["fatal", "generic", "descriptive"] | Callable[[BaseException], str]
+"""What the model is told when a tool raises: `fatal` stops the run `failed`; `generic` says
+only that something failed; `descriptive` passes the error's own sentence; a function decides."""
+
+GENERIC_ERROR = "Error: the tool failed."
+
+
+def error_text(policy: ErrorPolicy, error: BaseException) -> str:
+    """The tool message for `error` under a non-fatal `policy`."""
+    if callable(policy):
+        return policy(error)
+    if policy == "generic":
+        return GENERIC_ERROR
+    if policy == "descriptive":
+        return f"Error: {error}"
+    raise ValueError(f"error policy {policy!r} has no text; use fatal, generic, descriptive or a function")

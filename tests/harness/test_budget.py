@@ -1,0 +1,51 @@
+"""The hard budget: an exact prompt count and a capped max_tokens keep spend within budget."""
+
+import pytest
+from conftest import CountingTransport
+
+from harness import Limits, MemoryTrace, Pricing
+from mockprovider import tokens
+
+
+def test_hard_budget_never_exceeds_the_budget_over_a_sweep(drive):
+    for budget in (0.0005, 0.0011, 0.002, 0.0033, 0.005, 0.0077, 0.01, 0.0123):
+        s = drive("runaway", limits=Limits(max_turns=None, max_budget_usd=budget, hard_budget=True))
+        assert s.status == "budget_exceeded"
+        assert s.cost_usd <= budget, (budget, s.cost_usd)
+    # the default (soft) check overshoots the same budget
+    soft = drive("runaway", limits=Limits(max_turns=None, max_budget_usd=0.01))
+    assert soft.cost_usd > 0.01
+
+
+def test_hard_budget_caps_max_tokens_and_cuts_replies_cleanly(drive):
+    """A fine sweep lands some turns on a cut reply: still within budget, nothing run blindly."""
+    cut = 0
+    for i in range(6, 27):
+        budget = i / 10_000
+        trace, wire = MemoryTrace(), CountingTransport()
+        s = drive("plan", trace=trace, transport=wire, min_reply_tokens=1,
+                  limits=Limits(max_budget_usd=budget, hard_budget=True))
+        assert s.cost_usd <= budget
+        assert all("max_tokens" in b for b in wire.bodies)
+        for body, usage in zip(wire.bodies, s.turn_usage, strict=True):
+            assert usage.completion_tokens <= body["max_tokens"]
+            # the prediction the cap rests on is exactly what the provider billed
+            assert usage.prompt_tokens == tokens.prompt_tokens(body["messages"], body.get("tools"))
+        if any(e["type"] == "turn" and e["finish"] == "length" for e in trace.events):
+            cut += 1
+            assert s.status == "budget_exceeded"
+            assert all(r.ok for r in s.tool_runs)
+    assert cut >= 1
+
+
+def test_minimal_reply_that_does_not_fit_refuses_the_turn(drive):
+    wire = CountingTransport()
+    s = drive("plan", transport=wire, limits=Limits(max_budget_usd=0.0001, hard_budget=True))
+    assert (s.status, s.turns, s.cost_usd, len(wire.bodies)) == ("budget_exceeded", 0, 0.0, 0)
+
+
+def test_pricing_is_configurable():
+    from harness.usage import Usage
+
+    assert Pricing().cost(Usage(prompt_tokens=204, completion_tokens=23)) == pytest.approx(0.000684)
+    assert Pricing(input_per_million=1, output_per_million=0).cost(Usage(prompt_tokens=10**6)) == 1

@@ -1,0 +1,101 @@
+import asyncio
+import time
+
+import httpx
+import pytest
+
+from harness import Cancel, ModelClient
+from harness.cancel import Cancelled
+from harness.client import ProviderError
+
+OK = {
+    "choices": [
+        {"message": {"role": "assistant", "content": "hi", "refusal": None}, "finish_reason": "stop"}
+    ],
+    "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
+}
+
+
+def _scripted(*responses: httpx.Response | Exception) -> tuple[httpx.MockTransport, list[httpx.Request]]:
+    seen: list[httpx.Request] = []
+    queue = list(responses)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if not queue:
+            raise AssertionError(f"script ran out at request {len(seen)}")
+        item = queue.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    return httpx.MockTransport(handler), seen
+
+
+def _complete(transport: httpx.AsyncBaseTransport, **kw):
+    async def main():
+        async with ModelClient("http://model.test/v1", transport=transport, backoff_s=0.01, **kw) as c:
+            return await c.complete(model="m", messages=[{"role": "user", "content": "x"}])
+
+    return asyncio.run(main())
+
+
+def test_429_then_success_is_retried_with_attempt_header_and_retry_after():
+    transport, seen = _scripted(
+        httpx.Response(429, headers={"retry-after-ms": "120"}, json={"error": {"message": "slow down"}}),
+        httpx.Response(200, json=OK),
+    )
+    t0 = time.monotonic()
+    out = _complete(transport)
+    assert out.message == {"role": "assistant", "content": "hi"}
+    assert out.attempts == 2
+    assert [r.headers["x-lab-attempt"] for r in seen] == ["0", "1"]
+    assert time.monotonic() - t0 >= 0.12  # honoured retry-after-ms, not the 10 ms backoff
+
+
+def test_5xx_and_connection_errors_are_retried_then_give_up():
+    transport, seen = _scripted(
+        httpx.ConnectError("refused"), httpx.Response(500, json={"error": {"message": "boom"}}),
+        httpx.Response(503, text="unavailable"),
+    )
+    with pytest.raises(ProviderError, match="gave up after 3 attempts: HTTP 503"):
+        _complete(transport, max_retries=2)
+    assert len(seen) == 3
+
+
+def test_401_is_final_and_carries_the_providers_message():
+    transport, seen = _scripted(
+        httpx.Response(
+            401, json={"error": {"message": "Incorrect API key provided.", "code": "invalid_api_key"}}
+        )
+    )
+    with pytest.raises(ProviderError, match="Incorrect API key provided.") as info:
+        _complete(transport)
+    assert (info.value.status, info.value.code, len(seen)) == (401, "invalid_api_key", 1)
+
+
+def test_malformed_body_is_retried():
+    transport, seen = _scripted(httpx.Response(200, text='{"choices": [{"mess'), httpx.Response(200, json=OK))
+    assert _complete(transport).attempts == 2
+
+
+def test_api_key_from_the_environment(monkeypatch):
+    monkeypatch.delenv("LLM_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fallback")
+    transport, seen = _scripted(httpx.Response(200, json=OK))
+    _complete(transport)
+    assert seen[0].headers["authorization"] == "Bearer sk-fallback"
+
+
+def test_cancel_abandons_the_http_call_at_once(mock_url):
+    async def main():
+        cancel = Cancel()
+        async with ModelClient(mock_url) as c:
+            asyncio.get_running_loop().call_later(0.1, cancel.set, "user pressed Stop")
+            t0 = time.monotonic()
+            with pytest.raises(Cancelled, match="user pressed Stop"):
+                await c.complete(model="plan+latency=800", messages=[{"role": "user", "content": "x"}],
+                                 cancel=cancel)
+            return time.monotonic() - t0
+
+    assert asyncio.run(main()) < 0.5  # not the 0.8 s the provider would have taken

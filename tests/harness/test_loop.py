@@ -1,0 +1,194 @@
+"""The loop against the real mock over loopback: exits, ordering, errors, dedupe, resume."""
+
+import asyncio
+import shutil
+
+import pytest
+from conftest import TASK, CountingTransport
+
+from harness import Limits, MemoryStore, MemoryTrace, Pricing, new_run, run
+from harness.catalog import ListFiles, default_tools
+from harness.loop import TRUNCATED, default_sandbox
+from harness.state import MaxBudget, MaxTurns
+
+
+def test_plan_completes_in_three_turns_with_the_quadratic_bill(drive):
+    s = drive("plan")
+    assert (s.status, s.turns, len(s.tool_runs)) == ("completed", 3, 2)
+    assert s.answer == "errors.log mentions a timeout: worker 7 timed out after 30000 ms."
+    prompts = [u.prompt_tokens for u in s.turn_usage]
+    assert prompts[0] < prompts[1] < prompts[2]  # each turn resends everything before it
+    assert s.prompt_tokens == sum(prompts)
+    assert s.cost_usd == pytest.approx(Pricing().cost(s.usage), abs=1e-12)
+    runs = [(r.tool, r.args) for r in s.tool_runs]
+    assert runs == [("list_files", {}), ("read_file", {"path": "errors.log"})]
+
+
+def test_turn_cap_is_checked_before_the_call(drive):
+    wire = CountingTransport()
+    s = drive("runaway", transport=wire, limits=Limits(max_turns=5))
+    assert (s.status, s.interruption, s.turns) == ("max_turns_exceeded", MaxTurns(), 5)
+    assert len(wire.bodies) == 5  # the sixth call was never made
+    assert len(s.tool_runs) == 5  # pending-first: the fifth reply's call ran before the check
+
+
+@pytest.mark.parametrize("budget", [0.003, 0.01, 0.02])
+def test_budget_is_checked_before_the_call_and_overshoots_by_at_most_one_turn(drive, budget):
+    wire = CountingTransport()
+    s = drive("runaway", transport=wire, limits=Limits(max_turns=None, max_budget_usd=budget))
+    assert (s.status, s.interruption) == ("budget_exceeded", MaxBudget())
+    last = Pricing().cost(s.turn_usage[-1])
+    assert s.cost_usd >= budget  # every row overshoots…
+    assert s.cost_usd - last < budget  # …by at most the one turn that crossed it
+    assert len(wire.bodies) == s.turns
+
+
+def test_checking_after_the_call_overshoots_by_one_more_turn(drive):
+    limits = Limits(max_turns=None, max_budget_usd=0.01)
+    before = drive("runaway", limits=limits)
+    after = drive("runaway", limits=Limits(max_turns=None, max_budget_usd=0.01, budget_check="after_call"))
+    assert after.turns == before.turns + 1
+    two_turns = sum(Pricing().cost(u) for u in after.turn_usage[-2:])
+    assert after.cost_usd - two_turns < 0.01 <= after.cost_usd - Pricing().cost(after.turn_usage[-1])
+
+
+def test_provider_401_fails_the_run_with_the_providers_message(drive, keyed_mock_url, monkeypatch):
+    monkeypatch.delenv("LLM_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    s = drive("plan", base_url=keyed_mock_url)
+    assert s.status == "failed" and s.turns == 0 and s.cost_usd == 0
+    assert "didn't provide an API key" in s.error
+    with pytest.raises(ValueError, match="final"):
+        drive("plan", state=s)
+
+
+def test_unknown_model_fails_with_the_list_of_scenarios(drive):
+    s = drive("plann")
+    assert s.status == "failed" and "known scenarios: plan" in s.error
+
+
+def test_429_then_success_is_retried_inside_one_turn(drive):
+    wire = CountingTransport()
+    s = drive("plan", transport=wire, mock_options="fault=429@1x2+retry=20")
+    assert (s.status, s.turns) == ("completed", 3)
+    assert wire.attempt_headers == ["0", "0", "1", "2", "0"]
+
+
+def test_tool_error_policies_on_recover(drive):
+    fatal, generic, descriptive = (drive("recover", errors=p) for p in ("fatal", "generic", "descriptive"))
+    assert fatal.status == "failed" and "no such file: timeout.log" in fatal.error
+    assert generic.answer == "I could not read the file, so I do not know."
+    assert descriptive.answer == "errors.log mentions a timeout."
+    assert descriptive.cost_usd / fatal.cost_usd > 4  # only the descriptive row answers, at a price
+    custom = drive("recover", errors=lambda e: f"Call list_files: {type(e).__name__}")
+    assert custom.status == "completed" and custom.turns == 4
+
+
+def test_a_permanent_error_stops_the_run_instead_of_burning_turns(drive):
+    stopped = drive("denied", limits=Limits(max_turns=12))
+    assert (stopped.status, stopped.turns, len(stopped.tool_runs)) == ("failed", 1, 1)
+    assert stopped.error == "read_file: permission denied: private.key"
+    burned = drive("denied", limits=Limits(max_turns=12), stop_on_permanent=False)
+    assert (burned.status, burned.turns, len(burned.tool_runs)) == ("max_turns_exceeded", 12, 12)
+    assert burned.answer is None and not any(r.ok for r in burned.tool_runs)
+    assert burned.cost_usd > 10 * stopped.cost_usd
+
+
+def test_read_file_refuses_the_key_even_as_root(sandbox):
+    from harness import Cancel, ToolContext
+    from harness.catalog import ReadFile
+
+    ctx = ToolContext(run_id="r", call_id="c", sandbox=sandbox, cancel=Cancel(), progress=print)
+    with pytest.raises(PermissionError, match="permission denied: private.key"):
+        asyncio.run(ReadFile().run({"path": "private.key"}, ctx))
+    with pytest.raises(ValueError, match="plain file name"):
+        asyncio.run(ReadFile().run({"path": "../etc/passwd"}, ctx))
+
+
+def test_dedupe_saves_a_tool_run_but_not_the_turn(drive):
+    once, repeat = drive("once"), drive("repeat")
+    deduped = drive("repeat", dedupe="read-only")
+    assert repeat.cost_usd > 1.5 * once.cost_usd * 0.9  # the repeat costs a whole extra turn
+    assert (len(repeat.tool_runs), len(deduped.tool_runs)) == (2, 1)
+    assert deduped.turns == repeat.turns == 3
+    assert deduped.cost_usd >= repeat.cost_usd  # dedupe recovers $0
+    reused = [m for m in deduped.messages if m.get("tool_call_id") == "c2"]
+    assert len(reused) == 1 and "reused" in reused[0]["content"]
+
+
+def test_naive_cache_swallows_the_second_write_the_read_only_gate_runs_it(drive, sandbox):
+    naive = drive("double_delete", dedupe="all", auto_approve={"delete_file"})
+    assert not (sandbox / "access.log").exists()
+    (sandbox / "access.log").write_text("again\n")
+    gated = drive("double_delete", dedupe="read-only", auto_approve={"delete_file"})
+    assert (naive.turns, len(naive.tool_runs)) == (3, 1)
+    assert (gated.turns, len(gated.tool_runs)) == (3, 2)
+    assert [r.args["path"] for r in gated.tool_runs] == ["access.log", "access.log"]
+    assert [r.ok for r in gated.tool_runs] == [True, False]  # the second found nothing to delete
+
+
+def test_resume_runs_pending_calls_first_and_makes_no_extra_model_call(drive):
+    class Crash(Exception):
+        pass
+
+    seen = []
+
+    def crash_after_second_reply(name):
+        seen.append(name)
+        if name == "after_model_reply" and seen.count(name) == 2:
+            raise Crash
+
+    store = MemoryStore()
+    with pytest.raises(Crash):
+        drive("plan", state=new_run(TASK, run_id="p1"), store=store, checkpoint=crash_after_second_reply)
+    saved = store.load("p1")
+    assert (saved.turns, len(saved.tool_runs), len(saved.messages)) == (2, 1, 5)  # read_file pending
+    wire = CountingTransport()
+    resumed = drive("plan", state=saved, store=store, transport=wire)
+    assert len(wire.bodies) == 1  # only the third turn; turn two was not paid twice
+    straight = drive("plan")
+    assert resumed.cost_usd == pytest.approx(straight.cost_usd, abs=1e-12)
+    assert [r.tool for r in resumed.tool_runs] == ["list_files", "read_file"]
+
+
+def test_unknown_tool_and_bad_arguments_are_errors_as_data(drive):
+    s = drive("plan", tools=[ListFiles()])
+    assert s.status == "completed"
+    error = next(m for m in s.messages if m.get("tool_call_id") == "c2")["content"]
+    assert error.startswith("Error: unknown tool 'read_file'; known: list_files")
+
+
+def test_research_child_keeps_its_own_transcript_and_limits(drive):
+    trace = MemoryTrace()
+    s = drive("research", tools=default_tools(research=True), trace=trace)
+    assert s.answer.startswith("Research summary: errors.log mentions a timeout")
+    assert len(s.messages) == 5  # system, user, call, summary, answer: nothing the child read
+    assert not any("worker 3" in str(m.get("content")) for m in s.messages)
+    details = s.tool_runs[0].details
+    assert details["child_turns"] == 3 and details["child_status"] == "completed"
+    assert {e["runId"] for e in trace.events} == {s.run_id, f"{s.run_id}.c1"}
+
+
+def test_completed_reply_is_the_last_message(drive):
+    s = drive("once", trace=(trace := MemoryTrace()))
+    assert s.messages[-1] == {"role": "assistant", "content": s.answer}
+    assert trace.events[-1]["type"] == "run_stopped"
+
+
+def test_truncated_tool_calls_are_never_executed(drive):
+    s = drive("plan", limits=Limits(max_budget_usd=1.0, hard_budget=True), min_reply_tokens=1,
+              pricing=Pricing(input_per_million=0.0, output_per_million=1e6 / 2))  # 2 tokens for $1
+    assert s.status == "budget_exceeded" and s.tool_runs == []
+    assert s.messages[-1]["content"] == TRUNCATED
+
+
+def test_run_uses_a_per_run_sandbox_by_default(mock_url):
+    from harness import ModelClient, RunOptions
+
+    async def main():
+        async with ModelClient(mock_url) as c:
+            return await run(new_run(TASK), options=RunOptions(model="once"), client=c)
+
+    s = asyncio.run(main())
+    assert "errors.log" in s.messages[3]["content"]
+    shutil.rmtree(default_sandbox(s.run_id))

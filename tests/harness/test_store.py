@@ -1,0 +1,73 @@
+import json
+import os
+
+import pytest
+
+from harness import FileStore, MemoryStore, StateFileError, new_run
+
+
+def test_file_store_saves_atomically_and_loads(tmp_path):
+    store = FileStore(tmp_path)
+    s = new_run("t", run_id="r1")
+    store.save(s)
+    s.turns = 2
+    store.save(s)
+    assert store.load("r1") == s
+    assert sorted(os.listdir(tmp_path)) == ["r1.json"]  # no temp file left behind
+    assert store.run_ids() == ["r1"]
+
+
+def test_a_crash_mid_save_leaves_the_previous_version(tmp_path):
+    class Died(Exception):
+        pass
+
+    def die(name: str) -> None:
+        assert name == "mid_save"
+        raise Died
+
+    FileStore(tmp_path).save(new_run("t", run_id="r1"))
+    s = new_run("t", run_id="r1")
+    s.turns = 7
+    with pytest.raises(Died):
+        FileStore(tmp_path, checkpoint=die).save(s)
+    assert FileStore(tmp_path).load("r1").turns == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"run_id": "r1", "schema_version": 1, "messages": [', "not valid JSON"),
+        (b'{"hello": "world"}', "not a harness run"),
+        (b'{"run_id": "r1", "schema_version": 99}', r"schema_version 99; this harness supports \[1\]"),
+        (b'{"run_id": "r1", "schema_version": 1, "messages": []}', "damaged harness run"),
+        (b"\xff\xfe garbage", "not UTF-8"),
+    ],
+)
+def test_a_bad_state_file_gives_a_clear_error_and_is_left_untouched(tmp_path, content, message):
+    path = tmp_path / "r1.json"
+    path.write_bytes(content)
+    before = path.stat()
+    with pytest.raises(StateFileError, match=message):
+        FileStore(tmp_path).load("r1")
+    assert path.read_bytes() == content
+    assert path.stat().st_mtime_ns == before.st_mtime_ns
+
+
+def test_missing_run_names_the_saved_ones(tmp_path):
+    FileStore(tmp_path).save(new_run("t", run_id="a1"))
+    with pytest.raises(FileNotFoundError, match="saved runs: a1"):
+        FileStore(tmp_path).load("zz")
+
+
+def test_run_ids_must_be_safe_file_names(tmp_path):
+    with pytest.raises(ValueError, match="not a safe file name"):
+        FileStore(tmp_path).path("../etc/passwd")
+
+
+def test_memory_store_round_trips_through_json():
+    store = MemoryStore()
+    s = new_run("t", run_id="m1")
+    store.save(s)
+    s.turns = 5  # later mutation does not leak into the saved copy
+    assert store.load("m1").turns == 0
+    assert json.loads(store.saved["m1"])["run_id"] == "m1"
