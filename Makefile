@@ -31,8 +31,9 @@ lint: $(STAMP) ## ruff check
 experiments: $(STAMP) ## rerun every measurement and rewrite results/
 	$(PY) -m experiments
 
-bench: $(STAMP) ## run the benchmarks and write results/bench.md
-	$(PY) -m pytest tests/benchmarks --benchmark-enable -q
+bench: $(STAMP) ## run the benchmarks, write results/bench.json and results/bench.md
+	$(PY) -m pytest tests/benchmarks -q --benchmark-enable --benchmark-json=results/bench.json
+	$(PY) -m experiments.bench results/bench.json
 
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .benchmarks

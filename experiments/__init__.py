@@ -1,0 +1,38 @@
+"""Reruns every measurement of the chapter against the mock; `python -m experiments`."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from types import ModuleType
+
+# In the chapter's order; each module has NAME, TITLE and `async measure(env) -> Outcome`.
+NAMES = (
+    "plan",
+    "turn_cap",
+    "budget",
+    "tool_errors",
+    "permanent_error",
+    "dedupe",
+    "dedupe_writes",
+    "approval",
+    "rejection_wording",
+    "kill_resume",
+    "cancellation",
+    "trace",
+    "latency",
+    "subagent",
+)
+
+
+def _load() -> dict[str, ModuleType]:
+    modules = {}
+    for name in NAMES:
+        try:
+            modules[name] = import_module(f"experiments.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"experiments.{name}":
+                raise
+    return modules
+
+
+REGISTRY: dict[str, ModuleType] = _load()

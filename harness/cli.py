@@ -192,7 +192,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--scenario", default="plan")
     r.add_argument("--task", default=DEFAULT_TASK)
     r.add_argument("--run-id", default=None)
-    r.add_argument("--max-turns", type=lambda v: None if v == "none" else int(v), default=20)
+    r.add_argument("--max-turns", type=lambda v: None if v == "none" else int(v), default=20,
+                   help="turn cap, or 'none' (default: 20)")
     r.add_argument("--budget", type=float, default=None, help="dollars (default: no budget)")
     r.add_argument("--hard-budget", action="store_true",
                    help="cap max_tokens so spend never exceeds the budget")

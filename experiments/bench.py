@@ -1,0 +1,113 @@
+"""Turn pytest-benchmark's JSON into `results/bench.md`: medians and the ratios that matter.
+
+`make bench` runs `tests/benchmarks` with `--benchmark-json=results/bench.json`, then
+`python -m experiments.bench results/bench.json`. Ratios are taken between benchmarks of the
+same run, since absolute times on a shared machine are noise.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from experiments.common import RESULTS, markdown_table
+
+# (label, numerator, denominator, target) — names are pytest-benchmark's test names.
+RATIOS = [
+    (
+        "mock at turn 100 / bare Starlette floor, loopback",
+        "test_mock_request_loopback[100]",
+        "test_bare_starlette_loopback[100]",
+        "≤ 3",
+    ),
+    (
+        "mock at turn 1 / bare Starlette floor, loopback",
+        "test_mock_request_loopback[1]",
+        "test_bare_starlette_loopback[1]",
+        "—",
+    ),
+    (
+        "mock request cost growth, turn 100 / turn 1 (in-process)",
+        "test_mock_request_in_process[100]",
+        "test_mock_request_in_process[1]",
+        "—",
+    ),
+    (
+        "mock request at turn 100, token cache emptied / warm (in-process)",
+        "test_mock_request_in_process_uncached_turn_100",
+        "test_mock_request_in_process[100]",
+        "keep the cache if > 1",
+    ),
+    (
+        "prompt-token count of 100 turns, uncached / cached",
+        "test_prompt_tokens_turn_100_uncached",
+        "test_prompt_tokens_turn_100_cached",
+        "—",
+    ),
+]
+
+
+def _medians(report: dict) -> dict[str, float]:
+    return {b["name"]: b["stats"]["median"] for b in report["benchmarks"]}
+
+
+def time_experiments() -> float:
+    """Seconds `python -m experiments` takes to rerun everything (into a scratch folder)."""
+    with tempfile.TemporaryDirectory() as out:
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "experiments", "--out", out], check=True, stdout=subprocess.DEVNULL
+        )
+        return time.perf_counter() - started
+
+
+def render(report: dict, *, experiments_s: float | None = None) -> str:
+    medians = _medians(report)
+    rows = [
+        {
+            "benchmark": b["name"],
+            "median (µs)": f"{b['stats']['median'] * 1e6:,.1f}",
+            "IQR (µs)": f"{b['stats']['iqr'] * 1e6:,.1f}",
+            "rounds": b["stats"]["rounds"],
+        }
+        for b in sorted(report["benchmarks"], key=lambda b: b["name"])
+    ]
+    ratios = [
+        {"ratio": label, "value": f"{medians[a] / medians[b]:.2f}×", "target": target}
+        for label, a, b, target in RATIOS
+        if a in medians and b in medians
+    ]
+    extra = {k: v for b in report["benchmarks"] for k, v in (b.get("extra_info") or {}).items()}
+    if experiments_s is not None:
+        extra["`python -m experiments`, all 14, wall seconds (target < 60)"] = round(experiments_s, 1)
+    parts = [
+        "# Benchmarks\n",
+        "Medians from one `make bench` run on this machine; compare ratios, not absolute times.\n",
+        markdown_table(rows),
+        "## Ratios\n",
+        markdown_table(ratios),
+    ]
+    if extra:
+        parts += ["## Derived\n", markdown_table([{"figure": k, "value": v} for k, v in extra.items()])]
+    machine = report.get("machine_info", {})
+    parts.append(
+        f"Machine: {machine.get('cpu', {}).get('brand_raw', '?')}, "
+        f"Python {machine.get('python_version', '?')}. Raw: [bench.json](bench.json).\n"
+    )
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = argv if argv is not None else sys.argv[1:]
+    source = Path(args[0]) if args else RESULTS / "bench.json"
+    report = json.loads(source.read_text())
+    (RESULTS / "bench.md").write_text(render(report, experiments_s=time_experiments()))
+    print(f"wrote {RESULTS / 'bench.md'}")
+
+
+if __name__ == "__main__":
+    main()

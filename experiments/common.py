@@ -1,0 +1,272 @@
+"""What every experiment shares: the mock server, the output folder, tables and chart style.
+
+An experiment module exposes `NAME`, `TITLE` and `async def measure(env: Env) -> Outcome`.
+`Outcome` holds the raw rows (the CSV), the table shown in Markdown (ours beside the
+chapter's), the finding in one sentence, and optionally a chart. `write()` turns it into
+`results/<name>.csv`, `.md` and `.png`; the token and cost experiments are pure arithmetic, so
+a rerun with unchanged code leaves those files byte-identical.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from harness import MemoryTrace, ModelClient, RunOptions, RunState, Tool, make_sandbox, new_run, run  # noqa: E402
+from mockprovider.server import free_port  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+
+# One palette for every chart: ours in blue, the chapter's in grey, limits in red.
+OURS, CHAPTER, LIMIT, ACCENT = "#1f77b4", "#8c8c8c", "#d62728", "#2ca02c"
+STYLE = {
+    "figure.figsize": (7.0, 4.2),
+    "figure.dpi": 100,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "legend.frameon": False,
+    "svg.hashsalt": "harness-lab",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Env:
+    """Where and how an experiment runs."""
+
+    base_url: str
+    """The mock's `/v1` URL (a real loopback socket)."""
+    fast: bool = False
+    """Smaller sweeps, for the test suite's quick pass; findings must still hold."""
+    workdir: Path = field(default_factory=lambda: Path(os.environ.get("TMPDIR", "/tmp")))
+    """Scratch space for sandboxes and saved runs."""
+    client: ModelClient | None = None
+    """One connection pool for every run (each run makes its own when None)."""
+
+
+@dataclass(kw_only=True)
+class Outcome:
+    rows: list[dict[str, Any]]
+    """Raw measurements: the CSV."""
+    finding: str
+    """One sentence, with our figure in it."""
+    ours: str
+    """Our headline figure, for the index."""
+    chapter: str
+    """The chapter's figure, for the index ("—" when it gives none)."""
+    table: list[dict[str, Any]] | None = None
+    """What the Markdown shows; defaults to `rows`."""
+    notes: list[str] = field(default_factory=list)
+    """Extra paragraphs under the table (method, divergences from the chapter)."""
+    chart: Callable[[], Figure] | None = None
+    checks: dict[str, bool] = field(default_factory=dict)
+    """Named assertions of the finding; all must be true, and the test suite checks them."""
+    data: dict[str, Any] = field(default_factory=dict)
+    """Anything else the tests may want to look at."""
+
+
+def style() -> None:
+    plt.rcParams.update(STYLE)
+
+
+def figure(title: str, xlabel: str, ylabel: str) -> tuple[Figure, Any]:
+    style()
+    fig, ax = plt.subplots()
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return fig, ax
+
+
+def save_png(fig: Figure, path: Path) -> None:
+    # No Software/date metadata, so an unchanged chart is an unchanged file.
+    fig.tight_layout()
+    fig.savefig(path, format="png", metadata={"Software": None})
+    plt.close(fig)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.6f}".rstrip("0").rstrip(".") if value else "0"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in value) + "]"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    if not rows:
+        return "_(no rows)_\n"
+    columns = list(rows[0])
+    lines = [
+        "| " + " | ".join(columns) + " |",
+        "| " + " | ".join("---" for _ in columns) + " |",
+    ]
+    lines += ["| " + " | ".join(_cell(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def usd(value: float) -> str:
+    return f"${value:.6f}"
+
+
+def write(name: str, title: str, outcome: Outcome, out: Path = RESULTS) -> list[Path]:
+    """Write `<name>.csv`, `<name>.md` and, if charted, `<name>.png` into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    csv = out / f"{name}.csv"
+    buf = io.StringIO()
+    pd.DataFrame(outcome.rows).to_csv(buf, index=False, lineterminator="\n")
+    csv.write_text(buf.getvalue())
+    written.append(csv)
+    parts = [
+        f"# {title}\n",
+        f"**Finding.** {outcome.finding}\n",
+        markdown_table(outcome.table if outcome.table is not None else outcome.rows),
+    ]
+    if outcome.chart is not None:
+        png = out / f"{name}.png"
+        save_png(outcome.chart(), png)
+        written.append(png)
+        parts.append(f"![{title}]({name}.png)\n")
+    parts += [f"{n}\n" for n in outcome.notes]
+    parts.append(f"Raw rows: [{name}.csv]({name}.csv). Regenerate: `python -m experiments {name}`.\n")
+    md = out / f"{name}.md"
+    md.write_text("\n".join(parts))
+    written.append(md)
+    return written
+
+
+@contextmanager
+def mock_process(*, host: str = "127.0.0.1") -> Iterator[str]:
+    """Run `python -m mockprovider` as its own process (its own core) and yield its `/v1` URL."""
+    port = free_port(host)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mockprovider", "--host", host, "--port", str(port), "--quiet"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"mock exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+            try:
+                if httpx.get(f"http://{host}:{port}/healthz", timeout=0.5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("mock did not start within 20 s")
+            time.sleep(0.05)
+        yield f"http://{host}:{port}/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+
+
+# --- running the harness against the mock -------------------------------------------------
+
+TASKS = {
+    "plan": "Which file mentions a timeout?",
+    "runaway": "Which file mentions a timeout?",
+    "recover": "Which file mentions a timeout?",
+    "denied": "What does private.key contain?",
+    "once": "Which files are in the folder?",
+    "repeat": "Which files are in the folder?",
+    "destructive": "Look at the log folder and tell me what is in it.",
+    "double_delete": "Delete access.log.",
+    "slow": "Scan the archive for known incidents.",
+    "research": "Find out which file mentions a timeout.",
+}
+
+
+@dataclass(kw_only=True)
+class Run:
+    state: RunState
+    trace: MemoryTrace
+    sandbox: Path
+    wall_ms: float
+
+    @property
+    def tool_runs(self) -> int:
+        return len(self.state.tool_runs)
+
+    def runs_of(self, tool: str) -> list[Any]:
+        return [
+            r.args.get("path") if isinstance(r.args, dict) else r.args
+            for r in self.state.tool_runs
+            if r.tool == tool
+        ]
+
+
+def options(env: Env, scenario: str, run_id: str, **overrides: Any) -> RunOptions:
+    """RunOptions for one experiment run: its own sandbox and trace, no turn cap unless given."""
+    sandbox = make_sandbox(env.workdir / run_id)
+    defaults: dict[str, Any] = {"model": scenario, "sandbox": sandbox, "trace": MemoryTrace()}
+    return RunOptions(**(defaults | overrides))
+
+
+async def run_scenario(
+    env: Env,
+    scenario: str,
+    *,
+    run_id: str,
+    state: RunState | None = None,
+    opts: RunOptions | None = None,
+    tools: Sequence[Tool] | None = None,
+    **overrides: Any,
+) -> Run:
+    """Run (or continue) `scenario` through the harness against the mock; time it."""
+    opts = opts or options(env, scenario, run_id, **overrides)
+    state = state or new_run(TASKS[scenario], run_id=run_id)
+    started = time.perf_counter()
+    if env.client is not None:
+        await run(state, tools=tools, options=opts, client=env.client)
+    else:
+        async with ModelClient(env.base_url) as client:
+            await run(state, tools=tools, options=opts, client=client)
+    assert opts.sandbox is not None and isinstance(opts.trace, MemoryTrace)
+    return Run(
+        state=state, trace=opts.trace, sandbox=opts.sandbox, wall_ms=(time.perf_counter() - started) * 1000
+    )
+
+
+def summary(label: str, r: Run) -> dict[str, Any]:
+    """The chapter's summary line as a table row."""
+    s = r.state
+    return {
+        "run": label,
+        "turns": s.turns,
+        "tools": r.tool_runs,
+        "in": s.prompt_tokens,
+        "out": s.completion_tokens,
+        "cost": usd(s.cost_usd),
+        "status": s.status,
+    }

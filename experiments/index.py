@@ -1,0 +1,39 @@
+"""`results/README.md`: every finding in one sentence, ours beside the chapter's."""
+
+from __future__ import annotations
+
+from experiments import REGISTRY
+from experiments.common import Outcome, markdown_table
+
+
+def render(outcomes: list[tuple[str, Outcome]]) -> str:
+    rows = []
+    for name, o in outcomes:
+        links = f"[table]({name}.md)" + (f" · [chart]({name}.png)" if o.chart else "")
+        held = "yes" if all(o.checks.values()) else "**no**"
+        rows.append(
+            {
+                "experiment": REGISTRY[name].TITLE,
+                "finding": o.finding,
+                "ours": o.ours,
+                "chapter": o.chapter,
+                "holds": held,
+                "files": links,
+                "command": f"`python -m experiments {name}`",
+            }
+        )
+    return "\n".join(
+        [
+            "# Results\n",
+            "Every measurement of the chapter “Build an agent harness: the loop and the five exits”, "
+            "rerun against the scripted provider (`mockprovider`) through the harness (`harness`) over "
+            "a loopback socket. Regenerate everything with `make experiments`; this file and every "
+            "table, CSV and chart here are written by that command, never by hand.\n",
+            "Token counts are real `o200k_base` counts of our own short system prompt and tool "
+            "definitions; the chapter's exact prompts are not published, so absolute numbers differ "
+            "while the findings and ratios hold. Costs use the chapter's prices: $2.00 per million "
+            "input tokens, $12.00 per million output tokens. *Holds* says whether the experiment's "
+            "own checks of the finding passed in this run.\n",
+            markdown_table(rows),
+        ]
+    )

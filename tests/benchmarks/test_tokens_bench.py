@@ -1,0 +1,22 @@
+"""Prompt-token counting of a 100-turn runaway conversation, with and without the cache."""
+
+from __future__ import annotations
+
+from conftest import runaway_messages
+
+from mockprovider import tokens
+
+
+def test_prompt_tokens_turn_100_cached(benchmark):
+    messages = runaway_messages(100)
+    expected = tokens.prompt_tokens(messages)
+    assert benchmark(tokens.prompt_tokens, messages) == expected
+
+
+def test_prompt_tokens_turn_100_uncached(benchmark):
+    messages = runaway_messages(100)
+    expected = tokens.prompt_tokens(messages)
+    result = benchmark.pedantic(
+        tokens.prompt_tokens, args=(messages,), setup=tokens.count.cache_clear, rounds=20
+    )
+    assert result == expected
