@@ -40,13 +40,7 @@ async def measure(env: Env) -> Outcome:
         labels = ["once", "repeat", "repeat + dedupe"]
         runs = [once, repeat, deduped]
         bars = ax.bar(labels, [r.state.cost_usd for r in runs], color=[CHAPTER, OURS, OURS])
-        for bar, r in zip(bars, runs, strict=True):
-            ax.annotate(
-                f"{usd(r.state.cost_usd)}\n{r.tool_runs} tool runs",
-                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                ha="center",
-                va="bottom",
-            )
+        ax.bar_label(bars, [f"{usd(r.state.cost_usd)}\n{r.tool_runs} tool runs" for r in runs])
         ax.margins(y=0.2)
         return fig
 

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from experiments import REGISTRY
 from experiments.common import Outcome, markdown_table
 
+# Written by their own make targets, not by `make experiments`; linked when present.
+SIBLINGS = (
+    ("real_model.md", "15 · the same harness against a real local model (optional, slow)", "make real-model"),
+    ("bench.md", "the lab's own speed: mock vs bare Starlette, harness overhead per turn", "make bench"),
+    ("reliability.md", "crash matrix, hostile input and load", "make reliability"),
+)
 
-def render(outcomes: list[tuple[str, Outcome]]) -> str:
+
+def render(outcomes: list[tuple[str, Outcome]], out: Path | None = None) -> str:
     rows = []
     for name, o in outcomes:
         links = f"[table]({name}.md)" + (f" · [chart]({name}.png)" if o.chart else "")

@@ -50,10 +50,7 @@ async def measure(env: Env) -> Outcome:
         labels = ["denied\n(turn-cap floor)", "denied\n(permanent stop)", "recover\n(descriptive)"]
         costs = [floor.state.cost_usd, stop.state.cost_usd, recovered.state.cost_usd]
         bars = ax.bar(labels, costs, color=[LIMIT, OURS, CHAPTER])
-        for bar, c in zip(bars, costs, strict=True):
-            ax.annotate(
-                usd(c), (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom"
-            )
+        ax.bar_label(bars, [usd(c) for c in costs])
         return fig
 
     return Outcome(

@@ -42,15 +42,11 @@ async def measure(env: Env) -> Outcome:
         fig, ax = figure("Cost of one tool failure, by error policy (`recover`)", "policy", "cost (USD)")
         costs = [runs[p].state.cost_usd for p in POLICIES]
         bars = ax.bar(POLICIES, costs, color=[CHAPTER, CHAPTER, OURS])
-        for bar, p in zip(bars, POLICIES, strict=True):
-            label = "answered" if p in answered else "no answer"
-            ax.annotate(
-                f"{usd(runs[p].state.cost_usd)}\n{label}",
-                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                ha="center",
-                va="bottom",
-                fontsize=8,
-            )
+        labels = [
+            f"{usd(c)}\n{'answered' if p in answered else 'no answer'}"
+            for p, c in zip(POLICIES, costs, strict=True)
+        ]
+        ax.bar_label(bars, labels, fontsize=8)
         ax.margins(y=0.25)
         return fig
 

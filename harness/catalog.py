@@ -167,7 +167,7 @@ class Research:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         from harness.loop import RunOptions, run  # the loop imports tools, not the reverse
-        from harness.state import new_run
+        from harness.state import new_run, reason_of
         from harness.usage import Limits
 
         child = new_run(str(args.get("question", "")), system=RESEARCH_SYSTEM,
@@ -183,7 +183,7 @@ class Research:
         if out.status == "completed":
             return out.answer or "no result"
         ctx.cancel.raise_if_set()
-        raise RuntimeError(f"the research sub-agent stopped {out.status}: {out.error or out.interruption}")
+        raise RuntimeError(f"the research sub-agent stopped {out.status} ({reason_of(out)})")
 
 
 def default_tools(*, scan_seconds: float = 3.0, research: bool = False) -> list[Tool]:
