@@ -42,5 +42,10 @@ def request_body(turns: int) -> bytes:
 
 
 @pytest.fixture(scope="session")
+def runaway_100() -> list[dict]:
+    return runaway_messages(100)
+
+
+@pytest.fixture(scope="session")
 def bodies() -> dict[int, bytes]:
     return {t: request_body(t) for t in (1, 50, 100)}

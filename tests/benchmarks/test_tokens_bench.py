@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from conftest import runaway_messages
-
 from mockprovider import tokens
 
 
-def test_prompt_tokens_turn_100_cached(benchmark):
-    messages = runaway_messages(100)
+def test_prompt_tokens_turn_100_cached(benchmark, runaway_100):
+    messages = runaway_100
     expected = tokens.prompt_tokens(messages)
     assert benchmark(tokens.prompt_tokens, messages) == expected
 
 
-def test_prompt_tokens_turn_100_uncached(benchmark):
-    messages = runaway_messages(100)
+def test_prompt_tokens_turn_100_uncached(benchmark, runaway_100):
+    messages = runaway_100
     expected = tokens.prompt_tokens(messages)
     result = benchmark.pedantic(
         tokens.prompt_tokens, args=(messages,), setup=tokens.count.cache_clear, rounds=20
