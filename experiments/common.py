@@ -129,8 +129,13 @@ def usd(value: float) -> str:
     return f"${value:.6f}"
 
 
-def write(name: str, title: str, outcome: Outcome, out: Path = RESULTS) -> list[Path]:
-    """Write `<name>.csv`, `<name>.md` and, if charted, `<name>.png` into `out`."""
+def write(
+    name: str, title: str, outcome: Outcome, out: Path = RESULTS, *, command: str | None = None
+) -> list[Path]:
+    """Write `<name>.csv`, `<name>.md` and, if charted, `<name>.png` into `out`.
+
+    `command` is what regenerates the files (default: `python -m experiments <name>`).
+    """
     out.mkdir(parents=True, exist_ok=True)
     written = []
     csv = out / f"{name}.csv"
@@ -149,7 +154,8 @@ def write(name: str, title: str, outcome: Outcome, out: Path = RESULTS) -> list[
         written.append(png)
         parts.append(f"![{title}]({name}.png)\n")
     parts += [f"{n}\n" for n in outcome.notes]
-    parts.append(f"Raw rows: [{name}.csv]({name}.csv). Regenerate: `python -m experiments {name}`.\n")
+    command = command or f"python -m experiments {name}"
+    parts.append(f"Raw rows: [{name}.csv]({name}.csv). Regenerate: `{command}`.\n")
     md = out / f"{name}.md"
     md.write_text("\n".join(parts))
     written.append(md)

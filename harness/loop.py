@@ -118,6 +118,8 @@ class RunOptions:
     store: Store | None = None
     sandbox: Path | None = None
     """The tools' folder; default: a per-run folder under the temp dir, made on first use."""
+    max_tokens: int | None = None
+    """Longest reply to ask for (sent as `max_tokens`); the hard budget may lower it per turn."""
     min_reply_tokens: int = 16
     """Hard budget: refuse a turn that cannot afford at least this many reply tokens."""
     checkpoint: Callable[[str], None] | None = None
@@ -311,12 +313,13 @@ class _Loop:
             return self.stop("max_turns_exceeded", MaxTurns())
         if hit == "max_budget":
             return self.stop("budget_exceeded", MaxBudget())
-        cap = None
+        budget_cap = None
         if limits.hard_budget:
             prompt = tokens.prompt_tokens(s.messages, self.schemas or None)
-            cap = reply_token_cap(limits, o.pricing, cost_usd=s.cost_usd, prompt_tokens=prompt)
-            if cap is not None and cap < max(1, o.min_reply_tokens):
+            budget_cap = reply_token_cap(limits, o.pricing, cost_usd=s.cost_usd, prompt_tokens=prompt)
+            if budget_cap is not None and budget_cap < max(1, o.min_reply_tokens):
                 return self.stop("budget_exceeded", MaxBudget())
+        cap = min((c for c in (o.max_tokens, budget_cap) if c is not None), default=None)
         try:
             reply = await self.client.complete(
                 model=o.model, messages=s.messages, tools=self.schemas or None,
@@ -345,7 +348,7 @@ class _Loop:
         if reply.finish_reason == "length":
             for c in calls:
                 self.answer(c, TRUNCATED)
-            if cap is not None:
+            if budget_cap is not None and cap == budget_cap:
                 return self.stop("budget_exceeded", MaxBudget())
             if calls:
                 return self.save()

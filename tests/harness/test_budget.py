@@ -49,3 +49,23 @@ def test_pricing_is_configurable():
 
     assert Pricing().cost(Usage(prompt_tokens=204, completion_tokens=23)) == pytest.approx(0.000684)
     assert Pricing(input_per_million=1, output_per_million=0).cost(Usage(prompt_tokens=10**6)) == 1
+
+
+def test_max_tokens_caps_every_reply_without_stopping_for_budget(drive):
+    """A plain reply-length cap is sent on every call; a reply it cuts is not a budget stop."""
+    wire = CountingTransport()
+    s = drive("plan", transport=wire, max_tokens=4)
+    assert [b["max_tokens"] for b in wire.bodies] == [4, 4, 4]
+    assert s.status == "completed" and s.turn_usage[-1].completion_tokens == 4
+    # turn 1's read_file call was cut mid-arguments: answered with an error, never run
+    assert [r.tool for r in s.tool_runs] == ["list_files"]
+
+
+def test_hard_budget_lowers_max_tokens_but_never_raises_it(drive):
+    wire = CountingTransport()
+    drive("plan", transport=wire, max_tokens=50, limits=Limits(max_budget_usd=1.0, hard_budget=True))
+    assert [b["max_tokens"] for b in wire.bodies] == [50, 50, 50]
+    wire = CountingTransport()
+    drive("plan", transport=wire, max_tokens=10_000, min_reply_tokens=1,
+          limits=Limits(max_budget_usd=0.001, hard_budget=True))
+    assert all(b["max_tokens"] < 10_000 for b in wire.bodies)
