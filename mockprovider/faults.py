@@ -41,8 +41,10 @@ SYNTAX = (
     + "; the attempt comes from x-stainless-retry-count or x-lab-attempt"
 )
 
+_ATTEMPT = re.compile(r"[0-9]{1,9}")
 _FAULT = re.compile(
-    r"^(?P<kind>" + "|".join(FAULT_KINDS) + r")(?:@(?P<turn>[0-9]+))?(?:x(?P<times>[0-9]+))?$"
+    # Digits are bounded: int() refuses strings over 4,300 digits, and no turn is that long.
+    r"^(?P<kind>" + "|".join(FAULT_KINDS) + r")(?:@(?P<turn>[0-9]{1,9}))?(?:x(?P<times>[0-9]{1,9}))?$"
 )
 
 
@@ -117,7 +119,7 @@ def attempt_of(headers: Mapping[str, str]) -> int:
     """The client's own count of this request's retries (0 for the first try)."""
     for name in ("x-lab-attempt", "x-stainless-retry-count"):
         value = headers.get(name)
-        # isdigit() alone admits "²"; the attempt must be plain ASCII digits.
-        if value is not None and value.strip().isascii() and value.strip().isdigit():
+        # Plain ASCII digits only (isdigit() alone admits "²"), and few enough for int().
+        if value is not None and _ATTEMPT.fullmatch(value.strip()):
             return int(value)
     return 0

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mockprovider.tokens import text_of
+
 
 @dataclass(frozen=True, kw_only=True)
 class ToolCall:
@@ -38,7 +40,7 @@ class Conversation:
     @property
     def last_tool_result(self) -> str:
         tools = [m for m in self.messages if m.get("role") == "tool"]
-        return str(tools[-1].get("content") or "") if tools else ""
+        return text_of(tools[-1].get("content")) if tools else ""
 
 
 def text(content: str) -> Reply:
@@ -148,5 +150,5 @@ def describe(name: str) -> str:
 
 def conversation(messages: Sequence[Mapping[str, Any]]) -> Conversation:
     turn = sum(1 for m in messages if m.get("role") == "assistant")
-    tool_text = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "tool")
+    tool_text = "\n".join(text_of(m.get("content")) for m in messages if m.get("role") == "tool")
     return Conversation(turn=turn, tool_text=tool_text, messages=messages)

@@ -88,15 +88,33 @@ def encoding() -> tiktoken.Encoding:
     )
 
 
-@lru_cache(maxsize=65536)
+CACHED_UP_TO = 4096
+"""Texts up to this many characters have their counts cached: a transcript resends the same
+messages every turn, and a bounded key size keeps the cache's memory bounded too."""
+
+
 def count(text: str) -> int:
     """Tokens in `text`; special-token strings are counted as ordinary text."""
     if not text:
         return 0
+    if len(text) <= CACHED_UP_TO:
+        return _count_cached(text)
+    return _encode_len(text)
+
+
+def _encode_len(text: str) -> int:
     return len(encoding().encode(text, disallowed_special=()))
 
 
-def _text(value: Any) -> str:
+_count_cached = lru_cache(maxsize=65536)(_encode_len)
+
+
+def clear_cache() -> None:
+    """Forget cached counts (benchmarks measure the cold path with this)."""
+    _count_cached.cache_clear()
+
+
+def text_of(value: Any) -> str:
     """Content may be a string, None, or a list of OpenAI content parts."""
     if value is None:
         return ""
@@ -111,15 +129,15 @@ def _text(value: Any) -> str:
 
 def message_tokens(message: Mapping[str, Any]) -> int:
     """Tokens one message adds to a prompt (see the module docstring)."""
-    n = PER_MESSAGE + count(_text(message.get("role"))) + count(_text(message.get("content")))
+    n = PER_MESSAGE + count(text_of(message.get("role"))) + count(text_of(message.get("content")))
     if message.get("name"):
-        n += count(_text(message["name"])) + PER_NAME
+        n += count(text_of(message["name"])) + PER_NAME
     if message.get("tool_call_id"):
-        n += count(_text(message["tool_call_id"]))
+        n += count(text_of(message["tool_call_id"]))
     for call in message.get("tool_calls") or ():
         fn = call.get("function") or {}
-        n += PER_TOOL_CALL + count(_text(call.get("id")))
-        n += count(_text(fn.get("name"))) + count(_text(fn.get("arguments")))
+        n += PER_TOOL_CALL + count(text_of(call.get("id")))
+        n += count(text_of(fn.get("name"))) + count(text_of(fn.get("arguments")))
     return n
 
 

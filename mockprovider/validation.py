@@ -115,14 +115,16 @@ def _check_messages(messages: Any) -> list[dict[str, Any]]:
 
 
 def _max_tokens(body: dict[str, Any]) -> int | None:
+    """`max_completion_tokens` wins over the older `max_tokens`; both must be valid if given."""
+    given = {}
     for key in ("max_completion_tokens", "max_tokens"):
         value = body.get(key)
         if value is None:
             continue
         if not _is_int(value) or value < 1:
             raise invalid(f"Invalid '{key}': expected an integer >= 1, got {value!r}.", param=key)
-        return value
-    return None
+        given[key] = value
+    return next(iter(given.values()), None)
 
 
 def chat_request(body: Any) -> ChatRequest:
@@ -147,7 +149,7 @@ def chat_request(body: Any) -> ChatRequest:
     if options is not None and not isinstance(options, dict):
         raise invalid("Invalid 'stream_options': expected an object.", param="stream_options")
     n = body.get("n")
-    if n is not None and n != 1:
+    if n is not None and (not _is_int(n) or n != 1):
         raise APIError(400, "This scripted provider produces exactly one choice; 'n' must be 1.", param="n")
     return ChatRequest(
         model=model,

@@ -32,8 +32,6 @@ class Completion:
     finish_reason: FinishReason
     prompt_tokens: int
     completion_tokens: int
-    pieces: tuple[tuple[int | None, str], ...]
-    """The reply as emitted token by token: (tool call index or None for text, text)."""
 
     def usage(self) -> dict[str, Any]:
         return {
@@ -95,12 +93,6 @@ def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | 
         content, used = _cut(full, budget)
         cut = content != full
     finish: FinishReason = "length" if cut else ("tool_calls" if calls else "stop")
-    if calls:
-        pieces = tuple(
-            (i, p) for i, c in enumerate(calls) for p in _token_pieces(c.arguments)
-        )
-    else:
-        pieces = tuple((None, p) for p in _token_pieces(content or ""))
     return Completion(
         id=f"chatcmpl-{uuid.uuid4().hex[:24]}",
         created=int(time.time()),
@@ -110,7 +102,6 @@ def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | 
         finish_reason=finish,
         prompt_tokens=prompt_tokens,
         completion_tokens=used,
-        pieces=pieces,
     )
 
 
@@ -162,12 +153,11 @@ def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
             header = {"index": index, "id": call.id, "type": "function",
                       "function": {"name": call.name, "arguments": ""}}
             yield chunk({"tool_calls": [header]})
-            for i, piece in c.pieces:
-                if i == index:
-                    yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in _token_pieces(call.arguments):
+                yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     else:
         yield chunk({"role": "assistant", "content": "", "refusal": None})
-        for _, piece in c.pieces:
+        for piece in _token_pieces(c.content or ""):
             yield chunk({"content": piece})
     yield chunk({}, c.finish_reason)
     if include_usage:

@@ -55,7 +55,7 @@ def test_mock_request_in_process_uncached_turn_100(benchmark, bodies):
         )
 
     try:
-        response = benchmark.pedantic(request, setup=tokens.count.cache_clear, rounds=50)
+        response = benchmark.pedantic(request, setup=tokens.clear_cache, rounds=50)
     finally:
         loop.run_until_complete(client.aclose())
         loop.close()

@@ -15,6 +15,6 @@ def test_prompt_tokens_turn_100_uncached(benchmark, runaway_100):
     messages = runaway_100
     expected = tokens.prompt_tokens(messages)
     result = benchmark.pedantic(
-        tokens.prompt_tokens, args=(messages,), setup=tokens.count.cache_clear, rounds=20
+        tokens.prompt_tokens, args=(messages,), setup=tokens.clear_cache, rounds=20
     )
     assert result == expected

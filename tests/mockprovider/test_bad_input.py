@@ -127,6 +127,14 @@ CASES = {
     "stream_int": (chat(ok(stream=1)), 400, "stream"),
     "stream_options_not_object": (chat(ok(stream=True, stream_options="usage")), 400, "stream_options"),
     "n_two": (chat(ok(n=2)), 400, "n"),
+    "n_bool": (chat(ok(n=True)), 400, "n"),
+    "bad_max_tokens_beside_a_good_max_completion_tokens": (
+        chat(ok(max_completion_tokens=5, max_tokens="x")),
+        400,
+        "max_tokens",
+    ),
+    "fault_turn_too_long_for_int": (chat(ok(model="plan+fault=429@" + "9" * 5000)), 400, "model"),
+    "fault_times_too_long_for_int": (chat(ok(model="plan+fault=429x" + "9" * 5000)), 400, "model"),
     "bad_latency_option": (chat(ok(model="plan+latency=abc")), 400, "model"),
     "bad_fault_option": (chat(ok(model="plan+fault=teapot")), 400, "model"),
     "option_without_value": (chat(ok(model="plan+latency")), 400, "model"),
@@ -206,7 +214,7 @@ def test_json_content_type_with_charset_is_accepted(small_mock_url):
     assert response.status_code == 200
 
 
-@pytest.mark.parametrize("value", ["abc", "-1", "", "\u00b2", "\u00b9\u00b2"])
+@pytest.mark.parametrize("value", ["abc", "-1", "", "\u00b2", "\u00b9\u00b2", "9" * 5000])
 def test_odd_attempt_headers_count_as_the_first_attempt(small_mock_url, value):
     """A header a client garbles must not crash the server (Latin-1 superscripts pass str.isdigit)."""
     with httpx.Client(base_url=small_mock_url) as client:

@@ -214,3 +214,21 @@ def test_interleaved_conversations_get_independent_answers(mock_url):
     ]
     # A conversation cut back to an earlier turn and resent is answered as that turn again.
     assert replay["content"] == seen[6]["content"]
+
+
+def test_tool_content_given_as_parts_reads_as_its_text():
+    from mockprovider.scenarios import SCENARIOS, conversation
+
+    parts = [{"type": "text", "text": "scan "}, {"type": "text", "text": "ok"}]
+    messages = [
+        {"role": "user", "content": "scan"},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "scan_archive", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": parts},
+    ]
+    assert SCENARIOS["slow"](conversation(messages)).content == "The archive scan says: scan ok"
+    assert conversation(messages).tool_text == "scan ok"

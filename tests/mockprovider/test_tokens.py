@@ -196,3 +196,12 @@ def test_plan_prompt_tokens_grow_by_exactly_what_each_turn_added(mock_url):
             added.append(sum(tokens.message_tokens(m) for m in turn_added))
     assert prompts[0] == tokens.prompt_tokens(messages[:2])
     assert [b - a for a, b in pairwise(prompts)] == added[:2]
+
+
+def test_long_texts_are_counted_but_not_cached():
+    """The cache is keyed by text; bounding the key size bounds its memory."""
+    tokens.clear_cache()
+    long_text = "word " * tokens.CACHED_UP_TO
+    assert tokens.count(long_text) == len(tokens.encoding().encode(long_text))
+    assert tokens._count_cached.cache_info().currsize == 0
+    assert tokens.count("short") == 1 and tokens._count_cached.cache_info().currsize == 1
