@@ -178,6 +178,7 @@ class Research:
             cancel=ctx.cancel, trace=ctx.trace, sandbox=ctx.sandbox,
         )
         out = await run(child, tools=[ListFiles(), ReadFile()], options=options, client=ctx.client)
+        ctx.spent_usd += out.cost_usd
         ctx.details.update(child_run_id=out.run_id, child_turns=out.turns,
                            child_cost_usd=out.cost_usd, child_status=out.status)
         if out.status == "completed":

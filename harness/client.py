@@ -12,6 +12,7 @@ own message.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import random
 from dataclasses import dataclass
@@ -55,18 +56,14 @@ class Completion:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    ms = response.headers.get("retry-after-ms")
-    if ms:
+    """Seconds the provider asked us to wait, if it said so sensibly (else: our backoff)."""
+    for header, scale in (("retry-after-ms", 1000), ("retry-after", 1)):
         try:
-            return float(ms) / 1000
+            wait = float(response.headers.get(header, "")) / scale
         except ValueError:
-            pass
-    seconds = response.headers.get("retry-after")
-    if seconds:
-        try:
-            return float(seconds)
-        except ValueError:
-            return None
+            continue
+        if math.isfinite(wait) and wait >= 0:
+            return wait
     return None
 
 
@@ -78,14 +75,25 @@ def _error_message(response: httpx.Response) -> tuple[str, str | None]:
         return response.text or f"HTTP {response.status_code}", None
 
 
+def _str(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} is {type(value).__name__}, not a string")
+    return value
+
+
 def _parse(data: Any) -> tuple[dict[str, Any], str, Usage]:
+    """The reply message, finish reason and usage; TypeError/KeyError/... when malformed."""
     choice = data["choices"][0]
     raw = choice["message"]
-    message: dict[str, Any] = {"role": "assistant", "content": raw.get("content")}
+    content = raw.get("content")
+    if content is not None:
+        _str(content, "message.content")
+    message: dict[str, Any] = {"role": "assistant", "content": content}
     if raw.get("tool_calls"):
         message["tool_calls"] = [
-            {"id": c["id"], "type": "function",
-             "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}}
+            {"id": _str(c["id"], "tool_calls[].id"), "type": "function",
+             "function": {"name": _str(c["function"]["name"], "function.name"),
+                          "arguments": _str(c["function"]["arguments"], "function.arguments")}}
             for c in raw["tool_calls"]
         ]
     u = data["usage"]
@@ -152,8 +160,14 @@ class ModelClient:
                     raise ProviderError(
                         f"gave up after {attempt + 1} attempts: {e}", status=e.status
                     ) from None
+                if e.wait_s is not None and e.wait_s > self.max_wait_s:
+                    # Retrying before the provider said to would only be refused again.
+                    raise ProviderError(
+                        f"{e} (asked to retry after {e.wait_s:g} s, more than max_wait_s="
+                        f"{self.max_wait_s:g})", status=e.status
+                    ) from None
                 wait = e.wait_s if e.wait_s is not None else self.backoff_s * 2**attempt
-                await cancel.sleep(min(wait, self.max_wait_s) * random.uniform(1.0, 1.1))
+                await cancel.sleep(wait * random.uniform(1.0, 1.1))
         raise AssertionError("unreachable")
 
     async def _attempt(
@@ -176,7 +190,7 @@ class ModelClient:
             raise ProviderError(message, status=response.status_code, code=code)
         try:
             return _parse(response.json())
-        except (ValueError, KeyError, IndexError, TypeError) as e:
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
             raise _Retryable(f"malformed response body ({type(e).__name__}: {e})",
                              status=response.status_code) from None
 

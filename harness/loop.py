@@ -231,7 +231,7 @@ class _Loop:
         tool = self.tools.get(name)
         try:
             args = json.loads(raw or "{}")
-        except ValueError:
+        except (ValueError, TypeError):
             args = None
         if tool is None:
             return self.refuse(call, LookupError(f"unknown tool {name!r}; known: {', '.join(self.tools)}"))
@@ -243,6 +243,10 @@ class _Loop:
             self.emit("approval_required", toolName=name, args=raw, callId=call_id, **doubt)
             stop = Approval(call_id=call_id, tool_name=name, args=args, in_doubt=in_doubt)
             return self.stop("interrupted", stop)
+        if call_id in s.approved:
+            # An approval covers this call once: providers that reuse ids per reply must not
+            # get a later, different call through on it. Saved together with the intent below.
+            s.approved.remove(call_id)
         sig = signature(name, args)
         if self.dedupes(tool) and sig in s.cache:
             return self.reuse(call, s.cache[sig])
@@ -259,13 +263,11 @@ class _Loop:
         self.answer(call, error_text(self.o.errors, error))
         self.save()
 
-    def reuse(self, call: dict[str, Any], earlier_id: str) -> None:
-        earlier = next(
-            m["content"] for m in self.s.messages
-            if m.get("role") == "tool" and m.get("tool_call_id") == earlier_id
-        )
+    def reuse(self, call: dict[str, Any], index: int) -> None:
+        earlier = self.s.messages[index]
         self.emit("tool_result", toolName=call["function"]["name"], ms=0, ok=True, reused=True)
-        self.answer(call, f"{earlier}\n(result reused from identical call {earlier_id})")
+        note = f"(result reused from identical call {earlier['tool_call_id']})"
+        self.answer(call, f"{earlier['content']}\n{note}")
         self.save()
         self.hook("after_tool_result")
 
@@ -282,10 +284,13 @@ class _Loop:
         try:
             content = await tool.run(args, ctx)
         except Exception as e:  # noqa: BLE001 - every tool failure is data until classified below
+            self.charge(ctx)
             if o.cancel.is_set():
                 self.emit("tool_result", toolName=tool.name, ms=_ms(t0), ok=False, cancelled=True)
                 return self.stop("interrupted", CancelledBy(reason=o.cancel.reason or "cancelled"))
             content, error = "", e
+        else:
+            self.charge(ctx)
         ms = _ms(t0)
         s.tool_runs.append(ToolRun(tool=tool.name, args=args, call_id=call_id, ok=error is None, ms=ms,
                                    details=dict(ctx.details)))
@@ -300,9 +305,14 @@ class _Loop:
         if not tool.read_only:
             s.cache.clear()
         if error is None and self.dedupes(tool):
-            s.cache[sig] = call_id
+            s.cache[sig] = len(s.messages) - 1
         self.save()
         self.hook("after_tool_result")
+
+    def charge(self, ctx: ToolContext) -> None:
+        """Money a tool spent (a sub-agent's model calls) counts against this run's budget too."""
+        self.s.cost_usd += ctx.spent_usd
+        self.s.tool_cost_usd += ctx.spent_usd
 
     # --- steps 7-10: one model turn ------------------------------------------------------------
 

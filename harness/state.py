@@ -9,9 +9,10 @@ exactly as an uninterrupted one would.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, assert_never
+from typing import Any, Literal, assert_never, get_args
 
 from harness.usage import Usage
 
@@ -102,6 +103,9 @@ class RunState:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    """Everything the run spent: its own model calls plus `tool_cost_usd`."""
+    tool_cost_usd: float = 0.0
+    """The part of `cost_usd` spent inside tools (a sub-agent's model calls)."""
     turn_usage: list[Usage] = field(default_factory=list)
     """Per-turn usage, in order: the quadratic bill, one entry per model call."""
     status: Status = "running"
@@ -113,8 +117,8 @@ class RunState:
     tool_runs: list[ToolRun] = field(default_factory=list)
     intents: dict[str, Intent] = field(default_factory=dict)
     """Started writes with no recorded result yet, by call id."""
-    cache: dict[str, str] = field(default_factory=dict)
-    """Dedupe cache: call signature -> call id whose tool message holds the result."""
+    cache: dict[str, int] = field(default_factory=dict)
+    """Dedupe cache: call signature -> index of the tool message holding its result."""
     elapsed_ms: float = 0.0
     """Wall time spent inside `run()`, summed over every process that worked on the run."""
     meta: dict[str, Any] = field(default_factory=dict)
@@ -207,14 +211,36 @@ def from_json(text: str, *, source: str = "run state") -> RunState:
     if not isinstance(data, dict) or "run_id" not in data or "schema_version" not in data:
         raise StateFileError(f"{source} is not a harness run (no run_id/schema_version)")
     version = data["schema_version"]
-    if version not in SUPPORTED_VERSIONS:
+    if type(version) is not int or version not in SUPPORTED_VERSIONS:
         raise StateFileError(
             f"{source} has schema_version {version!r}; this harness supports {list(SUPPORTED_VERSIONS)}"
         )
     try:
+        _check_shape(data)
         return _decode(data)
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise StateFileError(f"{source} is a damaged harness run ({type(e).__name__}: {e})") from None
+
+
+_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "run_id": str, "messages": list, "turns": int, "prompt_tokens": int, "completion_tokens": int,
+    "cost_usd": (int, float), "turn_usage": list, "approved": list, "rejections": list,
+    "tool_runs": list, "intents": dict, "cache": dict, "meta": dict,
+}
+
+
+def _check_shape(data: dict[str, Any]) -> None:
+    """Fail on load, not three turns later, when a field has the wrong type."""
+    for key, kind in _SHAPE.items():
+        value = data.get(key)
+        if key in data and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise TypeError(f"field {key!r} is {type(value).__name__}")
+    if not all(isinstance(m, dict) for m in data["messages"]):
+        raise TypeError("field 'messages' holds something other than message objects")
+    if not math.isfinite(data.get("cost_usd", 0.0)):
+        raise ValueError(f"field 'cost_usd' is {data['cost_usd']!r}")
+    if data.get("status") not in get_args(Status):
+        raise ValueError(f"unknown status {data.get('status')!r}")
 
 
 def _decode(data: dict[str, Any]) -> RunState:

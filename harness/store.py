@@ -47,12 +47,12 @@ class FileStore:
         final = self.path(state.run_id)
         tmp = final.with_name(final.name + ".tmp")
         data = to_json(state).encode()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        # A file object writes every byte or raises (a bare os.write may write part of it, e.g.
+        # on a full disk, and the short file would then replace the good one).
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
         if self.checkpoint:
             self.checkpoint("mid_save")
         os.replace(tmp, final)

@@ -56,7 +56,9 @@ class ToolContext:
     """The run's model client, for tools that run a sub-agent."""
     trace: TraceSink | None = None
     details: dict[str, Any] = field(default_factory=dict)
-    """Anything the tool wants kept in its `ToolRun` record (e.g. a child's cost)."""
+    """Anything the tool wants kept in its `ToolRun` record (e.g. a child's run id)."""
+    spent_usd: float = 0.0
+    """Money the tool spent on model calls (a sub-agent's); the loop adds it to the run's cost."""
 
 
 @runtime_checkable

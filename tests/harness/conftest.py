@@ -35,6 +35,17 @@ class CountingTransport(httpx.AsyncBaseTransport):
 
 
 @pytest.fixture
+def counting() -> type[CountingTransport]:
+    """The class itself, so a test can make a fresh transport per run."""
+    return CountingTransport
+
+
+@pytest.fixture
+def task() -> str:
+    return TASK
+
+
+@pytest.fixture
 def sandbox(tmp_path: Path) -> Path:
     return make_sandbox(tmp_path / "sandbox")
 

@@ -1,7 +1,6 @@
 """The hard budget: an exact prompt count and a capped max_tokens keep spend within budget."""
 
 import pytest
-from conftest import CountingTransport
 
 from harness import Limits, MemoryTrace, Pricing
 from mockprovider import tokens
@@ -17,12 +16,12 @@ def test_hard_budget_never_exceeds_the_budget_over_a_sweep(drive):
     assert soft.cost_usd > 0.01
 
 
-def test_hard_budget_caps_max_tokens_and_cuts_replies_cleanly(drive):
+def test_hard_budget_caps_max_tokens_and_cuts_replies_cleanly(drive, counting):
     """A fine sweep lands some turns on a cut reply: still within budget, nothing run blindly."""
     cut = 0
     for i in range(6, 27):
         budget = i / 10_000
-        trace, wire = MemoryTrace(), CountingTransport()
+        trace, wire = MemoryTrace(), counting()
         s = drive("plan", trace=trace, transport=wire, min_reply_tokens=1,
                   limits=Limits(max_budget_usd=budget, hard_budget=True))
         assert s.cost_usd <= budget
@@ -38,8 +37,8 @@ def test_hard_budget_caps_max_tokens_and_cuts_replies_cleanly(drive):
     assert cut >= 1
 
 
-def test_minimal_reply_that_does_not_fit_refuses_the_turn(drive):
-    wire = CountingTransport()
+def test_minimal_reply_that_does_not_fit_refuses_the_turn(drive, counting):
+    wire = counting()
     s = drive("plan", transport=wire, limits=Limits(max_budget_usd=0.0001, hard_budget=True))
     assert (s.status, s.turns, s.cost_usd, len(wire.bodies)) == ("budget_exceeded", 0, 0.0, 0)
 
@@ -51,9 +50,9 @@ def test_pricing_is_configurable():
     assert Pricing(input_per_million=1, output_per_million=0).cost(Usage(prompt_tokens=10**6)) == 1
 
 
-def test_max_tokens_caps_every_reply_without_stopping_for_budget(drive):
+def test_max_tokens_caps_every_reply_without_stopping_for_budget(drive, counting):
     """A plain reply-length cap is sent on every call; a reply it cuts is not a budget stop."""
-    wire = CountingTransport()
+    wire = counting()
     s = drive("plan", transport=wire, max_tokens=4)
     assert [b["max_tokens"] for b in wire.bodies] == [4, 4, 4]
     assert s.status == "completed" and s.turn_usage[-1].completion_tokens == 4
@@ -61,11 +60,11 @@ def test_max_tokens_caps_every_reply_without_stopping_for_budget(drive):
     assert [r.tool for r in s.tool_runs] == ["list_files"]
 
 
-def test_hard_budget_lowers_max_tokens_but_never_raises_it(drive):
-    wire = CountingTransport()
+def test_hard_budget_lowers_max_tokens_but_never_raises_it(drive, counting):
+    wire = counting()
     drive("plan", transport=wire, max_tokens=50, limits=Limits(max_budget_usd=1.0, hard_budget=True))
     assert [b["max_tokens"] for b in wire.bodies] == [50, 50, 50]
-    wire = CountingTransport()
+    wire = counting()
     drive("plan", transport=wire, max_tokens=10_000, min_reply_tokens=1,
           limits=Limits(max_budget_usd=0.001, hard_budget=True))
     assert all(b["max_tokens"] < 10_000 for b in wire.bodies)

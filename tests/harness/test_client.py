@@ -99,3 +99,35 @@ def test_cancel_abandons_the_http_call_at_once(mock_url):
             return time.monotonic() - t0
 
     assert asyncio.run(main()) < 0.5  # not the 0.8 s the provider would have taken
+
+
+def _reply(message) -> httpx.Response:
+    return httpx.Response(200, json={**OK, "choices": [{"message": message, "finish_reason": "stop"}]})
+
+
+@pytest.mark.parametrize(
+    "message",
+    [None, "hi", {"content": 5},
+     {"content": None, "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": {"a": 1}}}]},
+     {"content": None, "tool_calls": [{"id": 1, "function": {"name": "f", "arguments": "{}"}}]}],
+    ids=["null", "string", "content_number", "arguments_object", "id_number"],
+)
+def test_a_reply_of_the_wrong_shape_is_retried_then_a_provider_error(message):
+    transport, seen = _scripted(*[_reply(message)] * 3)
+    with pytest.raises(ProviderError, match="malformed response body"):
+        _complete(transport, max_retries=2)
+    assert len(seen) == 3
+
+
+def test_a_retry_after_beyond_max_wait_fails_instead_of_retrying_early():
+    transport, seen = _scripted(httpx.Response(429, headers={"retry-after": "60"}, json={}))
+    with pytest.raises(ProviderError, match="asked to retry after 60 s"):
+        _complete(transport, max_wait_s=5)
+    assert len(seen) == 1
+
+
+@pytest.mark.parametrize("value", ["nan", "-3", "inf", "Wed, 21 Oct 2015 07:28:00 GMT"])
+def test_a_nonsense_retry_after_falls_back_to_backoff(value):
+    transport, seen = _scripted(httpx.Response(429, headers={"retry-after": value}, json={}),
+                                httpx.Response(200, json=OK))
+    assert _complete(transport).attempts == 2

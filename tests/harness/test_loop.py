@@ -3,13 +3,14 @@
 import asyncio
 import shutil
 
+import httpx
 import pytest
-from conftest import TASK, CountingTransport
 
-from harness import Limits, MemoryStore, MemoryTrace, Pricing, new_run, run
+from harness import Limits, MemoryStore, MemoryTrace, Pricing, approve, new_run, run
 from harness.catalog import ListFiles, default_tools
 from harness.loop import TRUNCATED, default_sandbox
-from harness.state import MaxBudget, MaxTurns
+from harness.state import Approval, MaxBudget, MaxTurns
+from harness.usage import Usage
 
 
 def test_plan_completes_in_three_turns_with_the_quadratic_bill(drive):
@@ -24,8 +25,8 @@ def test_plan_completes_in_three_turns_with_the_quadratic_bill(drive):
     assert runs == [("list_files", {}), ("read_file", {"path": "errors.log"})]
 
 
-def test_turn_cap_is_checked_before_the_call(drive):
-    wire = CountingTransport()
+def test_turn_cap_is_checked_before_the_call(drive, counting):
+    wire = counting()
     s = drive("runaway", transport=wire, limits=Limits(max_turns=5))
     assert (s.status, s.interruption, s.turns) == ("max_turns_exceeded", MaxTurns(), 5)
     assert len(wire.bodies) == 5  # the sixth call was never made
@@ -33,8 +34,8 @@ def test_turn_cap_is_checked_before_the_call(drive):
 
 
 @pytest.mark.parametrize("budget", [0.003, 0.01, 0.02])
-def test_budget_is_checked_before_the_call_and_overshoots_by_at_most_one_turn(drive, budget):
-    wire = CountingTransport()
+def test_budget_is_checked_before_the_call_and_overshoots_by_at_most_one_turn(drive, budget, counting):
+    wire = counting()
     s = drive("runaway", transport=wire, limits=Limits(max_turns=None, max_budget_usd=budget))
     assert (s.status, s.interruption) == ("budget_exceeded", MaxBudget())
     last = Pricing().cost(s.turn_usage[-1])
@@ -67,8 +68,8 @@ def test_unknown_model_fails_with_the_list_of_scenarios(drive):
     assert s.status == "failed" and "known scenarios: plan" in s.error
 
 
-def test_429_then_success_is_retried_inside_one_turn(drive):
-    wire = CountingTransport()
+def test_429_then_success_is_retried_inside_one_turn(drive, counting):
+    wire = counting()
     s = drive("plan", transport=wire, mock_options="fault=429@1x2+retry=20")
     assert (s.status, s.turns) == ("completed", 3)
     assert wire.attempt_headers == ["0", "0", "1", "2", "0"]
@@ -127,7 +128,7 @@ def test_naive_cache_swallows_the_second_write_the_read_only_gate_runs_it(drive,
     assert [r.ok for r in gated.tool_runs] == [True, False]  # the second found nothing to delete
 
 
-def test_resume_runs_pending_calls_first_and_makes_no_extra_model_call(drive):
+def test_resume_runs_pending_calls_first_and_makes_no_extra_model_call(drive, counting, task):
     class Crash(Exception):
         pass
 
@@ -140,10 +141,10 @@ def test_resume_runs_pending_calls_first_and_makes_no_extra_model_call(drive):
 
     store = MemoryStore()
     with pytest.raises(Crash):
-        drive("plan", state=new_run(TASK, run_id="p1"), store=store, checkpoint=crash_after_second_reply)
+        drive("plan", state=new_run(task, run_id="p1"), store=store, checkpoint=crash_after_second_reply)
     saved = store.load("p1")
     assert (saved.turns, len(saved.tool_runs), len(saved.messages)) == (2, 1, 5)  # read_file pending
-    wire = CountingTransport()
+    wire = counting()
     resumed = drive("plan", state=saved, store=store, transport=wire)
     assert len(wire.bodies) == 1  # only the third turn; turn two was not paid twice
     straight = drive("plan")
@@ -163,6 +164,11 @@ def test_research_child_keeps_its_own_transcript_and_limits(drive):
     s = drive("research", tools=default_tools(research=True), trace=trace)
     assert s.answer.startswith("Research summary: errors.log mentions a timeout")
     assert len(s.messages) == 5  # system, user, call, summary, answer: nothing the child read
+    # the child's model calls are the parent's money too, and count against its budget
+    own = Pricing().cost(sum(s.turn_usage, Usage()))
+    assert s.tool_cost_usd > 0
+    assert s.tool_cost_usd == pytest.approx(s.tool_runs[0].details["child_cost_usd"])
+    assert s.cost_usd == pytest.approx(own + s.tool_cost_usd)
     assert not any("worker 3" in str(m.get("content")) for m in s.messages)
     details = s.tool_runs[0].details
     assert details["child_turns"] == 3 and details["child_status"] == "completed"
@@ -182,13 +188,64 @@ def test_truncated_tool_calls_are_never_executed(drive):
     assert s.messages[-1]["content"] == TRUNCATED
 
 
-def test_run_uses_a_per_run_sandbox_by_default(mock_url):
+def test_run_uses_a_per_run_sandbox_by_default(mock_url, task):
     from harness import ModelClient, RunOptions
 
     async def main():
         async with ModelClient(mock_url) as c:
-            return await run(new_run(TASK), options=RunOptions(model="once"), client=c)
+            return await run(new_run(task), options=RunOptions(model="once"), client=c)
 
     s = asyncio.run(main())
     assert "errors.log" in s.messages[3]["content"]
     shutil.rmtree(default_sandbox(s.run_id))
+
+
+def _provider(*replies: dict):
+    """A fake provider answering each model call with the next scripted assistant message."""
+    queue = list(replies)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        message = queue.pop(0)
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        return httpx.Response(200, json={
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+        })
+
+    return httpx.MockTransport(handler)
+
+
+def _asks(call_id: str, name: str, arguments: str) -> dict:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]}
+
+
+def test_arguments_that_are_not_json_are_an_error_the_model_reads(drive):
+    transport = _provider(_asks("c1", "read_file", '{"path": "errors.lo'),
+                          {"role": "assistant", "content": "sorry"})
+    s = drive("any", transport=transport, errors="descriptive")
+    assert s.status == "completed" and s.tool_runs == []
+    assert s.messages[3]["content"].startswith("Error: arguments for read_file are not a JSON object")
+
+
+def test_an_approval_covers_one_call_even_when_the_provider_reuses_its_id(drive, sandbox):
+    """Providers that number calls per reply (call_0, call_0, ...) must not ride one approval twice."""
+    transport = _provider(_asks("call_0", "delete_file", '{"path": "access.log"}'),
+                          _asks("call_0", "delete_file", '{"path": "errors.log"}'),
+                          {"role": "assistant", "content": "done"})
+    s = drive("any", transport=transport)
+    assert isinstance(s.interruption, Approval) and s.interruption.args == {"path": "access.log"}
+    approve(s)
+    s = drive("any", state=s, transport=transport)
+    assert isinstance(s.interruption, Approval) and s.interruption.args == {"path": "errors.log"}
+    assert not (sandbox / "access.log").exists() and (sandbox / "errors.log").exists()
+
+
+def test_dedupe_replays_the_right_result_when_ids_repeat(drive):
+    transport = _provider(_asks("call_0", "list_files", "{}"),
+                          _asks("call_0", "read_file", '{"path": "notes.txt"}'),
+                          _asks("call_0", "read_file", '{"path": "notes.txt"}'),
+                          {"role": "assistant", "content": "done"})
+    s = drive("any", transport=transport, dedupe="read-only")
+    assert [r.tool for r in s.tool_runs] == ["list_files", "read_file"]
+    assert s.messages[-2]["content"].startswith("Remember to rotate your logs.")

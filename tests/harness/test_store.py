@@ -1,9 +1,12 @@
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
 from harness import FileStore, MemoryStore, StateFileError, new_run
+from harness.state import to_json
 
 
 def test_file_store_saves_atomically_and_loads(tmp_path):
@@ -71,3 +74,44 @@ def test_memory_store_round_trips_through_json():
     s.turns = 5  # later mutation does not leak into the saved copy
     assert store.load("m1").turns == 0
     assert json.loads(store.saved["m1"])["run_id"] == "m1"
+
+
+def _damaged(**fields) -> bytes:
+    data = json.loads(to_json(new_run("t", run_id="r1")))
+    data.update(fields)
+    return json.dumps(data).encode()
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"intents": []}, {"messages": "x"}, {"messages": [1]}, {"schema_version": True},
+     {"turns": "3"}, {"status": "sleeping"}, {"approved": {}}],
+    ids=lambda f: next(iter(f)),
+)
+def test_a_field_of_the_wrong_type_is_refused_on_load(tmp_path, fields):
+    (tmp_path / "r1.json").write_bytes(_damaged(**fields))
+    with pytest.raises(StateFileError):
+        FileStore(tmp_path).load("r1")
+
+
+def test_a_failing_write_never_replaces_the_good_file(tmp_path):
+    """A full disk (here: a file-size limit) makes the save raise; the last good run stays."""
+    script = f"""
+import resource, signal
+from pathlib import Path
+from harness import FileStore, new_run
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+store = FileStore({str(tmp_path)!r})
+store.save(new_run("t", run_id="r1"))
+size = Path({str(tmp_path)!r}, "r1.json").stat().st_size
+resource.setrlimit(resource.RLIMIT_FSIZE, (size + 100, size + 100))
+big = new_run("x" * 10_000, run_id="r1")
+try:
+    store.save(big)
+except OSError as e:
+    print("refused:", e.errno)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("refused:")
+    assert FileStore(tmp_path).load("r1").messages[-1]["content"] == "t"
