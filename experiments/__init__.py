@@ -24,15 +24,4 @@ NAMES = (
 )
 
 
-def _load() -> dict[str, ModuleType]:
-    modules = {}
-    for name in NAMES:
-        try:
-            modules[name] = import_module(f"experiments.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"experiments.{name}":
-                raise
-    return modules
-
-
-REGISTRY: dict[str, ModuleType] = _load()
+REGISTRY: dict[str, ModuleType] = {name: import_module(f"experiments.{name}") for name in NAMES}

@@ -56,7 +56,8 @@ async def _gather(names: list[str], env: Env, out: Path) -> list[str]:
     results = await asyncio.gather(*(one(n) for n in names if n not in timed))
     results += await asyncio.gather(*(one(n) for n in timed))
     if len(names) == len(REGISTRY):
-        (out / "README.md").write_text(index.render([(n, o) for n, o in results if o is not None], out))
+        done = dict(r for r in results if r[1] is not None)
+        (out / "README.md").write_text(index.render([(n, done[n]) for n in names if n in done], out))
     print(f"{len(names)} experiments in {time.perf_counter() - t0:.1f} s -> {out}", flush=True)
     return failed
 

@@ -73,7 +73,8 @@ async def measure(env: Env) -> Outcome:
             f"reason, it finishes in {rejected.state.turns} turns, deleting nothing and saying so."
         ),
         ours=f"stop @{stop_a.state.turns}; approve → {approved.state.turns} turns "
-        f"{approved.runs_of('delete_file')}; reject → {rejected.state.turns} turns []",
+        f"{approved.runs_of('delete_file')}; reject → {rejected.state.turns} turns "
+        f"{rejected.runs_of('delete_file')}",
         chapter='stop @2; approve → 3 turns ["access.log"]; reject → 3 turns []',
         notes=[f"Files left in the approved run's sandbox: {', '.join(left)}."],
         checks={

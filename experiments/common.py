@@ -233,10 +233,10 @@ class Run:
 
 
 def options(env: Env, scenario: str, run_id: str, **overrides: Any) -> RunOptions:
-    """RunOptions for one experiment run: its own sandbox and trace, no turn cap unless given."""
-    sandbox = make_sandbox(env.workdir / run_id)
-    defaults: dict[str, Any] = {"model": scenario, "sandbox": sandbox, "trace": MemoryTrace()}
-    return RunOptions(**(defaults | overrides))
+    """RunOptions for one experiment run: a fresh sandbox (unless one is given) and a trace."""
+    if "sandbox" not in overrides:
+        overrides["sandbox"] = make_sandbox(env.workdir / run_id)
+    return RunOptions(**({"model": scenario, "trace": MemoryTrace()} | overrides))
 
 
 async def run_scenario(

@@ -48,7 +48,8 @@ async def measure(env: Env) -> Outcome:
         rows=rows,
         finding=(
             f"The repeated call costs +{usd(extra)} (+{pct:.0f}%; chapter +$0.001050, +75%), and "
-            f"dedupe saves one tool run and no money ({usd(saved)}): by the time the harness sees "
+            f"dedupe saves one tool run and no money (it costs {usd(-saved)} more, the reuse note): "
+            f"by the time the harness sees "
             f"the repeat, the model has already been paid to ask."
         ),
         ours=f"+{usd(extra)} (+{pct:.0f}%); dedupe saves {repeat.tool_runs - deduped.tool_runs} "

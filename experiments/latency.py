@@ -7,7 +7,7 @@ import statistics
 
 import numpy as np
 
-from experiments.common import CHAPTER, OURS, Env, Outcome, figure, run_scenario
+from experiments.common import CHAPTER, OURS, Env, Outcome, Run, figure, run_scenario
 from harness import Limits
 
 WALL_CLOCK = True
@@ -18,7 +18,7 @@ LATENCIES = (0, 50, 100, 250, 500, 1000)
 REPEATS = 3
 
 
-async def _wall(env: Env, latency: int, i: int) -> float:
+async def _plan(env: Env, latency: int, i: int) -> Run:
     r = await run_scenario(
         env,
         "plan",
@@ -26,22 +26,22 @@ async def _wall(env: Env, latency: int, i: int) -> float:
         limits=Limits(max_turns=20),
         mock_options=f"latency={latency}",
     )
-    assert r.state.status == "completed" and r.state.turns == 3
-    return r.wall_ms
+    return r
 
 
 async def measure(env: Env) -> Outcome:
     latencies = LATENCIES[:3] if env.fast else LATENCIES
     # Latencies side by side (their sleeps overlap), repeats one after another (so they don't
     # compete with each other for the CPU at the start of a run).
-    walls: dict[int, list[float]] = {lat: [] for lat in latencies}
+    runs: dict[int, list[Run]] = {lat: [] for lat in latencies}
     for i in range(REPEATS):
-        for lat, w in zip(
-            latencies, await asyncio.gather(*(_wall(env, lat, i) for lat in latencies)), strict=True
+        for lat, r in zip(
+            latencies, await asyncio.gather(*(_plan(env, lat, i) for lat in latencies)), strict=True
         ):
-            walls[lat].append(w)
-    medians = {lat: statistics.median(ws) for lat, ws in walls.items()}
-    turns = 3
+            runs[lat].append(r)
+    medians = {lat: statistics.median(r.wall_ms for r in rs) for lat, rs in runs.items()}
+    every = [r for rs in runs.values() for r in rs]
+    turns = every[0].state.turns
     slope, intercept = np.polyfit(list(medians), list(medians.values()), 1)
     rows = [
         {
@@ -80,6 +80,9 @@ async def measure(env: Env) -> Outcome:
         ],
         chart=chart,
         checks={
+            "every run: three turns, completed": all(
+                (r.state.turns, r.state.status) == (3, "completed") for r in every
+            ),
             "slope ≈ N turns": abs(slope - turns) < 0.15,
             "wall ≥ N × latency at every latency": all(r >= 0 for r in rest),
             "the rest stays small (< 100 ms)": max(rest) < 100,

@@ -18,7 +18,7 @@ async def measure(env: Env) -> Outcome:
             env, "denied", run_id="denied-floor", limits=Limits(max_turns=12), stop_on_permanent=False
         ),
         run_scenario(env, "denied", run_id="denied-stop", limits=Limits(max_turns=12)),
-        recover(env, "descriptive"),
+        recover(env, "descriptive", run_id="denied-vs-recover"),
     )
     ratio = floor.state.cost_usd / recovered.state.cost_usd
     rows = [

@@ -6,7 +6,7 @@ import asyncio
 import time
 
 from experiments.common import Env, Outcome, options, run_scenario, usd
-from harness import Cancel, Limits
+from harness import Cancel, Limits, MemoryTrace
 from harness.catalog import ListFiles, ReadFile, Research
 
 NAME = "subagent"
@@ -17,28 +17,35 @@ def _tools(research: Research) -> list:
     return [ListFiles(), ReadFile(), research]
 
 
+class _StopDuringChildTurn(MemoryTrace):
+    """A trace that presses Stop shortly after the child's first tool result: by then the child
+    is waiting on its second (slow) model turn, whatever else the machine is doing."""
+
+    def __init__(self, cancel: Cancel) -> None:
+        super().__init__()
+        self.cancel = cancel
+        self.pressed: float | None = None
+
+    def emit(self, event: dict) -> None:
+        super().emit(event)
+        if event["type"] == "tool_result" and "." in event["runId"] and self.pressed is None:
+            self.pressed = 0.0
+            asyncio.get_running_loop().call_later(0.05, self.press)
+
+    def press(self) -> None:
+        self.pressed = time.perf_counter()
+        self.cancel.set("user pressed Stop")
+
+
 async def _stopped_tree(env: Env) -> dict:
     """Stop the parent while its child waits on a slow provider turn."""
     cancel = Cancel()
-    opts = options(env, "research", "tree", limits=Limits(max_turns=5), cancel=cancel)
+    trace = _StopDuringChildTurn(cancel)
+    opts = options(env, "research", "tree", limits=Limits(max_turns=5), cancel=cancel, trace=trace)
     slow_child = Research(model="plan+latency=400")
-    t0 = time.perf_counter()
-
-    async def press_stop() -> float:
-        await asyncio.sleep(0.6)
-        cancel.set("user pressed Stop")
-        return time.perf_counter()
-
-    presser = asyncio.create_task(press_stop())
     r = await run_scenario(env, "research", run_id="tree", opts=opts, tools=_tools(slow_child))
-    pressed = await presser
     stops = {e["runId"]: e for e in r.trace.events if e["type"] == "run_stopped"}
-    return {
-        "run": r,
-        "stops": stops,
-        "gap_ms": (time.perf_counter() - pressed) * 1000,
-        "total_ms": (time.perf_counter() - t0) * 1000,
-    }
+    return {"run": r, "stops": stops, "gap_ms": (time.perf_counter() - (trace.pressed or 0.0)) * 1000}
 
 
 async def measure(env: Env) -> Outcome:
@@ -60,40 +67,26 @@ async def measure(env: Env) -> Outcome:
     wild = runaway_child.state
     wild_details = wild.tool_runs[0].details
     tree_stops = tree["stops"]
+
+    def row(label: str, r, child_status: str) -> dict:
+        d = r.state.tool_runs[0].details if r.state.tool_runs else {}
+        return {
+            "run": label,
+            "parent_turns": r.state.turns,
+            "parent_messages": len(r.state.messages),
+            "cost_incl_child": usd(r.state.cost_usd),
+            "child_turns": d.get("child_turns", ""),
+            "child_cost": usd(r.state.tool_cost_usd),
+            "child_status": child_status,
+            "parent_status": r.state.status,
+            "answer": r.state.answer or "",
+        }
+
+    child_stops = "/".join(str(v["status"]) for k, v in tree_stops.items() if k != "tree")
     rows = [
-        {
-            "run": "research (child runs `plan`)",
-            "parent_turns": s.turns,
-            "parent_messages": len(s.messages),
-            "parent_cost": usd(s.cost_usd),
-            "child_turns": details.get("child_turns"),
-            "child_cost": usd(details.get("child_cost_usd", 0.0)),
-            "child_status": details.get("child_status"),
-            "parent_status": s.status,
-            "answer": s.answer or "",
-        },
-        {
-            "run": "child is a runaway (cap 6)",
-            "parent_turns": wild.turns,
-            "parent_messages": len(wild.messages),
-            "parent_cost": usd(wild.cost_usd),
-            "child_turns": wild_details.get("child_turns"),
-            "child_cost": usd(wild_details.get("child_cost_usd", 0.0)),
-            "child_status": wild_details.get("child_status"),
-            "parent_status": wild.status,
-            "answer": wild.answer or "",
-        },
-        {
-            "run": "Stop at 0.6 s while the child waits",
-            "parent_turns": tree["run"].state.turns,
-            "parent_messages": len(tree["run"].state.messages),
-            "parent_cost": usd(tree["run"].state.cost_usd),
-            "child_turns": "",
-            "child_cost": "",
-            "child_status": "/".join(str(v["status"]) for k, v in tree_stops.items() if k != "tree"),
-            "parent_status": tree["run"].state.status,
-            "answer": "",
-        },
+        row("research (child runs `plan`)", normal, details.get("child_status")),
+        row("child is a runaway (cap 6)", runaway_child, wild_details.get("child_status")),
+        row("Stop while the child waits on its 2nd turn", tree["run"], child_stops),
     ]
     leaked = [m for m in s.messages if m.get("role") == "tool" and m.get("name") != "research"]
     return Outcome(
@@ -105,14 +98,15 @@ async def measure(env: Env) -> Outcome:
             "parent together."
         ),
         ours=f"parent {len(s.messages)} messages / child {len(child_turns)} turns; runaway child stops "
-        f"{wild_details.get('child_status')} at {wild_details.get('child_turns')}; Stop → both interrupted",
+        f"{wild_details.get('child_status')} at {wild_details.get('child_turns')}; "
+        f"Stop → parent {tree['run'].state.status}, child {child_stops}",
         chapter="child transcript stays out; child has its own limits; one Stop cancels the tree",
         notes=[
             "The child's trace lines share the sink with the parent's, under the child's own run id "
             f"(`{s.run_id}.c1`), so the tree is one query.",
             f"Stop reached both runs {tree['gap_ms']:.0f} ms after it was pressed (wall clock; varies).",
-            "The parent's cost column counts the parent's own model calls; the child's calls are billed "
-            "to the child's own budget and shown beside it.",
+            "The child's model calls are the parent's money too: `cost_incl_child` adds them to the "
+            "parent's own, and they count against the parent's budget; `child_cost` is that part.",
         ],
         checks={
             "the child's reads stay out of the parent": not leaked

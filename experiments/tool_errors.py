@@ -13,9 +13,9 @@ POLICIES = ("fatal", "generic", "descriptive")
 CHAPTER_ROWS = {"fatal": "no answer", "generic": "no answer", "descriptive": "answers; 4.7× the first row"}
 
 
-async def recover(env: Env, policy: str):
+async def recover(env: Env, policy: str, run_id: str | None = None):
     return await run_scenario(
-        env, "recover", run_id=f"recover-{policy}", errors=policy, limits=Limits(max_turns=20)
+        env, "recover", run_id=run_id or f"recover-{policy}", errors=policy, limits=Limits(max_turns=20)
     )
 
 

@@ -60,7 +60,8 @@ def test_harness_overhead_per_turn(benchmark, sandbox):
     per_turn = sorted((total - mock) / turns for total, mock, turns in runs)
     median_us = per_turn[len(per_turn) // 2] * 1e6
     benchmark.extra_info["harness overhead per turn, µs (median; target ≤ 1000)"] = round(median_us, 1)
-    assert median_us > 0
+    # The instrument works: the mock's share was seen on every run and is part of the whole.
+    assert runs and all(0 < mock < total and turns == 3 for total, mock, turns in runs)
 
 
 @pytest.fixture(scope="module")
