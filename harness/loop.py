@@ -27,7 +27,9 @@ run, a resume after a crash and a continuation after an approval all take the sa
 7. Nothing pending: check the turn cap, then the budget, *before* the call, so the overshoot is
    at most one turn. With a hard budget, count the prompt with the provider's own encoder and
    cap `max_tokens` at what the money left can buy; refuse the turn when not even
-   `min_reply_tokens` fit.
+   `min_reply_tokens` fit. ("The provider's own encoder" is `mockprovider.tokens`: exact
+   against the mock; against another provider the count is an estimate, and the hard
+   budget's guarantee is only as good as that estimate.)
 8. Call the model, raced against the signal. A provider error that retries cannot fix stops
    `failed` with the provider's message.
 9. Add the cost from `usage` before anything else; append the reply; trace the turn; save.

@@ -29,7 +29,7 @@ def _full_state() -> RunState:
     s.approved, s.rejections = ["c0"], [Rejection(call_id="c9", reason="no")]
     s.tool_runs = [ToolRun(tool="list_files", args={}, call_id="c1", ok=True, ms=1.5, details={"x": [1]})]
     s.intents = {"c2": Intent(call_id="c2", tool="delete_file", args={"path": "a"})}
-    s.cache, s.elapsed_ms = {"list_files:{}": "c1"}, 12.25
+    s.cache, s.elapsed_ms = {"list_files:{}": 3}, 12.25
     return s
 
 
