@@ -96,6 +96,10 @@ def _parse(data: Any) -> tuple[dict[str, Any], str, Usage]:
                           "arguments": _str(c["function"]["arguments"], "function.arguments")}}
             for c in raw["tool_calls"]
         ]
+        ids = [c["id"] for c in message["tool_calls"]]
+        if dup := next((i for n, i in enumerate(ids) if i in ids[:n]), None):
+            # Answers are matched to calls by id: a reused id would swallow the second call.
+            raise ValueError(f"tool call id {dup!r} is reused within one reply")
     u = data["usage"]
     usage = Usage(prompt_tokens=int(u["prompt_tokens"]), completion_tokens=int(u["completion_tokens"]))
     return message, str(choice.get("finish_reason") or "stop"), usage

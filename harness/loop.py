@@ -351,21 +351,23 @@ class _Loop:
         self.emit("turn", turn=s.turns, prompt_tokens=reply.usage.prompt_tokens,
                   completion_tokens=reply.usage.completion_tokens, total_tokens=reply.usage.total_tokens,
                   costUsd=money(s.cost_usd), finish=reply.finish_reason)
-        self.save()
-        self.hook("after_model_reply")
-        budget = limits.max_budget_usd
-        if limits.budget_check == "after_call" and budget is not None and before >= budget:
-            return self.stop("budget_exceeded", MaxBudget())
+        # Everything this reply decides is saved with it, in one write: a crash can never leave
+        # a final answer on disk with the run still `running` (a resume would pay for a 4th turn).
         calls = reply.message.get("tool_calls") or []
+        budget = limits.max_budget_usd
+        cut_by_budget = reply.finish_reason == "length" and budget_cap is not None and cap == budget_cap
         if reply.finish_reason == "length":
             for c in calls:
                 self.answer(c, TRUNCATED)
-            if budget_cap is not None and cap == budget_cap:
-                return self.stop("budget_exceeded", MaxBudget())
-            if calls:
-                return self.save()
-        if not calls:
+        if limits.budget_check == "after_call" and budget is not None and before >= budget:
+            self.stop("budget_exceeded", MaxBudget())
+        elif cut_by_budget:
+            self.stop("budget_exceeded", MaxBudget())
+        elif not calls:
             self.stop("completed")
+        else:
+            self.save()
+        self.hook("after_model_reply")
 
 
 def _ms(t0: float) -> float:

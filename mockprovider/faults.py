@@ -71,13 +71,22 @@ class Options:
         return next((f for f in self.faults if f.applies(turn, attempt)), None)
 
 
+# Bounds keep one request from holding a connection for ever: a wait is at most five minutes
+# (the hung-response fault's own limit), and a stream at least one token per second.
+_RANGES = {"latency": (0.0, 300_000.0), "rate": (1.0, 1e9), "retry": (0.0, 300_000.0)}
+
+
 def _number(key: str, value: str, *, param: str) -> float:
+    low, high = _RANGES[key]
     try:
         number = float(value)
     except ValueError:
-        number = -1.0
-    if not number >= 0 or number == float("inf"):
-        raise invalid(f"option {key}={value!r} must be a non-negative number; {SYNTAX}", param=param)
+        number = float("nan")
+    if key == "rate" and number == 0:
+        return 0.0  # rate=0: as fast as possible
+    if not low <= number <= high:
+        raise invalid(f"option {key}={value!r} must be a number from {low:g} to {high:g}; {SYNTAX}",
+                      param=param)
     return number
 
 

@@ -224,3 +224,10 @@ def test_odd_attempt_headers_count_as_the_first_attempt(small_mock_url, value):
             headers={"x-lab-attempt": value.encode("latin-1")},
         )
     assert response.status_code == 429, response.text
+
+
+@pytest.mark.parametrize("option", ["latency=1e300", "latency=-1", "rate=0.001", "retry=9e9", "latency=nan"])
+def test_an_option_that_would_hold_a_connection_for_ever_is_refused(small_mock_url, option):
+    with httpx.Client(base_url=small_mock_url) as client:
+        response = client.post("/chat/completions", json=ok(model=f"plan+{option}"))
+    assert response.status_code == 400 and response.json()["error"]["param"] == "model"
