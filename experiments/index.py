@@ -44,5 +44,14 @@ def render(outcomes: list[tuple[str, Outcome]], out: Path | None = None) -> str:
             "input tokens, $12.00 per million output tokens. *Holds* says whether the experiment's "
             "own checks of the finding passed in this run.\n",
             markdown_table(rows),
+            *_siblings(out),
         ]
     )
+
+
+def _siblings(out: Path | None) -> list[str]:
+    present = [(f, what, cmd) for f, what, cmd in SIBLINGS if out is not None and (out / f).exists()]
+    if not present:
+        return []
+    lines = [f"- [{f}]({f}): {what} — `{cmd}`" for f, what, cmd in present]
+    return ["Also here, each written by its own target:\n", "\n".join(lines) + "\n"]

@@ -118,3 +118,10 @@ def test_cancellation_reaches_the_tool_within_50_ms(env):
 
 def test_wall_time_grows_by_n_times_latency(env):
     assert abs(measure("latency", env).data["slope"] - 3) < 0.15
+
+
+def test_index_links_the_reports_other_targets_wrote(env, tmp_path):
+    outcome = measure("plan", env)
+    assert "bench.md" not in render([("plan", outcome)], tmp_path)
+    (tmp_path / "bench.md").write_text("# Benchmarks\n")
+    assert "[bench.md](bench.md)" in render([("plan", outcome)], tmp_path)
