@@ -13,6 +13,7 @@ import io
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -163,38 +164,49 @@ def write(
 
 
 @contextmanager
-def mock_process(*, host: str = "127.0.0.1") -> Iterator[str]:
-    """Run `python -m mockprovider` as its own process (its own core) and yield its `/v1` URL."""
-    port = free_port(host)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mockprovider", "--host", host, "--port", str(port), "--quiet"],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"mock exited: {proc.stderr.read().decode() if proc.stderr else ''}")
-            try:
-                if httpx.get(f"http://{host}:{port}/healthz", timeout=0.5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("mock did not start within 20 s")
-            time.sleep(0.05)
-        yield f"http://{host}:{port}/v1"
-    finally:
-        proc.terminate()
+def server_process(
+    argv: list[str], *, health_url: str, name: str, log: Path | None = None, timeout_s: float = 30.0
+) -> Iterator[subprocess.Popen]:
+    """Run a server as its own process until `health_url` answers 200; stop it on exit.
+
+    Its output goes to `log` (default: a temporary file), whose tail is quoted if it dies early.
+    """
+    with open(log, "w+b") if log else tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+            deadline = time.monotonic() + timeout_s
+            while True:
+                if proc.poll() is not None:
+                    out.seek(0)
+                    tail = out.read().decode(errors="replace")[-2000:]
+                    raise RuntimeError(f"{name} exited with {proc.returncode}:\n{tail}")
+                try:
+                    if httpx.get(health_url, timeout=1.0).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} did not answer {health_url} within {timeout_s:.0f} s")
+                time.sleep(0.05)
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextmanager
+def mock_process(*, host: str = "127.0.0.1", workers: int = 1) -> Iterator[str]:
+    """Run `python -m mockprovider` as its own process(es) and yield its `/v1` URL."""
+    port = free_port(host)
+    argv = [sys.executable, "-m", "mockprovider", "--host", host, "--port", str(port), "--quiet",
+            "--workers", str(workers)]
+    health = f"http://{host}:{port}/healthz"
+    with server_process(argv, health_url=health, name=f"the mock ({workers} worker(s))"):
+        yield f"http://{host}:{port}/v1"
 
 
 # --- running the harness against the mock -------------------------------------------------

