@@ -43,9 +43,8 @@ async def _gather(names: list[str], env: Env, out: Path) -> list[str]:
             failed.append(name)
             return name, None
         write(name, module.TITLE, outcome, out)
-        broken = [k for k, ok in outcome.checks.items() if not ok]
-        verdict = "ok" if not broken else f"FINDING DID NOT HOLD: {', '.join(broken)}"
-        if broken:
+        verdict = "ok" if not outcome.broken else f"FINDING DID NOT HOLD: {', '.join(outcome.broken)}"
+        if outcome.broken:
             failed.append(name)
         print(f"  {name:<18} {time.perf_counter() - started:5.1f} s  {verdict}", flush=True)
         return name, outcome

@@ -85,6 +85,11 @@ class Outcome:
     data: dict[str, Any] = field(default_factory=dict)
     """Anything else the tests may want to look at."""
 
+    @property
+    def broken(self) -> list[str]:
+        """The checks that failed: the finding did not hold if this is not empty."""
+        return [name for name, ok in self.checks.items() if not ok]
+
 
 def style() -> None:
     plt.rcParams.update(STYLE)
@@ -202,8 +207,18 @@ def server_process(
 def mock_process(*, host: str = "127.0.0.1", workers: int = 1) -> Iterator[str]:
     """Run `python -m mockprovider` as its own process(es) and yield its `/v1` URL."""
     port = free_port(host)
-    argv = [sys.executable, "-m", "mockprovider", "--host", host, "--port", str(port), "--quiet",
-            "--workers", str(workers)]
+    argv = [
+        sys.executable,
+        "-m",
+        "mockprovider",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--quiet",
+        "--workers",
+        str(workers),
+    ]
     health = f"http://{host}:{port}/healthz"
     with server_process(argv, health_url=health, name=f"the mock ({workers} worker(s))"):
         yield f"http://{host}:{port}/v1"

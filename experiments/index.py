@@ -19,7 +19,7 @@ def render(outcomes: list[tuple[str, Outcome]], out: Path | None = None) -> str:
     rows = []
     for name, o in outcomes:
         links = f"[table]({name}.md)" + (f" · [chart]({name}.png)" if o.chart else "")
-        held = "yes" if all(o.checks.values()) else "**no**"
+        held = "**no**" if o.broken else "yes"
         rows.append(
             {
                 "experiment": REGISTRY[name].TITLE,

@@ -100,7 +100,7 @@ async def measure(env: Env) -> Outcome:
         _write(env, naive=True),
     )
     restored, final = plan["restored"], plan["final"]
-    runs = [f"{r.tool}:{r.args['path']}" if r.args.get("path") else r.tool for r in final.tool_runs]
+    runs = [r.label for r in final.tool_runs]
     ref = reference.state
     stop = wal["final"].interruption
     rows = [

@@ -172,7 +172,7 @@ def _cmd_show(args: argparse.Namespace, state_dir: Path, checkpoint) -> int:
     print("\n".join(_report(state)))
     for c in pending(state):
         print(f"   pending: {c['id']} {c['function']['name']}({c['function']['arguments']})")
-    runs = ", ".join(r.tool + (f":{r.args['path']}" if "path" in r.args else "") for r in state.tool_runs)
+    runs = ", ".join(r.label for r in state.tool_runs)
     print(f"   tool runs: {runs or 'none'}")
     print(f"   per-turn prompt tokens: {', '.join(str(u.prompt_tokens) for u in state.turn_usage) or 'none'}")
     if args.messages:

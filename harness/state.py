@@ -83,6 +83,12 @@ class ToolRun:
     details: dict[str, Any] = field(default_factory=dict)
     """Whatever the tool chose to record, e.g. a sub-agent's run id and cost."""
 
+    @property
+    def label(self) -> str:
+        """`read_file:errors.log`, or just the tool's name when it took no path."""
+        path = self.args.get("path") if isinstance(self.args, dict) else None
+        return f"{self.tool}:{path}" if path else self.tool
+
 
 @dataclass(frozen=True, kw_only=True)
 class Intent:

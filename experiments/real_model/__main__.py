@@ -39,9 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     print(outcome.finding, flush=True)
     for path in write(NAME, TITLE, outcome, args.out, command="make real-model"):
         print(f"wrote {path}", flush=True)
-    broken = [k for k, ok in outcome.checks.items() if not ok]
-    if broken:
-        print(f"finding did not hold: {', '.join(broken)}", file=sys.stderr)
+    if outcome.broken:
+        print(f"finding did not hold: {', '.join(outcome.broken)}", file=sys.stderr)
         return 1
     return 0
 

@@ -132,11 +132,20 @@ def local_model(
     """Start `serve` in a child process on a free loopback port; yield its `/v1` URL."""
     model_path()  # fail here, with the install hint, rather than inside the child
     port = free_port(host)
-    argv = [sys.executable, "-m", "experiments.real_model.server", "--port", str(port),
-            "--n-predict", str(n_predict)]
-    with server_process(argv, health_url=f"http://{host}:{port}/health", name="the model server",
-                        log=log, timeout_s=timeout_s):
+    argv = [
+        sys.executable,
+        "-m",
+        "experiments.real_model.server",
+        "--port",
+        str(port),
+        "--n-predict",
+        str(n_predict),
+    ]
+    with server_process(
+        argv, health_url=f"http://{host}:{port}/health", name="the model server", log=log, timeout_s=timeout_s
+    ):
         yield f"http://{host}:{port}/v1"
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(

@@ -290,16 +290,20 @@ def test_fuzzed_requests_in_process_get_2xx_or_openai_shaped_4xx(asgi, ledger):
         health = loop.run_until_complete(client.get("/healthz"))
         assert (health.status_code, health.json()) == (200, {"status": "ok"})
     finally:
-        ledger.record(
-            "mock: fuzzed requests, in-process ASGI (hypothesis)",
-            f"{seen['tried']} requests",
-            tried=seen["tried"],
-            survived=seen["tried"] - len(failures),
-            lost=len(failures),
-            detail=", ".join(f"{k}: {v}" for k, v in sorted(seen.items()) if k != "tried"),
-        )
+        _record(ledger, "mock: fuzzed requests, in-process ASGI (hypothesis)", seen, failures)
     # Not a run of 415s: the fuzz must reach validation, scenarios and replies.
     assert seen["200"] + seen["200 sse"] > EXAMPLES // 100 and seen["400"] > EXAMPLES // 10, seen
+
+
+def _record(ledger, fault: str, seen: Counter[str], failures: list[str]) -> None:
+    ledger.record(
+        fault,
+        f"{seen['tried']} requests",
+        tried=seen["tried"],
+        survived=seen["tried"] - len(failures),
+        lost=len(failures),
+        detail=", ".join(f"{k}: {v}" for k, v in sorted(seen.items()) if k != "tried"),
+    )
 
 
 def test_fuzzed_requests_over_a_real_socket_are_answered_not_dropped(ledger):
@@ -323,11 +327,4 @@ def test_fuzzed_requests_over_a_real_socket_are_answered_not_dropped(ledger):
             one()
             assert client.get("/healthz").json() == {"status": "ok"}
         finally:
-            ledger.record(
-                "mock: fuzzed requests, real loopback socket (hypothesis)",
-                f"{seen['tried']} requests",
-                tried=seen["tried"],
-                survived=seen["tried"] - len(failures),
-                lost=len(failures),
-                detail=", ".join(f"{k}: {v}" for k, v in sorted(seen.items()) if k != "tried"),
-            )
+            _record(ledger, "mock: fuzzed requests, real loopback socket (hypothesis)", seen, failures)
