@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import o200k
 from experiments.common import CHAPTER, OURS, Env, Outcome, figure, run_scenario, usd
-from mockprovider import tokens
 
 NAME = "plan"
 TITLE = "1 · `plan`, cap 20: three turns, and every turn resends everything"
@@ -29,7 +29,7 @@ async def measure(env: Env) -> Outcome:
     # What each turn added to the transcript, counted on our side with the same encoder.
     starts = [i for i, m in enumerate(s.messages) if m.get("role") == "assistant"]
     added = [
-        sum(tokens.message_tokens(m) for m in s.messages[a:b])
+        sum(o200k.message_tokens(m) for m in s.messages[a:b])
         for a, b in zip(starts, starts[1:], strict=False)
     ]
     growth = [b - a for a, b in zip(per_turn, per_turn[1:], strict=False)]

@@ -27,7 +27,7 @@ run, a resume after a crash and a continuation after an approval all take the sa
 7. Nothing pending: check the turn cap, then the budget, *before* the call, so the overshoot is
    at most one turn. With a hard budget, count the prompt with the provider's own encoder and
    cap `max_tokens` at what the money left can buy; refuse the turn when not even
-   `min_reply_tokens` fit. ("The provider's own encoder" is `mockprovider.tokens`: exact
+   `min_reply_tokens` fit. ("The provider's own encoder" is `o200k`: exact
    against the mock; against another provider the count is an estimate, and the hard
    budget's guarantee is only as good as that estimate.)
 8. Call the model, raced against the signal. A provider error that retries cannot fix stops
@@ -55,6 +55,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+import o200k
 from harness.cancel import Cancel, Cancelled
 from harness.catalog import default_tools, make_sandbox
 from harness.client import ModelClient, ProviderError
@@ -84,7 +85,6 @@ from harness.tools import (
 )
 from harness.trace import TraceSink, event, money
 from harness.usage import Limits, Pricing, limit_hit, reply_token_cap
-from mockprovider import tokens
 
 Dedupe = Literal["off", "read-only", "all"]
 TRUNCATED = "Error: not run: the call's arguments were cut off at max_tokens (finish_reason=length)."
@@ -327,7 +327,7 @@ class _Loop:
             return self.stop("budget_exceeded", MaxBudget())
         budget_cap = None
         if limits.hard_budget:
-            prompt = tokens.prompt_tokens(s.messages, self.schemas or None)
+            prompt = o200k.prompt_tokens(s.messages, self.schemas or None)
             budget_cap = reply_token_cap(limits, o.pricing, cost_usd=s.cost_usd, prompt_tokens=prompt)
             if budget_cap is not None and budget_cap < max(1, o.min_reply_tokens):
                 return self.stop("budget_exceeded", MaxBudget())

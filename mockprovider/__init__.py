@@ -4,7 +4,7 @@ from mockprovider.app import create_app
 from mockprovider.faults import Fault, Options
 from mockprovider.scenarios import SCENARIOS, Conversation, Reply, ToolCall
 from mockprovider.server import serve_in_thread
-from mockprovider.tokens import count, message_tokens, prompt_tokens, tools_tokens
+from o200k import count, message_tokens, prompt_tokens, tools_tokens
 
 __all__ = [
     "SCENARIOS",

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mockprovider.tokens import text_of
+from o200k import text_of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,9 +143,10 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-def describe(name: str) -> str:
+def describe(script: Scenario) -> str:
     """The scenario's one-line description (its docstring)."""
-    return (SCENARIOS[name].__doc__ or "").strip().splitlines()[0]
+    lines = (script.__doc__ or "").strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def conversation(messages: Sequence[Mapping[str, Any]]) -> Conversation:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mockprovider import tokens
+import o200k
 from mockprovider.scenarios import Reply, ToolCall
 
 FinishReason = Literal["stop", "tool_calls", "length"]
@@ -50,7 +50,7 @@ class Completion:
 
 def _token_pieces(text: str) -> list[str]:
     """`text` split at token boundaries, merging tokens that end inside a UTF-8 character."""
-    enc = tokens.encoding()
+    enc = o200k.encoding()
     pieces, buf = [], b""
     for tok in enc.encode(text, disallowed_special=()):
         buf += enc.decode_single_token_bytes(tok)
@@ -66,7 +66,7 @@ def _token_pieces(text: str) -> list[str]:
 
 def _cut(text: str, limit: int) -> tuple[str, int]:
     """The first `limit` tokens of `text` and how many tokens that is."""
-    enc = tokens.encoding()
+    enc = o200k.encoding()
     ids = enc.encode(text, disallowed_special=())
     return enc.decode(ids[:limit]), min(limit, len(ids))
 

@@ -12,7 +12,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from mockprovider import create_app, serve_in_thread, tokens
+import o200k as tokens
+from mockprovider import create_app, serve_in_thread
 
 HEADERS = {"content-type": "application/json"}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mockprovider import tokens
+import o200k as tokens
 
 
 def test_prompt_tokens_turn_100_cached(benchmark, runaway_100):

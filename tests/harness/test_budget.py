@@ -2,8 +2,8 @@
 
 import pytest
 
+import o200k as tokens
 from harness import Limits, MemoryTrace, Pricing
-from mockprovider import tokens
 
 
 def test_hard_budget_never_exceeds_the_budget_over_a_sweep(drive):

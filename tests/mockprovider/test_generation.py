@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from mockprovider import tokens
+import o200k as tokens
 
 PLAN_ANSWER = "errors.log mentions a timeout: worker 7 timed out after 30000 ms."
 USER = {"role": "user", "content": "Which file mentions a timeout?"}

@@ -17,7 +17,7 @@ def test_models_lists_every_scenario_with_a_description(mock_url):
     for model in body["data"]:
         assert model["object"] == "model"
         assert model["owned_by"] and isinstance(model["created"], int)
-        assert model["description"] == scenarios.describe(model["id"]) != ""
+        assert model["description"] == scenarios.describe(SCENARIOS[model["id"]]) != ""
 
 
 def test_models_documents_the_options_syntax(mock_url):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import openai
 import pytest
 
-from mockprovider import tokens
+import o200k as tokens
 
 QUESTION = {"role": "user", "content": "Which file mentions a timeout?"}
 TOOL_RESULTS = {
@@ -41,7 +41,7 @@ def _feed_back(messages: list[dict], turn: Turn) -> None:
 
 
 def _expected_plan() -> list[Turn]:
-    """The chapter's script, with usage computed independently from `mockprovider.tokens`."""
+    """The chapter's script, with usage computed independently from `o200k`."""
     script = [
         ("tool_calls", None, (("c1", "list_files", "{}"),)),
         ("tool_calls", None, (("c2", "read_file", '{"path":"errors.log"}'),)),

@@ -165,7 +165,7 @@ def test_scenarios_are_pure_functions_of_the_conversation(name):
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_every_scenario_has_a_one_line_description(name):
-    description = scenarios.describe(name)
+    description = scenarios.describe(SCENARIOS[name])
     assert description and "\n" not in description
 
 

