@@ -12,7 +12,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import o200k
@@ -71,23 +71,48 @@ def _cut(text: str, limit: int) -> tuple[str, int]:
     return enc.decode(ids[:limit]), min(limit, len(ids))
 
 
+def _calls_tokens(calls: tuple[ToolCall, ...]) -> int:
+    return o200k.count(o200k.tool_calls_json(_tool_call(c) for c in calls))
+
+
+def _cut_calls(calls: tuple[ToolCall, ...], limit: int) -> tuple[ToolCall, ...]:
+    """The longest prefix of `calls` whose wire JSON fits in `limit` tokens; the last call kept
+    may have its arguments cut at a token boundary (a real API cuts mid-argument too)."""
+    kept: list[ToolCall] = []
+    for call in calls:
+        if _calls_tokens((*kept, call)) <= limit:
+            kept.append(call)
+            continue
+        enc = o200k.encoding()
+        ids = enc.encode(call.arguments, disallowed_special=())
+        low, high, best = 0, len(ids) - 1, None
+        while low <= high:  # the most argument tokens that still fit
+            mid = (low + high) // 2
+            trial = replace(call, arguments=enc.decode(ids[:mid]))
+            if _calls_tokens((*kept, trial)) <= limit:
+                best, low = trial, mid + 1
+            else:
+                high = mid - 1
+        if best is not None:
+            kept.append(best)
+        break
+    return tuple(kept)
+
+
 def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | None) -> Completion:
-    """Render `reply`, cut at `max_tokens` completion tokens if it is longer."""
+    """Render `reply`, cut at `max_tokens` completion tokens if it is longer.
+
+    A cut reply bills exactly `max_tokens`, as a real provider does; what it shows is the part
+    that fits (for tool calls: the calls whose wire JSON fits, the last one's arguments cut).
+    """
     budget = max_tokens if max_tokens is not None else _UNLIMITED
     content: str | None = None
-    calls: list[ToolCall] = []
+    calls: tuple[ToolCall, ...] = ()
     if reply.tool_calls:
-        # Billed as each call's name followed by its arguments; the cut falls wherever it falls.
-        used = 0
-        for call in reply.tool_calls:
-            if used >= budget:
-                break
-            name, n = _cut(call.name, budget - used)
-            used += n
-            arguments, n = _cut(call.arguments, budget - used)
-            used += n
-            calls.append(ToolCall(id=call.id, name=name, arguments=arguments))
-        cut = tuple(calls) != reply.tool_calls
+        used = _calls_tokens(reply.tool_calls)
+        cut = used > budget
+        calls = _cut_calls(reply.tool_calls, budget) if cut else reply.tool_calls
+        used = min(used, budget)
     else:
         full = reply.content or ""
         content, used = _cut(full, budget)
@@ -98,7 +123,7 @@ def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | 
         created=int(time.time()),
         model=model,
         content=content,
-        tool_calls=tuple(calls),
+        tool_calls=calls,
         finish_reason=finish,
         prompt_tokens=prompt_tokens,
         completion_tokens=used,

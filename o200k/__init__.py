@@ -12,15 +12,19 @@ The prompt-token formula (what a real provider bills, made additive):
                       + enc(role) + enc(content)
                       + [enc(name) + PER_NAME]              if the message has a name
                       + [enc(tool_call_id)]                 if it answers a tool call
-                      + sum(PER_TOOL_CALL + enc(id) + enc(function.name) + enc(function.arguments))
-                                                            over its tool_calls
+                      + [enc(tool_calls_json(tool_calls))]  if it carries tool calls
 
     tools_tokens(tools) = sum(PER_TOOL + enc(json of the tool definition, compact, keys sorted))
 
 Each field is encoded on its own, so a message's count never depends on its neighbours:
 appending messages raises `prompt_tokens` by exactly their own counts (the quadratic bill of
-an agent loop is then exact arithmetic). `completion_tokens` is `enc(content)` for a text
-reply and `sum(enc(name) + enc(arguments))` over the tool calls of a tool-call reply.
+an agent loop is then exact arithmetic).
+
+`completion_tokens` is `enc(content)` for a text reply and `enc(tool_calls_json(calls))` for a
+tool-call reply: the compact JSON of its `tool_calls` array as the wire carries it. The
+chapter's figures fit exactly this (23 tokens for `list_files {}` under id `c1`, 29 for
+`read_file {"path":"errors.log"}`), and an assistant message carrying the same calls is
+counted the same way when it is sent back in a later prompt.
 """
 
 from __future__ import annotations
@@ -42,7 +46,6 @@ O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d
 # formula (<|start|>role...<|end|>); the rest are the same spirit applied per field.
 PER_MESSAGE = 3
 PER_NAME = 1
-PER_TOOL_CALL = 3
 PER_TOOL = 3
 REPLY_PRIMING = 3
 
@@ -134,11 +137,31 @@ def message_tokens(message: Mapping[str, Any]) -> int:
         n += count(text_of(message["name"])) + PER_NAME
     if message.get("tool_call_id"):
         n += count(text_of(message["tool_call_id"]))
-    for call in message.get("tool_calls") or ():
-        fn = call.get("function") or {}
-        n += PER_TOOL_CALL + count(text_of(call.get("id")))
-        n += count(text_of(fn.get("name"))) + count(text_of(fn.get("arguments")))
+    if message.get("tool_calls"):
+        n += count(tool_calls_json(message["tool_calls"]))
     return n
+
+
+def tool_calls_json(calls: Iterable[Mapping[str, Any]]) -> str:
+    """A `tool_calls` array as the wire carries it: compact JSON in OpenAI's key order.
+
+    Rebuilt from its fields, so a client that reorders keys or adds its own is billed the same.
+    """
+    return json.dumps(
+        [
+            {
+                "id": text_of(c.get("id")),
+                "type": "function",
+                "function": {
+                    "name": text_of((c.get("function") or {}).get("name")),
+                    "arguments": text_of((c.get("function") or {}).get("arguments")),
+                },
+            }
+            for c in calls
+        ],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
 
 
 def tools_tokens(tools: Iterable[Mapping[str, Any]] | None) -> int:

@@ -53,9 +53,9 @@ def test_pricing_is_configurable():
 def test_max_tokens_caps_every_reply_without_stopping_for_budget(drive, counting):
     """A plain reply-length cap is sent on every call; a reply it cuts is not a budget stop."""
     wire = counting()
-    s = drive("plan", transport=wire, max_tokens=4)
-    assert [b["max_tokens"] for b in wire.bodies] == [4, 4, 4]
-    assert s.status == "completed" and s.turn_usage[-1].completion_tokens == 4
+    s = drive("plan", transport=wire, max_tokens=26)  # list_files (23 tokens) fits, read_file (29) not
+    assert [b["max_tokens"] for b in wire.bodies] == [26, 26, 26]
+    assert s.status == "completed" and s.turn_usage[1].completion_tokens == 26
     # turn 1's read_file call was cut mid-arguments: answered with an error, never run
     assert [r.tool for r in s.tool_runs] == ["list_files"]
 

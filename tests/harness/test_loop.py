@@ -182,9 +182,11 @@ def test_completed_reply_is_the_last_message(drive):
 
 
 def test_truncated_tool_calls_are_never_executed(drive):
+    # $1 buys 49 reply tokens: turn 0's list_files call (23) fits, turn 1's read_file (29) is cut.
     s = drive("plan", limits=Limits(max_budget_usd=1.0, hard_budget=True), min_reply_tokens=1,
-              pricing=Pricing(input_per_million=0.0, output_per_million=1e6 / 2))  # 2 tokens for $1
-    assert s.status == "budget_exceeded" and s.tool_runs == []
+              pricing=Pricing(input_per_million=0.0, output_per_million=1e6 / 49))
+    assert s.status == "budget_exceeded" and [r.tool for r in s.tool_runs] == ["list_files"]
+    assert s.messages[-2]["tool_calls"][0]["function"]["name"] == "read_file"
     assert s.messages[-1]["content"] == TRUNCATED
 
 

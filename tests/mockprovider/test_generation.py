@@ -90,18 +90,31 @@ def test_max_tokens_cuts_a_text_reply_with_finish_reason_length(mock_url, param)
     assert tokens.count(choice["message"]["content"]) == 5
 
 
+# The wire JSON of plan's turn-1 call is 29 tokens; 26 leaves room for the call but not all
+# of its arguments.
+CUT_CALL = 26
+
+
 @pytest.mark.parametrize("param", ["max_tokens", "max_completion_tokens"])
 def test_max_tokens_cuts_tool_call_arguments_too(mock_url, param):
-    body = _post(mock_url, {"model": "plan", "messages": TURN1, param: 5})
+    body = _post(mock_url, {"model": "plan", "messages": TURN1, param: CUT_CALL})
     choice = body["choices"][0]
     (call,) = choice["message"]["tool_calls"]
     assert choice["finish_reason"] == "length"
-    assert body["usage"]["completion_tokens"] == 5
+    assert body["usage"]["completion_tokens"] == CUT_CALL
     assert call["id"] == "c2"
     assert call["function"]["name"] == "read_file"
     full = '{"path":"errors.log"}'
     assert full.startswith(call["function"]["arguments"]) and call["function"]["arguments"] != full
-    assert tokens.count("read_file") + tokens.count(call["function"]["arguments"]) == 5
+    assert tokens.count(tokens.tool_calls_json([call])) <= CUT_CALL
+
+
+def test_max_tokens_below_one_call_shows_no_call_but_bills_the_limit(mock_url):
+    body = _post(mock_url, {"model": "plan", "messages": TURN1, "max_tokens": 5})
+    choice = body["choices"][0]
+    assert choice["finish_reason"] == "length"
+    assert "tool_calls" not in choice["message"] and choice["message"]["content"] is None
+    assert body["usage"]["completion_tokens"] == 5
 
 
 def test_max_tokens_of_exactly_the_reply_length_does_not_cut(mock_url):
@@ -119,9 +132,9 @@ def test_max_completion_tokens_wins_over_max_tokens(mock_url):
     assert body["usage"]["completion_tokens"] == 3
 
 
-@pytest.mark.parametrize("messages", [TURN1, TURN2], ids=["tool_call", "text"])
-def test_streaming_with_max_tokens_matches_non_streaming(mock_url, messages):
-    request = {"model": "plan", "messages": messages, "max_tokens": 5}
+@pytest.mark.parametrize(("messages", "limit"), [(TURN1, CUT_CALL), (TURN2, 5)], ids=["tool_call", "text"])
+def test_streaming_with_max_tokens_matches_non_streaming(mock_url, messages, limit):
+    request = {"model": "plan", "messages": messages, "max_tokens": limit}
     plain = _post(mock_url, request)
     content, calls, finish, usage = _reassemble(
         _sse(mock_url, {**request, "stream_options": {"include_usage": True}})
@@ -140,9 +153,13 @@ def test_completion_tokens_count_text_and_tool_calls(mock_url):
     text = _post(mock_url, {"model": "plan", "messages": TURN2})
     assert text["usage"]["completion_tokens"] == tokens.count(PLAN_ANSWER)
     call = _post(mock_url, {"model": "plan", "messages": TURN1})
-    assert call["usage"]["completion_tokens"] == tokens.count("read_file") + tokens.count(
-        '{"path":"errors.log"}'
+    wire = (
+        '[{"id":"c2","type":"function","function":'
+        '{"name":"read_file","arguments":"{\\"path\\":\\"errors.log\\"}"}}]'
     )
+    assert call["usage"]["completion_tokens"] == tokens.count(wire) == 29  # the chapter's figure
+    first = _post(mock_url, {"model": "plan", "messages": [USER]})
+    assert first["usage"]["completion_tokens"] == 23  # list_files {} under id c1, as in the chapter
 
 
 def test_sse_stream_has_openai_chunk_shape(mock_url):

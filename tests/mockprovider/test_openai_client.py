@@ -51,7 +51,8 @@ def _expected_plan() -> list[Turn]:
     turns = []
     for finish, content, calls in script:
         prompt = tokens.prompt_tokens(messages)
-        completion = sum(tokens.count(n) + tokens.count(a) for _, n, a in calls) or tokens.count(content)
+        wire = [{"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls]
+        completion = tokens.count(tokens.tool_calls_json(wire)) if calls else tokens.count(content)
         turn = Turn(finish, content, calls, (prompt, completion, prompt + completion))
         turns.append(turn)
         _feed_back(messages, turn)

@@ -128,8 +128,12 @@ def test_every_billed_field_adds_its_own_tokens():
     )
     assert tokens.message_tokens({**base, "tool_call_id": "call_42"}) == plain + tokens.count("call_42")
     call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path":"a"}'}}
-    assert tokens.message_tokens({**base, "tool_calls": [call, call]}) == plain + 2 * (
-        tokens.PER_TOOL_CALL + tokens.count("c1") + tokens.count("read_file") + tokens.count('{"path":"a"}')
+    wire = '[{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\\"path\\":\\"a\\"}"}}'
+    two = wire + "," + wire[1:] + "]"
+    assert tokens.message_tokens({**base, "tool_calls": [call, call]}) == plain + tokens.count(two)
+    reordered = {"function": {"arguments": '{"path":"a"}', "name": "read_file"}, "id": "c1", "extra": 1}
+    assert tokens.message_tokens({**base, "tool_calls": [reordered]}) == tokens.message_tokens(
+        {**base, "tool_calls": [call]}
     )
     parts = {
         "role": "user",
