@@ -65,17 +65,19 @@ class Recording:
 
     def add(self, messages: list[Any], model: str, message: Mapping[str, Any]) -> str:
         """File the upstream's `message` as the reply at this conversation's turn; a log line."""
-        c = conversation([m for m in messages if isinstance(m, Mapping)])
         reply, note = reply_of(message)
         try:
+            c = conversation([m for m in messages if isinstance(m, Mapping)])
+            user = first_user(c)
             compile_scenario({"name": "check", "turns": [reply]}, source="the upstream's reply")
-        except ScenarioFileError as e:
-            return f"not recorded, turn {c.turn}: {e}"
-        self.replies.setdefault(first_user(c), {})[c.turn] = reply
+        except (ScenarioFileError, TypeError) as e:
+            # A request the upstream took but a script cannot key on, or a reply it cannot hold.
+            return f"not recorded: {e}"
+        self.replies.setdefault(user, {})[c.turn] = reply
         self.models[model] = None
         self.save()
         what = "text" if "content" in reply else ", ".join(call["name"] for call in reply["tool_calls"])
-        return f"recorded turn {c.turn} ({what}) of {first_user(c)[:40]!r} in {self.out}{note}"
+        return f"recorded turn {c.turn} ({what}) of {user[:40]!r} in {self.out}{note}"
 
     def document(self) -> dict[str, Any]:
         # Longest first: a message that contains a shorter one must be tested before it.
@@ -200,14 +202,23 @@ def _unreachable(upstream: str, e: Exception) -> APIError:
                     type="server_error", code="upstream_unreachable")
 
 
+async def _body(request: Request) -> bytes:
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise APIError(413, f"Request body is larger than {MAX_BODY_BYTES} bytes.",
+                           code="request_too_large")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def chat_completions(request: Request) -> Response:
     recording: Recording = request.app.state.recording
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        return APIError(413, f"Request body is larger than {MAX_BODY_BYTES} bytes.").response()
+    raw = await _body(request)
     try:
         body = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         body = None  # the upstream answers it; nothing to record
     messages = body.get("messages") if isinstance(body, dict) else None
     model = str(body.get("model")) if isinstance(body, dict) else ""
@@ -268,7 +279,7 @@ async def passthrough(request: Request) -> Response:
     async with httpx.AsyncClient(timeout=UPSTREAM_TIMEOUT) as client:
         try:
             response = await client.request(request.method, url, params=request.query_params,
-                                             content=await request.body(), headers=_forwarded(request))
+                                             content=await _body(request), headers=_forwarded(request))
         except httpx.TransportError as e:
             return _unreachable(recording.upstream, e).response()
     return Response(response.content, status_code=response.status_code, headers=_returned(response))
@@ -289,15 +300,23 @@ def create_recorder(*, upstream: str, out: str | os.PathLike[str], name: str | N
         raise ValueError(f"{name!r} cannot be a model name; pass --name with letters, digits, '_', '.', '-'")
     if not upstream.startswith(("http://", "https://")):
         raise ValueError(f"--upstream must be an http(s) base URL (http://HOST:PORT/v1), not {upstream!r}")
-    app = Starlette(routes=[
-        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/v1/{path:path}", passthrough, methods=["GET", "POST"]),
-        Route("/healthz", healthz, methods=["GET"]),
-    ])
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/{path:path}", passthrough, methods=["GET", "POST"]),
+            Route("/healthz", healthz, methods=["GET"]),
+        ],
+        exception_handlers={APIError: _api_error},
+    )
     app.state.recording = Recording(
         upstream=upstream.rstrip("/"), out=out, name=name, description=description
     )
     return app
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, APIError)
+    return exc.response()
 
 
 def _log(line: str) -> None:

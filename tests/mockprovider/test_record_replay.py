@@ -15,6 +15,7 @@ import pytest
 from openai import OpenAI
 
 import o200k
+from mockprovider import record
 from mockprovider.record import StreamedReply, create_recorder
 from mockprovider.scenario_files import load_scenarios
 from mockprovider.server import free_port, serve_in_thread
@@ -217,3 +218,24 @@ def test_python_m_mockprovider_record_proxies_and_writes_the_file(upstream: str,
             _, err = proc.communicate(timeout=10)
     assert "recorded turn 0 (list_files)" in err
     assert json.loads(out.read_text())["turns"][0]["tool_calls"][0]["name"] == "list_files"
+
+
+def test_a_reply_no_script_can_hold_is_logged_and_left_out(tmp_path: Path):
+    app = create_recorder(upstream="http://127.0.0.1:9/v1", out=tmp_path / "odd.json")
+    nameless = {"tool_calls": [{"id": "x", "function": {"name": "", "arguments": "{}"}}]}
+    line = app.state.recording.add([{"role": "user", "content": "hi"}], "m", nameless)
+    assert line.startswith(
+        "not recorded: the upstream's reply: $.turns[0].tool_calls[0].name: expected a non-empty"
+    )
+    assert not (tmp_path / "odd.json").exists()
+
+
+def test_the_recorder_bounds_request_bodies(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(record, "MAX_BODY_BYTES", 100)
+    with serve_in_thread(
+        create_recorder(upstream="http://127.0.0.1:9/v1", out=tmp_path / "big.json")
+    ) as proxy:
+        response = httpx.post(
+            f"{proxy}/chat/completions", json={"model": "plan", "messages": [], "pad": "x" * 200}
+        )
+    assert (response.status_code, response.json()["error"]["code"]) == (413, "request_too_large")
