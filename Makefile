@@ -22,8 +22,8 @@ $(STAMP): pyproject.toml
 test: $(STAMP) ## run the test suite (sets itself up)
 	$(PY) -m pytest -q
 
-serve: $(STAMP) ## start the scripted provider on 127.0.0.1:$(PORT)
-	$(PY) -m mockprovider --host 127.0.0.1 --port $(PORT)
+serve: $(STAMP) ## start the scripted provider on 127.0.0.1:$(PORT) (SCENARIOS=a.json:dir/ adds scenario files)
+	$(PY) -m mockprovider --host 127.0.0.1 --port $(PORT) $(foreach s,$(subst :, ,$(SCENARIOS)),--scenarios $(s))
 
 lint: $(STAMP) ## ruff check
 	$(PY) -m ruff check .

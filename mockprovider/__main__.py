@@ -1,18 +1,32 @@
-"""`python -m mockprovider --port 8000`: serve the scripted provider with uvicorn."""
+"""`python -m mockprovider --port 8000`: serve the scripted provider with uvicorn.
+
+`python -m mockprovider record --upstream URL --out FILE` runs the recording proxy instead
+(`record --help`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import os
+import sys
 
 import uvicorn
 
 from mockprovider.app import create_app
+from mockprovider.journal import MAX_CAPACITY
+from mockprovider.scenario_files import ScenarioFileError, paths_from_env
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="mockprovider", description=__doc__)
+def _capacity(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= MAX_CAPACITY:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to {MAX_CAPACITY}, got {text!r}")
+    return int(text)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mockprovider", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host", default=os.environ.get("MOCK_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("MOCK_PORT", "8000")))
     parser.add_argument(
@@ -24,25 +38,54 @@ def main(argv: list[str] | None = None) -> None:
         help="require 'Authorization: Bearer KEY' on /v1/*",
     )
     parser.add_argument("--max-body-bytes", type=int, default=1_000_000)
+    parser.add_argument(
+        "--scenarios", action="append", default=[], metavar="PATH",
+        help="a scenario file (.json/.toml) or a folder of them, served beside the built-ins; "
+        "repeatable, and added to those in MOCK_SCENARIOS (colon-separated)",
+    )
+    parser.add_argument(
+        "--journal", type=_capacity, default=os.environ.get("MOCK_JOURNAL", "0"), metavar="N",
+        help="keep the last N requests of this process and serve them at GET /journal (default: off)",
+    )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--quiet", action="store_true", help="no per-request log lines")
-    args = parser.parse_args(argv)
+    return parser
 
+
+def serve(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    scenario_files = list(dict.fromkeys([*paths_from_env(os.environ.get("MOCK_SCENARIOS")), *args.scenarios]))
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
+    try:
+        # Built before uvicorn starts, so a bad scenario file is one line on stderr and exit 1.
+        app = create_app(
+            latency_ms=args.latency_ms, api_key=args.api_key, max_body_bytes=args.max_body_bytes,
+            scenario_files=scenario_files, journal=args.journal,
+        )
+    except ScenarioFileError as e:
+        sys.exit(f"mockprovider: {e}")
     if args.workers > 1:
         # Workers are separate processes, so they need an import string, not an app object;
         # the server is stateless, so any worker can answer any turn of any run.
         os.environ.update(
             MOCK_LATENCY_MS=str(args.latency_ms), MOCK_MAX_BODY_BYTES=str(args.max_body_bytes),
+            MOCK_SCENARIOS=os.pathsep.join(scenario_files), MOCK_JOURNAL=str(args.journal),
             **({"MOCK_API_KEY": args.api_key} if args.api_key else {}),
         )
         uvicorn.run("mockprovider.app:app_from_env", factory=True, host=args.host, port=args.port,
                     workers=args.workers, access_log=False)
         return
-    app = create_app(
-        latency_ms=args.latency_ms, api_key=args.api_key, max_body_bytes=args.max_body_bytes
-    )
     uvicorn.run(app, host=args.host, port=args.port, access_log=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["record"]:
+        from mockprovider.record import main as record
+
+        record(argv[1:])
+        return
+    serve(argv)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import hmac
 import logging
 import math
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -29,6 +29,8 @@ import o200k
 from mockprovider import faults, scenarios, wire
 from mockprovider.errors import APIError
 from mockprovider.faults import Fault, Options
+from mockprovider.journal import Journal, headers_of
+from mockprovider.scenario_files import Source, load_scenarios, paths_from_env
 from mockprovider.scenarios import Scenario
 from mockprovider.validation import ChatRequest, chat_request, parse_json
 
@@ -47,7 +49,9 @@ class Config:
     """When set, /v1/* requires `Authorization: Bearer <api_key>`."""
     max_body_bytes: int = 1_000_000
     scenarios: Mapping[str, Scenario] = field(default_factory=lambda: dict(scenarios.SCENARIOS))
-    """Every model name this server answers to."""
+    """Every model name this server answers to: the built-ins and any scenario files."""
+    journal: Journal | None = None
+    """When set, every request body read is recorded (observed only, never read by a scenario)."""
 
 
 def config_of(request: Request) -> Config:
@@ -102,15 +106,20 @@ async def read_json(request: Request, config: Config) -> Any:
     """The request's JSON body, after auth, content type and the size cap."""
     authorize(request, config)
     _check_content_type(request)
-    return parse_json(await _read_body(request, config.max_body_bytes))
+    body = parse_json(await _read_body(request, config.max_body_bytes))
+    if config.journal is not None:
+        headers = headers_of(request.headers.items())
+        config.journal.record(method=request.method, path=request.url.path, headers=headers, body=body)
+    return body
 
 
 def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Options]:
-    """The scenario a model name selects and the options in force for this request."""
+    """The scenario a model name selects and the options in force for this request.
+
+    Later sources override earlier ones: server defaults < the scenario file's `options` <
+    base-URL path < model suffix < header.
+    """
     name, _, suffix = model.partition("+")
-    options = faults.apply(config.defaults, request.path_params.get("options", ""), param="base_url")
-    options = faults.apply(options, suffix, param="model")
-    options = faults.apply(options, request.headers.get("x-mock-options", ""), param="x-mock-options")
     script = config.scenarios.get(name)
     if script is None:
         known = ", ".join(config.scenarios)
@@ -120,6 +129,11 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
             param="model",
             code="model_not_found",
         )
+    # Only file scenarios carry options (checked when the file was loaded); a built-in has none.
+    options = faults.apply(config.defaults, getattr(script, "options", ""), param="model")
+    options = faults.apply(options, request.path_params.get("options", ""), param="base_url")
+    options = faults.apply(options, suffix, param="model")
+    options = faults.apply(options, request.headers.get("x-mock-options", ""), param="x-mock-options")
     return script, options
 
 
@@ -222,6 +236,17 @@ async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
+async def request_journal(request: Request) -> Response:
+    config = config_of(request)
+    authorize(request, config)
+    if config.journal is None:
+        raise APIError(
+            404, "The journal is off; start the server with --journal N to keep the last N requests.",
+            code="journal_off",
+        )
+    return JSONResponse(config.journal.to_json())
+
+
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, APIError)
     return exc.response()
@@ -245,20 +270,32 @@ ROUTES = [
     Route("/v1/models", models, methods=["GET"]),
     Route("/o/{options}/v1/models", models, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
+    Route("/journal", request_journal, methods=["GET"]),
 ]
 
 
 def create_app(
-    *, latency_ms: float = 0.0, api_key: str | None = None, max_body_bytes: int = 1_000_000
+    *,
+    latency_ms: float = 0.0,
+    api_key: str | None = None,
+    max_body_bytes: int = 1_000_000,
+    scenario_files: Iterable[Source] = (),
+    journal: int = 0,
 ) -> Starlette:
-    """The scripted provider. Server-wide defaults here; per-request options override them."""
+    """The scripted provider. Server-wide defaults here; per-request options override them.
+
+    `scenario_files`: files, folders or parsed dicts, served beside the built-ins (a bad one
+    raises `ScenarioFileError` here, never per request). `journal`: keep the last N requests.
+    """
+    table = dict(scenarios.SCENARIOS) | load_scenarios(scenario_files)
     o200k.encoding()  # load the ranks now, not during the first request
     app = Starlette(
         routes=ROUTES,
         exception_handlers={APIError: _api_error, HTTPException: _http_error, Exception: _server_error},
     )
     app.state.config = Config(
-        defaults=Options(latency_ms=latency_ms), api_key=api_key, max_body_bytes=max_body_bytes
+        defaults=Options(latency_ms=latency_ms), api_key=api_key, max_body_bytes=max_body_bytes,
+        scenarios=table, journal=Journal(journal) if journal else None,
     )
     return app
 
@@ -269,4 +306,6 @@ def app_from_env() -> Starlette:
         latency_ms=float(os.environ.get("MOCK_LATENCY_MS", "0")),
         api_key=os.environ.get("MOCK_API_KEY") or None,
         max_body_bytes=int(os.environ.get("MOCK_MAX_BODY_BYTES", "1000000")),
+        scenario_files=paths_from_env(os.environ.get("MOCK_SCENARIOS")),
+        journal=int(os.environ.get("MOCK_JOURNAL", "0")),
     )

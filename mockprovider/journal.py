@@ -1,0 +1,89 @@
+"""The request journal: the last N requests this server process received, for tests to inspect.
+
+Off by default (`--journal N` turns it on). It observes and never steers: no scenario reads it,
+so the mock stays stateless in everything it answers. It is per process — behind several
+workers each keeps its own — and bounded: the oldest entries drop out, and each body is
+already capped by the server's body limit, so it holds at most N × that many bytes.
+
+`GET /journal` serves it as JSON (behind the API key when one is set), with credential headers
+masked; in-process (the pytest fixture) the entries are the values themselves.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MAX_CAPACITY = 100_000
+SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Entry:
+    """One request as the server received it."""
+
+    seq: int
+    """Counts from 0 over the process's life; a gap before the first entry means entries dropped out."""
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    """Lower-cased names, as sent (repeated headers joined with ', ')."""
+    body: Any
+    """The parsed JSON body."""
+
+    def to_json(self, *, mask_secrets: bool = True) -> dict[str, Any]:
+        headers = {
+            name: ("<redacted>" if mask_secrets and name in SECRET_HEADERS else value)
+            for name, value in self.headers.items()
+        }
+        return {
+            "seq": self.seq, "method": self.method, "path": self.path, "headers": headers, "body": self.body,
+        }
+
+
+class Journal:
+    """A bounded, thread-safe buffer of `Entry`: the server appends, a test thread reads."""
+
+    def __init__(self, capacity: int) -> None:
+        if not 1 <= capacity <= MAX_CAPACITY:
+            raise ValueError(f"journal capacity must be from 1 to {MAX_CAPACITY}, got {capacity}")
+        self.capacity = capacity
+        self._entries: deque[Entry] = deque(maxlen=capacity)
+        self._seq = itertools.count()
+        self._lock = threading.Lock()
+
+    def record(self, *, method: str, path: str, headers: Mapping[str, str], body: Any) -> None:
+        with self._lock:
+            entry = Entry(seq=next(self._seq), method=method, path=path, headers=headers, body=body)
+            self._entries.append(entry)
+
+    def entries(self) -> list[Entry]:
+        """A snapshot, oldest first."""
+        with self._lock:
+            return list(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def to_json(self) -> dict[str, Any]:
+        entries = self.entries()
+        return {
+            "object": "list",
+            "capacity": self.capacity,
+            "scope": "this server process",
+            "data": [entry.to_json() for entry in entries],
+        }
+
+
+def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:
+    """Header pairs as one dict, repeated names joined as HTTP allows."""
+    out: dict[str, str] = {}
+    for name, value in items:
+        name = name.lower()
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out

@@ -1,0 +1,82 @@
+"""The request journal: off by default, the last N requests of this process, at GET /journal."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from openai import InternalServerError, OpenAI
+
+from mockprovider.__main__ import _parser
+from mockprovider.journal import MAX_CAPACITY, Journal
+
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+def _root(base_url: str) -> str:
+    return base_url.removesuffix("/v1")
+
+
+def test_the_journal_is_off_by_default(mock_url: str):
+    response = httpx.get(f"{_root(mock_url)}/journal")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "journal_off"
+    assert "--journal N" in response.json()["error"]["message"]
+
+
+def test_the_journal_keeps_the_last_n_requests_in_order_with_bodies_and_headers(serve_mock):
+    with serve_mock(journal=2) as url:
+        client = OpenAI(base_url=url, api_key="sk-user-key", max_retries=0)
+        for word in ("one", "two", "three"):
+            client.chat.completions.create(model="plan", messages=[{"role": "user", "content": word}])
+        with pytest.raises(InternalServerError):
+            client.chat.completions.create(
+                model="plan+fault=500", messages=HELLO, extra_headers={"x-trace": "t1"}
+            )
+        journal = httpx.get(f"{_root(url)}/journal").json()
+    assert journal["capacity"] == 2
+    entries = journal["data"]
+    assert [e["seq"] for e in entries] == [2, 3]  # 0 and 1 dropped out
+    assert [e["body"]["messages"][0]["content"] for e in entries] == ["three", "hello"]
+    assert entries[1]["body"]["model"] == "plan+fault=500"  # recorded even when the reply is a fault
+    assert entries[1]["headers"]["x-trace"] == "t1"
+    assert entries[1]["path"] == "/v1/chat/completions"
+    assert entries[1]["method"] == "POST"
+    assert {e["headers"]["authorization"] for e in entries} == {"<redacted>"}
+
+
+def test_the_journal_needs_the_api_key_when_the_server_has_one(serve_mock):
+    with serve_mock(journal=5, api_key="k") as url:
+        anonymous = httpx.get(f"{_root(url)}/journal")
+        keyed = httpx.get(f"{_root(url)}/journal", headers={"authorization": "Bearer k"})
+    assert anonymous.status_code == 401
+    assert keyed.status_code == 200
+
+
+def test_in_process_entries_keep_every_header_as_sent():
+    journal = Journal(3)
+    journal.record(
+        method="POST",
+        path="/v1/chat/completions",
+        headers={"authorization": "Bearer sk-1"},
+        body={"model": "plan"},
+    )
+    (entry,) = journal.entries()
+    assert entry.headers["authorization"] == "Bearer sk-1"
+    assert entry.to_json()["headers"]["authorization"] == "<redacted>"
+
+
+@pytest.mark.parametrize("capacity", [0, MAX_CAPACITY + 1])
+def test_a_journal_is_bounded(capacity: int):
+    with pytest.raises(ValueError, match=f"from 1 to {MAX_CAPACITY}"):
+        Journal(capacity)
+
+
+def test_the_journal_flag_is_off_by_default_and_validated(capsys, monkeypatch):
+    monkeypatch.delenv("MOCK_JOURNAL", raising=False)
+    assert _parser().parse_args([]).journal == 0
+    assert _parser().parse_args(["--journal", "50"]).journal == 50
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["--journal", "-3"])
+    assert "expected a whole number from 0 to" in capsys.readouterr().err
+    monkeypatch.setenv("MOCK_JOURNAL", "7")
+    assert _parser().parse_args([]).journal == 7

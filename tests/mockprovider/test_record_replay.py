@@ -1,0 +1,241 @@
+"""Record a session through the proxy against an upstream, then replay it: the same replies, turn by turn."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from openai import OpenAI
+
+import o200k
+from mockprovider import record
+from mockprovider.record import StreamedReply, create_recorder
+from mockprovider.scenario_files import load_scenarios
+from mockprovider.server import free_port, serve_in_thread
+
+Reply = tuple[str | None, list[tuple[str, str, str]]]
+
+
+def _answer(client: OpenAI, model: str, messages: list[dict[str, Any]], *, stream: bool) -> Reply:
+    """(content, [(id, name, arguments)]) of one turn, read through the official client."""
+    if not stream:
+        message = client.chat.completions.create(model=model, messages=messages).choices[0].message
+        calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]
+        return message.content, calls
+    text, parts = "", {}
+    for chunk in client.chat.completions.create(model=model, messages=messages, stream=True):
+        for choice in chunk.choices:
+            text += choice.delta.content or ""
+            for part in choice.delta.tool_calls or []:
+                slot = parts.setdefault(part.index, ["", "", ""])
+                slot[0] += part.id or ""
+                slot[1] += part.function.name or ""
+                slot[2] += part.function.arguments or ""
+    calls = [tuple(slot) for _, slot in sorted(parts.items())]
+    return (None if calls else text), calls  # type: ignore[return-value]
+
+
+def _session(
+    client: OpenAI, model: str, task: str, results: list[str], *, stream: bool = False
+) -> list[Reply]:
+    """Drive a conversation to its answer; tool results are taken from `results`, in order."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": task}]
+    replies: list[Reply] = []
+    for _ in range(6):
+        content, calls = _answer(client, model, messages, stream=stream)
+        replies.append((content, calls))
+        if not calls:
+            return replies
+        messages.append(
+            {
+                "role": "assistant",
+                "content": content,
+                "tool_calls": [
+                    {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                    for i, n, a in calls
+                ],
+            }
+        )
+        messages += [{"role": "tool", "tool_call_id": i, "content": results.pop(0)} for i, _, _ in calls]
+    raise AssertionError("the session did not end")
+
+
+@pytest.fixture
+def upstream():
+    """A second mock on its own loopback port: the 'real' server being recorded."""
+    with serve_in_thread() as url:
+        yield url
+
+
+def test_a_recorded_session_replays_the_same_replies_turn_by_turn(upstream: str, tmp_path: Path):
+    out = tmp_path / "session.json"
+    with serve_in_thread(create_recorder(upstream=upstream, out=out)) as proxy:
+        recorded = _session(
+            OpenAI(base_url=proxy, api_key="k", max_retries=0),
+            "plan",
+            "Which file?",
+            ["a.log b.log", "worker 7 timed out"],
+        )
+    direct = _session(OpenAI(base_url=upstream, api_key="k"), "plan", "Which file?", ["a.log", "timeout"])
+    assert recorded == direct  # the proxy returned the upstream's replies unchanged
+
+    with serve_in_thread(scenario_files=[out]) as replay:
+        client = OpenAI(base_url=replay, api_key="k", max_retries=0)
+        replayed = _session(client, "session", "Which file?", ["a.log b.log", "worker 7 timed out"])
+        usage = client.chat.completions.create(
+            model="session", messages=[{"role": "user", "content": "x"}]
+        ).usage
+    assert replayed == recorded
+    assert usage.prompt_tokens == o200k.prompt_tokens([{"role": "user", "content": "x"}], None)
+
+
+def test_streamed_sessions_and_several_conversations_replay_by_their_first_user_message(
+    upstream: str, tmp_path: Path
+):
+    """`destructive` answers from the tool result, so the two conversations differ at turn 2."""
+    out = tmp_path / "two.json"
+    results = {"Free some space.": ["a.log", "deleted"], "Free some space, carefully.": ["a.log", "declined"]}
+    with serve_in_thread(create_recorder(upstream=upstream, out=out, name="two")) as proxy:
+        client = OpenAI(base_url=proxy, api_key="k", max_retries=0)
+        recorded = {
+            task: _session(client, "destructive", task, list(r), stream=True) for task, r in results.items()
+        }
+    assert {task: replies[-1][0] for task, replies in recorded.items()} == {
+        "Free some space.": "Deleted access.log to free space.",
+        "Free some space, carefully.": "I did not delete anything: you declined the deletion.",
+    }
+    with serve_in_thread(scenario_files=[out]) as replay:
+        client = OpenAI(base_url=replay, api_key="k", max_retries=0)
+        for stream in (False, True):
+            replayed = {
+                task: _session(client, "two", task, list(r), stream=stream) for task, r in results.items()
+            }
+            assert replayed == recorded
+
+
+def test_upstream_errors_pass_through_unrecorded_and_a_dead_upstream_is_a_502(upstream: str, tmp_path: Path):
+    out = tmp_path / "errors.json"
+    unknown = {"model": "nope", "messages": [{"role": "user", "content": "x"}]}
+    with (
+        serve_in_thread(create_recorder(upstream=upstream, out=out)) as proxy,
+        httpx.Client(base_url=proxy) as http,
+    ):
+        missing = http.post("/chat/completions", json=unknown)
+        direct = httpx.post(f"{upstream}/chat/completions", json=unknown)
+        models = http.get("/models")
+    assert (missing.status_code, missing.content) == (404, direct.content)
+    assert missing.json()["error"]["code"] == "model_not_found"
+    assert "plan" in {m["id"] for m in models.json()["data"]}
+    assert not out.exists()
+
+    with serve_in_thread(create_recorder(upstream=f"http://127.0.0.1:{free_port()}/v1", out=out)) as proxy:
+        dead = httpx.post(f"{proxy}/chat/completions", json={"model": "plan", "messages": []})
+    assert (dead.status_code, dead.json()["error"]["code"]) == (502, "upstream_unreachable")
+
+
+def test_a_reply_with_text_and_tool_calls_keeps_the_calls(tmp_path: Path):
+    reader = StreamedReply()
+    chunks = [
+        {"choices": [{"delta": {"role": "assistant", "content": "Let me look. "}}]},
+        {
+            "choices": [
+                {
+                    "delta": {
+                        "tool_calls": [{"index": 0, "id": "x1", "function": {"name": "ls", "arguments": ""}}]
+                    }
+                }
+            ]
+        },
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"a":'}}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}}]},
+        {"choices": [], "usage": {"prompt_tokens": 3}},
+    ]
+    raw = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+    for i in range(0, len(raw), 7):  # split mid-line, as a network does
+        reader.feed(raw[i : i + 7])
+    message = reader.message()
+    assert message == {
+        "role": "assistant",
+        "content": "Let me look. ",
+        "tool_calls": [{"id": "x1", "function": {"name": "ls", "arguments": '{"a":1}'}}],
+    }
+    app = create_recorder(upstream="http://127.0.0.1:9/v1", out=tmp_path / "mixed.json")
+    line = app.state.recording.add([{"role": "user", "content": "hi"}], "m", message)
+    assert "text beside the tool calls was dropped" in line
+    script = load_scenarios([tmp_path / "mixed.json"])["mixed"]
+    assert script.turns[0][0].calls[0].arguments == '{"a":1}'
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "problem"),
+    [
+        ({"out": "x.toml"}, "give --out a .json name"),
+        ({"out": "x.json", "upstream": "127.0.0.1:8080"}, "must be an http(s) base URL"),
+        ({"out": "x.json", "name": "a+b"}, "cannot be a model name"),
+    ],
+)
+def test_the_recorder_refuses_bad_arguments_up_front(kwargs: dict[str, str], problem: str):
+    with pytest.raises(ValueError, match=problem.replace("(", r"\(").replace(")", r"\)")):
+        create_recorder(**{"upstream": "http://127.0.0.1:8080/v1", **kwargs})
+
+
+def test_python_m_mockprovider_record_proxies_and_writes_the_file(upstream: str, tmp_path: Path):
+    port, out = free_port(), tmp_path / "cli.json"
+    command = [
+        sys.executable,
+        "-m",
+        "mockprovider",
+        "record",
+        "--upstream",
+        upstream,
+        "--out",
+        str(out),
+        "--port",
+        str(port),
+    ]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            deadline = time.monotonic() + 20
+            while True:
+                assert proc.poll() is None, "the recorder exited"
+                try:
+                    httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                    break
+                except httpx.TransportError:
+                    assert time.monotonic() < deadline, "the recorder did not start"
+                    time.sleep(0.05)
+            client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
+            client.chat.completions.create(model="once", messages=[{"role": "user", "content": "go"}])
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=10)
+    assert "recorded turn 0 (list_files)" in err
+    assert json.loads(out.read_text())["turns"][0]["tool_calls"][0]["name"] == "list_files"
+
+
+def test_a_reply_no_script_can_hold_is_logged_and_left_out(tmp_path: Path):
+    app = create_recorder(upstream="http://127.0.0.1:9/v1", out=tmp_path / "odd.json")
+    nameless = {"tool_calls": [{"id": "x", "function": {"name": "", "arguments": "{}"}}]}
+    line = app.state.recording.add([{"role": "user", "content": "hi"}], "m", nameless)
+    assert line.startswith(
+        "not recorded: the upstream's reply: $.turns[0].tool_calls[0].name: expected a non-empty"
+    )
+    assert not (tmp_path / "odd.json").exists()
+
+
+def test_the_recorder_bounds_request_bodies(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(record, "MAX_BODY_BYTES", 100)
+    with serve_in_thread(
+        create_recorder(upstream="http://127.0.0.1:9/v1", out=tmp_path / "big.json")
+    ) as proxy:
+        response = httpx.post(
+            f"{proxy}/chat/completions", json={"model": "plan", "messages": [], "pad": "x" * 200}
+        )
+    assert (response.status_code, response.json()["error"]["code"]) == (413, "request_too_large")
