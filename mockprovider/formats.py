@@ -111,7 +111,9 @@ def string(value: Any, param: str) -> str:
     return value
 
 
-def chat_tool(name: Any, description: Any, parameters: Any, param: str) -> dict[str, Any]:
+def chat_tool(
+    name: Any, description: Any, parameters: Any, param: str, *, strict: Any = None
+) -> dict[str, Any]:
     """A tool definition as a chat client would send it, so the formula counts it the same."""
     function: dict[str, Any] = {"name": string(name, f"{param}.name")}
     if description is not None:
@@ -120,6 +122,10 @@ def chat_tool(name: Any, description: Any, parameters: Any, param: str) -> dict[
         if not isinstance(parameters, dict):
             raise invalid(f"Invalid type for '{param}' schema: expected an object.", param=param)
         function["parameters"] = parameters
+    if strict is not None:
+        if not isinstance(strict, bool):
+            raise invalid(f"Invalid type for '{param}.strict': expected a boolean.", param=f"{param}.strict")
+        function["strict"] = strict
     return {"type": "function", "function": function}
 
 

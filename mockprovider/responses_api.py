@@ -155,7 +155,8 @@ def _tools(value: Any) -> list[dict[str, Any]]:
         p = f"tools[{i}]"
         if not isinstance(tool, dict) or tool.get("type") != "function":
             raise invalid(f"Invalid '{p}': this mock serves function tools only.", param=p)
-        tools.append(chat_tool(tool.get("name"), tool.get("description"), tool.get("parameters"), p))
+        name, description, schema = tool.get("name"), tool.get("description"), tool.get("parameters")
+        tools.append(chat_tool(name, description, schema, p, strict=tool.get("strict")))
     return tools
 
 
