@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from mockprovider import wire
@@ -35,6 +35,7 @@ from mockprovider.formats import (
     chat_tool,
     event_stream,
     flag,
+    json_response,
     missing,
     model_of,
     positive_int,
@@ -60,11 +61,11 @@ STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tok
 BLOCKS = {"user": ("text", "tool_result"), "assistant": ("text", "tool_use")}
 
 
-def error_response(e: APIError) -> JSONResponse:
+def error_response(e: APIError) -> Response:
     """`e` in Anthropic's shape; other 4xx are `invalid_request_error`, as Anthropic documents."""
     kind = ERROR_TYPES.get(e.status, "invalid_request_error" if e.status < 500 else "api_error")
     body = {"type": "error", "error": {"type": kind, "message": e.message}}
-    return JSONResponse(body, status_code=e.status, headers=e.headers)
+    return json_response(body, status=e.status, headers=e.headers)
 
 
 # --- the request, in chat shape -------------------------------------------------------------
@@ -280,7 +281,7 @@ async def _reply(request: Request) -> Response:
         return Response(turn, media_type="application/json")
     if req.stream:
         return event_stream(events(turn.completion), turn.options)
-    return JSONResponse(_message(turn.completion, done=True))
+    return json_response(_message(turn.completion, done=True))
 
 
 async def messages(request: Request) -> Response:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 import o200k
 from mockprovider import scenarios, wire
@@ -136,9 +136,21 @@ def tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
 # --- rendering -----------------------------------------------------------------------------
 
 
+def _dumps(data: dict[str, Any]) -> str:
+    # ASCII-escaped: a body may echo the client's own strings, lone surrogates included, which
+    # UTF-8 cannot encode (Starlette's JSONResponse would fail on them with a 500).
+    return json.dumps(data, separators=(",", ":"))
+
+
+def json_response(
+    data: dict[str, Any], *, status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(_dumps(data), status_code=status, headers=headers, media_type="application/json")
+
+
 def sse_event(name: str, data: dict[str, Any]) -> bytes:
     """One named server-sent event, as both the Responses and the Messages APIs send them."""
-    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+    return f"event: {name}\ndata: {_dumps(data)}\n\n".encode()
 
 
 async def _paced(events: Iterable[tuple[bytes, bool]], options: Options) -> AsyncIterator[bytes]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from mockprovider import wire
@@ -36,6 +36,7 @@ from mockprovider.formats import (
     chat_tool,
     event_stream,
     flag,
+    json_response,
     missing,
     model_of,
     positive_int,
@@ -294,7 +295,7 @@ async def responses(request: Request) -> Response:
         return Response(turn, media_type="application/json")
     if req.chat.stream:
         return event_stream(events(turn.completion, req), turn.options)
-    return JSONResponse(_response(turn.completion, req, done=True))
+    return json_response(_response(turn.completion, req, done=True))
 
 
 ROUTES = [

@@ -6,13 +6,18 @@ import itertools
 import json
 import logging
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
 
 import o200k
+from mockprovider.app import create_app
 from mockprovider.scenarios import ANSWER_PLAN
 from mockprovider.server import serve_in_thread
 
@@ -253,3 +258,72 @@ def test_readme_snippet_runs_as_written(capsys):
     with serve_in_thread() as url:
         exec(snippet.replace("http://127.0.0.1:8000", url.removesuffix("/v1")), {})
     assert ANSWER_PLAN in capsys.readouterr().out
+
+
+# --- hostile input: generated bodies, never a 500 ------------------------------------------------
+
+TEXT = st.text(st.characters(exclude_categories=()), max_size=12)  # lone surrogates included
+JSON_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+CALL_ID = st.sampled_from(["c1", "c2"]) | TEXT
+PART = st.fixed_dictionaries(
+    {"type": st.sampled_from(["input_text", "output_text", "refusal", "input_image"]) | JSON_VALUE},
+    optional={"text": TEXT | JSON_VALUE, "refusal": TEXT | JSON_VALUE},
+)
+ITEM = (
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["user", "assistant", "system", "developer"]) | JSON_VALUE},
+        optional={"type": st.just("message") | JSON_VALUE, "content": TEXT | st.lists(PART, max_size=3)},
+    )
+    | st.fixed_dictionaries({"type": st.just("function_call"), "call_id": CALL_ID,
+                             "name": st.just("list_files") | JSON_VALUE, "arguments": TEXT | JSON_VALUE})
+    | st.fixed_dictionaries({"type": st.just("function_call_output"), "call_id": CALL_ID,
+                             "output": TEXT | st.lists(PART, max_size=2) | JSON_VALUE})
+    | JSON_VALUE
+)
+FUNCTION_TOOL = st.fixed_dictionaries(
+    {"type": st.just("function"), "name": TEXT},
+    optional={"parameters": st.just({"type": "object"}), "strict": st.booleans()},
+)
+PLAUSIBLE = st.fixed_dictionaries(
+    {"model": st.sampled_from(["plan", "recover", "research", "destructive"]),
+     "input": TEXT | st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]),
+                                                     "content": TEXT}), min_size=1, max_size=4)},
+    optional={"instructions": TEXT, "tools": st.lists(FUNCTION_TOOL, max_size=2),
+              "max_output_tokens": st.integers(1, 40), "stream": st.booleans()},
+)
+WILD = st.fixed_dictionaries(
+    {"model": st.sampled_from(["plan", "plan+latency=0"]) | TEXT,
+     "input": TEXT | st.lists(ITEM, max_size=5) | JSON_VALUE},
+    optional={
+        "instructions": TEXT | JSON_VALUE,
+        "tools": st.lists(FUNCTION_TOOL | JSON_VALUE, max_size=2) | JSON_VALUE,
+        "max_output_tokens": st.integers(-2, 40) | JSON_VALUE,
+        "stream": st.booleans() | JSON_VALUE,
+        "store": st.booleans() | JSON_VALUE,
+        "previous_response_id": st.none() | TEXT,
+    },
+)
+
+
+@pytest.fixture(scope="module")
+def in_process() -> Iterator[TestClient]:
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        yield client
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=PLAUSIBLE | WILD)
+def test_generated_bodies_get_a_response_or_an_openai_error_never_a_500(in_process, body):
+    headers = {"content-type": "application/json"}
+    response = in_process.post("/v1/responses", content=json.dumps(body), headers=headers)
+    event(f"status {response.status_code}")
+    if response.status_code == 200 and body.get("stream") is True:
+        assert re.search(r"event: response\.(completed|incomplete)\n", response.text)
+    elif response.status_code == 200:
+        assert response.json()["object"] == "response"
+    else:
+        assert 400 <= response.status_code < 500 and response.json()["error"]["message"]
