@@ -6,14 +6,19 @@ import itertools
 import json
 import logging
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
 import httpx
 import openai
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
 
 import o200k
+from mockprovider.app import create_app
 from mockprovider.scenarios import ANSWER_PLAN
 from mockprovider.server import serve_in_thread
 
@@ -289,3 +294,66 @@ def test_readme_snippet_runs_as_written(capsys):
     with serve_in_thread() as url:
         exec(snippet.replace("http://127.0.0.1:8000", _root(url)), {})
     assert ANSWER_PLAN in capsys.readouterr().out
+
+
+# --- hostile input: generated bodies, never a 500 ------------------------------------------------
+
+TEXT = st.text(st.characters(exclude_categories=()), max_size=12)  # lone surrogates included
+JSON_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+BLOCK = (
+    st.fixed_dictionaries({"type": st.just("text"), "text": TEXT | JSON_VALUE})
+    | st.fixed_dictionaries({"type": st.just("tool_use"), "id": st.just("c1") | TEXT,
+                             "name": TEXT | JSON_VALUE,
+                             "input": st.dictionaries(TEXT, JSON_VALUE) | JSON_VALUE})
+    | st.fixed_dictionaries({"type": st.just("tool_result"), "tool_use_id": st.just("c1") | TEXT},
+                            optional={"content": TEXT | st.lists(JSON_VALUE, max_size=2) | JSON_VALUE})
+    | JSON_VALUE
+)
+MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant"]) | JSON_VALUE,
+     "content": TEXT | st.lists(BLOCK, max_size=3)}
+)
+PLAUSIBLE = st.fixed_dictionaries(
+    {"model": st.sampled_from(["plan", "recover", "research", "destructive"]),
+     "max_tokens": st.integers(1, 40),
+     "messages": st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]),
+                                                 "content": TEXT}), min_size=1, max_size=4)},
+    optional={"system": TEXT, "stream": st.booleans(),
+              "tools": st.lists(st.fixed_dictionaries({"name": TEXT, "input_schema": st.just({})}),
+                                max_size=2)},
+)
+WILD = st.fixed_dictionaries(
+    {"model": st.sampled_from(["plan", "plan+latency=0"]) | TEXT, "messages": st.lists(MESSAGE, max_size=4)},
+    optional={
+        "max_tokens": st.integers(-2, 40) | JSON_VALUE,
+        "system": TEXT | st.lists(BLOCK, max_size=2) | JSON_VALUE,
+        "tools": st.lists(st.dictionaries(st.sampled_from(["name", "input_schema", "type"]), JSON_VALUE))
+        | JSON_VALUE,
+        "stream": st.booleans() | JSON_VALUE,
+    },
+)
+
+
+@pytest.fixture(scope="module")
+def in_process() -> Iterator[TestClient]:
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        yield client
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=PLAUSIBLE | WILD)
+def test_generated_bodies_get_a_message_or_an_anthropic_error_never_a_500(in_process, body):
+    headers = {"content-type": "application/json"}
+    response = in_process.post("/v1/messages", content=json.dumps(body), headers=headers)
+    event(f"status {response.status_code}")
+    if response.status_code == 200 and body.get("stream") is True:
+        assert response.text.endswith('event: message_stop\ndata: {"type":"message_stop"}\n\n')
+    elif response.status_code == 200:
+        assert response.json()["type"] == "message"
+    else:
+        assert 400 <= response.status_code < 500
+        assert response.json()["type"] == "error" and response.json()["error"]["message"]
