@@ -154,8 +154,8 @@ def _messages(value: Any) -> list[dict[str, Any]]:
         p = f"messages[{i}]"
         if not isinstance(message, dict):
             raise invalid(f"{p}: expected an object.", param=p)
-        if message.get("role") not in BLOCKS:
-            role = message.get("role")
+        role = message.get("role")
+        if role not in ("user", "assistant"):  # not `in BLOCKS`: a role may be unhashable
             raise invalid(f"{p}.role: {role!r}; expected 'user' or 'assistant'.", param=f"{p}.role")
         blocks = _blocks(message, p)
         if message["role"] == "assistant":
