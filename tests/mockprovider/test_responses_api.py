@@ -6,20 +6,16 @@ import itertools
 import json
 import logging
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import openai
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from formats_support import FUZZ, JSON_VALUE, TEXT, post_generated, run_readme_snippet
+from hypothesis import given
 from hypothesis import strategies as st
-from starlette.testclient import TestClient
 
 import o200k
-from mockprovider.app import create_app
 from mockprovider.scenarios import ANSWER_PLAN
-from mockprovider.server import serve_in_thread
 
 QUESTION = "Which file mentions a timeout?"
 INSTRUCTIONS = "You answer questions about log files."
@@ -253,21 +249,12 @@ def test_stateless_refusal_says_to_send_the_whole_input(mock_url):
 
 
 def test_readme_snippet_runs_as_written(capsys):
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    snippet = re.search(r"### The Responses API.*?```python\n(.*?)```", readme, re.S).group(1)
-    with serve_in_thread() as url:
-        exec(snippet.replace("http://127.0.0.1:8000", url.removesuffix("/v1")), {})
+    run_readme_snippet("The Responses API")
     assert ANSWER_PLAN in capsys.readouterr().out
 
 
 # --- hostile input: generated bodies, never a 500 ------------------------------------------------
 
-TEXT = st.text(st.characters(exclude_categories=()), max_size=12)  # lone surrogates included
-JSON_VALUE = st.recursive(
-    st.none() | st.booleans() | st.integers() | TEXT,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
-    max_leaves=8,
-)
 CALL_ID = st.sampled_from(["c1", "c2"]) | TEXT
 PART = st.fixed_dictionaries(
     {"type": st.sampled_from(["input_text", "output_text", "refusal", "input_image"]) | JSON_VALUE},
@@ -309,18 +296,10 @@ WILD = st.fixed_dictionaries(
 )
 
 
-@pytest.fixture(scope="module")
-def in_process() -> Iterator[TestClient]:
-    with TestClient(create_app(), raise_server_exceptions=False) as client:
-        yield client
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@FUZZ
 @given(body=PLAUSIBLE | WILD)
 def test_generated_bodies_get_a_response_or_an_openai_error_never_a_500(in_process, body):
-    headers = {"content-type": "application/json"}
-    response = in_process.post("/v1/responses", content=json.dumps(body), headers=headers)
-    event(f"status {response.status_code}")
+    response = post_generated(in_process, "/v1/responses", body)
     if response.status_code == 200 and body.get("stream") is True:
         assert re.search(r"event: response\.(completed|incomplete)\n", response.text)
     elif response.status_code == 200:
