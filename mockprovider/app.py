@@ -64,11 +64,14 @@ def config_of(request: Request) -> Config:
 def authorize(request: Request, config: Config) -> None:
     if config.api_key is None:
         return
-    given = request.headers.get("authorization", "")
+    # Anthropic's clients send the key as x-api-key; every other client as a bearer token.
+    key = request.headers.get("x-api-key")
+    given = f"Bearer {key}" if key is not None else request.headers.get("authorization", "")
     if not given:
         raise APIError(
             401,
-            "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY'.",
+            "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY' "
+            "(or 'x-api-key: YOUR_KEY').",
             code="missing_api_key",
         )
     if not hmac.compare_digest(given.encode(), f"Bearer {config.api_key}".encode()):
@@ -264,6 +267,9 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return APIError(500, f"Internal error in the mock: {type(exc).__name__}", type="server_error").response()
 
 
+# The other wire formats build on the shared steps above, so they are imported only now.
+from mockprovider import anthropic_api, responses_api  # noqa: E402
+
 ROUTES = [
     Route("/v1/chat/completions", chat_completions, methods=["POST"]),
     Route("/o/{options}/v1/chat/completions", chat_completions, methods=["POST"]),
@@ -271,6 +277,8 @@ ROUTES = [
     Route("/o/{options}/v1/models", models, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
     Route("/journal", request_journal, methods=["GET"]),
+    *responses_api.ROUTES,
+    *anthropic_api.ROUTES,
 ]
 
 

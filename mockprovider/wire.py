@@ -48,7 +48,7 @@ class Completion:
         }
 
 
-def _token_pieces(text: str) -> list[str]:
+def token_pieces(text: str) -> list[str]:
     """`text` split at token boundaries, merging tokens that end inside a UTF-8 character."""
     enc = o200k.encoding()
     pieces, buf = [], b""
@@ -178,11 +178,11 @@ def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
             header = {"index": index, "id": call.id, "type": "function",
                       "function": {"name": call.name, "arguments": ""}}
             yield chunk({"tool_calls": [header]})
-            for piece in _token_pieces(call.arguments):
+            for piece in token_pieces(call.arguments):
                 yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     else:
         yield chunk({"role": "assistant", "content": "", "refusal": None})
-        for piece in _token_pieces(c.content or ""):
+        for piece in token_pieces(c.content or ""):
             yield chunk({"content": piece})
     yield chunk({}, c.finish_reason)
     if include_usage:

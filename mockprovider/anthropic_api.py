@@ -1,0 +1,299 @@
+"""POST /v1/messages: Anthropic's Messages API over the same scripts, stateless.
+
+The request becomes the chat conversation it stands for:
+
+- `system` (a string or text blocks)  → a system message first
+- a user message                      → a tool message per `tool_result` block (answering its
+                                        `tool_use_id`), then a user message of its text, if any
+- an assistant message                → an assistant message of its text, with a tool call per
+                                        `tool_use` block (the `input` as compact JSON arguments)
+- `tools` (`name`, `description`, `input_schema`) → chat function definitions
+
+So the turn index is the number of assistant messages, and `input_tokens` is the chat formula
+over that conversation. `max_tokens` is required, as Anthropic requires it. Every error, the
+shared steps' included (auth, body limits, unknown model, injected faults), is rendered in
+Anthropic's shape `{"type": "error", "error": {"type", "message"}}` with the status code
+Anthropic documents for that type.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from mockprovider import wire
+from mockprovider.app import config_of, read_json
+from mockprovider.errors import APIError, invalid
+from mockprovider.formats import (
+    ChatShaped,
+    body_object,
+    chat_tool,
+    event_stream,
+    flag,
+    json_response,
+    missing,
+    model_of,
+    positive_int,
+    scripted_turn,
+    sse_event,
+    string,
+    suffix,
+    tool_call,
+)
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+BLOCKS = {"user": ("text", "tool_result"), "assistant": ("text", "tool_use")}
+
+
+def error_response(e: APIError) -> Response:
+    """`e` in Anthropic's shape; other 4xx are `invalid_request_error`, as Anthropic documents."""
+    kind = ERROR_TYPES.get(e.status, "invalid_request_error" if e.status < 500 else "api_error")
+    body = {"type": "error", "error": {"type": kind, "message": e.message}}
+    return json_response(body, status=e.status, headers=e.headers)
+
+
+# --- the request, in chat shape -------------------------------------------------------------
+
+
+def _text_blocks(value: Any, param: str) -> str:
+    """A string, or an array of text blocks, as one string."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise invalid(f"{param}: expected a string or an array of text blocks.", param=param)
+    texts = []
+    for j, block in enumerate(value):
+        if not (isinstance(block, dict) and block.get("type") == "text"):
+            raise invalid(f"{param}[{j}]: this mock reads text blocks only.", param=f"{param}[{j}]")
+        texts.append(string(block.get("text"), f"{param}[{j}].text"))
+    return "".join(texts)
+
+
+def _blocks(message: dict[str, Any], p: str) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list) or not content:
+        raise invalid(f"{p}.content: expected a string or a non-empty array of blocks.", param=f"{p}.content")
+    allowed = BLOCKS[message["role"]]
+    for j, block in enumerate(content):
+        if not (isinstance(block, dict) and block.get("type") in allowed):
+            kind = block.get("type") if isinstance(block, dict) else block
+            raise invalid(
+                f"{p}.content[{j}]: block type {kind!r} is not readable here; a {message['role']} "
+                f"message may hold {' and '.join(allowed)} blocks.",
+                param=f"{p}.content[{j}]",
+            )
+    return content
+
+
+def _assistant(blocks: list[dict[str, Any]], p: str, seen: set[str]) -> dict[str, Any]:
+    texts, calls = [], []
+    for j, block in enumerate(blocks):
+        q = f"{p}.content[{j}]"
+        if block["type"] == "text":
+            texts.append(string(block.get("text"), f"{q}.text"))
+            continue
+        call_id = string(block.get("id"), f"{q}.id")
+        arguments = block.get("input")
+        if not isinstance(arguments, dict):
+            raise invalid(f"{q}.input: expected an object.", param=f"{q}.input")
+        calls.append(tool_call(call_id, string(block.get("name"), f"{q}.name"),
+                               json.dumps(arguments, separators=(",", ":"))))
+        seen.add(call_id)
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _user(blocks: list[dict[str, Any]], p: str, seen: set[str]) -> list[dict[str, Any]]:
+    results, texts = [], []
+    for j, block in enumerate(blocks):
+        q = f"{p}.content[{j}]"
+        if block["type"] == "text":
+            texts.append(string(block.get("text"), f"{q}.text"))
+            continue
+        call_id = string(block.get("tool_use_id"), f"{q}.tool_use_id")
+        if call_id not in seen:
+            raise invalid(
+                f"{q}.tool_use_id: tool_result block answers {call_id!r}, which no earlier tool_use "
+                "block in 'messages' has as its id.",
+                param=f"{q}.tool_use_id",
+            )
+        output = block.get("content")
+        text = "" if output is None else _text_blocks(output, f"{q}.content")
+        results.append({"role": "tool", "tool_call_id": call_id, "content": text})
+    return results + ([{"role": "user", "content": "".join(texts)}] if texts else [])
+
+
+def _messages(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        raise missing("messages")
+    if not isinstance(value, list) or not value:
+        raise invalid("messages: expected a non-empty array of messages.", param="messages")
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for i, message in enumerate(value):
+        p = f"messages[{i}]"
+        if not isinstance(message, dict):
+            raise invalid(f"{p}: expected an object.", param=p)
+        role = message.get("role")
+        if role not in ("user", "assistant"):  # not `in BLOCKS`: a role may be unhashable
+            raise invalid(f"{p}.role: {role!r}; expected 'user' or 'assistant'.", param=f"{p}.role")
+        blocks = _blocks(message, p)
+        if message["role"] == "assistant":
+            out.append(_assistant(blocks, p, seen))
+        else:
+            out.extend(_user(blocks, p, seen))
+    return out
+
+
+def _tools(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise invalid("tools: expected an array of objects.", param="tools")
+    tools = []
+    for i, tool in enumerate(value):
+        p = f"tools[{i}]"
+        if not isinstance(tool, dict) or tool.get("type", "custom") != "custom":
+            raise invalid(f"{p}: this mock serves client tools only (name, input_schema).", param=p)
+        if not isinstance(tool.get("input_schema"), dict):
+            raise invalid(f"{p}.input_schema: expected an object.", param=f"{p}.input_schema")
+        tools.append(chat_tool(tool.get("name"), tool.get("description"), tool["input_schema"], p))
+    return tools
+
+
+def messages_request(raw: Any) -> ChatShaped:
+    """A validated request in chat shape; `APIError` naming the offending field otherwise."""
+    body = body_object(raw)
+    model = model_of(body)
+    max_tokens = positive_int(body, "max_tokens")
+    if max_tokens is None:
+        raise missing("max_tokens")
+    system = body.get("system")
+    messages = [] if system is None else [{"role": "system", "content": _text_blocks(system, "system")}]
+    return ChatShaped(
+        model=model,
+        messages=messages + _messages(body.get("messages")),
+        tools=_tools(body.get("tools")),
+        max_tokens=max_tokens,
+        stream=flag(body, "stream"),
+    )
+
+
+# --- the reply ------------------------------------------------------------------------------
+
+
+def _input(arguments: str) -> dict[str, Any]:
+    """A tool call's input; `{}` when a `max_tokens` cut left its JSON unfinished."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _content(c: wire.Completion) -> list[dict[str, Any]]:
+    if c.tool_calls:
+        return [
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+            for call in c.tool_calls
+        ]
+    return [{"type": "text", "text": c.content or ""}]
+
+
+def _message(c: wire.Completion, *, done: bool) -> dict[str, Any]:
+    """The `message` object: finished (`done`), or as `message_start` announces it."""
+    return {
+        "id": f"msg_{suffix(c)}",
+        "type": "message",
+        "role": "assistant",
+        "model": c.model,
+        "content": _content(c) if done else [],
+        "stop_reason": STOP_REASONS[c.finish_reason] if done else None,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": c.prompt_tokens,
+            "output_tokens": c.completion_tokens if done else 0,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
+    }
+
+
+def _block_events(index: int, c: wire.Completion) -> Iterator[tuple[str, dict[str, Any], bool]]:
+    if c.tool_calls:
+        call = c.tool_calls[index]
+        start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in wire.token_pieces(call.arguments)]
+    else:
+        start = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": p} for p in wire.token_pieces(c.content or "")]
+    yield "content_block_start", {"index": index, "content_block": start}, False
+    for delta in deltas:
+        yield "content_block_delta", {"index": index, "delta": delta}, True
+    yield "content_block_stop", {"index": index}, False
+
+
+def events(c: wire.Completion) -> Iterator[tuple[bytes, bool]]:
+    """message_start, each block's start / deltas / stop, message_delta, message_stop."""
+
+    def sequence() -> Iterator[tuple[str, dict[str, Any], bool]]:
+        yield "message_start", {"message": _message(c, done=False)}, False
+        for index in range(len(c.tool_calls) or 1):
+            yield from _block_events(index, c)
+        delta = {"stop_reason": STOP_REASONS[c.finish_reason], "stop_sequence": None}
+        usage = {"input_tokens": c.prompt_tokens, "output_tokens": c.completion_tokens}
+        yield "message_delta", {"delta": delta, "usage": usage}, False
+        yield "message_stop", {}, False
+
+    for name, data, is_token in sequence():
+        yield sse_event(name, {"type": name, **data}), is_token
+
+
+async def _reply(request: Request) -> Response:
+    if request.method != "POST":
+        raise APIError(405, f"{request.method} {request.url.path}: use POST.", headers={"allow": "POST"})
+    config = config_of(request)
+    req = messages_request(await read_json(request, config))
+    turn = await scripted_turn(request, config, req)
+    if isinstance(turn, APIError):
+        return error_response(turn)
+    if isinstance(turn, bytes):
+        return Response(turn, media_type="application/json")
+    if req.stream:
+        return event_stream(events(turn.completion), turn.options)
+    return json_response(_message(turn.completion, done=True))
+
+
+async def messages(request: Request) -> Response:
+    try:
+        return await _reply(request)
+    except APIError as e:
+        return error_response(e)
+
+
+# Every method reaches `messages`, so a wrong one is refused in Anthropic's shape too.
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+ROUTES = [
+    Route("/v1/messages", messages, methods=_METHODS),
+    Route("/o/{options}/v1/messages", messages, methods=_METHODS),
+]

@@ -1,0 +1,168 @@
+"""What the Responses and Messages wire formats share with the chat route.
+
+Each format translates its request into the chat shape the scenarios and the o200k formula
+already read (`ChatShaped`: messages with roles, tool_calls and tool_call_ids; tools as chat
+function definitions). `scripted_turn` then runs the chat route's own steps on it: options,
+scenario, latency, fault, reply, cut and count. So one scenario is the same script, turn by
+turn, in every format, and token counts are the chat formula over the same conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+import o200k
+from mockprovider import scenarios, wire
+from mockprovider.app import Config, delay_or_fault, injected, resolve
+from mockprovider.errors import APIError, invalid
+from mockprovider.faults import Options
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChatShaped:
+    """A request of another wire format, in the chat shape the shared steps understand."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    max_tokens: int | None
+    stream: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Turn:
+    """The scripted reply, cut and counted, and the options it was produced under."""
+
+    completion: wire.Completion
+    options: Options
+
+
+async def scripted_turn(request: Request, config: Config, req: ChatShaped) -> Turn | APIError | bytes:
+    """The chat route's steps on a translated request: a reply, or what a fault answers instead."""
+    script, options = resolve(request, config, req.model)
+    conversation = scenarios.conversation(req.messages)
+    fault = await delay_or_fault(request, req.model, conversation.turn, options)
+    if fault is not None:
+        return await injected(request, fault, options)
+    completion = wire.complete(
+        script(conversation),
+        model=req.model,
+        prompt_tokens=o200k.prompt_tokens(req.messages, req.tools),
+        max_tokens=req.max_tokens,
+    )
+    return Turn(completion=completion, options=options)
+
+
+def suffix(completion: wire.Completion) -> str:
+    """The random part of the completion's id, reused for every id a format derives from it."""
+    return completion.id.rpartition("-")[2]
+
+
+# --- request fields every format checks the same way -----------------------------------------
+
+
+def missing(param: str) -> APIError:
+    return invalid(f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter")
+
+
+def body_object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise invalid("Invalid request body: expected a JSON object.")
+    return body
+
+
+def model_of(body: dict[str, Any]) -> str:
+    model = body.get("model")
+    if model is None:
+        raise missing("model")
+    if not isinstance(model, str) or not model:
+        raise invalid("Invalid 'model': expected a non-empty string.", param="model")
+    return model
+
+
+def positive_int(body: dict[str, Any], key: str) -> int | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise invalid(f"Invalid '{key}': expected an integer >= 1, got {value!r}.", param=key)
+    return value
+
+
+def flag(body: dict[str, Any], key: str) -> bool:
+    value = body.get(key)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise invalid(f"Invalid '{key}': expected a boolean.", param=key)
+    return value
+
+
+def string(value: Any, param: str) -> str:
+    if not isinstance(value, str):
+        raise invalid(f"Invalid type for '{param}': expected a string.", param=param)
+    return value
+
+
+def chat_tool(
+    name: Any, description: Any, parameters: Any, param: str, *, strict: Any = None
+) -> dict[str, Any]:
+    """A tool definition as a chat client would send it, so the formula counts it the same."""
+    function: dict[str, Any] = {"name": string(name, f"{param}.name")}
+    if description is not None:
+        function["description"] = string(description, f"{param}.description")
+    if parameters is not None:
+        if not isinstance(parameters, dict):
+            raise invalid(f"Invalid type for '{param}' schema: expected an object.", param=param)
+        function["parameters"] = parameters
+    if strict is not None:
+        if not isinstance(strict, bool):
+            raise invalid(f"Invalid type for '{param}.strict': expected a boolean.", param=f"{param}.strict")
+        function["strict"] = strict
+    return {"type": "function", "function": function}
+
+
+def tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+# --- rendering -----------------------------------------------------------------------------
+
+
+def _dumps(data: dict[str, Any]) -> str:
+    # ASCII-escaped: a body may echo the client's own strings, lone surrogates included, which
+    # UTF-8 cannot encode (Starlette's JSONResponse would fail on them with a 500).
+    return json.dumps(data, separators=(",", ":"))
+
+
+def json_response(
+    data: dict[str, Any], *, status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(_dumps(data), status_code=status, headers=headers, media_type="application/json")
+
+
+def sse_event(name: str, data: dict[str, Any]) -> bytes:
+    """One named server-sent event, as both the Responses and the Messages APIs send them."""
+    return f"event: {name}\ndata: {_dumps(data)}\n\n".encode()
+
+
+async def _paced(events: Iterable[tuple[bytes, bool]], options: Options) -> AsyncIterator[bytes]:
+    delay = 1 / options.rate_tps if options.rate_tps else 0.0
+    for data, is_token in events:
+        yield data
+        if delay and is_token:
+            await asyncio.sleep(delay)
+
+
+def event_stream(events: Iterable[tuple[bytes, bool]], options: Options) -> StreamingResponse:
+    """An SSE response from (event bytes, carries a token) pairs, paced by the `rate` option."""
+    return StreamingResponse(
+        _paced(events, options), media_type="text/event-stream", headers={"cache-control": "no-cache"}
+    )

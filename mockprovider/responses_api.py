@@ -1,0 +1,304 @@
+"""POST /v1/responses: OpenAI's Responses API over the same scripts, stateless.
+
+The request becomes the chat conversation it stands for:
+
+- `instructions`                  → a system message first
+- `input` as a string             → one user message
+- a `message` item                → a message of its role, its text parts joined
+- `function_call` items           → the tool_calls of one assistant message (joined to the
+                                    assistant message they directly follow: one response made them)
+- a `function_call_output` item   → a tool message answering its `call_id`
+
+So the turn index is the number of assistant turns in `input`, and `input_tokens` is the chat
+formula over that conversation: what /v1/chat/completions bills for the same exchange.
+
+Nothing is stored: `previous_response_id`, `conversation`, `store: true` and `background: true`
+would need server memory and are refused with a 400 that says to send the whole input.
+Errors are OpenAI-shaped, as on the chat route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from mockprovider import wire
+from mockprovider.app import config_of, read_json
+from mockprovider.errors import APIError, invalid
+from mockprovider.formats import (
+    ChatShaped,
+    body_object,
+    chat_tool,
+    event_stream,
+    flag,
+    json_response,
+    missing,
+    model_of,
+    positive_int,
+    scripted_turn,
+    sse_event,
+    string,
+    suffix,
+    tool_call,
+)
+
+ROLES = ("user", "assistant", "system", "developer")
+TEXT_PARTS = ("input_text", "output_text")
+ITEMS = ("message", "function_call", "function_call_output")
+
+
+def _stateless(param: str) -> APIError:
+    return invalid(
+        f"'{param}' needs a server that remembers earlier responses, and this mock is stateless: "
+        "send the whole conversation in 'input' instead (earlier output items included).",
+        param=param,
+        code="stateless",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResponsesRequest:
+    chat: ChatShaped
+    instructions: str | None
+    tools: list[dict[str, Any]]
+    """As the client sent them; the response echoes them."""
+
+
+# --- the request, in chat shape -------------------------------------------------------------
+
+
+def _text(content: Any, param: str) -> str:
+    """A string, or an array of text parts, as one string."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise invalid(f"Invalid type for '{param}': expected a string or an array of parts.", param=param)
+    texts = []
+    for j, part in enumerate(content):
+        p = f"{param}[{j}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "refusal":
+            texts.append(string(part.get("refusal"), f"{p}.refusal"))
+        elif kind in TEXT_PARTS:
+            texts.append(string(part.get("text"), f"{p}.text"))
+        else:
+            raise invalid(
+                f"Invalid '{p}': this mock reads text parts only ({', '.join(TEXT_PARTS)}, refusal).", param=p
+            )
+    return "".join(texts)
+
+
+def _message(item: dict[str, Any], p: str) -> dict[str, Any]:
+    role = item.get("role")
+    if role not in ROLES:
+        raise invalid(
+            f"Invalid value for '{p}.role': {role!r}. Supported values are: {', '.join(ROLES)}.",
+            param=f"{p}.role",
+            code="invalid_value",
+        )
+    return {"role": role, "content": _text(item.get("content"), f"{p}.content")}
+
+
+def _input_messages(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        raise missing("input")
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    if not isinstance(value, list) or not value:
+        raise invalid("Invalid 'input': expected a string or a non-empty array of items.", param="input")
+    messages: list[dict[str, Any]] = []
+    calls: set[str] = set()
+    for i, item in enumerate(value):
+        p = f"input[{i}]"
+        if not isinstance(item, dict):
+            raise invalid(f"Invalid type for '{p}': expected an object.", param=p)
+        kind = item.get("type", "message")
+        if kind == "message":
+            messages.append(_message(item, p))
+        elif kind == "function_call":
+            call_id = string(item.get("call_id"), f"{p}.call_id")
+            name = string(item.get("name"), f"{p}.name")
+            call = tool_call(call_id, name, string(item.get("arguments"), f"{p}.arguments"))
+            if not (messages and messages[-1]["role"] == "assistant"):
+                messages.append({"role": "assistant", "content": None})
+            messages[-1].setdefault("tool_calls", []).append(call)
+            calls.add(call_id)
+        elif kind == "function_call_output":
+            call_id = string(item.get("call_id"), f"{p}.call_id")
+            if call_id not in calls:
+                raise invalid(
+                    f"Invalid '{p}.call_id': {call_id!r} answers no earlier function_call item in 'input'.",
+                    param=f"{p}.call_id",
+                )
+            output = _text(item.get("output"), f"{p}.output")
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
+        elif kind == "item_reference":
+            raise _stateless(f"{p}.id")
+        else:
+            raise invalid(
+                f"Invalid '{p}.type': {kind!r}; this mock reads {', '.join(ITEMS)} items.", param=f"{p}.type"
+            )
+    return messages
+
+
+def _tools(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise invalid("Invalid 'tools': expected an array of objects.", param="tools")
+    tools = []
+    for i, tool in enumerate(value):
+        p = f"tools[{i}]"
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            raise invalid(f"Invalid '{p}': this mock serves function tools only.", param=p)
+        name, description, schema = tool.get("name"), tool.get("description"), tool.get("parameters")
+        tools.append(chat_tool(name, description, schema, p, strict=tool.get("strict")))
+    return tools
+
+
+def responses_request(raw: Any) -> ResponsesRequest:
+    """A validated request; `APIError` naming the offending parameter otherwise."""
+    body = body_object(raw)
+    model = model_of(body)
+    for key in ("previous_response_id", "conversation"):
+        if body.get(key) is not None:
+            raise _stateless(key)
+    for key in ("store", "background"):
+        if flag(body, key):
+            raise _stateless(key)
+    instructions = body.get("instructions")
+    messages = []
+    if instructions is not None:
+        messages.append({"role": "system", "content": string(instructions, "instructions")})
+    messages += _input_messages(body.get("input"))
+    tools = _tools(body.get("tools"))
+    chat = ChatShaped(
+        model=model,
+        messages=messages,
+        tools=tools,
+        max_tokens=positive_int(body, "max_output_tokens"),
+        stream=flag(body, "stream"),
+    )
+    return ResponsesRequest(chat=chat, instructions=instructions, tools=body.get("tools") or [])
+
+
+# --- the response ---------------------------------------------------------------------------
+
+
+def _output(c: wire.Completion) -> list[dict[str, Any]]:
+    """The output items; when the reply was cut, its last item is the incomplete one."""
+    cut = c.finish_reason == "length"
+    if c.tool_calls:
+        last = len(c.tool_calls) - 1
+        return [
+            {"id": f"fc_{suffix(c)}_{i}", "type": "function_call",
+             "status": "incomplete" if cut and i == last else "completed",
+             "call_id": call.id, "name": call.name, "arguments": call.arguments}
+            for i, call in enumerate(c.tool_calls)
+        ]
+    part = {"type": "output_text", "text": c.content or "", "annotations": [], "logprobs": []}
+    return [{"id": f"msg_{suffix(c)}", "type": "message", "role": "assistant",
+             "status": "incomplete" if cut else "completed", "content": [part]}]
+
+
+def _usage(c: wire.Completion) -> dict[str, Any]:
+    return {
+        "input_tokens": c.prompt_tokens,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": c.completion_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": c.prompt_tokens + c.completion_tokens,
+    }
+
+
+def _response(c: wire.Completion, req: ResponsesRequest, *, done: bool) -> dict[str, Any]:
+    """The `response` object: finished (`done`), or as it stands when a stream starts."""
+    status = ("incomplete" if c.finish_reason == "length" else "completed") if done else "in_progress"
+    return {
+        "id": f"resp_{suffix(c)}",
+        "object": "response",
+        "created_at": c.created,
+        "status": status,
+        "completed_at": c.created if status == "completed" else None,
+        "error": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+        "instructions": req.instructions,
+        "max_output_tokens": req.chat.max_tokens,
+        "model": c.model,
+        "output": _output(c) if done else [],
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None},
+        "store": False,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": req.tools,
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": _usage(c) if done else None,
+        "user": None,
+        "metadata": {},
+    }
+
+
+def _item_events(index: int, item: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], bool]]:
+    """One output item's events: added, its deltas (one per token), done."""
+    at = {"item_id": item["id"], "output_index": index}
+    if item["type"] == "message":
+        part, text_at = item["content"][0], {**at, "content_index": 0}
+        started = {**item, "status": "in_progress", "content": []}
+        yield "response.output_item.added", {"output_index": index, "item": started}, False
+        yield "response.content_part.added", {**text_at, "part": {**part, "text": ""}}, False
+        for piece in wire.token_pieces(part["text"]):
+            yield "response.output_text.delta", {**text_at, "delta": piece, "logprobs": []}, True
+        yield "response.output_text.done", {**text_at, "text": part["text"], "logprobs": []}, False
+        yield "response.content_part.done", {**text_at, "part": part}, False
+    else:
+        started = {**item, "status": "in_progress", "arguments": ""}
+        yield "response.output_item.added", {"output_index": index, "item": started}, False
+        for piece in wire.token_pieces(item["arguments"]):
+            yield "response.function_call_arguments.delta", {**at, "delta": piece}, True
+        yield "response.function_call_arguments.done", {**at, "name": item["name"],
+                                                        "arguments": item["arguments"]}, False
+    yield "response.output_item.done", {"output_index": index, "item": item}, False
+
+
+def events(c: wire.Completion, req: ResponsesRequest) -> Iterator[tuple[bytes, bool]]:
+    """The documented event sequence, numbered; the last is `response.completed` or `.incomplete`."""
+    started = _response(c, req, done=False)
+    final = _response(c, req, done=True)
+
+    def sequence() -> Iterator[tuple[str, dict[str, Any], bool]]:
+        yield "response.created", {"response": started}, False
+        yield "response.in_progress", {"response": started}, False
+        for index, item in enumerate(final["output"]):
+            yield from _item_events(index, item)
+        yield f"response.{final['status']}", {"response": final}, False
+
+    for number, (name, data, is_token) in enumerate(sequence()):
+        yield sse_event(name, {"type": name, **data, "sequence_number": number}), is_token
+
+
+async def responses(request: Request) -> Response:
+    config = config_of(request)
+    req = responses_request(await read_json(request, config))
+    turn = await scripted_turn(request, config, req.chat)
+    if isinstance(turn, APIError):
+        return turn.response()
+    if isinstance(turn, bytes):
+        return Response(turn, media_type="application/json")
+    if req.chat.stream:
+        return event_stream(events(turn.completion, req), turn.options)
+    return json_response(_response(turn.completion, req, done=True))
+
+
+ROUTES = [
+    Route("/v1/responses", responses, methods=["POST"]),
+    Route("/o/{options}/v1/responses", responses, methods=["POST"]),
+]
