@@ -6,7 +6,8 @@ import asyncio
 
 from experiments.common import Env, Outcome, run_scenario
 from harness import Limits, approve, reject
-from harness.state import Approval, from_json, to_json
+from harness.codec import from_json, to_json
+from harness.state import Approval
 
 NAME = "approval"
 TITLE = "8 · Approval on `destructive`: stop, then approve or reject"

@@ -51,6 +51,26 @@ RATIOS = [
 ]
 
 
+# Per-turn ratios: (median / turns) of one benchmark over the same of another (issue 10's targets).
+PER_TURN = [
+    ("harness + MemoryStore, per turn at 100 turns / at 20 turns", "test_harness_runaway[memory-100]",
+     "test_harness_runaway[memory-20]", "≤ 1.3"),
+    ("harness + FileStore, per turn at 100 turns / at 20 turns", "test_harness_runaway[file-100]",
+     "test_harness_runaway[file-20]", "≤ 1.3"),
+    ("raw httpx loop, per turn at 100 turns / at 20 turns (the floor's own growth)",
+     "test_raw_loop_runaway[100]", "test_raw_loop_runaway[20]", "—"),
+    ("harness + MemoryStore / raw httpx loop, per turn at 100 turns", "test_harness_runaway[memory-100]",
+     "test_raw_loop_runaway[100]", "≤ 1.5"),
+    ("harness + FileStore / raw httpx loop, per turn at 100 turns", "test_harness_runaway[file-100]",
+     "test_raw_loop_runaway[100]", "—"),
+]
+
+
+def _per_turn(report: dict) -> dict[str, float]:
+    return {b["name"]: b["stats"]["median"] / b["extra_info"]["turns"]
+            for b in report["benchmarks"] if "turns" in (b.get("extra_info") or {})}
+
+
 def _medians(report: dict) -> dict[str, float]:
     return {b["name"]: b["stats"]["median"] for b in report["benchmarks"]}
 
@@ -81,7 +101,15 @@ def render(report: dict, *, experiments_s: float | None = None) -> str:
         for label, a, b, target in RATIOS
         if a in medians and b in medians
     ]
-    extra = {k: v for b in report["benchmarks"] for k, v in (b.get("extra_info") or {}).items()}
+    per_turn = _per_turn(report)
+    ratios += [
+        {"ratio": label, "value": f"{per_turn[a] / per_turn[b]:.2f}×", "target": target}
+        for label, a, b, target in PER_TURN
+        if a in per_turn and b in per_turn
+    ]
+    extra = {
+        k: v for b in report["benchmarks"] for k, v in (b.get("extra_info") or {}).items() if k != "turns"
+    }
     if experiments_s is not None:
         extra["`python -m experiments`, all 14, wall seconds (target < 60)"] = round(experiments_s, 1)
     parts = [

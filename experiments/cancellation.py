@@ -6,7 +6,7 @@ import asyncio
 import time
 
 from experiments.common import CHAPTER, LIMIT, OURS, Env, Outcome, figure, options, run_scenario
-from harness import Cancel, Limits, default_tools
+from harness import Cancel, Limits
 
 WALL_CLOCK = True
 """Timed: runs after the arithmetic experiments, with only its wall-clock peers."""
@@ -26,6 +26,7 @@ async def _scan(env: Env, run_id: str, *, seconds: float, stop_at: float | None,
         limits=Limits(max_turns=5),
         cancel=cancel,
         signal_reaches_tools=reaches_tools,
+        scan_seconds=seconds,
         on_progress=lambda p: marks.append(((time.perf_counter() - t0) * 1000, p.label)),
     )
     stopped_at: list[float] = []
@@ -36,7 +37,7 @@ async def _scan(env: Env, run_id: str, *, seconds: float, stop_at: float | None,
         cancel.set(REASON)
 
     presser = asyncio.create_task(press_stop()) if stop_at is not None else None
-    r = await run_scenario(env, "slow", run_id=run_id, opts=opts, tools=default_tools(scan_seconds=seconds))
+    r = await run_scenario(env, "slow", run_id=run_id, opts=opts)
     total = (time.perf_counter() - t0) * 1000
     if presser:
         presser.cancel()

@@ -29,7 +29,23 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from harness import MemoryTrace, ModelClient, RunOptions, RunState, Tool, make_sandbox, new_run, run  # noqa: E402
+from harness import (  # noqa: E402
+    Cancel,
+    Limits,
+    MemoryTrace,
+    ModelClient,
+    OpenAIChat,
+    Policy,
+    Pricing,
+    RunState,
+    Store,
+    Tool,
+    chapter_tools,
+    make_sandbox,
+    new_run,
+    run,
+)
+from harness.chapter import Knobs, Taught  # noqa: E402
 from mockprovider.server import free_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -259,11 +275,47 @@ class Run:
         ]
 
 
-def options(env: Env, scenario: str, run_id: str, **overrides: Any) -> RunOptions:
-    """RunOptions for one experiment run: a fresh sandbox (unless one is given) and a trace."""
+@dataclass(kw_only=True)
+class Setup:
+    """Everything one experiment run is given: the core's settings, the chapter's knobs, the seams."""
+
+    model: str
+    sandbox: Path
+    trace: MemoryTrace
+    limits: Limits = field(default_factory=Limits)
+    pricing: Pricing = field(default_factory=Pricing)
+    errors: Any = "descriptive"
+    dedupe: str = "off"
+    """off, read-only, or all (the chapter's naive cache)."""
+    auto_approve: Any = frozenset()
+    max_tokens: int | None = None
+    stop_on_permanent: bool = True
+    signal_reaches_tools: bool = True
+    mock_options: str | None = None
+    scan_seconds: float = 3.0
+    cancel: Cancel = field(default_factory=Cancel)
+    store: Store | None = None
+    on_progress: Callable[..., None] | None = None
+    checkpoint: Callable[[str], None] | None = None
+
+    def knobs(self) -> Knobs:
+        return Knobs(naive_cache=self.dedupe == "all", deaf_tools=not self.signal_reaches_tools,
+                     feed_back_permanent=not self.stop_on_permanent)
+
+    def policy(self) -> Policy:
+        return Policy(errors=self.errors, dedupe=self.dedupe != "off", auto_approve=self.auto_approve,
+                      max_tokens=self.max_tokens)
+
+
+def options(env: Env, scenario: str, run_id: str, **overrides: Any) -> Setup:
+    """The setup of one experiment run: a fresh sandbox (unless one is given) and a trace."""
     if "sandbox" not in overrides:
         overrides["sandbox"] = make_sandbox(env.workdir / run_id)
-    return RunOptions(**({"model": scenario, "trace": MemoryTrace()} | overrides))
+    return Setup(**({"model": scenario, "trace": MemoryTrace()} | overrides))
+
+
+ToolsFor = Callable[[OpenAIChat], Sequence[Tool]]
+"""Tools built from the run's model (a sub-agent needs a model of its own on the same client)."""
 
 
 async def run_scenario(
@@ -272,8 +324,8 @@ async def run_scenario(
     *,
     run_id: str,
     state: RunState | None = None,
-    opts: RunOptions | None = None,
-    tools: Sequence[Tool] | None = None,
+    opts: Setup | None = None,
+    tools: ToolsFor | None = None,
     **overrides: Any,
 ) -> Run:
     """Run (or continue) `scenario` through the harness against the mock; time it."""
@@ -281,14 +333,27 @@ async def run_scenario(
     state = state or new_run(TASKS[scenario], run_id=run_id)
     started = time.perf_counter()
     if env.client is not None:
-        await run(state, tools=tools, options=opts, client=env.client)
+        await _run(state, opts, env.client, tools)
     else:
         async with ModelClient(env.base_url) as client:
-            await run(state, tools=tools, options=opts, client=client)
-    assert opts.sandbox is not None and isinstance(opts.trace, MemoryTrace)
-    return Run(
-        state=state, trace=opts.trace, sandbox=opts.sandbox, wall_ms=(time.perf_counter() - started) * 1000
-    )
+            await _run(state, opts, client, tools)
+    wall_ms = (time.perf_counter() - started) * 1000
+    return Run(state=state, trace=opts.trace, sandbox=opts.sandbox, wall_ms=wall_ms)
+
+
+async def _run(state: RunState, opts: Setup, client: ModelClient, tools: ToolsFor | None) -> None:
+    headers = {"x-mock-options": opts.mock_options} if opts.mock_options else None
+    model = OpenAIChat(opts.model, client=client, headers=headers)
+    if tools is not None:
+        chosen = list(tools(model))
+    else:
+        research = model.with_name("plan") if opts.model == "research" else None
+        chosen = chapter_tools(opts.sandbox, scan_seconds=opts.scan_seconds, research=research)
+    if opts.knobs() != Knobs():
+        chosen = [Taught(t, opts.knobs()) for t in chosen]
+    await run(state, model=model, tools=chosen, limits=opts.limits, pricing=opts.pricing,
+              policy=opts.policy(), cancel=opts.cancel, store=opts.store, trace=opts.trace,
+              on_progress=opts.on_progress, checkpoint=opts.checkpoint)
 
 
 def summary(label: str, r: Run) -> dict[str, Any]:

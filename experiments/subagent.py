@@ -7,14 +7,21 @@ import time
 
 from experiments.common import Env, Outcome, options, run_scenario, usd
 from harness import Cancel, Limits, MemoryTrace
-from harness.catalog import ListFiles, ReadFile, Research
+from harness.chapter import ListFiles, ReadFile, Research
 
 NAME = "subagent"
 TITLE = "14 · Sub-agent: `research` — own transcript, own limits, one Stop cancels the tree"
 
 
-def _tools(research: Research) -> list:
-    return [ListFiles(), ReadFile(), research]
+def _tools(env: Env, run_id: str, child: str, **research: object):
+    """Tools of a parent whose `research` child talks to scenario `child`, over its own sandbox."""
+    sandbox = env.workdir / run_id
+
+    def build(model) -> list:
+        files = [ListFiles(sandbox), ReadFile(sandbox)]
+        return [*files, Research(model=model.with_name(child), tools=files, **research)]
+
+    return build
 
 
 class _StopDuringChildTurn(MemoryTrace):
@@ -42,21 +49,23 @@ async def _stopped_tree(env: Env) -> dict:
     cancel = Cancel()
     trace = _StopDuringChildTurn(cancel)
     opts = options(env, "research", "tree", limits=Limits(max_turns=5), cancel=cancel, trace=trace)
-    slow_child = Research(model="plan+latency=400")
-    r = await run_scenario(env, "research", run_id="tree", opts=opts, tools=_tools(slow_child))
+    tools = _tools(env, "tree", "plan+latency=400")
+    r = await run_scenario(env, "research", run_id="tree", opts=opts, tools=tools)
     stops = {e["runId"]: e for e in r.trace.events if e["type"] == "run_stopped"}
     return {"run": r, "stops": stops, "gap_ms": (time.perf_counter() - (trace.pressed or 0.0)) * 1000}
 
 
 async def measure(env: Env) -> Outcome:
     normal, runaway_child, tree = await asyncio.gather(
-        run_scenario(env, "research", run_id="parent", limits=Limits(max_turns=5), tools=_tools(Research())),
+        run_scenario(
+            env, "research", run_id="parent", limits=Limits(max_turns=5), tools=_tools(env, "parent", "plan")
+        ),
         run_scenario(
             env,
             "research",
             run_id="parent-runaway-child",
             limits=Limits(max_turns=5),
-            tools=_tools(Research(model="runaway", max_turns=6)),
+            tools=_tools(env, "parent-runaway-child", "runaway", max_turns=6),
         ),
         _stopped_tree(env),
     )

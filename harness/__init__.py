@@ -1,44 +1,73 @@
 """A small agent harness whose stopping, spending, approval and resume behaviour is measured.
 
-    state = new_run("Which file mentions a timeout?")
-    state = await run(state, options=RunOptions(model="plan", store=FileStore("state")))
+    async with OpenAIChat("plan") as model:
+        state = await run(new_run("Which file mentions a timeout?"), model=model,
+                          tools=chapter_tools(make_sandbox("sandbox")), store=FileStore("state"))
 
-Everything else lives in the submodules named for their concept: `state`, `loop`, `tools`,
-`catalog`, `approvals`, `usage`, `client`, `store`, `trace`, `cancel`, `cli`.
+The core (`loop`, `state`, `usage`, `tools`, `model`, `store`, `trace`, `approvals`) knows
+nothing of the chapter's demo; `chapter` holds its tools, sandbox and the designs it argues
+against; `cli` wires them together.
 """
 
 from harness.approvals import approve, reject
-from harness.cancel import Cancel
-from harness.catalog import default_tools, make_sandbox
-from harness.cli import summary_line
-from harness.client import ModelClient
-from harness.loop import RunOptions, run
-from harness.state import RunState, StateFileError, new_run, pending
-from harness.store import FileStore, MemoryStore
-from harness.tools import Tool, ToolContext
-from harness.trace import JsonlTrace, MemoryTrace
-from harness.usage import Limits, Pricing
+from harness.cancel import Cancel, Cancelled
+from harness.chapter import chapter_tools, make_sandbox
+from harness.client import ModelClient, ProviderError
+from harness.codec import StateFileError
+from harness.loop import Policy, Progress, run
+from harness.model import Model, OpenAIChat
+from harness.state import (
+    Approval,
+    CancelledBy,
+    Completed,
+    Failed,
+    MaxBudget,
+    MaxTurns,
+    RunState,
+    Stop,
+    new_run,
+    pending,
+)
+from harness.store import FileStore, MemoryStore, Store
+from harness.tools import PermanentToolError, Tool, ToolContext
+from harness.trace import JsonlTrace, MemoryTrace, TraceSink
+from harness.usage import Limits, Pricing, Usage
 
 __all__ = [
+    "Approval",
     "Cancel",
+    "Cancelled",
+    "CancelledBy",
+    "Completed",
+    "Failed",
     "FileStore",
     "JsonlTrace",
     "Limits",
+    "MaxBudget",
+    "MaxTurns",
     "MemoryStore",
     "MemoryTrace",
+    "Model",
     "ModelClient",
+    "OpenAIChat",
+    "PermanentToolError",
+    "Policy",
     "Pricing",
-    "RunOptions",
+    "Progress",
+    "ProviderError",
     "RunState",
     "StateFileError",
+    "Stop",
+    "Store",
     "Tool",
     "ToolContext",
+    "TraceSink",
+    "Usage",
     "approve",
-    "default_tools",
+    "chapter_tools",
     "make_sandbox",
     "new_run",
     "pending",
     "reject",
     "run",
-    "summary_line",
 ]

@@ -9,7 +9,7 @@ that never took place.
 
 from __future__ import annotations
 
-from harness.state import Approval, Rejection, RunState, pending
+from harness.state import Approval, Approved, Rejection, RunState, args_digest, pending
 
 
 def _target(state: RunState, call_id: str | None) -> dict:
@@ -31,12 +31,15 @@ def _target(state: RunState, call_id: str | None) -> dict:
 def approve(state: RunState, call_id: str | None = None) -> str:
     """Allow the pending call (default: the one the run stopped for); returns its id.
 
-    Approving a call marked in doubt drops its write-ahead intent: the person has decided the
-    earlier attempt did not happen, so the next run executes it again.
+    The approval is bound to the call as it reads now (its tool and a digest of its arguments):
+    if the saved call is changed afterwards, the approval no longer applies and the run stops
+    for a fresh decision. Approving a call marked in doubt drops its write-ahead intent: the
+    person has decided the earlier attempt did not happen, so the next run executes it again.
     """
     call = _target(state, call_id)
-    if call["id"] not in state.approved:
-        state.approved.append(call["id"])
+    name, arguments = call["function"]["name"], call["function"]["arguments"]
+    state.approved = [a for a in state.approved if a.call_id != call["id"]]
+    state.approved.append(Approved(call_id=call["id"], tool_name=name, digest=args_digest(name, arguments)))
     state.intents.pop(call["id"], None)
     return call["id"]
 

@@ -1,16 +1,22 @@
 """`python -m harness` / `harness`: run a scenario, then approve, reject, resume or show it.
 
-Runs live in a state folder (`--state-dir`, else $HARNESS_STATE_DIR, else ./state): one JSON
-file per run, its sandbox under `sandboxes/<id>/`, its trace under `traces/<id>.jsonl`. The
-flags a run was started with are kept in the run (`meta`), so `resume` needs only the id.
-Ctrl-C cancels the run through its signal: it is saved `interrupted/cancelled` and the command
-that resumes it is printed. Exit status: 0 completed, 1 failed, 3 stopped but resumable.
+Runs live in a state folder (`--state-dir`, else $HARNESS_STATE_DIR, else ./state): one run's
+snapshot and journal per id, its sandbox under `sandboxes/<id>/`, its trace under
+`traces/<id>.jsonl`. The settings a run was started with (`Settings`) are kept in the run, so
+`resume` needs only the id. Ctrl-C cancels the run through its signal: it is saved
+`interrupted/cancelled` and the command that resumes it is printed. Exit status: 0 completed,
+1 failed, 2 a usage error or a bad file, 3 stopped but resumable.
+
+This is where the chapter's demo is wired to the core: the scenario is the model name, the
+tools are the chapter's catalog over the run's sandbox, and the mock's options travel as a
+header.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -18,19 +24,65 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 from harness.approvals import approve, reject
-from harness.catalog import default_tools, make_sandbox
+from harness.cancel import Cancel
+from harness.chapter import Knobs, chapter_tools, make_sandbox
 from harness.client import ModelClient
-from harness.loop import Dedupe, Progress, RunOptions, run
+from harness.codec import StateFileError, decode
+from harness.loop import Policy, Progress, run
+from harness.model import OpenAIChat
 from harness.state import Approval, CancelledBy, RunState, new_run, pending, reason_of
 from harness.store import FileStore
 from harness.trace import JsonlTrace
-from harness.usage import Limits
+from harness.usage import BudgetCheck, Limits
 
 DEFAULT_TASK = "Which file mentions a timeout?"
 EXIT = {"completed": 0, "failed": 1}
+Dedupe = Literal["off", "read-only", "all"]
+ErrorWording = Literal["fatal", "generic", "descriptive"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Everything `harness run` was told; saved in the run (`meta["settings"]`)."""
+
+    scenario: str = "plan"
+    max_turns: int | None = 20
+    budget: float | None = None
+    hard_budget: bool = False
+    budget_check: BudgetCheck = "before_call"
+    dedupe: Dedupe = "off"
+    """`all` is the chapter's naive cache (every tool deduped, writes included)."""
+    errors: ErrorWording = "descriptive"
+    feed_back_permanent: bool = False
+    auto_approve: tuple[str, ...] = ()
+    mock_options: str | None = None
+    scan_seconds: float = 3.0
+
+    def limits(self) -> Limits:
+        return Limits(max_turns=self.max_turns, max_budget_usd=self.budget, hard_budget=self.hard_budget,
+                      budget_check=self.budget_check)
+
+    def policy(self) -> Policy:
+        return Policy(errors=self.errors, dedupe=self.dedupe != "off",
+                      auto_approve=frozenset(self.auto_approve))
+
+    def knobs(self) -> Knobs:
+        return Knobs(naive_cache=self.dedupe == "all", feed_back_permanent=self.feed_back_permanent)
+
+
+def settings_of(state: RunState) -> Settings:
+    raw, meta = state.meta.get("settings"), state.meta
+    if raw is None and "scenario" in meta:  # a run saved by the schema-1 CLI kept flat keys
+        names = {f.name for f in dataclasses.fields(Settings)}
+        raw = {k: v for k, v in meta.items() if k in names}
+        raw["feed_back_permanent"] = meta.get("stop_on_permanent") is False
+    try:
+        return decode(Settings, raw, "meta.settings")
+    except Exception as e:  # noqa: BLE001 - any decoding problem is a damaged file
+        raise StateFileError(f"run {state.run_id} has no usable CLI settings ({e})") from None
 
 
 def summary_line(state: RunState, label: str) -> str:
@@ -42,14 +94,11 @@ def summary_line(state: RunState, label: str) -> str:
     )
 
 
-def _label(state: RunState) -> str:
-    cap = state.meta.get("max_turns")
-    return f"{state.meta.get('scenario', '?')}, cap {cap if cap is not None else 'none'}"
-
-
 def _report(state: RunState) -> list[str]:
-    lines = [summary_line(state, _label(state))]
-    stop, rid = state.interruption, state.run_id
+    s = settings_of(state)
+    label = f"{s.scenario}, cap {s.max_turns if s.max_turns is not None else 'none'}"
+    lines = [summary_line(state, label)]
+    stop, rid = state.stop, state.run_id
     if state.status == "completed":
         lines.append(f'   answer: "{state.answer}"')
     elif state.status == "failed":
@@ -70,43 +119,40 @@ def _report(state: RunState) -> list[str]:
     return lines
 
 
-def _options(meta: dict[str, Any], state_dir: Path, run_id: str,
-             checkpoint: Callable[[str], None] | None) -> tuple[RunOptions, list]:
+async def _drive(state: RunState, state_dir: Path, base_url: str | None,
+                 checkpoint: Callable[[str], None] | None) -> RunState:
+    s = settings_of(state)
+    sandbox = state_dir / "sandboxes" / state.run_id
+    if not sandbox.is_dir():
+        make_sandbox(sandbox)
     started = time.monotonic()
 
     def on_progress(p: Progress) -> None:
         ms = (time.monotonic() - started) * 1000
         print(f"   progress: {p.label}  (t+{ms:.0f} ms)", file=sys.stderr, flush=True)
 
-    options = RunOptions(
-        model=meta["scenario"],
-        mock_options=meta.get("mock_options"),
-        limits=Limits(max_turns=meta.get("max_turns"), max_budget_usd=meta.get("budget"),
-                      hard_budget=bool(meta.get("hard_budget")),
-                      budget_check=meta.get("budget_check", "before_call")),
-        dedupe=meta.get("dedupe", "off"),
-        errors=meta.get("errors", "descriptive"),
-        stop_on_permanent=meta.get("stop_on_permanent", True),
-        auto_approve=frozenset(meta.get("auto_approve", ())),
-        on_progress=on_progress,
-        trace=JsonlTrace(state_dir / "traces" / f"{run_id}.jsonl"),
-        store=FileStore(state_dir, checkpoint=checkpoint),
-        sandbox=state_dir / "sandboxes" / run_id,
-        checkpoint=checkpoint,
-    )
-    tools = default_tools(scan_seconds=meta.get("scan_seconds", 3.0), research=meta["scenario"] == "research")
-    return options, tools
+    cancel = _ctrl_c_cancels()
+    headers = {"x-mock-options": s.mock_options} if s.mock_options else None
+    async with ModelClient(base_url) as client:
+        model = OpenAIChat(s.scenario, client=client, headers=headers)
+        research = model.with_name("plan") if s.scenario == "research" else None
+        tools = chapter_tools(sandbox, scan_seconds=s.scan_seconds, research=research, knobs=s.knobs())
+        try:
+            return await run(
+                state, model=model, tools=tools, limits=s.limits(), policy=s.policy(), cancel=cancel,
+                store=FileStore(state_dir, checkpoint=checkpoint),
+                trace=JsonlTrace(state_dir / "traces" / f"{state.run_id}.jsonl"),
+                on_progress=on_progress, checkpoint=checkpoint,
+            )
+        finally:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
 
 
-async def _drive(state: RunState, state_dir: Path, base_url: str | None,
-                 checkpoint: Callable[[str], None] | None) -> RunState:
-    options, tools = _options(state.meta, state_dir, state.run_id, checkpoint)
-    if not options.sandbox.is_dir():
-        make_sandbox(options.sandbox)
-    loop = asyncio.get_running_loop()
+def _ctrl_c_cancels() -> Cancel:
+    cancel, loop = Cancel(), asyncio.get_running_loop()
 
     def on_ctrl_c() -> None:
-        options.cancel.set("user pressed Ctrl-C")
+        cancel.set("user pressed Ctrl-C")
         print("   stopping and saving… (Ctrl-C again to quit without saving)", file=sys.stderr, flush=True)
         loop.remove_signal_handler(signal.SIGINT)  # a second Ctrl-C raises KeyboardInterrupt
 
@@ -114,11 +160,7 @@ async def _drive(state: RunState, state_dir: Path, base_url: str | None,
         loop.add_signal_handler(signal.SIGINT, on_ctrl_c)
     except (ValueError, RuntimeError, NotImplementedError):
         pass  # not the main thread (or no signals here): Ctrl-C keeps its default meaning
-    try:
-        async with ModelClient(base_url) as client:
-            return await run(state, tools=tools, options=options, client=client)
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
+    return cancel
 
 
 def _finish(state: RunState, state_dir: Path, args: argparse.Namespace, checkpoint) -> int:
@@ -131,14 +173,10 @@ def _finish(state: RunState, state_dir: Path, args: argparse.Namespace, checkpoi
 
 
 def _cmd_run(args: argparse.Namespace, state_dir: Path, checkpoint) -> int:
-    meta = {
-        "scenario": args.scenario, "max_turns": args.max_turns, "budget": args.budget,
-        "hard_budget": args.hard_budget, "budget_check": args.budget_check, "dedupe": args.dedupe,
-        "errors": args.errors, "stop_on_permanent": not args.feed_back_permanent,
-        "auto_approve": sorted(args.auto_approve), "mock_options": args.mock_options,
-        "scan_seconds": args.scan_seconds,
-    }
-    state = new_run(args.task, run_id=args.run_id, meta=meta)
+    names = {f.name for f in dataclasses.fields(Settings)}
+    given = {k: v for k, v in vars(args).items() if k in names}
+    settings = Settings(**{**given, "auto_approve": tuple(sorted(args.auto_approve))})
+    state = new_run(args.task, run_id=args.run_id, meta={"settings": dataclasses.asdict(settings)})
     if FileStore(state_dir).path(state.run_id).exists():
         raise SystemExit(f"harness: run {state.run_id} already exists in {state_dir}")
     return _finish(state, state_dir, args, checkpoint)
@@ -161,9 +199,9 @@ def _cmd_resume(args: argparse.Namespace, state_dir: Path, checkpoint) -> int:
     # "running" on disk means the process that ran it died (a crash, SIGKILL): resume it too.
     if not (state.resumable or state.status == "running"):
         raise SystemExit(f"harness: run {state.run_id} is {state.status}; nothing to resume")
-    for key in ("max_turns", "budget"):
-        if getattr(args, key) is not None:
-            state.meta[key] = getattr(args, key)
+    changes = {k: getattr(args, k) for k in ("max_turns", "budget") if getattr(args, k) is not None}
+    if changes:
+        state.meta["settings"] = dataclasses.asdict(dataclasses.replace(settings_of(state), **changes))
     return _finish(state, state_dir, args, checkpoint)
 
 
@@ -181,31 +219,38 @@ def _cmd_show(args: argparse.Namespace, state_dir: Path, checkpoint) -> int:
     return EXIT.get(state.status, 3)
 
 
+def _max_turns(value: str) -> int | None:
+    return None if value == "none" else int(value)
+
+
+def _run_parser(sub: Any) -> None:
+    d = Settings()
+    r = sub.add_parser("run", help="start a run against a scenario (the model name)")
+    r.add_argument("--scenario", default=d.scenario)
+    r.add_argument("--task", default=DEFAULT_TASK)
+    r.add_argument("--run-id", default=None)
+    r.add_argument("--max-turns", type=_max_turns, default=d.max_turns,
+                   help=f"turn cap, or 'none' (default: {d.max_turns})")
+    r.add_argument("--budget", type=float, default=d.budget, help="dollars (default: no budget)")
+    r.add_argument("--hard-budget", action="store_true",
+                   help="cap max_tokens so spend never exceeds the budget")
+    r.add_argument("--budget-check", choices=get_args(BudgetCheck), default=d.budget_check)
+    r.add_argument("--dedupe", nargs="?", const="read-only", default=d.dedupe, choices=get_args(Dedupe))
+    r.add_argument("--errors", choices=get_args(ErrorWording), default=d.errors)
+    r.add_argument("--feed-back-permanent", action="store_true",
+                   help="feed permanent tool errors back to the model instead of failing the run")
+    r.add_argument("--auto-approve", action="append", default=[], metavar="TOOL")
+    r.add_argument("--mock-options", default=d.mock_options, help="e.g. latency=250+fault=429@1x2")
+    r.add_argument("--scan-seconds", type=float, default=d.scan_seconds)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
     p.add_argument("--state-dir", type=Path, default=None,
                    help="where runs are saved (default: $HARNESS_STATE_DIR or ./state)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible /v1 URL (default: $LLM_BASE_URL)")
     sub = p.add_subparsers(dest="command", required=True)
-
-    r = sub.add_parser("run", help="start a run against a scenario (the model name)")
-    r.add_argument("--scenario", default="plan")
-    r.add_argument("--task", default=DEFAULT_TASK)
-    r.add_argument("--run-id", default=None)
-    r.add_argument("--max-turns", type=lambda v: None if v == "none" else int(v), default=20,
-                   help="turn cap, or 'none' (default: 20)")
-    r.add_argument("--budget", type=float, default=None, help="dollars (default: no budget)")
-    r.add_argument("--hard-budget", action="store_true",
-                   help="cap max_tokens so spend never exceeds the budget")
-    r.add_argument("--budget-check", choices=["before_call", "after_call"], default="before_call")
-    r.add_argument("--dedupe", nargs="?", const="read-only", default="off", choices=get_args(Dedupe))
-    r.add_argument("--errors", choices=["fatal", "generic", "descriptive"], default="descriptive")
-    r.add_argument("--feed-back-permanent", action="store_true",
-                   help="feed permanent tool errors back to the model instead of failing the run")
-    r.add_argument("--auto-approve", action="append", default=[], metavar="TOOL")
-    r.add_argument("--mock-options", default=None, help="e.g. latency=250+fault=429@1x2")
-    r.add_argument("--scan-seconds", type=float, default=3.0)
-
+    _run_parser(sub)
     for name in ("approve", "reject"):
         d = sub.add_parser(name, help=f"{name} the call a run stopped for, then continue it")
         d.add_argument("run_id")
@@ -214,12 +259,10 @@ def _parser() -> argparse.ArgumentParser:
         if name == "reject":
             d.add_argument("--reason", required=True)
             d.add_argument("--unsafe-empty", action="store_true", help="allow an empty reason")
-
     s = sub.add_parser("resume", help="continue a stopped run")
     s.add_argument("run_id")
     s.add_argument("--max-turns", type=int, default=None)
     s.add_argument("--budget", type=float, default=None)
-
     w = sub.add_parser("show", help="print a saved run")
     w.add_argument("run_id")
     w.add_argument("--messages", action="store_true")

@@ -1,74 +1,72 @@
 """The agent loop, explained once.
 
-`run(state, tools=..., options=..., client=...)` drives a `RunState` until it stops. A fresh
-run, a resume after a crash and a continuation after an approval all take the same path:
+`run(state, model=..., tools=...)` drives a `RunState` until it stops. A fresh run, a resume
+after a crash and a continuation after an approval all take the same path:
 
-1. Mark the run `running`. Completed and failed runs are final; continuing one is a usage
-   error. Resumable stops (turn cap, budget, interrupted) simply continue.
-2. If the cancellation signal is set, stop `interrupted/cancelled{reason}` — the run stays
-   resumable.
+1. Clear the stop. Completed and failed runs are final; continuing one is a usage error.
+   Resumable stops (turn cap, budget, approval, cancelled) simply continue.
+2. At the top of every iteration, before anything runs: if the cancellation signal is set,
+   stop `cancelled{reason}`; if the turn cap or the budget is reached, stop there
+   (`harness.usage.limit_hit`, the one place limits are checked). So the overshoot is at most
+   one turn, and a capped run keeps its next step: the calls of its last reply stay pending.
 3. Ask the transcript what is *pending*: tool calls of the last assistant message that no tool
-   message answers. Run those first, one by one (steps 4–6), and come back to 2. Only when
-   nothing is pending go to 7. So a resume never pays for a turn it already has, and an
-   approved call is just a pending call that may now run.
+   message answers. Run the first (steps 4–6) and go back to 2. Only when nothing is pending
+   go to 7. A resume never pays for a turn it already has, and an approved call is just a
+   pending call that may now run.
 4. Per call: an unknown tool or arguments that are not a JSON object become a tool error (as
    data). A write-ahead intent with no result means an earlier process died during this write:
-   stop `interrupted/approval` *in doubt* instead of silently writing twice. A `needs_approval`
-   tool whose call is neither approved nor auto-approved stops `interrupted/approval` with the
-   call, so a person can decide — in this process or another, hours later.
-5. Dedupe (`read-only`, or `all`: the naive cache kept to show why it is wrong): an identical
-   earlier call answers this call's own `tool_call_id` with a note that the result was reused.
-   Otherwise a tool that is not read-only gets its intent saved before it runs.
-6. Run the tool with its context (sandbox, signal, progress). Its result, or its error worded by
-   the policy, becomes the call's tool message and a `ToolRun`. The `fatal` policy and
-   permanent errors (permission denied…) stop `failed` with the reason instead. A cancelled
-   tool stops `interrupted/cancelled` and leaves the call pending. A write clears the dedupe
-   cache. Save.
-7. Nothing pending: check the turn cap, then the budget, *before* the call, so the overshoot is
-   at most one turn. With a hard budget, count the prompt with the provider's own encoder and
-   cap `max_tokens` at what the money left can buy; refuse the turn when not even
-   `min_reply_tokens` fit. ("The provider's own encoder" is `o200k`: exact
-   against the mock; against another provider the count is an estimate, and the hard
-   budget's guarantee is only as good as that estimate.)
-8. Call the model, raced against the signal. A provider error that retries cannot fix stops
-   `failed` with the provider's message.
-9. Add the cost from `usage` before anything else; append the reply; trace the turn; save.
-10. A reply without tool calls completes the run. A reply cut at `max_tokens` is never
-    executed blindly: each of its (truncated) calls is answered with a tool error saying so,
-    and if the cut was the hard budget's the run stops `budget_exceeded`. Back to 2.
+   stop `approval` *in doubt* instead of silently writing twice. A `needs_approval` tool
+   whose call is neither auto-approved nor approved *as it now reads* (same tool, same
+   arguments) stops `approval` with the call, so a person can decide — in this process or
+   another, hours later.
+5. With dedupe on, an identical earlier call of a read-only tool answers this call's own
+   `tool_call_id` with a note that the result was reused. Otherwise a tool that is not
+   read-only gets its intent saved before it runs.
+6. Run the tool with its context (signal, progress, the budget left). Its result, or its error
+   worded by the policy, becomes the call's tool message and a `ToolRun`; money it spent (a
+   sub-agent's) is added to the run's cost. The `fatal` policy and permanent errors
+   (permission denied…) stop `failed` with the reason instead. A cancelled tool stops
+   `cancelled` and leaves the call pending. A write clears the dedupe cache. Save.
+7. Nothing pending: with a hard budget, price the prompt with the model's own count and cap
+   `max_tokens` at what the money left can buy (`harness.usage.reply_cap`); refuse the turn
+   when not even `min_reply_tokens` fit. Call the model, raced against the signal. A provider
+   error that retries cannot fix stops `failed` with the provider's message.
+8. Add the cost from `usage` before anything else; append the reply; trace the turn. A reply
+   without tool calls completes the run. A reply cut at `max_tokens` is never executed
+   blindly: each of its (truncated) calls is answered with a tool error saying so, and if the
+   cut was the hard budget's the run stops `max_budget`. Everything the reply decides is saved
+   in one write. Back to 2.
 
-Every change is saved (each reply, each intent, each tool result, each stop), and
-`options.checkpoint(name)` is called at named boundaries — "after_model_reply",
-"before_save", "after_intent", "after_tool_result" (and the file store's "mid_save") — so a
-test can kill the process at an exact point without sleeping.
+`checkpoint(name)` is called at named boundaries — "after_model_reply", "before_save",
+"after_intent", "after_tool_result" (and the file store's "mid_save") — so a test can kill
+the process at an exact point without sleeping.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import o200k
 from harness.cancel import Cancel, Cancelled
-from harness.catalog import default_tools, make_sandbox
-from harness.client import ModelClient, ProviderError
+from harness.client import ProviderError
+from harness.model import Model
 from harness.state import (
     Approval,
     CancelledBy,
+    Completed,
+    Failed,
     Intent,
-    Interruption,
     MaxBudget,
     MaxTurns,
     RunState,
-    Status,
+    Stop,
     ToolRun,
+    args_digest,
     pending,
     reason_of,
 )
@@ -84,10 +82,24 @@ from harness.tools import (
     signature,
 )
 from harness.trace import TraceSink, event, money
-from harness.usage import Limits, Pricing, limit_hit, reply_token_cap
+from harness.usage import Limits, Pricing, Usage, limit_hit, reply_cap
 
-Dedupe = Literal["off", "read-only", "all"]
 TRUNCATED = "Error: not run: the call's arguments were cut off at max_tokens (finish_reason=length)."
+
+
+@dataclass(frozen=True, kw_only=True)
+class Policy:
+    """How a run treats tools and replies (limits and prices are separate values)."""
+
+    errors: ErrorPolicy = "descriptive"
+    dedupe: bool = False
+    """Reuse the result of an identical earlier call of a read-only tool."""
+    auto_approve: bool | Collection[str] = frozenset()
+    """True, or the names of tools whose calls need no person."""
+    max_tokens: int | None = None
+    """Longest reply to ask for (sent as `max_tokens`); the hard budget may lower it per turn."""
+    min_reply_tokens: int = 16
+    """Hard budget: refuse a turn that cannot afford at least this many reply tokens."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,112 +110,91 @@ class Progress:
     label: str
 
 
-@dataclass(kw_only=True)
-class RunOptions:
-    model: str = "plan"
-    """The model name; against the mock, the scenario."""
-    mock_options: str | None = None
-    """Per-request mock options (e.g. "latency=250+fault=429@1x2"), sent as x-mock-options."""
-    limits: Limits = field(default_factory=Limits)
-    pricing: Pricing = field(default_factory=Pricing)
-    dedupe: Dedupe = "off"
-    errors: ErrorPolicy = "descriptive"
-    stop_on_permanent: bool = True
-    """Permanent tool errors stop the run `failed`; False feeds them back like any error."""
-    auto_approve: bool | Collection[str] = False
-    """True, or the names of tools whose calls need no person."""
-    cancel: Cancel = field(default_factory=Cancel)
-    signal_reaches_tools: bool = True
-    """False hands tools a signal that never fires (to measure why it should reach them)."""
-    on_progress: Callable[[Progress], None] | None = None
-    trace: TraceSink | None = None
-    store: Store | None = None
-    sandbox: Path | None = None
-    """The tools' folder; default: a per-run folder under the temp dir, made on first use."""
-    max_tokens: int | None = None
-    """Longest reply to ask for (sent as `max_tokens`); the hard budget may lower it per turn."""
-    min_reply_tokens: int = 16
-    """Hard budget: refuse a turn that cannot afford at least this many reply tokens."""
-    checkpoint: Callable[[str], None] | None = None
-    """Test hook called at named boundaries (see the module docstring)."""
-
-
-def default_sandbox(run_id: str) -> Path:
-    path = Path(tempfile.gettempdir()) / "harness-sandboxes" / run_id
-    return path if path.is_dir() else make_sandbox(path)
-
-
 async def run(
     state: RunState,
     *,
-    tools: Sequence[Tool] | None = None,
-    options: RunOptions | None = None,
-    client: ModelClient | None = None,
+    model: Model,
+    tools: Sequence[Tool],
+    limits: Limits = Limits(),
+    pricing: Pricing = Pricing(),
+    policy: Policy = Policy(),
+    cancel: Cancel | None = None,
+    store: Store | None = None,
+    trace: TraceSink | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    checkpoint: Callable[[str], None] | None = None,
 ) -> RunState:
     """Drive `state` until it stops; returns the same (mutated) object."""
-    if state.status in ("completed", "failed"):
+    if isinstance(state.stop, Completed | Failed):
         raise ValueError(
             f"run {state.run_id} is {state.status}, which is final; only max_turns_exceeded, "
             "budget_exceeded and interrupted runs can continue"
         )
-    options = options or RunOptions()
-    own_client = client is None
-    client = client or ModelClient()
-    try:
-        loop = _Loop(state, default_tools() if tools is None else tools, options, client)
-        return await loop.go()
-    finally:
-        if own_client:
-            await client.aclose()
+    loop = _Loop(state, model, tools, limits, pricing, policy, cancel or Cancel(), store, trace,
+                 on_progress, checkpoint)
+    return await loop.go()
 
 
 class _Loop:
-    def __init__(self, state: RunState, tools: Sequence[Tool], options: RunOptions, client: ModelClient):
-        self.s, self.o, self.client = state, options, client
+    def __init__(self, state, model, tools, limits, pricing, policy, cancel, store, trace,
+                 on_progress, checkpoint) -> None:
+        self.s, self.model, self.cancel = state, model, cancel
         self.tools = catalog(tools)
-        self.schemas = [schema(t) for t in tools]
-        self.sandbox = options.sandbox or default_sandbox(state.run_id)
-        self.headers = {"x-mock-options": options.mock_options} if options.mock_options else {}
+        self.schemas = [schema(t) for t in tools] or None
+        self.limits, self.pricing, self.policy = limits, pricing, policy
+        self.store, self.trace, self.on_progress, self.checkpoint = store, trace, on_progress, checkpoint
         self.t0, self.base_ms = time.monotonic(), state.elapsed_ms
 
     async def go(self) -> RunState:
         s = self.s
-        s.status, s.interruption, s.error = "running", None, None
+        s.stop = None
         try:
-            while s.status == "running":
-                if self.o.cancel.is_set():
-                    self.stop("interrupted", CancelledBy(reason=self.o.cancel.reason or "cancelled"))
+            while s.stop is None:
+                if stop := self.stop_before_step():
+                    self.end(stop)
                 elif calls := pending(s):
                     await self.call(calls[0])
                 else:
                     await self.turn()
         except asyncio.CancelledError:
-            self.stop("interrupted", CancelledBy(reason="the task running the loop was cancelled"))
+            self.end(CancelledBy(reason="the task running the loop was cancelled"))
             raise
         return s
+
+    def stop_before_step(self) -> Stop | None:
+        s = self.s
+        if self.cancel.is_set():
+            return CancelledBy(reason=self.cancel.reason or "cancelled")
+        last = self.pricing.cost(s.turn_usage[-1]) if s.turn_usage else 0.0
+        match limit_hit(self.limits, turns=s.turns, cost_usd=s.cost_usd, last_turn_usd=last):
+            case "max_turns":
+                return MaxTurns()
+            case "max_budget":
+                return MaxBudget()
+            case None:
+                return None
 
     # --- bookkeeping -------------------------------------------------------------------------
 
     def emit(self, type: str, **fields: Any) -> None:
-        if self.o.trace is not None:
-            self.o.trace.emit(event(self.s.run_id, type, **fields))
+        if self.trace is not None:
+            self.trace.emit(event(self.s.run_id, type, **fields))
 
     def hook(self, name: str) -> None:
-        if self.o.checkpoint is not None:
-            self.o.checkpoint(name)
+        if self.checkpoint is not None:
+            self.checkpoint(name)
 
     def save(self) -> None:
         self.s.elapsed_ms = self.base_ms + (time.monotonic() - self.t0) * 1000
         self.hook("before_save")
-        if self.o.store is not None:
-            self.o.store.save(self.s)
+        if self.store is not None:
+            self.store.save(self.s)
 
-    def stop(
-        self, status: Status, interruption: Interruption | None = None, *, error: str | None = None
-    ) -> None:
+    def end(self, stop: Stop) -> None:
         s = self.s
-        s.status, s.interruption, s.error = status, interruption, error
-        self.emit("run_stopped", status=status, reason=reason_of(s), turns=s.turns, costUsd=money(s.cost_usd))
+        s.stop = stop
+        self.emit("run_stopped", status=s.status, reason=reason_of(s), turns=s.turns,
+                  costUsd=money(s.cost_usd))
         self.save()
 
     def answer(self, call: dict[str, Any], content: str) -> None:
@@ -213,17 +204,18 @@ class _Loop:
 
     def progress(self, call_id: str, tool_name: str, label: str) -> None:
         self.emit("tool_progress", toolName=tool_name, label=label, callId=call_id)
-        if self.o.on_progress is not None:
-            self.o.on_progress(
+        if self.on_progress is not None:
+            self.on_progress(
                 Progress(run_id=self.s.run_id, call_id=call_id, tool_name=tool_name, label=label)
             )
 
-    def dedupes(self, tool: Tool) -> bool:
-        return self.o.dedupe == "all" or (self.o.dedupe == "read-only" and tool.read_only)
-
-    def auto_approved(self, tool: Tool) -> bool:
-        a = self.o.auto_approve
-        return a is True or (not isinstance(a, bool) and tool.name in a)
+    def approved(self, tool: Tool, call: dict[str, Any]) -> bool:
+        auto = self.policy.auto_approve
+        if auto is True or (not isinstance(auto, bool) and tool.name in auto):
+            return True
+        digest = args_digest(tool.name, call["function"]["arguments"])
+        return any(a.call_id == call["id"] and a.tool_name == tool.name and a.digest == digest
+                   for a in self.s.approved)
 
     # --- steps 4-6: one pending call ---------------------------------------------------------
 
@@ -233,24 +225,21 @@ class _Loop:
         tool = self.tools.get(name)
         try:
             args = json.loads(raw or "{}")
-        except (ValueError, TypeError):
+        except ValueError:
             args = None
         if tool is None:
             return self.refuse(call, LookupError(f"unknown tool {name!r}; known: {', '.join(self.tools)}"))
         if not isinstance(args, dict):
             return self.refuse(call, ValueError(f"arguments for {name} are not a JSON object: {raw!r}"))
         in_doubt = call_id in s.intents
-        if in_doubt or (tool.needs_approval and not self.auto_approved(tool) and call_id not in s.approved):
-            doubt = {"inDoubt": True} if in_doubt else {}
-            self.emit("approval_required", toolName=name, args=raw, callId=call_id, **doubt)
-            stop = Approval(call_id=call_id, tool_name=name, args=args, in_doubt=in_doubt)
-            return self.stop("interrupted", stop)
-        if call_id in s.approved:
-            # An approval covers this call once: providers that reuse ids per reply must not
-            # get a later, different call through on it. Saved together with the intent below.
-            s.approved.remove(call_id)
+        if in_doubt or (tool.needs_approval and not self.approved(tool, call)):
+            self.emit("approval_required", toolName=name, args=raw, callId=call_id,
+                      **({"inDoubt": True} if in_doubt else {}))
+            return self.end(Approval(call_id=call_id, tool_name=name, args=args, in_doubt=in_doubt))
+        # An approval covers this call once (saved together with the intent below).
+        s.approved = [a for a in s.approved if a.call_id != call_id]
         sig = signature(name, args)
-        if self.dedupes(tool) and sig in s.cache:
+        if self.policy.dedupe and tool.read_only and sig in s.cache:
             return self.reuse(call, s.cache[sig])
         if not tool.read_only:
             s.intents[call_id] = Intent(call_id=call_id, tool=name, args=args)
@@ -260,9 +249,9 @@ class _Loop:
 
     def refuse(self, call: dict[str, Any], error: Exception) -> None:
         """A call that cannot even start: an error the model may correct, unless fatal."""
-        if self.o.errors == "fatal":
-            return self.stop("failed", error=str(error))
-        self.answer(call, error_text(self.o.errors, error))
+        if self.policy.errors == "fatal":
+            return self.end(Failed(reason=str(error)))
+        self.answer(call, error_text(self.policy.errors, error))
         self.save()
 
     def reuse(self, call: dict[str, Any], index: int) -> None:
@@ -274,39 +263,35 @@ class _Loop:
         self.hook("after_tool_result")
 
     async def execute(self, call: dict[str, Any], tool: Tool, args: dict[str, Any], sig: str) -> None:
-        s, o, call_id = self.s, self.o, call["id"]
+        s, call_id = self.s, call["id"]
         self.emit("tool_start", toolName=tool.name, args=call["function"]["arguments"], callId=call_id)
         ctx = ToolContext(
-            run_id=s.run_id, call_id=call_id, sandbox=self.sandbox,
-            cancel=o.cancel if o.signal_reaches_tools else Cancel(),
-            progress=partial(self.progress, call_id, tool.name), client=self.client, trace=o.trace,
+            run_id=s.run_id, call_id=call_id, cancel=self.cancel, trace=self.trace,
+            progress=partial(self.progress, call_id, tool.name),
+            budget_left_usd=self.limits.budget_left(s.cost_usd), hard_budget=self.limits.hard_budget,
         )
         t0 = time.monotonic()
         error: Exception | None = None
         try:
             content = await tool.run(args, ctx)
         except Exception as e:  # noqa: BLE001 - every tool failure is data until classified below
-            self.charge(ctx)
-            if o.cancel.is_set():
-                self.emit("tool_result", toolName=tool.name, ms=_ms(t0), ok=False, cancelled=True)
-                return self.stop("interrupted", CancelledBy(reason=o.cancel.reason or "cancelled"))
             content, error = "", e
-        else:
-            self.charge(ctx)
-        ms = _ms(t0)
-        s.tool_runs.append(ToolRun(tool=tool.name, args=args, call_id=call_id, ok=error is None, ms=ms,
+        self.charge(ctx)
+        if error is not None and self.cancel.is_set():
+            self.emit("tool_result", toolName=tool.name, ms=_ms(t0), ok=False, cancelled=True)
+            return self.end(CancelledBy(reason=self.cancel.reason or "cancelled"))
+        s.tool_runs.append(ToolRun(tool=tool.name, args=args, call_id=call_id, ok=error is None, ms=_ms(t0),
                                    details=dict(ctx.details)))
-        self.emit("tool_result", toolName=tool.name, ms=round(ms), ok=error is None)
-        if error is not None:
-            if o.errors == "fatal" or (o.stop_on_permanent and isinstance(error, PERMANENT_ERRORS)):
-                s.intents.pop(call_id, None)
-                return self.stop("failed", error=f"{tool.name}: {error}")
-            content = error_text(o.errors, error)
-        self.answer(call, str(content))
+        self.emit("tool_result", toolName=tool.name, ms=round(_ms(t0)), ok=error is None)
         s.intents.pop(call_id, None)
+        if error is not None:
+            if self.policy.errors == "fatal" or isinstance(error, PERMANENT_ERRORS):
+                return self.end(Failed(reason=f"{tool.name}: {error}"))
+            content = error_text(self.policy.errors, error)
+        self.answer(call, str(content))
         if not tool.read_only:
             s.cache.clear()
-        if error is None and self.dedupes(tool):
+        if error is None and self.policy.dedupe and tool.read_only:
             s.cache[sig] = len(s.messages) - 1
         self.save()
         self.hook("after_tool_result")
@@ -316,58 +301,48 @@ class _Loop:
         self.s.cost_usd += ctx.spent_usd
         self.s.tool_cost_usd += ctx.spent_usd
 
-    # --- steps 7-10: one model turn ------------------------------------------------------------
+    # --- steps 7-8: one model turn -------------------------------------------------------------
 
     async def turn(self) -> None:
-        s, o, limits = self.s, self.o, self.o.limits
-        hit = limit_hit(limits, turns=s.turns, cost_usd=s.cost_usd)
-        if hit == "max_turns":
-            return self.stop("max_turns_exceeded", MaxTurns())
-        if hit == "max_budget":
-            return self.stop("budget_exceeded", MaxBudget())
+        s, policy = self.s, self.policy
         budget_cap = None
-        if limits.hard_budget:
-            prompt = o200k.prompt_tokens(s.messages, self.schemas or None)
-            budget_cap = reply_token_cap(limits, o.pricing, cost_usd=s.cost_usd, prompt_tokens=prompt)
-            if budget_cap is not None and budget_cap < max(1, o.min_reply_tokens):
-                return self.stop("budget_exceeded", MaxBudget())
-        cap = min((c for c in (o.max_tokens, budget_cap) if c is not None), default=None)
+        if self.limits.hard_budget:
+            prompt = self.model.count_prompt_tokens(s.messages, self.schemas)
+            budget_cap = reply_cap(self.limits, self.pricing, cost_usd=s.cost_usd, prompt_tokens=prompt)
+            if budget_cap is not None and budget_cap < max(1, policy.min_reply_tokens):
+                return self.end(MaxBudget())
+        cap = min((c for c in (policy.max_tokens, budget_cap) if c is not None), default=None)
         try:
-            reply = await self.client.complete(
-                model=o.model, messages=s.messages, tools=self.schemas or None,
-                max_tokens=cap, cancel=o.cancel, headers=self.headers,
+            reply = await self.model.complete(
+                s.messages, tools=self.schemas, max_tokens=cap, cancel=self.cancel
             )
         except Cancelled as e:
-            return self.stop("interrupted", CancelledBy(reason=e.reason))
+            return self.end(CancelledBy(reason=e.reason))
         except ProviderError as e:
-            return self.stop("failed", error=e.message)
-        before = s.cost_usd
-        s.cost_usd += o.pricing.cost(reply.usage)
-        s.prompt_tokens += reply.usage.prompt_tokens
-        s.completion_tokens += reply.usage.completion_tokens
-        s.turns += 1
-        s.turn_usage.append(reply.usage)
-        s.messages.append(reply.message)
-        self.emit("turn", turn=s.turns, prompt_tokens=reply.usage.prompt_tokens,
-                  completion_tokens=reply.usage.completion_tokens, total_tokens=reply.usage.total_tokens,
-                  costUsd=money(s.cost_usd), finish=reply.finish_reason)
-        # Everything this reply decides is saved with it, in one write: a crash can never leave
-        # a final answer on disk with the run still `running` (a resume would pay for a 4th turn).
+            return self.end(Failed(reason=e.message))
+        self.record(reply.usage, reply.message, reply.finish_reason)
         calls = reply.message.get("tool_calls") or []
-        budget = limits.max_budget_usd
-        cut_by_budget = reply.finish_reason == "length" and budget_cap is not None and cap == budget_cap
-        if reply.finish_reason == "length":
-            for c in calls:
-                self.answer(c, TRUNCATED)
-        if limits.budget_check == "after_call" and budget is not None and before >= budget:
-            self.stop("budget_exceeded", MaxBudget())
-        elif cut_by_budget:
-            self.stop("budget_exceeded", MaxBudget())
+        cut = reply.finish_reason == "length"
+        for c in calls if cut else ():
+            self.answer(c, TRUNCATED)
+        if cut and budget_cap is not None and cap == budget_cap:
+            self.end(MaxBudget())
         elif not calls:
-            self.stop("completed")
+            self.end(Completed())
         else:
             self.save()
         self.hook("after_model_reply")
+
+    def record(self, usage: Usage, message: dict[str, Any], finish: str) -> None:
+        s = self.s
+        s.cost_usd += self.pricing.cost(usage)
+        s.usage += usage
+        s.turns += 1
+        s.turn_usage.append(usage)
+        s.messages.append(message)
+        self.emit("turn", turn=s.turns, prompt_tokens=usage.prompt_tokens,
+                  completion_tokens=usage.completion_tokens, total_tokens=usage.total_tokens,
+                  costUsd=money(s.cost_usd), finish=finish)
 
 
 def _ms(t0: float) -> float:

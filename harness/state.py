@@ -1,34 +1,89 @@
-"""The run as plain data: `RunState`, its statuses and interruptions, and `pending()`.
+"""The run as plain data: `RunState`, the one value that says how it stopped, and `pending()`.
 
 A run is not a closure. Everything the loop needs to continue — transcript, counters, money,
 why it stopped, which calls a person approved, which writes were started — lives here and
-round-trips through JSON losslessly, so a run approved hours later in another process ends
-exactly as an uninterrupted one would.
+round-trips through JSON losslessly (`harness.codec`), so a run approved hours later in another
+process ends exactly as an uninterrupted one would.
+
+How a run stopped is one tagged value, `RunState.stop`; `status`, `interruption` and `error`
+are derived from it, so they can never disagree.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import math
+import re
 import secrets
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, assert_never, get_args
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, assert_never
 
-from harness.usage import Usage
-
-SCHEMA_VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+from harness.usage import NonNegative, Usage
 
 Status = Literal["running", "completed", "failed", "max_turns_exceeded", "budget_exceeded", "interrupted"]
-RESUMABLE: frozenset[Status] = frozenset({"max_turns_exceeded", "budget_exceeded", "interrupted"})
+
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """Type annotation marker: an OpenAI chat message the loop can read back (checked on load)."""
+
+    def check(self, m: dict[str, Any]) -> str | None:
+        if m.get("role") not in ROLES:
+            return f"has role {m.get('role')!r}"
+        calls = m.get("tool_calls")
+        if calls is None:
+            return None
+        if not isinstance(calls, list):
+            return "has tool_calls that are not a list"
+        for c in calls:
+            fn = c.get("function") if isinstance(c, dict) else None
+            if not (isinstance(c, dict) and isinstance(c.get("id"), str) and isinstance(fn, dict)
+                    and isinstance(fn.get("name"), str) and isinstance(fn.get("arguments"), str)):
+                return "has a tool call without a string id, name and arguments"
+        return None
+
 
 Message = dict[str, Any]
 """One OpenAI chat message, exactly as sent on the wire."""
 
-DEFAULT_SYSTEM = (
-    "You are a careful assistant working in a folder of log files. Use the tools to look "
-    "before you answer, never guess file contents, and answer in one short sentence."
-)
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+"""What a run id may be: a safe file name, matched in full (no path, no newline)."""
+
+
+def check_run_id(run_id: str) -> str:
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        raise ValueError(f"run id {run_id!r} is not a safe name (1-128 of letters, digits, . _ -)")
+    return run_id
+
+
+# --- how a run stopped ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Completed:
+    """The model answered without asking for a tool."""
+
+    type: Literal["completed"] = "completed"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Failed:
+    """Final: a provider refused for good, a fatal tool error, a permanent error."""
+
+    type: Literal["failed"] = "failed"
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxTurns:
+    type: Literal["max_turns"] = "max_turns"
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxBudget:
+    type: Literal["max_budget"] = "max_budget"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,16 +100,6 @@ class Approval:
 
 
 @dataclass(frozen=True, kw_only=True)
-class MaxTurns:
-    type: Literal["max_turns"] = "max_turns"
-
-
-@dataclass(frozen=True, kw_only=True)
-class MaxBudget:
-    type: Literal["max_budget"] = "max_budget"
-
-
-@dataclass(frozen=True, kw_only=True)
 class CancelledBy:
     """Stopped by the cancellation signal; `reason` is what the canceller said."""
 
@@ -63,6 +108,48 @@ class CancelledBy:
 
 
 Interruption = Approval | MaxTurns | MaxBudget | CancelledBy
+"""The resumable stops."""
+Stop = Completed | Failed | Interruption
+
+
+def status_of(stop: Stop | None) -> Status:
+    match stop:
+        case None:
+            return "running"
+        case Completed():
+            return "completed"
+        case Failed():
+            return "failed"
+        case MaxTurns():
+            return "max_turns_exceeded"
+        case MaxBudget():
+            return "budget_exceeded"
+        case Approval() | CancelledBy():
+            return "interrupted"
+        case _:
+            assert_never(stop)
+
+
+# --- records --------------------------------------------------------------------------------
+
+
+def args_digest(tool_name: str, arguments: str) -> str:
+    """What an approval is bound to: the tool and the canonical JSON of its arguments."""
+    try:
+        canonical = json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        canonical = arguments
+    return hashlib.sha256(f"{tool_name}\0{canonical}".encode()).hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Approved:
+    """A person's yes to one call, valid only while the call is still the one they saw."""
+
+    call_id: str
+    tool_name: str
+    digest: str
+    """`args_digest` of the call when it was approved."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +166,7 @@ class ToolRun:
     args: Any
     call_id: str
     ok: bool
-    ms: float
+    ms: Annotated[float, NonNegative()]
     details: dict[str, Any] = field(default_factory=dict)
     """Whatever the tool chose to record, e.g. a sub-agent's run id and cost."""
 
@@ -99,52 +186,77 @@ class Intent:
     args: Any
 
 
+# --- the run --------------------------------------------------------------------------------
+
+SCHEMA_VERSION = 2
+
+
 @dataclass(kw_only=True)
 class RunState:
     schema_version: int = SCHEMA_VERSION
     run_id: str
-    messages: list[Message]
-    turns: int = 0
+    messages: list[Annotated[Message, ChatMessage()]]
+    turns: Annotated[int, NonNegative()] = 0
     """Model calls made (each one billed)."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    """Tokens billed for the run's own model calls, summed."""
+    cost_usd: Annotated[float, NonNegative()] = 0.0
     """Everything the run spent: its own model calls plus `tool_cost_usd`."""
-    tool_cost_usd: float = 0.0
+    tool_cost_usd: Annotated[float, NonNegative()] = 0.0
     """The part of `cost_usd` spent inside tools (a sub-agent's model calls)."""
     turn_usage: list[Usage] = field(default_factory=list)
     """Per-turn usage, in order: the quadratic bill, one entry per model call."""
-    status: Status = "running"
-    interruption: Interruption | None = None
-    approved: list[str] = field(default_factory=list)
-    """Call ids a person approved."""
+    stop: Stop | None = None
+    """None while running; otherwise how the run stopped."""
+    approved: list[Approved] = field(default_factory=list)
     rejections: list[Rejection] = field(default_factory=list)
-    error: str | None = None
     tool_runs: list[ToolRun] = field(default_factory=list)
     intents: dict[str, Intent] = field(default_factory=dict)
     """Started writes with no recorded result yet, by call id."""
-    cache: dict[str, int] = field(default_factory=dict)
+    cache: dict[str, Annotated[int, NonNegative()]] = field(default_factory=dict)
     """Dedupe cache: call signature -> index of the tool message holding its result."""
-    elapsed_ms: float = 0.0
+    elapsed_ms: Annotated[float, NonNegative()] = 0.0
     """Wall time spent inside `run()`, summed over every process that worked on the run."""
     meta: dict[str, Any] = field(default_factory=dict)
-    """Free-form JSON for callers (the CLI keeps its flags here so `resume` can reuse them)."""
+    """Free-form JSON for callers (the CLI keeps its settings here so `resume` can reuse them)."""
 
     @property
-    def usage(self) -> Usage:
-        return Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens)
+    def status(self) -> Status:
+        return status_of(self.stop)
+
+    @property
+    def interruption(self) -> Interruption | None:
+        return self.stop if isinstance(self.stop, Approval | MaxTurns | MaxBudget | CancelledBy) else None
+
+    @property
+    def error(self) -> str | None:
+        return self.stop.reason if isinstance(self.stop, Failed) else None
+
+    @property
+    def resumable(self) -> bool:
+        return self.interruption is not None
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.usage.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.usage.completion_tokens
 
     @property
     def answer(self) -> str | None:
         """The final assistant text of a completed run."""
-        if self.status != "completed":
+        if not isinstance(self.stop, Completed):
             return None
         last = self.messages[-1]
         return last.get("content") if last.get("role") == "assistant" else None
 
-    @property
-    def resumable(self) -> bool:
-        return self.status in RESUMABLE
+
+DEFAULT_SYSTEM = (
+    "You are a careful assistant working in a folder of log files. Use the tools to look "
+    "before you answer, never guess file contents, and answer in one short sentence."
+)
 
 
 def new_run(
@@ -157,31 +269,30 @@ def new_run(
     """A fresh run whose transcript is the system prompt (if any) and the user's task."""
     messages: list[Message] = [{"role": "system", "content": system}] if system else []
     messages.append({"role": "user", "content": task})
-    return RunState(run_id=run_id or secrets.token_hex(4), messages=messages, meta=dict(meta or {}))
+    rid = secrets.token_hex(4) if run_id is None else check_run_id(run_id)
+    return RunState(run_id=rid, messages=messages, meta=dict(meta or {}))
 
 
 def pending(state: RunState) -> list[dict[str, Any]]:
     """Tool calls of the last assistant message that no tool message answers yet."""
-    last_assistant = next(
-        (i for i in range(len(state.messages) - 1, -1, -1) if state.messages[i].get("role") == "assistant"),
-        None,
-    )
-    if last_assistant is None:
+    messages = state.messages
+    i = len(messages) - 1
+    while i >= 0 and messages[i].get("role") == "tool":
+        i -= 1
+    if i < 0 or messages[i].get("role") != "assistant":
         return []
-    after = state.messages[last_assistant + 1 :]
-    if any(m.get("role") != "tool" for m in after):
-        return []
-    answered = {m.get("tool_call_id") for m in after}
-    calls = state.messages[last_assistant].get("tool_calls") or []
-    return [c for c in calls if c["id"] not in answered]
+    answered = {m.get("tool_call_id") for m in messages[i + 1 :]}
+    return [c for c in messages[i].get("tool_calls") or () if c["id"] not in answered]
 
 
 def reason_of(state: RunState) -> str:
     """One word (or the error) saying why the run is where it is."""
-    stop = state.interruption
-    if stop is None:
-        return state.error or state.status
+    stop = state.stop
     match stop:
+        case None | Completed():
+            return state.status
+        case Failed():
+            return stop.reason
         case Approval():
             return "approval (in doubt)" if stop.in_doubt else "approval"
         case MaxTurns() | MaxBudget():
@@ -190,74 +301,3 @@ def reason_of(state: RunState) -> str:
             return stop.reason
         case _:
             assert_never(stop)
-
-
-# --- JSON ---------------------------------------------------------------------------------
-
-
-class StateFileError(ValueError):
-    """A saved run that cannot be loaded: corrupt, foreign, or of an unknown schema version."""
-
-
-_INTERRUPTIONS: dict[str, type] = {
-    "approval": Approval, "max_turns": MaxTurns, "max_budget": MaxBudget, "cancelled": CancelledBy,
-}
-
-
-def to_json(state: RunState) -> str:
-    return json.dumps(asdict(state), ensure_ascii=False, indent=1)
-
-
-def from_json(text: str, *, source: str = "run state") -> RunState:
-    """Parse a saved run; `StateFileError` naming `source` and the problem otherwise."""
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise StateFileError(f"{source} is not valid JSON ({e}); the file was left untouched") from None
-    if not isinstance(data, dict) or "run_id" not in data or "schema_version" not in data:
-        raise StateFileError(f"{source} is not a harness run (no run_id/schema_version)")
-    version = data["schema_version"]
-    if type(version) is not int or version not in SUPPORTED_VERSIONS:
-        raise StateFileError(
-            f"{source} has schema_version {version!r}; this harness supports {list(SUPPORTED_VERSIONS)}"
-        )
-    try:
-        _check_shape(data)
-        return _decode(data)
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise StateFileError(f"{source} is a damaged harness run ({type(e).__name__}: {e})") from None
-
-
-_SHAPE: dict[str, type | tuple[type, ...]] = {
-    "run_id": str, "messages": list, "turns": int, "prompt_tokens": int, "completion_tokens": int,
-    "cost_usd": (int, float), "turn_usage": list, "approved": list, "rejections": list,
-    "tool_runs": list, "intents": dict, "cache": dict, "meta": dict,
-}
-
-
-def _check_shape(data: dict[str, Any]) -> None:
-    """Fail on load, not three turns later, when a field has the wrong type."""
-    for key, kind in _SHAPE.items():
-        value = data.get(key)
-        if key in data and (not isinstance(value, kind) or isinstance(value, bool)):
-            raise TypeError(f"field {key!r} is {type(value).__name__}")
-    if not all(isinstance(m, dict) for m in data["messages"]):
-        raise TypeError("field 'messages' holds something other than message objects")
-    if not math.isfinite(data.get("cost_usd", 0.0)):
-        raise ValueError(f"field 'cost_usd' is {data['cost_usd']!r}")
-    if data.get("status") not in get_args(Status):
-        raise ValueError(f"unknown status {data.get('status')!r}")
-
-
-def _decode(data: dict[str, Any]) -> RunState:
-    stop = data.pop("interruption")
-    if stop is not None:
-        stop = _INTERRUPTIONS[stop["type"]](**stop)
-    return RunState(
-        **{k: v for k, v in data.items() if k not in ("turn_usage", "rejections", "tool_runs", "intents")},
-        interruption=stop,
-        turn_usage=[Usage(**u) for u in data["turn_usage"]],
-        rejections=[Rejection(**r) for r in data["rejections"]],
-        tool_runs=[ToolRun(**t) for t in data["tool_runs"]],
-        intents={k: Intent(**v) for k, v in data["intents"].items()},
-    )

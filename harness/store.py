@@ -1,22 +1,42 @@
-"""Where runs are kept: a tiny protocol, a file store (atomic), and an in-memory one.
+"""Where runs are kept: a tiny protocol, a file store and an in-memory one, both journaled.
 
-`FileStore.save` never leaves a half-written file: it writes `<id>.json.tmp`, fsyncs it,
-`os.replace`s it over `<id>.json` and fsyncs the folder, so a crash at any instant leaves
-either the previous version or the new one. `load` refuses corrupt, foreign and
-unknown-version files with a `StateFileError` and never modifies them.
+A save costs what the turn added, not what the run holds. Each run is a snapshot plus an
+append-only journal: a save appends one record with the fields that changed in place (counters,
+the stop, approvals, intents — all small) and the items appended to the four lists that only
+grow (messages, turn_usage, tool_runs, rejections) since the previous save. When the journal
+outgrows the snapshot, the store writes a new snapshot and empties the journal, so the bytes
+written stay proportional to what the run added.
+
+Crash safety (FileStore): a journal record is one line, fsynced; a line cut short by a crash
+has no newline and is ignored on load (the previous save is intact). A snapshot is written to
+a temp file, fsynced, renamed over the old one and the folder fsynced, so a crash leaves the
+old snapshot or the new one. Every record carries a sequence number and the snapshot the last
+number it includes, so records already folded into a snapshot are skipped. The first save of
+a run a store did not itself write or load, and of a run loaded from disk, is a snapshot.
+
+`load` refuses corrupt, foreign and unknown-version files with a `StateFileError` and never
+modifies them.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import re
+import secrets
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Protocol
 
-from harness.state import RunState, StateFileError, from_json, to_json
+from harness.codec import StateFileError, dumps, from_data, to_dict
+from harness.state import RunState, check_run_id
 
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+APPEND_ONLY = ("messages", "turn_usage", "tool_runs", "rejections")
+"""The lists of a run that only ever grow: a journal record carries only their new items."""
+IN_PLACE = tuple(f.name for f in fields(RunState) if f.name not in (*APPEND_ONLY, "run_id", "schema_version"))
+"""Everything else that can change: small, so a record carries it whole."""
+MIN_COMPACT_BYTES = 64 * 1024
 
 
 class Store(Protocol):
@@ -24,80 +44,226 @@ class Store(Protocol):
     def load(self, run_id: str) -> RunState: ...
 
 
-def _check_id(run_id: str) -> str:
-    if not _RUN_ID.match(run_id):
-        raise ValueError(f"run id {run_id!r} is not a safe file name (letters, digits, . _ -)")
-    return run_id
+@dataclass(kw_only=True)
+class _Cursor:
+    """What this store has persisted of one live `RunState` object."""
+
+    state: weakref.ref[RunState]
+    lengths: dict[str, int]
+    seq: int
+    snapshot_bytes: int
+    journal_bytes: int = 0
+
+    def follows(self, state: RunState) -> bool:
+        return self.state() is state and all(len(getattr(state, f)) >= n for f, n in self.lengths.items())
 
 
-class FileStore:
-    """One JSON file per run in `directory`."""
+def _lengths(state: RunState) -> dict[str, int]:
+    return {f: len(getattr(state, f)) for f in APPEND_ONLY}
+
+
+def _record(state: RunState, cursor: _Cursor) -> str:
+    add = {f: [to_dict(x) for x in getattr(state, f)[n:]] for f, n in cursor.lengths.items()}
+    body = {"seq": cursor.seq + 1, "set": {f: to_dict(getattr(state, f)) for f in IN_PLACE},
+            "add": {f: items for f, items in add.items() if items}}
+    return dumps(body) + "\n"
+
+
+def _replay(source: str, snapshot: bytes, journal: bytes) -> tuple[RunState, int]:
+    """The run a snapshot and its journal describe, and the last sequence number applied."""
+    try:
+        data = json.loads(snapshot)
+    except ValueError as e:
+        raise StateFileError(f"{source} is not valid JSON ({e}); the file was left untouched") from None
+    if not isinstance(data, dict):
+        return from_data(data, source=source), 0
+    seq = data.pop("journal_seq", 0)
+    lines = journal.split(b"\n")[:-1]  # the part after the last newline is a torn write: ignored
+    for n, line in enumerate(lines, 1):
+        try:
+            rec = json.loads(line)
+            if not isinstance(rec.get("seq"), int) or rec["seq"] <= seq:
+                continue
+            if not (rec.keys() == {"seq", "set", "add"} and rec["set"].keys() <= set(IN_PLACE)
+                    and rec["add"].keys() <= set(APPEND_ONLY)):
+                raise ValueError("unexpected keys")
+            data.update(rec["set"])
+            for f, items in rec["add"].items():
+                data[f] = data[f] + items
+            seq = rec["seq"]
+        except (ValueError, AttributeError, TypeError, KeyError) as e:
+            raise StateFileError(
+                f"{source}: journal line {n} is damaged ({e}); the files were left untouched"
+            ) from None
+    return from_data(data, source=source), seq
+
+
+class _JournaledStore:
+    """The journal logic; subclasses say where snapshots and records go."""
+
+    def __init__(self) -> None:
+        self._cursors: dict[str, _Cursor] = {}
+
+    def save(self, state: RunState) -> None:
+        cursor = self._cursors.get(state.run_id)
+        if cursor is None or not cursor.follows(state) or cursor.journal_bytes > max(
+            MIN_COMPACT_BYTES, cursor.snapshot_bytes
+        ):
+            return self._compact(state, cursor.seq if cursor else 0)
+        line = _record(state, cursor)
+        self._append(state.run_id, line)
+        cursor.seq += 1
+        cursor.lengths = _lengths(state)
+        cursor.journal_bytes += len(line)
+
+    def _compact(self, state: RunState, seq: int) -> None:
+        data = to_dict(state)
+        data["journal_seq"] = seq
+        text = dumps(data)
+        self._write_snapshot(state.run_id, text)
+        self._cursors[state.run_id] = _Cursor(
+            state=weakref.ref(state), lengths=_lengths(state), seq=seq, snapshot_bytes=len(text)
+        )
+
+    def load(self, run_id: str) -> RunState:
+        snapshot, journal, source = self._read(check_run_id(run_id))
+        state, seq = _replay(source, snapshot, journal)
+        if state.run_id != run_id:
+            raise StateFileError(f"{source} holds run {state.run_id!r}, not {run_id!r}")
+        # The next save of this object is a snapshot: it also drops any torn journal tail.
+        self._cursors[run_id] = _Cursor(state=weakref.ref(state), lengths={}, seq=seq,
+                                        snapshot_bytes=0, journal_bytes=1 << 62)
+        return state
+
+    def _write_snapshot(self, run_id: str, text: str) -> None:
+        raise NotImplementedError
+
+    def _append(self, run_id: str, line: str) -> None:
+        raise NotImplementedError
+
+    def _read(self, run_id: str) -> tuple[bytes, bytes, str]:
+        raise NotImplementedError
+
+
+class FileStore(_JournaledStore):
+    """`<id>.json` (the snapshot) and `<id>.journal` per run in `directory`."""
 
     def __init__(self, directory: str | os.PathLike[str], *,
                  checkpoint: Callable[[str], None] | None = None) -> None:
+        super().__init__()
         self.directory = Path(directory)
         self.checkpoint = checkpoint
-        """Test hook: called with "mid_save" after the temp file is durable, before the rename."""
+        """Test hook: called with "mid_save" inside every write, at the point a crash would tear it."""
 
     def path(self, run_id: str) -> Path:
-        return self.directory / f"{_check_id(run_id)}.json"
+        return self.directory / f"{check_run_id(run_id)}.json"
 
-    def save(self, state: RunState) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        final = self.path(state.run_id)
-        tmp = final.with_name(final.name + ".tmp")
-        data = to_json(state).encode()
-        # A file object writes every byte or raises (a bare os.write may write part of it, e.g.
-        # on a full disk, and the short file would then replace the good one).
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+    def journal_path(self, run_id: str) -> Path:
+        return self.directory / f"{check_run_id(run_id)}.journal"
+
+    def _hook(self) -> None:
         if self.checkpoint:
             self.checkpoint("mid_save")
-        os.replace(tmp, final)
-        dir_fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
-    def load(self, run_id: str) -> RunState:
+    def _write_snapshot(self, run_id: str, text: str) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        final = self.path(run_id)
+        # Unique per writer, created exclusively and never through a symlink.
+        tmp = final.with_name(f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            # A file object writes every byte or raises (a bare os.write may write part of it).
+            with os.fdopen(fd, "wb") as f:
+                f.write(text.encode())
+                f.flush()
+                os.fsync(f.fileno())
+            self._hook()
+            os.replace(tmp, final)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        journal = os.open(self.journal_path(run_id), flags, 0o600)
+        os.close(journal)  # its records are in the snapshot now (and skipped by sequence number)
+        _fsync_dir(self.directory)
+
+    def _append(self, run_id: str, line: str) -> None:
+        data = line.encode()
+        fd = os.open(self.journal_path(run_id), os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+        with os.fdopen(fd, "ab") as f:
+            f.write(data[: len(data) // 2])
+            f.flush()
+            self._hook()
+            f.write(data[len(data) // 2 :])
+            f.flush()
+            os.fsync(f.fileno())
+
+    def _read(self, run_id: str) -> tuple[bytes, bytes, str]:
         path = self.path(run_id)
         try:
-            raw = path.read_bytes()
+            snapshot = _read_nofollow(path)
         except FileNotFoundError:
             known = ", ".join(self.run_ids()) or "none"
             raise FileNotFoundError(
                 f"no saved run {run_id!r} in {self.directory}; saved runs: {known}"
             ) from None
         try:
-            text = raw.decode()
+            journal = _read_nofollow(self.journal_path(run_id))
+        except FileNotFoundError:
+            journal = b""
+        try:
+            snapshot.decode()
         except UnicodeDecodeError:
             raise StateFileError(f"{path} is not UTF-8 text; the file was left untouched") from None
-        state = from_json(text, source=str(path))
-        if state.run_id != run_id:
-            raise StateFileError(f"{path} holds run {state.run_id!r}, not {run_id!r}")
-        return state
+        return snapshot, journal, str(path)
 
     def run_ids(self) -> list[str]:
         if not self.directory.is_dir():
             return []
-        return sorted(p.stem for p in self.directory.glob("*.json"))
+        return sorted(p.stem for p in self.directory.glob("*.json") if not p.name.startswith("."))
 
 
-class MemoryStore:
-    """Keeps each run as its JSON text, so every save/load is a real round trip."""
+def _read_nofollow(path: Path) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class MemoryStore(_JournaledStore):
+    """Keeps each run as JSON text (a snapshot and journal lines): every load is a real round trip."""
 
     def __init__(self) -> None:
-        self.saved: dict[str, str] = {}
+        super().__init__()
+        self.snapshots: dict[str, str] = {}
+        self.journals: dict[str, list[str]] = {}
         self.saves = 0
 
     def save(self, state: RunState) -> None:
-        self.saved[state.run_id] = to_json(state)
+        super().save(state)
         self.saves += 1
 
-    def load(self, run_id: str) -> RunState:
-        if run_id not in self.saved:
-            raise FileNotFoundError(f"no saved run {run_id!r}; saved runs: {', '.join(self.saved) or 'none'}")
-        return from_json(self.saved[run_id], source=f"memory:{run_id}")
+    def _write_snapshot(self, run_id: str, text: str) -> None:
+        self.snapshots[run_id] = text
+        self.journals[run_id] = []
+
+    def _append(self, run_id: str, line: str) -> None:
+        self.journals[run_id].append(line)
+
+    def _read(self, run_id: str) -> tuple[bytes, bytes, str]:
+        if run_id not in self.snapshots:
+            known = ", ".join(self.snapshots) or "none"
+            raise FileNotFoundError(f"no saved run {run_id!r}; saved runs: {known}")
+        return self.snapshots[run_id].encode(), "".join(self.journals[run_id]).encode(), f"memory:{run_id}"
+
+    def stored_bytes(self, run_id: str) -> int:
+        return len(self.snapshots[run_id]) + sum(len(x) for x in self.journals[run_id])
+
+

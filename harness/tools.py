@@ -1,10 +1,12 @@
 """The tool seam: what a tool is, what it is given, and how its failures become words.
 
 A tool is any object with a name, a description, a JSON-schema `parameters`, two flags and
-an async `run(args, ctx) -> str`. Adding one takes about ten lines:
+an async `run(args, ctx) -> str`. It holds whatever it works on (a folder, a client) itself;
+the harness gives it only the run's context. Adding one takes about ten lines:
 
     @dataclass(frozen=True)
     class WordCount:
+        root: Path
         name: str = "word_count"
         description: str = "Count the words in a file."
         parameters: dict = field(default_factory=lambda: {
@@ -13,7 +15,7 @@ an async `run(args, ctx) -> str`. Adding one takes about ten lines:
         needs_approval: bool = False
 
         async def run(self, args, ctx):
-            return str(len((ctx.sandbox / args["path"]).read_text().split()))
+            return str(len((self.root / args["path"]).read_text().split()))
 
 Raise any exception to report a failure: the run's error policy turns it into a tool message.
 Raise `PermanentToolError` (or let a `PermissionError` escape) when no message can fix it.
@@ -24,13 +26,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from harness.cancel import Cancel
 
 if TYPE_CHECKING:
-    from harness.client import ModelClient
     from harness.trace import TraceSink
 
 
@@ -47,14 +47,15 @@ class ToolContext:
 
     run_id: str
     call_id: str
-    sandbox: Path
     cancel: Cancel
     """Check it (or `await cancel.sleep(...)`) and stop promptly with `Cancelled`."""
     progress: Callable[[str], None]
     """Report a step: traced as `tool_progress` and passed to the run's `on_progress`."""
-    client: ModelClient | None = None
-    """The run's model client, for tools that run a sub-agent."""
     trace: TraceSink | None = None
+    budget_left_usd: float | None = None
+    """What the run may still spend; a tool that spends money (a sub-agent) stays within it."""
+    hard_budget: bool = False
+    """Whether the run's budget is hard (never overshot); a sub-agent inherits it."""
     details: dict[str, Any] = field(default_factory=dict)
     """Anything the tool wants kept in its `ToolRun` record (e.g. a child's run id)."""
     spent_usd: float = 0.0

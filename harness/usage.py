@@ -1,17 +1,35 @@
-"""Tokens, money and limits: usage you can add, prices, and the one place limits are checked."""
+"""Tokens, money and limits: usage you can add, prices, and the one place limits are checked.
+
+The loop asks two questions here, both before anything runs:
+- `limit_stop()`, at the top of every iteration: has the turn cap or the budget been reached?
+  (the chapter's order: a capped run keeps its pending calls for a resume);
+- `reply_cap()`, just before a model call under a hard budget: how many reply tokens can the
+  money left buy, given the exact price of the prompt about to be sent?
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
+
+
+@dataclass(frozen=True)
+class NonNegative:
+    """Type annotation marker: a finite number >= 0 (checked when a saved run is loaded)."""
+
+    def check(self, value: float) -> str | None:
+        if not math.isfinite(value) or value < 0:
+            return f"must be a finite number >= 0, got {value!r}"
+        return None
 
 
 @dataclass(frozen=True, kw_only=True)
 class Usage:
     """Token counts as the provider bills them."""
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: Annotated[int, NonNegative()] = 0
+    completion_tokens: Annotated[int, NonNegative()] = 0
 
     @property
     def total_tokens(self) -> int:
@@ -31,6 +49,11 @@ class Pricing:
     input_per_million: float = 2.0
     output_per_million: float = 12.0
 
+    def __post_init__(self) -> None:
+        for name in ("input_per_million", "output_per_million"):
+            if NonNegative().check(getattr(self, name)):
+                raise ValueError(f"{name} must be a finite number >= 0, got {getattr(self, name)!r}")
+
     @property
     def input_per_token(self) -> float:
         return self.input_per_million / 1e6
@@ -44,9 +67,9 @@ class Pricing:
 
 
 BudgetCheck = Literal["before_call", "after_call"]
-"""`before_call` (overshoot ≤ one turn) or `after_call`, the wrong placement the chapter warns
-about: the budget is compared with the cost *before* the reply that was just paid for, so a run
-overshoots by up to two turns. Kept to measure the difference."""
+"""`before_call` (overshoot ≤ one turn) or `after_call`, the placement the chapter warns about:
+the budget is compared with what was spent *before* the last reply, as if checked right after
+paying for it, so a run overshoots by up to two turns. Kept to measure the difference."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,40 +77,43 @@ class Limits:
     max_turns: int | None = 20
     """Model calls allowed in the run (across resumes); None = no cap."""
     max_budget_usd: float | None = None
-    """Dollars the run may spend (across resumes); None = no budget."""
+    """Dollars the run may spend (across resumes, sub-agents included); None = no budget."""
     hard_budget: bool = False
     """Cap `max_tokens` from an exact prompt count so spend never exceeds the budget."""
     budget_check: BudgetCheck = "before_call"
 
     def __post_init__(self) -> None:
-        if self.max_turns is not None and self.max_turns < 0:
-            raise ValueError(f"max_turns must be >= 0 or None, got {self.max_turns}")
-        if self.max_budget_usd is not None and self.max_budget_usd < 0:
-            raise ValueError(f"max_budget_usd must be >= 0 or None, got {self.max_budget_usd}")
+        turns, budget = self.max_turns, self.max_budget_usd
+        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 0):
+            raise ValueError(f"max_turns must be an integer >= 0 or None, got {turns!r}")
+        if budget is not None and NonNegative().check(budget):
+            raise ValueError(f"max_budget_usd must be a finite number >= 0 or None, got {budget!r}")
         if self.budget_check not in ("before_call", "after_call"):
             raise ValueError(f"budget_check must be 'before_call' or 'after_call', got {self.budget_check!r}")
+
+    def budget_left(self, cost_usd: float) -> float | None:
+        return None if self.max_budget_usd is None else max(0.0, self.max_budget_usd - cost_usd)
 
 
 LimitHit = Literal["max_turns", "max_budget"]
 
 
-def limit_hit(limits: Limits, *, turns: int, cost_usd: float) -> LimitHit | None:
-    """Which limit stops the next model call, if any (checked before the call)."""
+def limit_hit(limits: Limits, *, turns: int, cost_usd: float, last_turn_usd: float = 0.0) -> LimitHit | None:
+    """Which limit stops the run before its next step, if any.
+
+    `last_turn_usd` is what the latest model call cost; only the `after_call` placement uses it.
+    """
     if limits.max_turns is not None and turns >= limits.max_turns:
         return "max_turns"
-    if (
-        limits.budget_check == "before_call"
-        and limits.max_budget_usd is not None
-        and cost_usd >= limits.max_budget_usd
-    ):
-        return "max_budget"
-    return None
+    budget = limits.max_budget_usd
+    if budget is None:
+        return None
+    spent = cost_usd - last_turn_usd if limits.budget_check == "after_call" else cost_usd
+    return "max_budget" if spent >= budget else None
 
 
-def reply_token_cap(
-    limits: Limits, pricing: Pricing, *, cost_usd: float, prompt_tokens: int
-) -> int | None:
-    """Hard budget: the most completion tokens this turn may buy; None when there is no cap.
+def reply_cap(limits: Limits, pricing: Pricing, *, cost_usd: float, prompt_tokens: int) -> int | None:
+    """Hard budget: the most completion tokens the next call may buy; None when uncapped.
 
     `prompt_tokens` is the exact count of what is about to be sent, so the prompt's price is
     known before the call and only the reply has to be bounded.
@@ -95,5 +121,7 @@ def reply_token_cap(
     if not limits.hard_budget or limits.max_budget_usd is None:
         return None
     left = limits.max_budget_usd - cost_usd - prompt_tokens * pricing.input_per_token
+    if pricing.output_per_token == 0:
+        return None if left >= 0 else 0
     # The epsilon keeps float rounding from buying one token the budget cannot pay for.
     return max(0, int((left - 1e-12) // pricing.output_per_token))

@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from harness import MemoryTrace, ModelClient, RunOptions, make_sandbox, new_run, run
+from harness import MemoryTrace, ModelClient, OpenAIChat, chapter_tools, make_sandbox, new_run, run
 from mockprovider import create_app, serve_in_thread
 
 
@@ -45,8 +45,9 @@ def test_harness_overhead_per_turn(benchmark, sandbox):
         state = loop.run_until_complete(
             run(
                 new_run("Which file mentions a timeout?"),
-                client=client,
-                options=RunOptions(model="plan", sandbox=sandbox, trace=MemoryTrace()),
+                model=OpenAIChat("plan", client=client),
+                tools=chapter_tools(sandbox),
+                trace=MemoryTrace(),
             )
         )
         runs.append((time.perf_counter() - started, app.seconds - inside, state.turns))
@@ -79,8 +80,9 @@ def test_plan_run_end_to_end_loopback(benchmark, sandbox, mock_url):
         return loop.run_until_complete(
             run(
                 new_run("Which file mentions a timeout?"),
-                client=client,
-                options=RunOptions(model="plan", sandbox=sandbox, trace=MemoryTrace()),
+                model=OpenAIChat("plan", client=client),
+                tools=chapter_tools(sandbox),
+                trace=MemoryTrace(),
             )
         )
 

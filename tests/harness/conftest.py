@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from harness import ModelClient, RunOptions, RunState, make_sandbox, new_run, run
-from harness.catalog import default_tools
+from harness import ModelClient, OpenAIChat, Policy, RunState, chapter_tools, make_sandbox, new_run, run
+from harness.chapter import Knobs, Taught
 
 TASK = "Which file mentions a timeout?"
 
@@ -52,10 +52,18 @@ def sandbox(tmp_path: Path) -> Path:
 
 Drive = Callable[..., RunState]
 
+RUN_KWARGS = {"limits", "pricing", "cancel", "store", "trace", "on_progress", "checkpoint"}
+POLICY_KWARGS = {"errors", "auto_approve", "max_tokens", "min_reply_tokens"}
+
 
 @pytest.fixture
 def drive(mock_url: str, sandbox: Path) -> Drive:
-    """`drive(model, state=None, tools=None, transport=None, **options)` runs to a stop, synchronously."""
+    """`drive(model, state=None, tools=None, transport=None, **settings)` runs to a stop, synchronously.
+
+    `settings` are `run()`'s keywords, `Policy` fields, `dedupe` ("off", "read-only", or "all":
+    the chapter's naive cache), the chapter's knobs `signal_reaches_tools=False` and
+    `stop_on_permanent=False`, and `mock_options` (sent as the mock's header).
+    """
 
     def go(
         model: str,
@@ -64,16 +72,31 @@ def drive(mock_url: str, sandbox: Path) -> Drive:
         tools: list | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         base_url: str | None = None,
-        **options: Any,
+        dedupe: str = "off",
+        signal_reaches_tools: bool = True,
+        stop_on_permanent: bool = True,
+        mock_options: str | None = None,
+        **settings: Any,
     ) -> RunState:
         state = state or new_run(TASK)
-        options.setdefault("sandbox", sandbox)
-        opts = RunOptions(model=model, **options)
+        unknown = settings.keys() - RUN_KWARGS - POLICY_KWARGS
+        assert not unknown, f"drive() does not know {unknown}"
+        policy = Policy(dedupe=dedupe != "off", **{k: v for k, v in settings.items() if k in POLICY_KWARGS})
+        knobs = Knobs(naive_cache=dedupe == "all", deaf_tools=not signal_reaches_tools,
+                      feed_back_permanent=not stop_on_permanent)
+        headers = {"x-mock-options": mock_options} if mock_options else None
 
         async def main() -> RunState:
             async with ModelClient(base_url or mock_url, transport=transport, backoff_s=0.01) as client:
-                return await run(state, tools=tools or default_tools(scan_seconds=0.3), options=opts,
-                                 client=client)
+                chat = OpenAIChat(model, client=client, headers=headers)
+                research = chat.with_name("plan") if model == "research" else None
+                chosen = tools
+                if chosen is None:
+                    chosen = chapter_tools(sandbox, scan_seconds=0.3, research=research)
+                if knobs != Knobs():
+                    chosen = [Taught(t, knobs) for t in chosen]
+                return await run(state, model=chat, tools=chosen, policy=policy,
+                                 **{k: v for k, v in settings.items() if k in RUN_KWARGS})
 
         return asyncio.run(main())
 

@@ -3,7 +3,7 @@
 import pytest
 
 import o200k as tokens
-from harness import Limits, MemoryTrace, Pricing
+from harness import Limits, MemoryTrace, Pricing, Usage
 
 
 def test_hard_budget_never_exceeds_the_budget_over_a_sweep(drive):
@@ -68,3 +68,28 @@ def test_hard_budget_lowers_max_tokens_but_never_raises_it(drive, counting):
     drive("plan", transport=wire, max_tokens=10_000, min_reply_tokens=1,
           limits=Limits(max_budget_usd=0.001, hard_budget=True))
     assert all(b["max_tokens"] < 10_000 for b in wire.bodies)
+
+
+def _turn_cost(event: dict) -> float:
+    usage = Usage(prompt_tokens=event["prompt_tokens"], completion_tokens=event["completion_tokens"])
+    return Pricing().cost(usage)
+
+
+@pytest.mark.parametrize("budget", [0.001, 0.002, 0.005])
+@pytest.mark.parametrize("hard", [False, True], ids=["soft", "hard"])
+def test_a_sub_agent_spends_from_what_the_parent_has_left(drive, budget, hard):
+    trace = MemoryTrace()
+    s = drive("research", trace=trace, limits=Limits(max_budget_usd=budget, hard_budget=hard))
+    turns = trace.of_type("turn")
+    child = [e for e in turns if e["runId"] != s.run_id]
+    assert s.cost_usd == pytest.approx(sum(_turn_cost(e) for e in turns), abs=1e-12)  # child included
+    if hard:
+        assert s.cost_usd <= budget  # not a cent past it, sub-agent included
+    else:
+        assert s.cost_usd - budget < max(_turn_cost(e) for e in turns)  # at most one turn over
+    if s.tool_runs:
+        # the child's own limit is what the parent had left when it started, not its $0.05 default
+        spent_before = sum(_turn_cost(e) for e in turns if e["runId"] == s.run_id and e["turn"] == 1)
+        assert s.tool_runs[0].details["child_cost_usd"] <= budget - spent_before + (
+            0 if hard else max(_turn_cost(e) for e in child)
+        )

@@ -4,8 +4,8 @@ import asyncio
 import threading
 import time
 
-from harness import Cancel, ModelClient, RunOptions, new_run, run
-from harness.catalog import ListFiles, ReadFile, Research, ScanArchive
+from harness import Cancel, MemoryTrace, ModelClient, OpenAIChat, new_run, run
+from harness.chapter import ListFiles, ReadFile, Research, ScanArchive
 from harness.state import CancelledBy
 
 
@@ -32,9 +32,11 @@ def _slow(drive, *, seconds=1.2, stop_at=0.3, **options):
     return s, time.monotonic() - stopped_at[0], labels
 
 
-def test_cancel_stops_scan_archive_within_50_ms(drive):
-    s, gap, labels = _slow(drive)
-    assert gap < 0.050, f"{gap * 1000:.1f} ms from Stop to return"
+def test_cancel_stops_scan_archive_at_once(drive):
+    """Stop at 0.3 s of a 1.2 s scan (a step every 0.2 s): the tool never reports a second step.
+
+    How fast it stops is a benchmark's business (tests/benchmarks), not an assertion here."""
+    s, _, labels = _slow(drive)
     assert (s.status, s.interruption) == ("interrupted", CancelledBy(reason="user pressed Stop"))
     assert labels == ["scanned 200 of 1200 files"]
     assert s.tool_runs == [] and s.turns == 1  # the call stays pending: resumable
@@ -44,37 +46,44 @@ def test_cancel_stops_scan_archive_within_50_ms(drive):
 
 
 def test_a_signal_passed_only_to_http_waits_for_the_whole_tool(drive):
-    s, gap, labels = _slow(drive, seconds=0.6, stop_at=0.1, signal_reaches_tools=False)
-    assert gap > 0.4  # Stop waited for the tool to finish
-    assert len(labels) == 6 and s.status == "interrupted" and len(s.tool_runs) == 1
+    s, _, labels = _slow(drive, seconds=0.6, stop_at=0.1, signal_reaches_tools=False)
+    assert len(labels) == 6  # the tool never saw Stop and did all its work
+    assert s.status == "interrupted" and len(s.tool_runs) == 1
 
 
-def test_one_stop_cancels_the_sub_agent_tree(serve_mock, sandbox):
-    with serve_mock(latency_ms=150) as url:
+def test_one_stop_cancels_the_sub_agent_tree(mock_url, sandbox):
+    cancel, trace = Cancel(), MemoryTrace()
 
-        async def main():
-            cancel = Cancel()
-            asyncio.get_running_loop().call_later(0.22, cancel.set, "user pressed Stop")
-            opts = RunOptions(model="research", cancel=cancel, sandbox=sandbox)
-            async with ModelClient(url) as c:
-                return await run(new_run("q"), tools=[Research(), ListFiles(), ReadFile()], options=opts,
-                                 client=c)
+    class StopWhenTheChildStarts(MemoryTrace):
+        def emit(self, event):
+            trace.emit(event)
+            if event["type"] == "turn" and event["runId"].endswith(".c1"):
+                cancel.set("user pressed Stop")  # the parent's signal, pressed inside the child
 
-        t0 = time.monotonic()
-        s = asyncio.run(main())
-    assert time.monotonic() - t0 < 0.6
+    async def main():
+        async with ModelClient(mock_url) as c:
+            child = OpenAIChat("plan", client=c)
+            research = Research(model=child, tools=[ListFiles(sandbox), ReadFile(sandbox)])
+            return await run(new_run("q"), model=OpenAIChat("research", client=c), tools=[research],
+                             cancel=cancel, trace=StopWhenTheChildStarts())
+
+    s = asyncio.run(main())
     assert (s.status, s.interruption.type, s.turns) == ("interrupted", "cancelled", 1)
+    stopped = {e["runId"]: e["status"] for e in trace.of_type("run_stopped")}
+    assert stopped == {s.run_id: "interrupted", f"{s.run_id}.c1": "interrupted"}  # child and parent
+    assert [e["turn"] for e in trace.of_type("turn") if e["runId"] != s.run_id] == [1]  # the child stopped
+    assert s.tool_runs == [] and s.tool_cost_usd > 0  # nothing ran to the end, yet the child's turn is paid
 
 
 def test_cancel_from_another_thread_wakes_the_run(drive):
     cancel = Cancel()
     timer = threading.Timer(0.2, cancel.set, args=("stopped from a thread",))
     timer.start()
-    t0 = time.monotonic()
-    s = drive("slow", tools=[ScanArchive(seconds=5)], cancel=cancel)
+    labels = []
+    s = drive("slow", tools=[ScanArchive(seconds=5)], cancel=cancel, on_progress=lambda p: labels.append(p))
     timer.join()
-    assert time.monotonic() - t0 < 1.0
     assert s.interruption == CancelledBy(reason="stopped from a thread")
+    assert labels == [] and s.tool_runs == []  # woken mid-sleep, before the scan's first 0.8 s step
 
 
 def test_cancel_before_a_model_call_costs_nothing(drive):

@@ -56,9 +56,10 @@ def test_show_prints_a_saved_run(mock_url, tmp_path, capsys):
     capsys.readouterr()
     assert main([*argv, "show", "r1", "--messages"]) == 3
     out = capsys.readouterr().out
-    assert out.startswith("runaway, cap 3  turns=3  tools=3")
-    assert "tool runs: list_files, list_files, list_files" in out
-    assert json.loads(out.splitlines()[-1])["role"] == "tool"
+    assert out.startswith("runaway, cap 3  turns=3  tools=2")  # the third call is pending
+    assert "tool runs: list_files, list_files" in out
+    assert "pending: c2 list_files({})" in out
+    assert json.loads(out.splitlines()[-1])["role"] == "assistant"
 
 
 def test_a_corrupt_state_file_is_reported_and_left_alone(tmp_path, capsys):

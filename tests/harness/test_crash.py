@@ -77,11 +77,12 @@ def test_killed_after_turn_two_resumes_in_a_new_process_with_the_same_bill(
 def test_killed_mid_save_leaves_the_previous_version_and_resumes(mock_url, tmp_path):
     common = ["--state-dir", str(tmp_path), "--base-url", mock_url]
     run = ["run", "--scenario", "plan", "--run-id", "k3"]
-    # the save of read_file's result, after its temp file is written and before the rename
+    # the save of read_file's result: a journal line torn in half
     _kill_at(["after_model_reply", "after_model_reply", "mid_save"], [*common, *run])
+    assert not (tmp_path / "k3.journal").read_bytes().endswith(b"\n")
     died = FileStore(tmp_path).load("k3")
     assert (died.turns, len(died.tool_runs), len(died.messages)) == (2, 1, 5)
-    assert (tmp_path / "k3.json.tmp").exists() and FileStore(tmp_path).run_ids() == ["k3"]
+    assert FileStore(tmp_path).run_ids() == ["k3"]
     resumed = _cli(*common, "resume", "k3")
     assert resumed.returncode == 0 and "turns=3  tools=2" in resumed.stdout
 

@@ -1,14 +1,13 @@
 """The loop against the real mock over loopback: exits, ordering, errors, dedupe, resume."""
 
 import asyncio
-import shutil
 
 import httpx
 import pytest
 
-from harness import Limits, MemoryStore, MemoryTrace, Pricing, approve, new_run, run
-from harness.catalog import ListFiles, default_tools
-from harness.loop import TRUNCATED, default_sandbox
+from harness import Limits, MemoryStore, MemoryTrace, ModelClient, Pricing, approve, new_run, pending, run
+from harness.chapter import ListFiles
+from harness.loop import TRUNCATED
 from harness.state import Approval, MaxBudget, MaxTurns
 from harness.usage import Usage
 
@@ -30,7 +29,11 @@ def test_turn_cap_is_checked_before_the_call(drive, counting):
     s = drive("runaway", transport=wire, limits=Limits(max_turns=5))
     assert (s.status, s.interruption, s.turns) == ("max_turns_exceeded", MaxTurns(), 5)
     assert len(wire.bodies) == 5  # the sixth call was never made
-    assert len(s.tool_runs) == 5  # pending-first: the fifth reply's call ran before the check
+    assert len(s.tool_runs) == 4  # the chapter's order: the cap is checked before the fifth call runs
+    assert [c["id"] for c in pending(s)] == ["c4"]  # …which stays pending for a resume
+    resumed = drive("runaway", state=s, transport=wire, limits=Limits(max_turns=6))
+    assert (resumed.turns, len(resumed.tool_runs)) == (6, 5)  # the pending call ran first
+    assert len(wire.bodies) == 6
 
 
 @pytest.mark.parametrize("budget", [0.003, 0.01, 0.02])
@@ -90,20 +93,20 @@ def test_a_permanent_error_stops_the_run_instead_of_burning_turns(drive):
     assert (stopped.status, stopped.turns, len(stopped.tool_runs)) == ("failed", 1, 1)
     assert stopped.error == "read_file: permission denied: private.key"
     burned = drive("denied", limits=Limits(max_turns=12), stop_on_permanent=False)
-    assert (burned.status, burned.turns, len(burned.tool_runs)) == ("max_turns_exceeded", 12, 12)
+    assert (burned.status, burned.turns, len(burned.tool_runs)) == ("max_turns_exceeded", 12, 11)
     assert burned.answer is None and not any(r.ok for r in burned.tool_runs)
     assert burned.cost_usd > 10 * stopped.cost_usd
 
 
 def test_read_file_refuses_the_key_even_as_root(sandbox):
     from harness import Cancel, ToolContext
-    from harness.catalog import ReadFile
+    from harness.chapter import ReadFile
 
-    ctx = ToolContext(run_id="r", call_id="c", sandbox=sandbox, cancel=Cancel(), progress=print)
+    ctx = ToolContext(run_id="r", call_id="c", cancel=Cancel(), progress=print)
     with pytest.raises(PermissionError, match="permission denied: private.key"):
-        asyncio.run(ReadFile().run({"path": "private.key"}, ctx))
+        asyncio.run(ReadFile(sandbox).run({"path": "private.key"}, ctx))
     with pytest.raises(ValueError, match="plain file name"):
-        asyncio.run(ReadFile().run({"path": "../etc/passwd"}, ctx))
+        asyncio.run(ReadFile(sandbox).run({"path": "../etc/passwd"}, ctx))
 
 
 def test_dedupe_saves_a_tool_run_but_not_the_turn(drive):
@@ -152,8 +155,8 @@ def test_resume_runs_pending_calls_first_and_makes_no_extra_model_call(drive, co
     assert [r.tool for r in resumed.tool_runs] == ["list_files", "read_file"]
 
 
-def test_unknown_tool_and_bad_arguments_are_errors_as_data(drive):
-    s = drive("plan", tools=[ListFiles()])
+def test_unknown_tool_and_bad_arguments_are_errors_as_data(drive, tmp_path):
+    s = drive("plan", tools=[ListFiles(tmp_path)])
     assert s.status == "completed"
     error = next(m for m in s.messages if m.get("tool_call_id") == "c2")["content"]
     assert error.startswith("Error: unknown tool 'read_file'; known: list_files")
@@ -161,7 +164,7 @@ def test_unknown_tool_and_bad_arguments_are_errors_as_data(drive):
 
 def test_research_child_keeps_its_own_transcript_and_limits(drive):
     trace = MemoryTrace()
-    s = drive("research", tools=default_tools(research=True), trace=trace)
+    s = drive("research", trace=trace)
     assert s.answer.startswith("Research summary: errors.log mentions a timeout")
     assert len(s.messages) == 5  # system, user, call, summary, answer: nothing the child read
     # the child's model calls are the parent's money too, and count against its budget
@@ -190,16 +193,23 @@ def test_truncated_tool_calls_are_never_executed(drive):
     assert s.messages[-1]["content"] == TRUNCATED
 
 
-def test_run_uses_a_per_run_sandbox_by_default(mock_url, task):
-    from harness import ModelClient, RunOptions
+def test_a_run_writes_no_file_its_caller_did_not_name(mock_url, task, tmp_path, monkeypatch):
+    from harness import OpenAIChat
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.chdir(tmp_path)
 
     async def main():
-        async with ModelClient(mock_url) as c:
-            return await run(new_run(task), options=RunOptions(model="once"), client=c)
+        async with OpenAIChat("runaway", client=ModelClient(mock_url)) as model:
+            try:
+                return await run(new_run(task), model=model, tools=[], limits=Limits(max_turns=2))
+            finally:
+                await model.client.aclose()
 
     s = asyncio.run(main())
-    assert "errors.log" in s.messages[3]["content"]
-    shutil.rmtree(default_sandbox(s.run_id))
+    assert s.turns == 2 and "unknown tool 'list_files'" in s.messages[3]["content"]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["tmp"]
 
 
 def _provider(*replies: dict):

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from harness import FileStore, MemoryStore, StateFileError, new_run
-from harness.state import to_json
+from harness.codec import to_json
 
 
 def test_file_store_saves_atomically_and_loads(tmp_path):
@@ -16,7 +16,7 @@ def test_file_store_saves_atomically_and_loads(tmp_path):
     s.turns = 2
     store.save(s)
     assert store.load("r1") == s
-    assert sorted(os.listdir(tmp_path)) == ["r1.json"]  # no temp file left behind
+    assert sorted(os.listdir(tmp_path)) == ["r1.journal", "r1.json"]  # no temp file left behind
     assert store.run_ids() == ["r1"]
 
 
@@ -32,8 +32,65 @@ def test_a_crash_mid_save_leaves_the_previous_version(tmp_path):
     s = new_run("t", run_id="r1")
     s.turns = 7
     with pytest.raises(Died):
-        FileStore(tmp_path, checkpoint=die).save(s)
+        FileStore(tmp_path, checkpoint=die).save(s)  # a snapshot: dies before the rename
     assert FileStore(tmp_path).load("r1").turns == 0
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
+
+
+def test_a_crash_mid_append_leaves_a_torn_line_that_load_ignores(tmp_path):
+    class Died(Exception):
+        pass
+
+    def die(name: str) -> None:
+        raise Died
+
+    store = FileStore(tmp_path)
+    s = new_run("t", run_id="r1")
+    store.save(s)
+    s.turns = 1
+    store.save(s)  # a journal record
+    s.turns = 2
+    store.checkpoint = die
+    with pytest.raises(Died):
+        store.save(s)  # dies half-way through the line
+    assert not (tmp_path / "r1.journal").read_bytes().endswith(b"\n")
+    again = FileStore(tmp_path)
+    loaded = again.load("r1")
+    assert loaded.turns == 1
+    loaded.turns = 3
+    again.save(loaded)  # the first save after a load is a snapshot: the torn tail is gone
+    loaded.turns = 4
+    again.save(loaded)
+    assert FileStore(tmp_path).load("r1").turns == 4
+
+
+def test_a_save_writes_what_the_turn_added_not_what_the_run_holds(tmp_path):
+    """Journal records stay the size of one turn however long the run grows."""
+    store = FileStore(tmp_path)
+    s = new_run("t", run_id="r1")
+    store.save(s)
+    sizes = []
+    for turn in range(400):
+        s.messages.append({"role": "assistant", "content": f"turn {turn} " + "x" * 200})
+        s.turns += 1
+        before = (tmp_path / "r1.journal").stat().st_size
+        store.save(s)
+        sizes.append((tmp_path / "r1.journal").stat().st_size - before)
+    appended = [n for n in sizes if n > 0]
+    assert max(appended) < 2 * min(appended)  # each record is about one turn's bytes
+    assert any(n < 0 for n in sizes)  # the journal outgrew the snapshot and was folded into it
+    total = sum(p.stat().st_size for p in tmp_path.iterdir())
+    assert FileStore(tmp_path).load("r1") == s
+    assert total < 3 * len(to_json(s))
+
+
+def test_another_object_of_the_same_run_is_saved_whole(tmp_path):
+    store = FileStore(tmp_path)
+    first = new_run("t", run_id="r1")
+    store.save(first)
+    second = new_run("other task", run_id="r1")  # same id and list lengths, different content
+    store.save(second)
+    assert FileStore(tmp_path).load("r1").messages == second.messages
 
 
 @pytest.mark.parametrize(
@@ -41,7 +98,7 @@ def test_a_crash_mid_save_leaves_the_previous_version(tmp_path):
     [
         (b'{"run_id": "r1", "schema_version": 1, "messages": [', "not valid JSON"),
         (b'{"hello": "world"}', "not a harness run"),
-        (b'{"run_id": "r1", "schema_version": 99}', r"schema_version 99; this harness supports \[1\]"),
+        (b'{"run_id": "r1", "schema_version": 99}', r"schema_version 99; this harness supports \[1, 2\]"),
         (b'{"run_id": "r1", "schema_version": 1, "messages": []}', "damaged harness run"),
         (b"\xff\xfe garbage", "not UTF-8"),
     ],
@@ -63,7 +120,7 @@ def test_missing_run_names_the_saved_ones(tmp_path):
 
 
 def test_run_ids_must_be_safe_file_names(tmp_path):
-    with pytest.raises(ValueError, match="not a safe file name"):
+    with pytest.raises(ValueError, match="not a safe name"):
         FileStore(tmp_path).path("../etc/passwd")
 
 
@@ -73,7 +130,12 @@ def test_memory_store_round_trips_through_json():
     store.save(s)
     s.turns = 5  # later mutation does not leak into the saved copy
     assert store.load("m1").turns == 0
-    assert json.loads(store.saved["m1"])["run_id"] == "m1"
+    assert json.loads(store.snapshots["m1"])["run_id"] == "m1"
+    fresh = MemoryStore()
+    fresh.save(s)
+    s.turns = 6
+    fresh.save(s)  # the same object again: a journal record, not a snapshot
+    assert len(fresh.journals["m1"]) == 1 and fresh.load("m1").turns == 6
 
 
 def _damaged(**fields) -> bytes:
@@ -85,7 +147,7 @@ def _damaged(**fields) -> bytes:
 @pytest.mark.parametrize(
     "fields",
     [{"intents": []}, {"messages": "x"}, {"messages": [1]}, {"schema_version": True},
-     {"turns": "3"}, {"status": "sleeping"}, {"approved": {}}],
+     {"turns": "3"}, {"stop": {"type": "sleeping"}}, {"approved": {}}],
     ids=lambda f: next(iter(f)),
 )
 def test_a_field_of_the_wrong_type_is_refused_on_load(tmp_path, fields):

@@ -38,7 +38,7 @@ def test_jsonl_sink_appends_one_object_per_line(drive, tmp_path):
 
 
 def test_progress_is_traced(drive):
-    from harness.catalog import ScanArchive
+    from harness.chapter import ScanArchive
 
     memory = MemoryTrace()
     drive("slow", tools=[ScanArchive(seconds=0.06)], trace=memory)

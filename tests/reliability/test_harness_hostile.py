@@ -27,14 +27,17 @@ from harness import (
     Limits,
     MemoryTrace,
     ModelClient,
-    RunOptions,
+    OpenAIChat,
+    Policy,
     RunState,
     approve,
+    chapter_tools,
     make_sandbox,
     new_run,
     run,
 )
-from harness.state import Approval, to_json
+from harness.codec import to_json
+from harness.state import Approval
 
 RETRIES = 2
 USAGE = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
@@ -107,13 +110,7 @@ def drive(script: Script, directory: Path, *, state: RunState | None = None, **o
     sandbox = directory / "sandbox"
     if not sandbox.is_dir():
         make_sandbox(sandbox)
-    opts = RunOptions(
-        model="fake",
-        sandbox=sandbox,
-        store=store,
-        trace=MemoryTrace(),
-        **{"limits": Limits(max_turns=6), **options},
-    )
+    limits = options.pop("limits", Limits(max_turns=6))
     state = state or new_run("Which file mentions a timeout?", run_id="hostile")
 
     async def main() -> RunState:
@@ -124,7 +121,8 @@ def drive(script: Script, directory: Path, *, state: RunState | None = None, **o
             backoff_s=0,
             max_wait_s=0,
         ) as client:
-            return await run(state, options=opts, client=client)
+            return await run(state, model=OpenAIChat("fake", client=client), tools=chapter_tools(sandbox),
+                             limits=limits, policy=Policy(**options), store=store, trace=MemoryTrace())
 
     try:
         done = asyncio.run(main())

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from reliability_support import FULL, mock_server
 
-from harness import Limits, ModelClient, RunOptions, default_tools, make_sandbox, new_run, run
+from harness import Limits, ModelClient, OpenAIChat, chapter_tools, make_sandbox, new_run, run
 
 RUNS, CAP = (200, 50) if FULL else (20, 10)
 
@@ -55,15 +55,13 @@ def percentile(values: list[float], q: float) -> float:
 
 async def _swarm(base_url: str, sandbox: Path) -> tuple[list, TimingTransport, float]:
     transport = TimingTransport(connections=RUNS)
-    tools = default_tools()
+    tools = chapter_tools(sandbox)
     async with ModelClient(base_url, transport=transport, max_retries=3, backoff_s=0.05) as client:
-        options = [
-            RunOptions(model="runaway", limits=Limits(max_turns=CAP), sandbox=sandbox) for _ in range(RUNS)
-        ]
+        model = OpenAIChat("runaway", client=client)
         states = [new_run("Which file mentions a timeout?", run_id=f"load-{i}") for i in range(RUNS)]
         t0 = time.perf_counter()
         done = await asyncio.gather(
-            *(run(s, tools=tools, options=o, client=client) for s, o in zip(states, options, strict=True))
+            *(run(s, model=model, tools=tools, limits=Limits(max_turns=CAP)) for s in states)
         )
         return done, transport, time.perf_counter() - t0
 

@@ -1,22 +1,35 @@
-"""The built-in tools and the sandbox folder they work in.
+"""The chapter's demo, apart from the core: its sandbox, its tools, and its wrong turns.
 
 `make_sandbox(dir)` writes the chapter's three logs plus a key the process may not open;
-`default_tools()` is the chapter's catalog: list_files, read_file, delete_file (a write that
-needs approval) and scan_archive (slow, with progress, honouring cancellation). `Research`
-is a tool with a whole sub-agent behind it.
+`chapter_tools(dir)` is the chapter's catalog over that folder: list_files, read_file,
+delete_file (a write that needs approval) and scan_archive (slow, with progress, honouring
+cancellation), plus `Research`, a tool with a whole sub-agent behind it.
+
+`Knobs` are the designs the chapter argues against, kept to measure why they are wrong. Each
+is a wrapper around a tool, so the core loop has no branch for any of them:
+- `deaf_tools`: the Stop signal reaches only the HTTP call, never the tools;
+- `naive_cache`: dedupe every tool, writes included (each tool passes for read-only);
+- `feed_back_permanent`: a permanent error (permission denied) is fed back as data instead of
+  stopping the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import stat
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.cancel import Cancelled
-from harness.tools import Tool, ToolContext
+from harness.cancel import Cancel
+from harness.loop import run
+from harness.model import Model
+from harness.state import RUN_ID, new_run, reason_of
+from harness.tools import PERMANENT_ERRORS, Tool, ToolContext
+from harness.usage import Limits
 
 ERRORS_LOG = """\
 2026-09-06T10:14:02Z ERROR worker 3 lost its connection to the queue; reconnecting
@@ -57,10 +70,10 @@ def make_sandbox(directory: str | os.PathLike[str]) -> Path:
     return root
 
 
-def _resolve(ctx: ToolContext, name: Any) -> Path:
+def _resolve(root: Path, name: Any) -> Path:
     if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
         raise ValueError(f"path must be a plain file name from list_files, got {name!r}")
-    return ctx.sandbox / name
+    return root / name
 
 
 def _read(path: Path, name: str) -> str:
@@ -79,6 +92,7 @@ def _read(path: Path, name: str) -> str:
 
 @dataclass(frozen=True)
 class ListFiles:
+    root: Path
     name: str = "list_files"
     description: str = "List the files in the working folder with their sizes in bytes."
     parameters: dict[str, Any] = field(default_factory=lambda: dict(_OBJECT))
@@ -86,12 +100,13 @@ class ListFiles:
     needs_approval: bool = False
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        entries = await asyncio.to_thread(lambda: sorted(ctx.sandbox.iterdir()))
+        entries = await asyncio.to_thread(lambda: sorted(self.root.iterdir()))
         return "\n".join(f"{p.name} ({p.stat().st_size} bytes)" for p in entries if p.is_file())
 
 
 @dataclass(frozen=True)
 class ReadFile:
+    root: Path
     name: str = "read_file"
     description: str = "Read a text file from the working folder."
     parameters: dict[str, Any] = field(default_factory=lambda: dict(_PATH))
@@ -99,12 +114,13 @@ class ReadFile:
     needs_approval: bool = False
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        path = _resolve(ctx, args.get("path"))
+        path = _resolve(self.root, args.get("path"))
         return await asyncio.to_thread(_read, path, args["path"])
 
 
 @dataclass(frozen=True)
 class DeleteFile:
+    root: Path
     name: str = "delete_file"
     description: str = "Delete a file from the working folder. Needs the user's approval."
     parameters: dict[str, Any] = field(default_factory=lambda: dict(_PATH))
@@ -112,7 +128,7 @@ class DeleteFile:
     needs_approval: bool = True
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        path = _resolve(ctx, args.get("path"))
+        path = _resolve(self.root, args.get("path"))
         try:
             await asyncio.to_thread(path.unlink)
         except FileNotFoundError:
@@ -147,10 +163,21 @@ RESEARCH_SYSTEM = (
 )
 
 
+def _child_id(ctx: ToolContext) -> str:
+    """`<parent>.<call id>`, or a digest of the call id when the provider's id is not a safe name."""
+    child = f"{ctx.run_id}.{ctx.call_id}"
+    if RUN_ID.fullmatch(child):
+        return child
+    return f"{ctx.run_id[:100]}.{hashlib.sha256(ctx.call_id.encode()).hexdigest()[:16]}"
+
+
 @dataclass(frozen=True)
 class Research:
-    """A sub-agent: its own transcript and limits; inherits the cancellation signal."""
+    """A sub-agent: its own transcript and limits; inherits the signal and spends from the
+    parent's budget (its own limit, or what the parent has left, whichever is smaller)."""
 
+    model: Model
+    tools: Sequence[Tool]
     name: str = "research"
     description: str = "Investigate one question about the files and return a short summary."
     parameters: dict[str, Any] = field(default_factory=lambda: {
@@ -161,24 +188,20 @@ class Research:
     })
     read_only: bool = True
     needs_approval: bool = False
-    model: str = "plan"
     max_turns: int = 6
     max_budget_usd: float = 0.05
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        from harness.loop import RunOptions, run  # the loop imports tools, not the reverse
-        from harness.state import new_run, reason_of
-        from harness.usage import Limits
-
-        child = new_run(str(args.get("question", "")), system=RESEARCH_SYSTEM,
-                        run_id=f"{ctx.run_id}.{ctx.call_id}")
-        options = RunOptions(
-            model=self.model,
-            limits=Limits(max_turns=self.max_turns, max_budget_usd=self.max_budget_usd),
-            cancel=ctx.cancel, trace=ctx.trace, sandbox=ctx.sandbox,
-        )
-        out = await run(child, tools=[ListFiles(), ReadFile()], options=options, client=ctx.client)
-        ctx.spent_usd += out.cost_usd
+        child = new_run(str(args.get("question", "")), system=RESEARCH_SYSTEM, run_id=_child_id(ctx))
+        budget = self.max_budget_usd
+        if ctx.budget_left_usd is not None:
+            budget = min(budget, ctx.budget_left_usd)
+        limits = Limits(max_turns=self.max_turns, max_budget_usd=budget, hard_budget=ctx.hard_budget)
+        try:
+            out = await run(child, model=self.model, tools=self.tools, limits=limits, cancel=ctx.cancel,
+                            trace=ctx.trace)
+        finally:
+            ctx.spent_usd += child.cost_usd
         ctx.details.update(child_run_id=out.run_id, child_turns=out.turns,
                            child_cost_usd=out.cost_usd, child_status=out.status)
         if out.status == "completed":
@@ -187,15 +210,54 @@ class Research:
         raise RuntimeError(f"the research sub-agent stopped {out.status} ({reason_of(out)})")
 
 
-def default_tools(*, scan_seconds: float = 3.0, research: bool = False) -> list[Tool]:
-    """The chapter's catalog; `research=True` adds the sub-agent tool."""
-    tools: list[Tool] = [ListFiles(), ReadFile(), DeleteFile(), ScanArchive(seconds=scan_seconds)]
-    if research:
-        tools.append(Research())
-    return tools
+# --- the chapter's wrong turns -------------------------------------------------------------
 
 
-__all__ = [
-    "Cancelled", "DeleteFile", "ListFiles", "ReadFile", "Research", "ScanArchive",
-    "default_tools", "make_sandbox",
-]
+@dataclass(frozen=True, kw_only=True)
+class Knobs:
+    """Designs the chapter argues against; all off is the harness as it should be."""
+
+    deaf_tools: bool = False
+    """The Stop signal reaches only the HTTP call: tools get a signal that never fires."""
+    naive_cache: bool = False
+    """Dedupe every tool, writes included: each tool passes for read-only."""
+    feed_back_permanent: bool = False
+    """Feed permanent errors (permission denied) back to the model instead of stopping."""
+
+
+class FeedBack(Exception):
+    """A permanent error passed on as an ordinary one (same words), so the run continues."""
+
+
+class Taught:
+    """A tool with the chapter's wrong turns applied."""
+
+    def __init__(self, inner: Tool, knobs: Knobs) -> None:
+        self.inner, self.knobs = inner, knobs
+        self.name, self.description, self.parameters = inner.name, inner.description, inner.parameters
+        self.read_only = inner.read_only or knobs.naive_cache
+        self.needs_approval = inner.needs_approval
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        inner = replace(ctx, cancel=Cancel()) if self.knobs.deaf_tools else ctx
+        try:
+            return await self.inner.run(args, inner)
+        except PERMANENT_ERRORS as e:
+            if self.knobs.feed_back_permanent:
+                raise FeedBack(str(e)) from e
+            raise
+        finally:
+            if inner is not ctx:
+                ctx.spent_usd += inner.spent_usd
+
+
+def chapter_tools(
+    sandbox: Path, *, scan_seconds: float = 3.0, research: Model | None = None, knobs: Knobs = Knobs()
+) -> list[Tool]:
+    """The chapter's catalog over `sandbox`; a `research` model adds the sub-agent tool."""
+    tools: list[Tool] = [
+        ListFiles(sandbox), ReadFile(sandbox), DeleteFile(sandbox), ScanArchive(seconds=scan_seconds)
+    ]
+    if research is not None:
+        tools.append(Research(model=research, tools=[ListFiles(sandbox), ReadFile(sandbox)]))
+    return [Taught(t, knobs) for t in tools] if knobs != Knobs() else tools

@@ -1,0 +1,44 @@
+"""Per-turn cost of the harness at 20 and 100 turns of `runaway`, against a raw httpx loop.
+
+`make bench` turns these into the ratios of results/bench.md (per turn: median / turns): the
+harness's turn-100 per-turn time over its turn-20 one (flat saves keep it near 1), and the
+harness with a store over the raw loop at turn 100.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from experiments.overhead import harness_loop, raw_loop
+from harness import make_sandbox
+from mockprovider import serve_in_thread
+
+TURNS = (20, 100)
+
+
+@pytest.fixture(scope="module")
+def mock_url():
+    with serve_in_thread() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    return make_sandbox(tmp_path_factory.mktemp("turns-sandbox"))
+
+
+@pytest.mark.parametrize("turns", TURNS)
+def test_raw_loop_runaway(benchmark, mock_url, sandbox, turns):
+    seconds = benchmark.pedantic(lambda: asyncio.run(raw_loop(mock_url, sandbox, turns)), rounds=5)
+    benchmark.extra_info["turns"] = turns
+    assert seconds > 0
+
+
+@pytest.mark.parametrize("turns", TURNS)
+@pytest.mark.parametrize("store", ["memory", "file"])
+def test_harness_runaway(benchmark, mock_url, sandbox, turns, store):
+    seconds = benchmark.pedantic(lambda: asyncio.run(harness_loop(mock_url, sandbox, turns, store)), rounds=5)
+    benchmark.extra_info["turns"] = turns
+    assert seconds > 0
