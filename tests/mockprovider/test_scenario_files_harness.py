@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness import ModelClient, RunOptions, ToolContext, new_run, run
+from harness import ModelClient, OpenAIChat, ToolContext, new_run, run
 
 UMBRELLA = {
     "name": "umbrella",
@@ -52,7 +52,7 @@ def test_the_harness_runs_a_file_scenario_with_its_own_tool(serve_mock, tmp_path
     async def go(url: str):
         async with ModelClient(url) as client:
             return await run(new_run("Do I need an umbrella in Paris?"), tools=[tool],
-                             options=RunOptions(model="umbrella", sandbox=tmp_path), client=client)
+                             model=OpenAIChat("umbrella", client=client))
 
     with serve_mock(scenario_files=[UMBRELLA]) as url:
         state = asyncio.run(go(url))
