@@ -18,7 +18,7 @@ from typing import Any
 
 from experiments.common import Env, Outcome, Run
 from experiments.real_model.server import MODEL_NAME, ServerConfig
-from harness import Limits, MemoryTrace, ModelClient, RunOptions, default_tools, make_sandbox, new_run, run
+from harness import Limits, MemoryTrace, ModelClient, OpenAIChat, chapter_tools, make_sandbox, new_run, run
 from harness.state import Approval
 
 NAME = "real_model"
@@ -138,15 +138,14 @@ async def run_task(client: ModelClient, task: str, workdir: Path, index: int) ->
     run_id = f"real-{index}"
     sandbox = make_sandbox(workdir / run_id)
     state = new_run(task, run_id=run_id)
-    options = RunOptions(
-        model="smollm2", sandbox=sandbox, trace=MemoryTrace(), limits=Limits(max_turns=MAX_TURNS)
-    )
+    trace = MemoryTrace()
     started = time.perf_counter()
-    await run(state, tools=default_tools(), options=options, client=client)
+    await run(state, model=OpenAIChat("smollm2", client=client), tools=chapter_tools(sandbox),
+              limits=Limits(max_turns=MAX_TURNS), trace=trace)
     r = Run(
         state=state,
-        trace=options.trace,
-        sandbox=sandbox,  # type: ignore[arg-type]
+        trace=trace,
+        sandbox=sandbox,
         wall_ms=(time.perf_counter() - started) * 1000,
     )
     answer = state.answer or ""
@@ -221,7 +220,7 @@ def _notes_for(results: list[TaskResult], called: list[str]) -> list[str]:
         f"llama.cpp's own OpenAI-compatible server (`xllamacpp`, prebuilt CPU wheel) on a loopback "
         f"port: greedy decoding, n_ctx={cfg.n_ctx}, at most {cfg.n_predict} tokens per reply (set on the "
         f"server: the harness sends no `max_tokens`), {cfg.threads} threads, no GPU. The harness is "
-        f"unchanged: `ModelClient(base_url)`, `default_tools()` (list_files, read_file, delete_file, "
+        f"unchanged: `ModelClient(base_url)`, `chapter_tools(sandbox)` (list_files, read_file, delete_file, "
         f"scan_archive), a fresh `make_sandbox` per task, `Limits(max_turns={MAX_TURNS})`, no approvals "
         f"given — a delete_file call stops the run `interrupted/approval`.",
         "**Not the chapter's model.** The chapter used Qwen2.5-0.5B-Instruct; its weights cannot be "

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("xllamacpp")
 server = pytest.importorskip("experiments.real_model.server")
 
-from harness import Limits, ModelClient, RunOptions, default_tools, make_sandbox, new_run, run  # noqa: E402
+from harness import Limits, ModelClient, OpenAIChat, chapter_tools, make_sandbox, new_run, run  # noqa: E402
 from harness.tools import schema  # noqa: E402
 
 try:
@@ -41,7 +41,7 @@ def test_the_template_renders_tools_calls_and_results(base_url: str) -> None:
             "function": {"name": "read_file", "arguments": json.dumps({"path": "notes.txt"})}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "Remember to rotate your logs."},
     ]
-    body = {"messages": messages, "tools": [schema(t) for t in default_tools()]}
+    body = {"messages": messages, "tools": [schema(t) for t in chapter_tools(Path("."))]}
     reply = httpx.post(base_url.removesuffix("/v1") + "/apply-template", json=body, timeout=30)
     prompt = reply.json()["prompt"]
     assert '"name": "scan_archive"' in prompt
@@ -52,11 +52,12 @@ def test_the_template_renders_tools_calls_and_results(base_url: str) -> None:
 
 def test_the_unchanged_harness_runs_against_it(base_url: str, tmp_path: Path) -> None:
     state = new_run("How many files are in the directory?")
-    options = RunOptions(model="smollm2", sandbox=make_sandbox(tmp_path / "sb"), limits=Limits(max_turns=1))
+    tools = chapter_tools(make_sandbox(tmp_path / "sb"), scan_seconds=0.1)
 
     async def go() -> None:
         async with ModelClient(base_url) as client:
-            await run(state, tools=default_tools(scan_seconds=0.1), options=options, client=client)
+            model = OpenAIChat("smollm2", client=client)
+            await run(state, model=model, tools=tools, limits=Limits(max_turns=1))
 
     asyncio.run(go())
     assert state.turns == 1
