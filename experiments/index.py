@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from experiments import REGISTRY
-from experiments.common import Outcome, markdown_table
+from experiments.report import Outcome, markdown_table
 
 # Written by their own make targets, not by `make experiments`; linked when present.
 SIBLINGS = (
@@ -23,9 +23,10 @@ def render(outcomes: list[tuple[str, Outcome]], out: Path | None = None) -> str:
         rows.append(
             {
                 "experiment": REGISTRY[name].TITLE,
-                "finding": o.finding,
-                "ours": o.ours,
-                "chapter": o.chapter,
+                "finding": o.prose.finding,
+                "ours": o.prose.ours,
+                "chapter": o.prose.chapter,
+                "the difference, explained": o.prose.explained or "—",
                 "holds": held,
                 "files": links,
                 "command": f"`python -m experiments {name}`",
