@@ -130,6 +130,11 @@ def prose(m: Measured) -> Prose:
             f"{len(PROGRESS)} progress lines; passed only to the HTTP call, the same Stop waits "
             f"{m.late_ms:,.0f} ms for the tool to finish its work."
         ),
+        headline=(
+            f"With the signal passed into the tool, Stop ends the run mid-scan, interrupted with "
+            f"“{CH.reason}”; passed only to the HTTP call, the same Stop waits for the tool to finish "
+            "its work."
+        ),
         ours=f"no cancel {m.plain.total_ms:,.0f} ms; Stop → {m.stopped.total_ms:,.0f} ms ({m.gap_ms:.0f} ms "
         f"after); HTTP-only → {m.http_only.total_ms:,.0f} ms",
         chapter=f"no cancel ~{CH.uncancelled_ms:,} ms; Stop at {CH.stop_at_s} s → ~{CH.stopped_ms:,} ms; "

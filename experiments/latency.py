@@ -88,6 +88,10 @@ def prose(m: Measured) -> Prose:
             f"latency — and everything else (harness, loopback, the mock's own work) adds {rest:.0f} ms to "
             f"the three-turn run (chapter: ~{CH.harness_ms} ms for the harness)."
         ),
+        headline=(
+            f"Wall time grows by N = {m.turns} turns times the provider latency; everything else "
+            f"(harness, loopback, the mock's own work) adds a few tens of ms (chapter: ~{CH.harness_ms} ms)."
+        ),
         ours=f"slope {m.slope():.2f} (N = {m.turns}); rest ≈ {rest:.0f} ms per run",
         chapter=f"wall ≈ N × latency; the harness adds ~{CH.harness_ms} ms to a three-turn run",
         notes=[

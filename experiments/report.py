@@ -42,6 +42,8 @@ class Prose:
     """Our headline figure, for the index."""
     chapter: str
     """The chapter's figure, for the index ("—" when it gives none)."""
+    headline: str = ""
+    """The finding without wall-clock figures, for the index (default: the finding)."""
     explained: str = ""
     """Where ours differs from the chapter's, the number that explains it (for the index)."""
     notes: list[str] = field(default_factory=list)

@@ -21,9 +21,9 @@ def env(mock_url, tmp_path_factory) -> Env:
 
 @pytest.fixture(scope="module")
 def measure(env: Env) -> Callable[..., Any]:
-    """`measure(module, **knobs)` runs `module.measure(env, **knobs)` to completion."""
+    """`measure(module, **knobs)` runs `module.measure(env, **knobs)` to completion (`env=` overrides)."""
 
-    def run(module: ModuleType, **knobs: Any) -> Any:
+    def run(module: ModuleType, *, env: Env = env, **knobs: Any) -> Any:
         async def go():
             async with ModelClient(env.base_url) as client:
                 return await module.measure(replace(env, client=client), **knobs)

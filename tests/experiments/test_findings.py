@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import io
+from dataclasses import replace
+
 import pytest
 
 from experiments import REGISTRY
@@ -57,13 +61,10 @@ def test_finding_holds(name, measured, tmp_path):
 @pytest.mark.parametrize("name", list(REGISTRY))
 def test_counts_stay_integers_in_the_csv(name, measured):
     o = outcome(REGISTRY[name], measured(name))
-    text = csv_text(o.table.rows)
-    header = text.splitlines()[0].split(",")
+    rows = list(csv.DictReader(io.StringIO(csv_text(o.table.rows))))
     for column in ("turns", "tool_runs", "tools", "input_tokens", "output_tokens", "in", "out"):
-        if column in header:
-            i = header.index(column)
-            cells = [line.split(",")[i] for line in text.splitlines()[1:] if line.split(",")[i]]
-            assert all(c.lstrip("-").isdigit() for c in cells), f"{name}.{column}: {cells}"
+        cells = [r[column] for r in rows if r.get(column)]
+        assert all(c.isdigit() for c in cells), f"{name}.{column}: {cells}"
 
 
 def test_plan_output_is_the_two_calls_and_the_answer(measured):
@@ -102,3 +103,21 @@ def test_index_links_the_reports_other_targets_wrote(measured, tmp_path):
     assert "bench.md" not in render([("plan", o)], tmp_path)
     (tmp_path / "bench.md").write_text("# Benchmarks\n")
     assert "[bench.md](bench.md)" in render([("plan", o)], tmp_path)
+
+
+def test_a_rerun_changes_only_the_wall_clock_files(measured, measure, env, tmp_path):
+    """Two fast-path passes write the same bytes, except latency's and cancellation's own files."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    again = replace(env, workdir=tmp_path / "work")
+    outcomes = {}
+    for out, get in ((first, measured), (second, lambda n: measure(REGISTRY[n], env=again))):
+        outcomes[out] = [(n, outcome(REGISTRY[n], get(n))) for n in REGISTRY]
+        for name, o in outcomes[out]:
+            write(name, REGISTRY[name].TITLE, o, out)
+        (out / "README.md").write_text(render(outcomes[out], out))
+    timed = {n for n, m in REGISTRY.items() if getattr(m, "WALL_CLOCK", False)}
+    assert timed == {"latency", "cancellation"}
+    changed = sorted(
+        p.name for p in first.iterdir() if p.read_bytes() != (second / p.name).read_bytes()
+    )
+    assert {name.split(".")[0] for name in changed} <= timed, changed
