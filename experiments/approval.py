@@ -52,18 +52,44 @@ def table(m: Measured) -> Table:
     stop = m.stop.state.interruption
     call = f"{stop.tool_name}({stop.args})" if getattr(stop, "type", "") == "approval" else ""
     rows = [
-        ("stopped", m.stop, f"{m.stop.state.status}/{getattr(stop, 'type', '')}", call,
-         f"stopped at turn {CH.stopped_at_turn}: interrupted / approval; deleted []"),
-        ("approve", m.approved, m.approved.state.status, "",
-         f'turns={CH.approved_turns} deleted={json.dumps(list(CH.approved_deleted))} "{CH.approved_answer}"'),
-        ("reject", m.rejected, m.rejected.state.status, "",
-         f'turns={CH.rejected_turns} deleted=[] "{CH.rejected_answer}"'),
+        (
+            "stopped",
+            m.stop,
+            f"{m.stop.state.status}/{getattr(stop, 'type', '')}",
+            call,
+            f"stopped at turn {CH.stopped_at_turn}: interrupted / approval; deleted []",
+        ),
+        (
+            "approve",
+            m.approved,
+            m.approved.state.status,
+            "",
+            f"turns={CH.approved_turns} deleted={json.dumps(list(CH.approved_deleted))} "
+            f'"{CH.approved_answer}"',
+        ),
+        (
+            "reject",
+            m.rejected,
+            m.rejected.state.status,
+            "",
+            f'turns={CH.rejected_turns} deleted=[] "{CH.rejected_answer}"',
+        ),
     ]
-    return Table(rows=[
-        {"path": label, "turns": r.state.turns, "status": status, "call": c, "deleted": r.runs_of("delete_file"),
-         "access.log on disk": _on_disk(r), "answer": r.state.answer or "", "chapter": ch}
-        for label, r, status, c, ch in rows
-    ])
+    return Table(
+        rows=[
+            {
+                "path": label,
+                "turns": r.state.turns,
+                "status": status,
+                "call": c,
+                "deleted": r.runs_of("delete_file"),
+                "access.log on disk": _on_disk(r),
+                "answer": r.state.answer or "",
+                "chapter": ch,
+            }
+            for label, r, status, c, ch in rows
+        ]
+    )
 
 
 def checks(m: Measured) -> dict[str, bool]:
@@ -95,7 +121,8 @@ def prose(m: Measured) -> Prose:
         ours=f"stop @{m.stop.state.turns}; approve → {m.approved.state.turns} turns "
         f"{json.dumps(m.approved.runs_of('delete_file'))}; reject → {m.rejected.state.turns} turns "
         f"{json.dumps(m.rejected.runs_of('delete_file'))}",
-        chapter=f"stop @{CH.stopped_at_turn}; approve → {CH.approved_turns} turns {json.dumps(list(CH.approved_deleted))}; "
+        chapter=f"stop @{CH.stopped_at_turn}; approve → {CH.approved_turns} turns "
+        f"{json.dumps(list(CH.approved_deleted))}; "
         f"reject → {CH.rejected_turns} turns []",
         notes=[f"Files left in the approved run's sandbox: {', '.join(left)}."],
     )

@@ -55,12 +55,23 @@ class Measured:
 
 async def _spend(env: Env, budget: float, mode: Mode, check: BudgetCheck, i: int) -> tuple[Spend, object]:
     r = await run_scenario(
-        env, "runaway", run_id=f"budget-{budget}-{mode}-{i}", max_turns=None, budget_usd=budget,
-        budget_check="after_call" if mode == "after" else check, hard_budget=mode == "hard",
+        env,
+        "runaway",
+        run_id=f"budget-{budget}-{mode}-{i}",
+        max_turns=None,
+        budget_usd=budget,
+        budget_check="after_call" if mode == "after" else check,
+        hard_budget=mode == "hard",
     )
     s = r.state
-    return Spend(budget_usd=budget, mode=mode, turns=s.turns, spent_usd=s.cost_usd, turn_costs=turn_costs(s),
-                 status=s.status), r
+    return Spend(
+        budget_usd=budget,
+        mode=mode,
+        turns=s.turns,
+        spent_usd=s.cost_usd,
+        turn_costs=turn_costs(s),
+        status=s.status,
+    ), r
 
 
 async def measure(env: Env, *, soft_check: BudgetCheck = "before_call") -> Measured:
@@ -88,7 +99,9 @@ def table(m: Measured) -> Table:
     shown = []
     for s in main:
         predicted = _predicted(m.profile, s)
-        chapter_says = f"spent {usd(CH.spent_usd)}" if (s.mode, s.budget_usd) == ("soft", CH.budget_usd) else ""
+        chapter_says = (
+            f"spent {usd(CH.spent_usd)}" if (s.mode, s.budget_usd) == ("soft", CH.budget_usd) else ""
+        )
         shown.append({**row(s), "predicted for ours": predicted, "chapter": chapter_says})
     return Table(rows=[row(s) for s in m.spends], shown=shown)
 
@@ -105,13 +118,15 @@ def checks(m: Measured) -> dict[str, bool]:
     p = m.profile
     return {
         "soft: turns and spend = what our profile predicts": all(
-            s.turns == p.soft_budget_turns(s.budget_usd) and abs(s.spent_usd - p.cost(s.turns)) < 1e-12 for s in soft
+            s.turns == p.soft_budget_turns(s.budget_usd) and abs(s.spent_usd - p.cost(s.turns)) < 1e-12
+            for s in soft
         ),
         "soft: every row overshoots, by less than its last turn": all(
             0 < s.overshoot_usd <= s.turn_costs[-1] for s in soft
         ),
         "after the call: one turn more than soft, within two turns": all(
-            a.turns == s.turns + 1 and a.overshoot_usd <= sum(a.turn_costs[-2:]) for a, s in zip(after, soft, strict=True)
+            a.turns == s.turns + 1 and a.overshoot_usd <= sum(a.turn_costs[-2:])
+            for a, s in zip(after, soft, strict=True)
         ),
         "hard never overshoots": all(s.spent_usd <= s.budget_usd for s in hard),
         "every run stops budget_exceeded": all(s.status == "budget_exceeded" for s in m.spends),
@@ -129,9 +144,11 @@ def prose(m: Measured) -> Prose:
             f"checked after the call it runs one turn more, and the hard budget, which caps max_tokens "
             f"from an exact prompt count, never overshoots."
         ),
-        ours=f"{usd_short(first.budget_usd)} → {usd(first.spent_usd)} in {first.turns} turns (soft); after-call "
+        ours=f"{usd_short(first.budget_usd)} → {usd(first.spent_usd)} in {first.turns} turns "
+        "(soft); after-call "
         f"{usd(after[0].spent_usd)}; hard max overshoot {usd(max(s.overshoot_usd for s in hard))}",
-        chapter=f"{usd_short(CH.budget_usd)} → {usd(CH.spent_usd)}; overshoot ≤ one turn; after the call: two",
+        chapter=f"{usd_short(CH.budget_usd)} → {usd(CH.spent_usd)}; overshoot ≤ one turn; after the "
+        "call: two",
         explained=(
             f"the chapter's profile stops at {n_ch} turns, {usd(c.cost(n_ch))}; ours at "
             f"{first.turns} turns, {usd(m.profile.cost(first.turns))} (arithmetic)"
@@ -154,11 +171,21 @@ def chart(m: Measured):
     fig, ax = figure("Overshoot past the budget, `runaway`", "budget (USD)", "overshoot (USD)")
     x = np.arange(len(BUDGETS))
     for i, (rows, color, label) in enumerate(
-        ((soft, OURS, "soft: before the call"), (after, LIMIT, "check after the call"), (hard, ACCENT, "hard"))
+        (
+            (soft, OURS, "soft: before the call"),
+            (after, LIMIT, "check after the call"),
+            (hard, ACCENT, "hard"),
+        )
     ):
         ax.bar(x + (i - 1) * 0.27, [s.overshoot_usd for s in rows], width=0.27, color=color, label=label)
-    ax.plot(x - 0.27, [s.turn_costs[-1] for s in soft], "_", color=CHAPTER, markersize=18,
-            label="cost of the last turn")
+    ax.plot(
+        x - 0.27,
+        [s.turn_costs[-1] for s in soft],
+        "_",
+        color=CHAPTER,
+        markersize=18,
+        label="cost of the last turn",
+    )
     for xi, s in zip(x, hard, strict=False):
         label = "$0" if s.overshoot_usd == 0 else usd(s.overshoot_usd)
         ax.annotate(label, (xi + 0.27, 0), ha="center", va="bottom", color=ACCENT, fontsize=9)

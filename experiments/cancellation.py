@@ -65,14 +65,26 @@ async def _scan(env: Env, run_id: str, *, seconds: float, stop_at: float | None,
 
     presser = asyncio.create_task(press_stop(stop_at)) if stop_at is not None else None
     r = await run_scenario(
-        env, "slow", run_id=run_id, max_turns=5, cancel=cancel, signal_reaches_tools=reaches_tools,
-        on_progress=lambda label: marks.append(((time.perf_counter() - t0) * 1000, label)), scan_seconds=seconds,
+        env,
+        "slow",
+        run_id=run_id,
+        max_turns=5,
+        cancel=cancel,
+        signal_reaches_tools=reaches_tools,
+        on_progress=lambda label: marks.append(((time.perf_counter() - t0) * 1000, label)),
+        scan_seconds=seconds,
     )
     total = (time.perf_counter() - t0) * 1000
     if presser:
         presser.cancel()
-    return Scan(total_ms=total, status=r.state.status, reason=getattr(r.state.interruption, "reason", ""),
-                stop_ms=stopped_at[0] if stopped_at else None, progress=marks, tool_runs=r.tool_runs)
+    return Scan(
+        total_ms=total,
+        status=r.state.status,
+        reason=getattr(r.state.interruption, "reason", ""),
+        stop_ms=stopped_at[0] if stopped_at else None,
+        progress=marks,
+        tool_runs=r.tool_runs,
+    )
 
 
 async def measure(env: Env, *, reaches_tools: bool = True) -> Measured:
@@ -88,20 +100,33 @@ async def measure(env: Env, *, reaches_tools: bool = True) -> Measured:
 
 def table(m: Measured) -> Table:
     def row(label: str, s: Scan, chapter_says: str) -> dict:
-        return {"run": label, "stopped_after_ms": round(s.total_ms, -1), "status": s.status, "reason": s.reason,
-                "stop_pressed_ms": round(s.stop_ms, -1) if s.stop_ms else "",
-                "progress_lines": len(s.progress), "chapter": chapter_says}
+        return {
+            "run": label,
+            "stopped_after_ms": round(s.total_ms, -1),
+            "status": s.status,
+            "reason": s.reason,
+            "stop_pressed_ms": round(s.stop_ms, -1) if s.stop_ms else "",
+            "progress_lines": len(s.progress),
+            "chapter": chapter_says,
+        }
 
     rows = [
         row("no cancellation", m.plain, f"~{CH.uncancelled_ms:,} ms, completed"),
-        row(f"Stop at {m.stop_at} s, signal reaches the tool", m.stopped,
-            f'~{CH.stopped_ms:,} ms, interrupted, "{CH.reason}"'),
+        row(
+            f"Stop at {m.stop_at} s, signal reaches the tool",
+            m.stopped,
+            f'~{CH.stopped_ms:,} ms, interrupted, "{CH.reason}"',
+        ),
         row(f"Stop at {m.stop_at} s, signal passed only to HTTP", m.http_only, "waits the whole tool"),
     ]
     chapter_marks = [f"{label.split()[1]}/1200 at ~{ms:,} ms" for label, ms in CH.progress_ms]
     progress = [
-        {"run": "progress (no cancellation)", "stopped_after_ms": round(ms, -1), "status": label,
-         "chapter": chapter_marks[i] if i < len(chapter_marks) else ""}
+        {
+            "run": "progress (no cancellation)",
+            "stopped_after_ms": round(ms, -1),
+            "status": label,
+            "chapter": chapter_marks[i] if i < len(chapter_marks) else "",
+        }
         for i, (ms, label) in enumerate(m.plain.progress)
     ]
     return Table(rows=rows + progress, shown=rows)
@@ -116,7 +141,8 @@ def checks(m: Measured) -> dict[str, bool]:
         and m.stopped.reason == CH.reason
         and len(m.stopped.progress) < len(PROGRESS)
         and m.stopped.tool_runs == 0,
-        "HTTP-only signal: the tool scans to the end before the run stops": m.http_only.status == "interrupted"
+        "HTTP-only signal: the tool scans to the end before the run stops": m.http_only.status
+        == "interrupted"
         and [label for _, label in m.http_only.progress] == PROGRESS,
     }
 
@@ -152,14 +178,24 @@ def prose(m: Measured) -> Prose:
 
 def chart(m: Measured):
     fig, ax = figure("Timeline: Stop during `scan_archive`", "time since start (ms)", "")
-    runs = [("no cancel", m.plain, CHAPTER), ("Stop → tool", m.stopped, OURS), ("Stop → HTTP only", m.http_only, LIMIT)]
+    runs = [
+        ("no cancel", m.plain, CHAPTER),
+        ("Stop → tool", m.stopped, OURS),
+        ("Stop → HTTP only", m.http_only, LIMIT),
+    ]
     for y, (_, s, color) in enumerate(runs):
         ax.barh(y, s.total_ms, color=color, alpha=0.6, height=0.5)
         ax.plot([ms for ms, _ in s.progress], [y] * len(s.progress), "|", color="black", markersize=12)
         if s.stop_ms:
             ax.plot([s.stop_ms], [y], "v", color=LIMIT, markersize=10)
-        ax.annotate(f"{s.total_ms:,.0f} ms, {s.status}", (s.total_ms, y), xytext=(4, 0), textcoords="offset points",
-                    va="center", fontsize=8)
+        ax.annotate(
+            f"{s.total_ms:,.0f} ms, {s.status}",
+            (s.total_ms, y),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=8,
+        )
     ax.set_yticks(range(len(runs)), [label for label, _, _ in runs])
     ax.margins(x=0.25)
     return fig

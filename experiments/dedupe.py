@@ -53,21 +53,28 @@ async def measure(env: Env, *, dedupe: Dedupe = "read-only") -> Measured:
 def table(m: Measured) -> Table:
     once = m.once.state.cost_usd
     pct = m.extra / once * 100
-    return Table(rows=[
-        {**summary("once (baseline)", m.once), "vs_baseline": "—", "predicted for ours": "", "chapter": "baseline"},
-        {
-            **summary("repeat", m.repeat),
-            "vs_baseline": f"+{usd(m.extra)} (+{pct:.0f}%)",
-            "predicted for ours": f"+{usd(m.predicted_extra)}",
-            "chapter": f"+{usd(CH.extra_usd)} (+{CH.extra_pct}%)",
-        },
-        {
-            **summary("repeat + dedupe (read-only)", m.deduped),
-            "vs_baseline": f"+{usd(m.deduped.state.cost_usd - once)}",
-            "predicted for ours": "one tool run fewer, same cost",
-            "chapter": f"saves {CH.saved_tool_runs} tool run and {usd(CH.saved_usd)}",
-        },
-    ])
+    return Table(
+        rows=[
+            {
+                **summary("once (baseline)", m.once),
+                "vs_baseline": "—",
+                "predicted for ours": "",
+                "chapter": "baseline",
+            },
+            {
+                **summary("repeat", m.repeat),
+                "vs_baseline": f"+{usd(m.extra)} (+{pct:.0f}%)",
+                "predicted for ours": f"+{usd(m.predicted_extra)}",
+                "chapter": f"+{usd(CH.extra_usd)} (+{CH.extra_pct}%)",
+            },
+            {
+                **summary("repeat + dedupe (read-only)", m.deduped),
+                "vs_baseline": f"+{usd(m.deduped.state.cost_usd - once)}",
+                "predicted for ours": "one tool run fewer, same cost",
+                "chapter": f"saves {CH.saved_tool_runs} tool run and {usd(CH.saved_usd)}",
+            },
+        ]
+    )
 
 
 def checks(m: Measured) -> dict[str, bool]:
@@ -91,7 +98,8 @@ def prose(m: Measured) -> Prose:
         finding=(
             f"The repeated call costs +{usd(m.extra)} (+{pct:.0f}%; chapter +{usd(CH.extra_usd)}, "
             f"+{CH.extra_pct}%), and dedupe saves one tool run and no money (it costs {usd(-saved)} more, "
-            "the reuse note): by the time the harness sees the repeat, the model has already been paid to ask."
+            "the reuse note): by the time the harness sees the repeat, the model has already been "
+            "paid to ask."
         ),
         ours=f"+{usd(m.extra)} (+{pct:.0f}%); dedupe saves {m.repeat.tool_runs - m.deduped.tool_runs} "
         f"tool run and {usd(saved)}",
@@ -117,7 +125,9 @@ def prose(m: Measured) -> Prose:
 def chart(m: Measured):
     fig, ax = figure("The cost of a repeated call", "run", "cost (USD)")
     runs = [m.once, m.repeat, m.deduped]
-    bars = ax.bar(["once", "repeat", "repeat + dedupe"], [r.state.cost_usd for r in runs], color=[CHAPTER, OURS, OURS])
+    bars = ax.bar(
+        ["once", "repeat", "repeat + dedupe"], [r.state.cost_usd for r in runs], color=[CHAPTER, OURS, OURS]
+    )
     ax.bar_label(bars, [f"{usd(r.state.cost_usd)}\n{r.tool_runs} tool runs" for r in runs])
     ax.margins(y=0.2)
     return fig

@@ -50,8 +50,12 @@ def table(m: Measured) -> Table:
             "chapter": f"{ch[0]} turns, {ch[1]} tool run(s), deleted {json.dumps(list(ch[2]))}",
         }
 
-    return Table(rows=[row("naive cache on every tool", m.naive, CH.naive),
-                       row("cache only on read-only tools", m.gate, CH.gate)])
+    return Table(
+        rows=[
+            row("naive cache on every tool", m.naive, CH.naive),
+            row("cache only on read-only tools", m.gate, CH.gate),
+        ]
+    )
 
 
 def checks(m: Measured) -> dict[str, bool]:
@@ -75,7 +79,8 @@ def prose(m: Measured) -> Prose:
             f"({m.naive.tool_runs} tool run); the read-only gate runs both ({m.gate.tool_runs} tool runs) — "
             "two tool_call_ids are two calls, and only an idempotency key can say they are one."
         ),
-        ours=f"naive: {m.naive.state.turns} turns, {m.naive.tool_runs} run; gate: {m.gate.state.turns} turns, "
+        ours=f"naive: {m.naive.state.turns} turns, {m.naive.tool_runs} run; gate: "
+        f"{m.gate.state.turns} turns, "
         f"{m.gate.tool_runs} runs",
         chapter=f"naive: {CH.naive[0]} turns, {CH.naive[1]} tool run; gate: {CH.gate[0]} turns, "
         f"{CH.gate[1]} tool runs",

@@ -22,8 +22,12 @@ CH = chapter.KILL_RESUME
 async def _process(env: Env, *args: str) -> int:
     """Run a real Python process against the mock; its exit code (-9 when it killed itself)."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, *args, cwd=ROOT, env={**os.environ, "LLM_BASE_URL": env.base_url},
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        *args,
+        cwd=ROOT,
+        env={**os.environ, "LLM_BASE_URL": env.base_url},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
     )
     _, err = await proc.communicate()
     if proc.returncode not in (0, -9, 3):
@@ -32,7 +36,18 @@ async def _process(env: Env, *args: str) -> int:
 
 
 def _cli(d: Path, scenario: str, run_id: str, *extra: str) -> list[str]:
-    return ["--state-dir", str(d), "run", "--scenario", scenario, "--run-id", run_id, "--max-turns", "20", *extra]
+    return [
+        "--state-dir",
+        str(d),
+        "run",
+        "--scenario",
+        scenario,
+        "--run-id",
+        run_id,
+        "--max-turns",
+        "20",
+        *extra,
+    ]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,7 +60,7 @@ class Killed:
 
 @dataclass(frozen=True, kw_only=True)
 class Write:
-    """`destructive` with the delete auto-approved, killed after the delete ran, before its result was saved."""
+    """`destructive`, delete auto-approved, killed after the delete ran but before its result was saved."""
 
     intents: bool
     killed_rc: int
@@ -64,8 +79,9 @@ class Measured:
 
 async def _plan(env: Env) -> Killed:
     d = env.workdir / "kill-resume-plan"
-    killed = await _process(env, "-m", "experiments.crash", "after_tool_result,after_tool_result", "--",
-                            *_cli(d, "plan", "kr"))
+    killed = await _process(
+        env, "-m", "experiments.crash", "after_tool_result,after_tool_result", "--", *_cli(d, "plan", "kr")
+    )
     restored = load_saved(d, "kr")
     resumed = await _process(env, "-m", "harness", "--state-dir", str(d), "resume", "kr")
     return Killed(killed_rc=killed, restored=restored, resumed_rc=resumed, final=load_saved(d, "kr"))
@@ -73,12 +89,20 @@ async def _plan(env: Env) -> Killed:
 
 async def _write(env: Env, *, intents: bool, tag: str) -> Write:
     d = env.workdir / f"kill-resume-write-{tag}"
-    killed = await _process(env, "-m", "experiments.crash", "after_intent,before_save", "--",
-                            *_cli(d, "destructive", "kw", "--auto-approve", "delete_file"))
+    killed = await _process(
+        env,
+        "-m",
+        "experiments.crash",
+        "after_intent,before_save",
+        "--",
+        *_cli(d, "destructive", "kw", "--auto-approve", "delete_file"),
+    )
     if not intents:
         forget_intents(d, "kw")
     await _process(env, "-m", "harness", "--state-dir", str(d), "resume", "kw")
-    started = [e for e in saved_trace(d, "kw") if e["type"] == "tool_start" and e["toolName"] == "delete_file"]
+    started = [
+        e for e in saved_trace(d, "kw") if e["type"] == "tool_start" and e["toolName"] == "delete_file"
+    ]
     return Write(intents=intents, killed_rc=killed, final=load_saved(d, "kw"), delete_executions=len(started))
 
 
@@ -93,6 +117,10 @@ async def measure(env: Env, *, intents: bool = True) -> Measured:
     return Measured(reference=reference, plan=plan, wal=wal, naive=naive)
 
 
+def _label(w: Write) -> str:
+    return "write-ahead intent (ours)" if w.intents else "naive resume (no intent record)"
+
+
 def _status(w: Write) -> str:
     stop = w.final.interruption
     return f"{w.final.status}/approval, in doubt" if getattr(stop, "in_doubt", False) else w.final.status
@@ -102,21 +130,45 @@ def table(m: Measured) -> Table:
     restored, final, ref = m.plan.restored, m.plan.final, m.reference.state
     two_turns = sum(turn_costs(ref)[:2])
     rows = [
-        {"step": "process 1 killed (SIGKILL) after turn 2", "exit": m.plan.killed_rc, "turns": restored.turns,
-         "cost": usd(restored.cost_usd), "messages": len(restored.messages), "status": restored.status,
-         "predicted for ours": f"{usd(two_turns)} (the reference's first two turns)",
-         "chapter": f"restored: turns={CH.restored_turns} cost={usd(CH.restored_cost_usd)} "
-         f"messages={CH.restored_messages} status=running"},
-        {"step": "process 2: resumed", "exit": m.plan.resumed_rc, "turns": final.turns, "cost": usd(final.cost_usd),
-         "messages": len(final.messages), "status": final.status, "predicted for ours": usd(ref.cost_usd),
-         "chapter": f"resumed: turns={CH.resumed_turns} cost={usd(CH.resumed_cost_usd)} completed"},
-        {"step": "uninterrupted reference run", "exit": "", "turns": ref.turns, "cost": usd(ref.cost_usd),
-         "messages": len(ref.messages), "status": ref.status, "predicted for ours": "",
-         "chapter": usd(CH.resumed_cost_usd)},
+        {
+            "step": "process 1 killed (SIGKILL) after turn 2",
+            "exit": m.plan.killed_rc,
+            "turns": restored.turns,
+            "cost": usd(restored.cost_usd),
+            "messages": len(restored.messages),
+            "status": restored.status,
+            "predicted for ours": f"{usd(two_turns)} (the reference's first two turns)",
+            "chapter": f"restored: turns={CH.restored_turns} cost={usd(CH.restored_cost_usd)} "
+            f"messages={CH.restored_messages} status=running",
+        },
+        {
+            "step": "process 2: resumed",
+            "exit": m.plan.resumed_rc,
+            "turns": final.turns,
+            "cost": usd(final.cost_usd),
+            "messages": len(final.messages),
+            "status": final.status,
+            "predicted for ours": usd(ref.cost_usd),
+            "chapter": f"resumed: turns={CH.resumed_turns} cost={usd(CH.resumed_cost_usd)} completed",
+        },
+        {
+            "step": "uninterrupted reference run",
+            "exit": "",
+            "turns": ref.turns,
+            "cost": usd(ref.cost_usd),
+            "messages": len(ref.messages),
+            "status": ref.status,
+            "predicted for ours": "",
+            "chapter": usd(CH.resumed_cost_usd),
+        },
     ]
     writes = [
-        {"step": f"write: {'write-ahead intent (ours)' if w.intents else 'naive resume (no intent record)'}",
-         "exit": w.killed_rc, "status": _status(w), "chapter": f"delete_file executions={w.delete_executions}"}
+        {
+            "step": f"write: {_label(w)}",
+            "exit": w.killed_rc,
+            "status": _status(w),
+            "chapter": f"delete_file executions={w.delete_executions}",
+        }
         for w in (m.wal, m.naive)
     ]
     return Table(rows=rows + writes, shown=rows)
@@ -125,7 +177,10 @@ def table(m: Measured) -> Table:
 def checks(m: Measured) -> dict[str, bool]:
     restored, final, ref = m.plan.restored, m.plan.final, m.reference.state
     return {
-        "the killed processes died by SIGKILL": m.plan.killed_rc == m.wal.killed_rc == m.naive.killed_rc == -9,
+        "the killed processes died by SIGKILL": m.plan.killed_rc
+        == m.wal.killed_rc
+        == m.naive.killed_rc
+        == -9,
         "restored after turn 2 with 6 messages, at the reference's first two turns' cost": (
             restored.turns,
             len(restored.messages),
@@ -146,8 +201,7 @@ def prose(m: Measured) -> Prose:
     restored, final, ref = m.plan.restored, m.plan.final, m.reference.state
     runs = ", ".join(r.label for r in final.tool_runs)
     writes = "\n".join(
-        f"- {'write-ahead intent (ours)' if w.intents else 'naive resume (no intent record)'}: "
-        f"{w.delete_executions} execution(s) of delete_file, then {_status(w)}"
+        f"- {_label(w)}: {w.delete_executions} execution(s) of delete_file, then {_status(w)}"
         for w in (m.wal, m.naive)
     )
     return Prose(
@@ -157,10 +211,12 @@ def prose(m: Measured) -> Prose:
             f"{usd(ref.cost_usd)} — with tool runs {runs} across both processes; a run killed mid-write "
             "resumes to an in-doubt approval instead of deleting twice."
         ),
-        ours=f"restored turns={restored.turns} cost={usd(restored.cost_usd)} messages={len(restored.messages)}; "
+        ours=f"restored turns={restored.turns} cost={usd(restored.cost_usd)} "
+        f"messages={len(restored.messages)}; "
         f"resumed turns={final.turns} cost={usd(final.cost_usd)} {final.status}",
         chapter=f"restored turns={CH.restored_turns} cost={usd(CH.restored_cost_usd)} "
-        f"messages={CH.restored_messages}; resumed turns={CH.resumed_turns} cost={usd(CH.resumed_cost_usd)} completed",
+        f"messages={CH.restored_messages}; resumed turns={CH.resumed_turns} "
+        f"cost={usd(CH.resumed_cost_usd)} completed",
         explained="both costs are `plan`'s (its first two turns, then all three): the difference is plan's",
         notes=[
             f"Tool runs across both processes: {runs} (chapter: {', '.join(CH.tool_runs)}).",

@@ -54,8 +54,10 @@ async def measure(env: Env, *, max_turns: int = 20) -> Measured:
     runs: dict[int, list[Run]] = {lat: [] for lat in latencies}
     for i in range(REPEATS):
         done = await asyncio.gather(
-            *(run_scenario(env, "plan", run_id=f"latency-{lat}-{i}", max_turns=max_turns, latency_ms=lat)
-              for lat in latencies)
+            *(
+                run_scenario(env, "plan", run_id=f"latency-{lat}-{i}", max_turns=max_turns, latency_ms=lat)
+                for lat in latencies
+            )
         )
         for lat, r in zip(latencies, done, strict=True):
             runs[lat].append(r)
@@ -63,11 +65,18 @@ async def measure(env: Env, *, max_turns: int = 20) -> Measured:
 
 
 def table(m: Measured) -> Table:
-    return Table(rows=[
-        {"latency_ms": lat, "wall_ms": round(w), "turns": m.turns, "n_x_latency_ms": m.turns * lat,
-         "rest_ms": round(w - m.turns * lat)}
-        for lat, w in m.medians().items()
-    ])
+    return Table(
+        rows=[
+            {
+                "latency_ms": lat,
+                "wall_ms": round(w),
+                "turns": m.turns,
+                "n_x_latency_ms": m.turns * lat,
+                "rest_ms": round(w - m.turns * lat),
+            }
+            for lat, w in m.medians().items()
+        ]
+    )
 
 
 def checks(m: Measured) -> dict[str, bool]:
@@ -102,7 +111,9 @@ def prose(m: Measured) -> Prose:
 
 
 def chart(m: Measured):
-    fig, ax = figure("Wall time of a three-turn run vs provider latency", "provider latency (ms)", "wall time (ms)")
+    fig, ax = figure(
+        "Wall time of a three-turn run vs provider latency", "provider latency (ms)", "wall time (ms)"
+    )
     med = m.medians()
     xs = np.array(list(med))
     ax.plot(xs, list(med.values()), "o-", color=OURS, label=f"measured (median of {REPEATS})")

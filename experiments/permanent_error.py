@@ -37,7 +37,9 @@ async def measure(env: Env, *, stop_on_permanent: bool = True) -> Measured:
     """`stop_on_permanent=False` feeds the permanent error back in the stopping run too (broken)."""
     floor, stop, recovered = await asyncio.gather(
         run_scenario(env, "denied", run_id="denied-floor", max_turns=CH.turns, stop_on_permanent=False),
-        run_scenario(env, "denied", run_id="denied-stop", max_turns=CH.turns, stop_on_permanent=stop_on_permanent),
+        run_scenario(
+            env, "denied", run_id="denied-stop", max_turns=CH.turns, stop_on_permanent=stop_on_permanent
+        ),
         recover(env, "descriptive", "denied-vs-recover"),
     )
     return Measured(floor=floor, stop=stop, recovered=recovered, profile=early_profile(floor))
@@ -54,21 +56,33 @@ def table(m: Measured) -> Table:
         }
 
     n = CH.turns
-    return Table(rows=[
-        row("denied, fed back as data (turn cap is the floor)", m.floor,
-            f"turns={CH.turns} toolruns={CH.tool_runs} in={CH.input_tokens:,} cost={usd(CH.cost_usd)} "
-            f'{CH.status} answer=""; {CH.vs_recovered}×'),
-        row("denied, permanent error stops the run", m.stop, "—"),
-        row("recover, descriptive (the recovered run)", m.recovered, "1×"),
-        {"run": "predicted for ours (profile of turns 1–3)", "turns": n, "tools": n - 1,
-         "in": m.profile.input(n), "out": n * m.profile.output, "cost": usd(m.profile.cost(n))},
-    ])
+    return Table(
+        rows=[
+            row(
+                "denied, fed back as data (turn cap is the floor)",
+                m.floor,
+                f"turns={CH.turns} toolruns={CH.tool_runs} in={CH.input_tokens:,} cost={usd(CH.cost_usd)} "
+                f'{CH.status} answer=""; {CH.vs_recovered}×',
+            ),
+            row("denied, permanent error stops the run", m.stop, "—"),
+            row("recover, descriptive (the recovered run)", m.recovered, "1×"),
+            {
+                "run": "predicted for ours (profile of turns 1–3)",
+                "turns": n,
+                "tools": n - 1,
+                "in": m.profile.input(n),
+                "out": n * m.profile.output,
+                "cost": usd(m.profile.cost(n)),
+            },
+        ]
+    )
 
 
 def checks(m: Measured) -> dict[str, bool]:
     f, s = m.floor.state, m.stop.state
     return {
-        "floor run hits the cap with no answer": (f.status, f.turns, f.answer or "") == (CH.status, CH.turns, ""),
+        "floor run hits the cap with no answer": (f.status, f.turns, f.answer or "")
+        == (CH.status, CH.turns, ""),
         "capped run keeps its last call pending: tool runs = turns − 1": m.floor.tool_runs == f.turns - 1,
         "floor input and cost = its profile from turns 1–3": f.prompt_tokens == m.profile.input(f.turns)
         and abs(f.cost_usd - m.profile.cost(f.turns)) < 1e-12,

@@ -63,7 +63,8 @@ def table(m: Measured) -> Table:
             "": "output tokens",
             "ours": s.completion_tokens,
             "chapter": CH.output_tokens,
-            "predicted for ours": f"{m.predicted_output} ({' + '.join(map(str, m.call_tokens))} + the answer's {m.counted_replies[-1]})",
+            "predicted for ours": f"{m.predicted_output} ({' + '.join(map(str, m.call_tokens))} + "
+            f"the answer's {m.counted_replies[-1]})",
         },
         {"": "cost", "ours": usd(s.cost_usd), "chapter": usd(CH.cost_usd), "predicted for ours": ""},
         {
@@ -81,7 +82,11 @@ def table(m: Measured) -> Table:
 def checks(m: Measured) -> dict[str, bool]:
     s = m.run.state
     return {
-        "three turns, two tool runs, completed with the chapter's answer": (s.turns, len(s.tool_runs), s.status)
+        "three turns, two tool runs, completed with the chapter's answer": (
+            s.turns,
+            len(s.tool_runs),
+            s.status,
+        )
         == (CH.turns, CH.tool_runs, CH.status)
         and s.answer == CH.answer,
         "output = the two calls' JSON + the answer's own count": s.completion_tokens == m.predicted_output
@@ -107,7 +112,8 @@ def prose(m: Measured) -> Prose:
         f"cost={usd(CH.cost_usd)}; per turn {', '.join(map(str, CH.prompt_per_turn))}",
         explained=(
             f"out: {' + '.join(map(str, m.call_tokens))} + {answer_out} = {m.predicted_output} (the "
-            f"chapter's {CH.output_tokens} counts its answer as {CH.output_tokens - sum(m.call_tokens)}); in: our first prompt is {m.prompts[0]} tokens, "
+            f"chapter's {CH.output_tokens} counts its answer as "
+            f"{CH.output_tokens - sum(m.call_tokens)}); in: our first prompt is {m.prompts[0]} tokens, "
             f"the chapter's {CH.prompt_per_turn[0]} (see arithmetic)"
         ),
         notes=[

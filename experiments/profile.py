@@ -62,7 +62,11 @@ class Profile:
 
     def input(self, n: int) -> int:
         """Input tokens summed over n turns."""
-        return 0 if n <= 0 else n * self.first_prompt + (n - 1) * self.extra_first + self.growth * n * (n - 1) // 2
+        return (
+            0
+            if n <= 0
+            else n * self.first_prompt + (n - 1) * self.extra_first + self.growth * n * (n - 1) // 2
+        )
 
     def cost_micro(self, n: int) -> Fraction:
         return micro(self.input(n), n * self.output)
@@ -93,7 +97,10 @@ def fit(input_by_turns: Mapping[int, int], *, output: int) -> Profile:
     """
     if len(input_by_turns) != 3:
         raise ValueError(f"need exactly three (turns, input) points, got {dict(input_by_turns)}")
-    rows = [(Fraction(n), Fraction(n - 1), Fraction(n * (n - 1), 2), Fraction(t)) for n, t in input_by_turns.items()]
+    rows = [
+        (Fraction(n), Fraction(n - 1), Fraction(n * (n - 1), 2), Fraction(t))
+        for n, t in input_by_turns.items()
+    ]
     a, d, g = _solve3(rows)
     if any(v.denominator != 1 for v in (a, d, g)):
         raise ValueError(f"the points fit no whole-token profile: a={a}, d={d}, g={g}")

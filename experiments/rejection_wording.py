@@ -29,7 +29,11 @@ def rejection_text(r: Run) -> str:
     """What the transcript says in the rejected call's slot: what the model read."""
     call_id = r.state.rejections[0].call_id if r.state.rejections else None
     return next(
-        (m.get("content") or "" for m in r.state.messages if m.get("role") == "tool" and m.get("tool_call_id") == call_id),
+        (
+            m.get("content") or ""
+            for m in r.state.messages
+            if m.get("role") == "tool" and m.get("tool_call_id") == call_id
+        ),
         "",
     )
 
@@ -58,7 +62,9 @@ def table(m: Measured) -> Table:
             "chapter": chapter_says,
         }
 
-    return Table(rows=[row("with a reason", m.worded, CH.with_reason), row("with nothing", m.silent, CH.with_nothing)])
+    return Table(
+        rows=[row("with a reason", m.worded, CH.with_reason), row("with nothing", m.silent, CH.with_nothing)]
+    )
 
 
 def checks(m: Measured) -> dict[str, bool]:

@@ -118,7 +118,9 @@ def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def write(name: str, title: str, o: Outcome, out: Path = RESULTS, *, command: str | None = None) -> list[Path]:
+def write(
+    name: str, title: str, o: Outcome, out: Path = RESULTS, *, command: str | None = None
+) -> list[Path]:
     """Write `<name>.csv`, `<name>.md` and, if charted, `<name>.png` into `out`.
 
     `command` is what regenerates the files (default: `python -m experiments <name>`).

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -114,6 +115,7 @@ async def run_scenario(
     scenario: str,
     *,
     run_id: str,
+    task: str | None = None,
     state: RunState | None = None,
     sandbox: Path | None = None,
     max_turns: int | None = 20,
@@ -132,7 +134,9 @@ async def run_scenario(
     scan_seconds: float = 3.0,
     child: Child | None = None,
 ) -> Run:
-    """Run (or continue `state` of) `scenario` through the harness against the mock; time it."""
+    """Run (or continue `state` of) `scenario` through the harness against the mock; time it.
+
+    `scenario` is the model name; the user's task is `task`, or the scenario's own (`TASKS`)."""
     opts = RunOptions(
         model=scenario,
         mock_options=f"latency={latency_ms}" if latency_ms is not None else None,
@@ -149,7 +153,7 @@ async def run_scenario(
         trace=trace if trace is not None else MemoryTrace(),
         sandbox=sandbox or make_sandbox(env.workdir / run_id),
     )
-    state = state or new_run(TASKS[scenario], run_id=run_id)
+    state = state or new_run(task if task is not None else TASKS[scenario], run_id=run_id)
     tools = _tools(scan_seconds, child)
     started = time.perf_counter()
     if env.client is not None:
@@ -158,7 +162,16 @@ async def run_scenario(
         async with ModelClient(env.base_url) as client:
             await run(state, tools=tools, options=opts, client=client)
     assert opts.sandbox is not None and isinstance(opts.trace, MemoryTrace)
-    return Run(state=state, trace=opts.trace, sandbox=opts.sandbox, wall_ms=(time.perf_counter() - started) * 1000)
+    return Run(
+        state=state, trace=opts.trace, sandbox=opts.sandbox, wall_ms=(time.perf_counter() - started) * 1000
+    )
+
+
+@asynccontextmanager
+async def open_client(env: Env) -> AsyncIterator[Env]:
+    """`env` with one connection pool that every run inside the block shares."""
+    async with ModelClient(env.base_url) as client:
+        yield replace(env, client=client)
 
 
 # --- what a person does between two runs, and what a process left on disk -------------------
@@ -231,7 +244,9 @@ def request_tokens(r: Run, *, child: Child | None = None) -> list[int]:
 def reply_tokens(r: Run) -> list[int]:
     """Each reply counted on our side: its text, or its tool-call JSON as the wire carries it."""
     return [
-        o200k.count(o200k.tool_calls_json(m["tool_calls"])) if m.get("tool_calls") else o200k.count(m.get("content") or "")
+        o200k.count(o200k.tool_calls_json(m["tool_calls"]))
+        if m.get("tool_calls")
+        else o200k.count(m.get("content") or "")
         for m in r.state.messages
         if m.get("role") == "assistant"
     ]
@@ -249,4 +264,3 @@ def summary(label: str, r: Run) -> dict[str, Any]:
         "cost": f"${s.cost_usd:.6f}",
         "status": s.status,
     }
-

@@ -70,5 +70,3 @@ def mock_process(*, host: str = "127.0.0.1", workers: int = 1) -> Iterator[str]:
     health = f"http://{host}:{port}/healthz"
     with server_process(argv, health_url=health, name=f"the mock ({workers} worker(s))"):
         yield f"http://{host}:{port}/v1"
-
-

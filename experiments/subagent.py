@@ -6,6 +6,7 @@ The table carries no wall-clock figure, so a rerun leaves it unchanged.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 
 from experiments.report import Prose, Table, usd
@@ -29,6 +30,8 @@ class Measured:
     """Stop pressed while the child waits on its second (slow) turn."""
     budgeted: Run
     """A hard parent budget over a runaway child: the child spends from what the parent has left."""
+    stop_gap_ms: float
+    """Wall time from Stop to the tree's end: for `make bench`, never in the table."""
 
     def child(self, r: Run) -> dict:
         return r.state.tool_runs[0].details if r.state.tool_runs else {}
@@ -37,30 +40,57 @@ class Measured:
         return {e["runId"]: e for e in r.trace.events if e["type"] == "run_stopped"}
 
 
-async def _stopped_tree(env: Env) -> Run:
+async def _stopped_tree(env: Env) -> tuple[Run, float]:
     """Press Stop 50 ms after the child's first tool result: by then the child is waiting on its
-    second (slow) model turn, whatever else the machine is doing."""
+    second (slow) model turn, whatever else the machine is doing. Returns the run and the ms from
+    Stop to its end."""
     cancel = new_cancel()
+    pressed: list[float] = []
+
+    def press() -> None:
+        pressed.append(time.perf_counter())
+        cancel.set("user pressed Stop")
 
     def then(event: dict) -> None:
-        if event["type"] == "tool_result" and "." in event["runId"] and cancel.reason is None:
-            asyncio.get_running_loop().call_later(0.05, cancel.set, "user pressed Stop")
+        if event["type"] == "tool_result" and "." in event["runId"] and not pressed:
+            pressed.append(0.0)
+            asyncio.get_running_loop().call_later(0.05, press)
 
-    return await run_scenario(env, "research", run_id="tree", max_turns=5, cancel=cancel, trace=TraceThen(then),
-                              child=Child(model="plan", latency_ms=400))
+    r = await run_scenario(
+        env,
+        "research",
+        run_id="tree",
+        max_turns=5,
+        cancel=cancel,
+        trace=TraceThen(then),
+        child=Child(model="plan", latency_ms=400),
+    )
+    return r, (time.perf_counter() - pressed[-1]) * 1000 if pressed else float("nan")
 
 
 async def measure(env: Env, *, runaway_child_cap: int = CHILD_CAP) -> Measured:
     """`runaway_child_cap` is the runaway child's own cap (a large one takes its cap away: broken)."""
-    normal, runaway_child, tree, budgeted = await asyncio.gather(
+    normal, runaway_child, (tree, gap), budgeted = await asyncio.gather(
         run_scenario(env, "research", run_id="parent", max_turns=5, child=Child()),
-        run_scenario(env, "research", run_id="parent-runaway-child", max_turns=5,
-                     child=Child(model="runaway", max_turns=runaway_child_cap)),
+        run_scenario(
+            env,
+            "research",
+            run_id="parent-runaway-child",
+            max_turns=5,
+            child=Child(model="runaway", max_turns=runaway_child_cap),
+        ),
         _stopped_tree(env),
-        run_scenario(env, "research", run_id="parent-budget", max_turns=5, budget_usd=PARENT_BUDGET_USD,
-                     hard_budget=True, child=Child(model="runaway", max_turns=runaway_child_cap)),
+        run_scenario(
+            env,
+            "research",
+            run_id="parent-budget",
+            max_turns=5,
+            budget_usd=PARENT_BUDGET_USD,
+            hard_budget=True,
+            child=Child(model="runaway", max_turns=runaway_child_cap),
+        ),
     )
-    return Measured(normal=normal, runaway_child=runaway_child, tree=tree, budgeted=budgeted)
+    return Measured(normal=normal, runaway_child=runaway_child, tree=tree, budgeted=budgeted, stop_gap_ms=gap)
 
 
 def table(m: Measured) -> Table:
@@ -79,13 +109,22 @@ def table(m: Measured) -> Table:
         }
 
     tree_child = "/".join(str(v["status"]) for k, v in m.stops(m.tree).items() if k != "tree")
-    return Table(rows=[
-        row("research (child runs `plan`)", m.normal, m.child(m.normal).get("child_status", "")),
-        row(f"child is a runaway (cap {CHILD_CAP})", m.runaway_child, m.child(m.runaway_child).get("child_status", "")),
-        row("Stop while the child waits on its 2nd turn", m.tree, tree_child),
-        row(f"hard parent budget {usd(PARENT_BUDGET_USD)}, runaway child", m.budgeted,
-            m.child(m.budgeted).get("child_status", "")),
-    ])
+    return Table(
+        rows=[
+            row("research (child runs `plan`)", m.normal, m.child(m.normal).get("child_status", "")),
+            row(
+                f"child is a runaway (cap {CHILD_CAP})",
+                m.runaway_child,
+                m.child(m.runaway_child).get("child_status", ""),
+            ),
+            row("Stop while the child waits on its 2nd turn", m.tree, tree_child),
+            row(
+                f"hard parent budget {usd(PARENT_BUDGET_USD)}, runaway child",
+                m.budgeted,
+                m.child(m.budgeted).get("child_status", ""),
+            ),
+        ]
+    )
 
 
 def checks(m: Measured) -> dict[str, bool]:
@@ -94,14 +133,19 @@ def checks(m: Measured) -> dict[str, bool]:
     leaked = [x for x in s.messages if x.get("role") == "tool" and x.get("name") != "research"]
     wild, tree_stops = m.child(m.runaway_child), m.stops(m.tree)
     return {
-        "the child's reads stay out of the parent": not leaked and len(s.messages) == 5 and s.status == "completed",
-        "the child ran its own turns": len(child_turns) == 3 and m.child(m.normal).get("child_status") == "completed",
-        f"a runaway child stops at its own cap of {CHILD_CAP}": wild.get("child_status") == "max_turns_exceeded"
+        "the child's reads stay out of the parent": not leaked
+        and len(s.messages) == 5
+        and s.status == "completed",
+        "the child ran its own turns": len(child_turns) == 3
+        and m.child(m.normal).get("child_status") == "completed",
+        f"a runaway child stops at its own cap of {CHILD_CAP}": wild.get("child_status")
+        == "max_turns_exceeded"
         and wild.get("child_turns") == CHILD_CAP,
         "one Stop cancels the tree": m.tree.state.status == "interrupted"
         and len(tree_stops) == 2
         and all(v["status"] == "interrupted" for v in tree_stops.values()),
-        "a hard parent budget holds with the child's spending": m.budgeted.state.cost_usd <= PARENT_BUDGET_USD,
+        "a hard parent budget holds with the child's spending": m.budgeted.state.cost_usd
+        <= PARENT_BUDGET_USD,
     }
 
 

@@ -52,15 +52,17 @@ def table(m: Measured) -> Table:
     rows = []
     for policy, r in m.runs.items():
         told = next((x["content"] for x in r.state.messages if x.get("role") == "tool"), "")
-        rows.append({
-            "policy": policy,
-            **summary(f"recover, {policy}", r),
-            "x_first_row": round(r.state.cost_usd / base, 2),
-            "model_was_told": told or f"(run stopped: {r.state.error})",
-            "answer": r.state.answer or "",
-            "chapter": ("answers; " if policy in CH.answered else "no answer")
-            + (f"{CH.descriptive_vs_first}× the first row" if policy == "descriptive" else ""),
-        })
+        rows.append(
+            {
+                "policy": policy,
+                **summary(f"recover, {policy}", r),
+                "x_first_row": round(r.state.cost_usd / base, 2),
+                "model_was_told": told or f"(run stopped: {r.state.error})",
+                "answer": r.state.answer or "",
+                "chapter": ("answers; " if policy in CH.answered else "no answer")
+                + (f"{CH.descriptive_vs_first}× the first row" if policy == "descriptive" else ""),
+            }
+        )
     return Table(rows=rows)
 
 
@@ -110,7 +112,10 @@ def chart(m: Measured):
     fig, ax = figure("Cost of one tool failure, by error policy (`recover`)", "policy", "cost (USD)")
     costs = [m.runs[p].state.cost_usd for p in POLICIES]
     bars = ax.bar(POLICIES, costs, color=[CHAPTER, CHAPTER, OURS])
-    labels = [f"{usd(c)}\n{'answered' if p in m.answered() else 'no answer'}" for p, c in zip(POLICIES, costs, strict=True)]
+    labels = [
+        f"{usd(c)}\n{'answered' if p in m.answered() else 'no answer'}"
+        for p, c in zip(POLICIES, costs, strict=True)
+    ]
     ax.bar_label(bars, labels, fontsize=8)
     ax.margins(y=0.25)
     return fig

@@ -56,10 +56,15 @@ def checks(m: Measured) -> dict[str, bool]:
         "the run id on every line": all(e.get("runId") == m.run.state.run_id for e in m.events),
         "turn lines: tokens = our count of what was sent, cost cumulative": len(turns) == len(m.counted)
         and all(
-            (e.get("prompt_tokens"), e.get("completion_tokens")) == (p, c) and abs(e.get("costUsd", -1) - cost) < 1e-12
+            (e.get("prompt_tokens"), e.get("completion_tokens")) == (p, c)
+            and abs(e.get("costUsd", -1) - cost) < 1e-12
             for e, (p, c, cost) in zip(turns, m.counted, strict=False)
         ),
-        "run_stopped says why, with the turns and the cost": (last.get("status"), last.get("reason"), last.get("turns"))
+        "run_stopped says why, with the turns and the cost": (
+            last.get("status"),
+            last.get("reason"),
+            last.get("turns"),
+        )
         == ("interrupted", "approval", len(turns))
         and last.get("costUsd") == (turns[-1].get("costUsd") if turns else None),
     }
@@ -77,10 +82,12 @@ def prose(m: Measured) -> Prose:
         ),
         ours=f"{len(m.events)} lines: {events}; turn costs "
         + ", ".join(usd(e.get("costUsd", 0.0)) for e in ours),
-        chapter=f"{len(chapter.trace_events())} lines: {', '.join(e['type'] for e in chapter.trace_events())}; "
+        chapter=f"{len(chapter.trace_events())} lines: "
+        f"{', '.join(e['type'] for e in chapter.trace_events())}; "
         "turn costs " + ", ".join(usd(e["costUsd"]) for e in chapter_turns),
         explained=(
-            f"turn costs: the chapter's are its profile's first two turns ({c.prompt(1)} in + {c.output} out, "
+            f"turn costs: the chapter's are its profile's first two turns ({c.prompt(1)} in + "
+            f"{c.output} out, "
             f"then {c.prompt(2)} + {call_tokens(chapter.DELETE_ACCESS)}: {usd(c.cost(1))}, "
             f"{usd(dollars(c.cost_micro(1) + micro(c.prompt(2), call_tokens(chapter.DELETE_ACCESS))))}); "
             "ours are our counts of our own prompts (arithmetic)"

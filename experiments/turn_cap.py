@@ -91,7 +91,8 @@ def checks(m: Measured) -> dict[str, bool]:
         "input at every cap = the profile read off the first three turns": all(
             m.inputs(k) == m.early.input(k) for k in CAPS
         ),
-        "input ratio 100/50 = what our a/g predicts, and is super-linear": in_ratio == m.early.input_ratio(100, 50)
+        "input ratio 100/50 = what our a/g predicts, and is super-linear": in_ratio
+        == m.early.input_ratio(100, 50)
         and 2 < in_ratio < 4,
         "cost ratio 100/50 = what our profile predicts": abs(cost_ratio - m.early.cost_ratio(100, 50)) < 1e-9,
         "separate runs land on the curve": all(m.inputs(k) == m.curve_in[k - 1] for k in CAPS),
@@ -107,10 +108,12 @@ def prose(m: Measured) -> Prose:
             f"{cost_ratio:.2f} (chapter {CH.input_ratio_100_50} and {CH.cost_ratio_100_50}): turn n "
             f"resends every earlier turn, so the bill is Θ(n²), not linear in the cap."
         ),
-        ours=f"input {m.inputs(8):,} @8, {m.inputs(50):,} @50, {m.inputs(100):,} @100; ×{in_ratio:.2f} input, "
+        ours=f"input {m.inputs(8):,} @8, {m.inputs(50):,} @50, {m.inputs(100):,} @100; "
+        f"×{in_ratio:.2f} input, "
         f"×{cost_ratio:.2f} cost; 20 turns = {usd(m.cost(20))}",
         chapter=", ".join(f"{t:,} @{n}" for n, t in CH.input_by_cap)
-        + f"; ×{CH.input_ratio_100_50} input, ×{CH.cost_ratio_100_50} cost; 20 turns > {usd_short(CH.cost_20_above_usd)}",
+        + f"; ×{CH.input_ratio_100_50} input, ×{CH.cost_ratio_100_50} cost; 20 turns > "
+        f"{usd_short(CH.cost_20_above_usd)}",
         explained=(
             f"ratio {in_ratio:.2f} vs {CH.input_ratio_100_50}: a/g = {p.first_prompt}/{p.growth} "
             f"= {p.first_prompt / p.growth:.2f} for us, {c.first_prompt}/{c.growth} = "
@@ -136,10 +139,21 @@ def chart(m: Measured):
     fig, ax = figure("`runaway`: input tokens and cost vs turn cap", "turn cap", "input tokens")
     n = np.arange(1, len(m.curve_in) + 1)
     ax.plot(n, m.curve_in, color=OURS, label="input tokens (ours)")
-    ax.plot(n, [m.early.input(int(k)) for k in n], color=LIMIT, linestyle="--", linewidth=1,
-            label="profile from turns 1–3")
-    ax.scatter([c for c, _ in CH.input_by_cap], [t for _, t in CH.input_by_cap], color=CHAPTER, zorder=3,
-               label="chapter")
+    ax.plot(
+        n,
+        [m.early.input(int(k)) for k in n],
+        color=LIMIT,
+        linestyle="--",
+        linewidth=1,
+        label="profile from turns 1–3",
+    )
+    ax.scatter(
+        [c for c, _ in CH.input_by_cap],
+        [t for _, t in CH.input_by_cap],
+        color=CHAPTER,
+        zorder=3,
+        label="chapter",
+    )
     ax.scatter(CAPS, [m.inputs(k) for k in CAPS], color=OURS, zorder=3)
     right = ax.twinx()
     right.plot(n, m.curve_cost, color=OURS, alpha=0.35, linestyle=":", label="cost (ours, right)")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
 

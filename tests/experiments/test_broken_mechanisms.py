@@ -27,18 +27,28 @@ BROKEN = [
     ("turn_cap", {"cap_slack": 1}, "every capped run stops max_turns_exceeded at its cap"),
     ("budget", {"soft_check": "after_call"}, "soft: turns and spend = what our profile predicts"),
     ("tool_errors", {"descriptive": "generic"}, "only the descriptive policy answers"),
-    ("permanent_error", {"stop_on_permanent": False}, "permanent error stops failed after one turn, saying why"),
+    (
+        "permanent_error",
+        {"stop_on_permanent": False},
+        "permanent error stops failed after one turn, saying why",
+    ),
     ("dedupe", {"dedupe": "off"}, "dedupe saves exactly one tool run"),
     ("dedupe_writes", {"gate": "all"}, "gate: 3 turns, 2 tool runs, deleted twice"),
     ("approval", {"auto_approve": True}, "stops at turn 2 for delete_file, nothing deleted"),
     # `reject()` always prefixes "Rejected by the user:", and the mock only looks for a keyword:
     # a rejection that drops the person's words still gets the truthful answer, but not this check.
-    ("rejection_wording", {"reject": lambda reason: reject_with("declined")},
-     "the reason is written, verbatim, where the model reads"),
+    (
+        "rejection_wording",
+        {"reject": lambda reason: reject_with("declined")},
+        "the reason is written, verbatim, where the model reads",
+    ),
     ("rejection_wording", {"reject": lambda reason: reject_with("")}, "the worded rejection gets the truth"),
     ("kill_resume", {"intents": False}, "write-ahead resume asks instead of writing twice"),
-    ("cancellation", {"reaches_tools": False},
-     "Stop reaches the tool: it stops mid-scan, the run interrupted with the reason"),
+    (
+        "cancellation",
+        {"reaches_tools": False},
+        "Stop reaches the tool: it stops mid-scan, the run interrupted with the reason",
+    ),
     ("trace", {"trace": _LosesRunId()}, "the run id on every line"),
     ("latency", {"max_turns": 2}, "every run: three turns, two tool runs, completed"),
     ("subagent", {"runaway_child_cap": 1000}, "a runaway child stops at its own cap of 6"),

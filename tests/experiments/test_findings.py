@@ -117,7 +117,5 @@ def test_a_rerun_changes_only_the_wall_clock_files(measured, measure, env, tmp_p
         (out / "README.md").write_text(render(outcomes[out], out))
     timed = {n for n, m in REGISTRY.items() if getattr(m, "WALL_CLOCK", False)}
     assert timed == {"latency", "cancellation"}
-    changed = sorted(
-        p.name for p in first.iterdir() if p.read_bytes() != (second / p.name).read_bytes()
-    )
+    changed = sorted(p.name for p in first.iterdir() if p.read_bytes() != (second / p.name).read_bytes())
     assert {name.split(".")[0] for name in changed} <= timed, changed
