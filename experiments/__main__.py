@@ -16,20 +16,18 @@ import sys
 import tempfile
 import time
 from contextlib import nullcontext
-from dataclasses import replace
 from pathlib import Path
 
 from experiments import REGISTRY, index
 from experiments.paths import RESULTS
 from experiments.report import outcome, write
-from experiments.runs import Env
+from experiments.runs import Env, open_client
 from experiments.servers import mock_process
-from harness import ModelClient
 
 
 async def _run_all(names: list[str], env: Env, out: Path) -> list[str]:
-    async with ModelClient(env.base_url) as client:
-        return await _gather(names, replace(env, client=client), out)
+    async with open_client(env) as pooled:
+        return await _gather(names, pooled, out)
 
 
 async def _gather(names: list[str], env: Env, out: Path) -> list[str]:

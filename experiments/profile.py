@@ -14,7 +14,8 @@ The cap-100 / cap-50 input ratio depends on the profile only through a/g (and d/
 
     input(100) / input(50) = (100·x + 99·y + 4950) / (50·x + 49·y + 1225),  x = a/g, y = d/g
 
-which is 4 for a run that is all growth (x → 0) and falls toward 2 as the first prompt dominates.
+which is 100·99 / (50·49) ≈ 4.04 for a run that is all growth (x → 0) and falls toward 2 as the
+first prompt dominates.
 """
 
 from __future__ import annotations
