@@ -182,10 +182,17 @@ def prose(m: Measured) -> Prose:
             "runs make.",
             "The chart: input(100)/input(50) as a function of a/g. A run that is all growth (a/g → 0) "
             f"gives 100·99 / (50·49) = {ratio_curve(0):.2f}; the larger the first prompt against what "
-            "each turn adds, the closer to 2 (the curve takes d = 0; the chapter's d = 1 moves its point "
-            "by less than 0.001).",
+            f"each turn adds, the closer to 2 (the curve takes d = 0; the chapter's "
+            f"d = {m.chapter.extra_first} "
+            f"moves its point by {_d_shift(m.chapter):.4f}).",
         ],
     )
+
+
+def _d_shift(p: Profile) -> float:
+    """How far d (turn 2's extra growth) moves a profile off the d = 0 ratio curve."""
+    x = p.first_prompt / p.growth
+    return abs(ratio_curve(x, p.extra_first / p.growth) - ratio_curve(x))
 
 
 def chart(m: Measured):

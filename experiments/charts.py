@@ -36,6 +36,15 @@ def figure(title: str, xlabel: str, ylabel: str) -> tuple[Figure, Any]:
     return fig, ax
 
 
+def cost_bars(title: str, xlabel: str, bars: list[tuple[str, float, str, str]]) -> Figure:
+    """One bar per run: (label, cost in USD, colour, the text above the bar)."""
+    fig, ax = figure(title, xlabel, "cost (USD)")
+    drawn = ax.bar([b[0] for b in bars], [b[1] for b in bars], color=[b[2] for b in bars])
+    ax.bar_label(drawn, [b[3] for b in bars], fontsize=8)
+    ax.margins(y=0.25)
+    return fig
+
+
 def save_png(fig: Figure, path: Path) -> None:
     # No Software/date metadata, so an unchanged chart is an unchanged file.
     fig.tight_layout()

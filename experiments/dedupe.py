@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass
 
 from experiments import chapter
-from experiments.charts import CHAPTER, OURS, figure
+from experiments.charts import CHAPTER, OURS, cost_bars
 from experiments.profile import Profile, chapter_profile, dollars, micro
 from experiments.report import Prose, Table, usd
 from experiments.runs import Dedupe, Env, Run, run_scenario, summary
@@ -123,11 +123,9 @@ def prose(m: Measured) -> Prose:
 
 
 def chart(m: Measured):
-    fig, ax = figure("The cost of a repeated call", "run", "cost (USD)")
-    runs = [m.once, m.repeat, m.deduped]
-    bars = ax.bar(
-        ["once", "repeat", "repeat + dedupe"], [r.state.cost_usd for r in runs], color=[CHAPTER, OURS, OURS]
-    )
-    ax.bar_label(bars, [f"{usd(r.state.cost_usd)}\n{r.tool_runs} tool runs" for r in runs])
-    ax.margins(y=0.2)
-    return fig
+    runs = [("once", m.once, CHAPTER), ("repeat", m.repeat, OURS), ("repeat + dedupe", m.deduped, OURS)]
+    bars = [
+        (label, r.state.cost_usd, color, f"{usd(r.state.cost_usd)}\n{r.tool_runs} tool runs")
+        for label, r, color in runs
+    ]
+    return cost_bars("The cost of a repeated call", "run", bars)

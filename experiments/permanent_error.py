@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass
 
 from experiments import chapter
-from experiments.charts import CHAPTER, LIMIT, OURS, figure
+from experiments.charts import CHAPTER, LIMIT, OURS, cost_bars
 from experiments.profile import Profile, chapter_profile, implied_growth, implied_output
 from experiments.report import Prose, Table, usd
 from experiments.runs import Env, Run, run_scenario, summary
@@ -125,9 +125,10 @@ def prose(m: Measured) -> Prose:
 
 
 def chart(m: Measured):
-    fig, ax = figure("`denied` vs a recoverable error", "run", "cost (USD)")
-    labels = ["denied\n(turn-cap floor)", "denied\n(permanent stop)", "recover\n(descriptive)"]
-    costs = [m.floor.state.cost_usd, m.stop.state.cost_usd, m.recovered.state.cost_usd]
-    bars = ax.bar(labels, costs, color=[LIMIT, OURS, CHAPTER])
-    ax.bar_label(bars, [usd(c) for c in costs])
-    return fig
+    runs = [
+        ("denied\n(turn-cap floor)", m.floor, LIMIT),
+        ("denied\n(permanent stop)", m.stop, OURS),
+        ("recover\n(descriptive)", m.recovered, CHAPTER),
+    ]
+    bars = [(label, r.state.cost_usd, color, usd(r.state.cost_usd)) for label, r, color in runs]
+    return cost_bars("`denied` vs a recoverable error", "run", bars)

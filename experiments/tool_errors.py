@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass
 
 from experiments import chapter
-from experiments.charts import CHAPTER, OURS, figure
+from experiments.charts import CHAPTER, OURS, cost_bars
 from experiments.profile import micro
 from experiments.report import Prose, Table, usd
 from experiments.runs import Env, ErrorWording, Run, reply_tokens, request_tokens, run_scenario, summary
@@ -109,13 +109,13 @@ def prose(m: Measured) -> Prose:
 
 
 def chart(m: Measured):
-    fig, ax = figure("Cost of one tool failure, by error policy (`recover`)", "policy", "cost (USD)")
-    costs = [m.runs[p].state.cost_usd for p in POLICIES]
-    bars = ax.bar(POLICIES, costs, color=[CHAPTER, CHAPTER, OURS])
-    labels = [
-        f"{usd(c)}\n{'answered' if p in m.answered() else 'no answer'}"
-        for p, c in zip(POLICIES, costs, strict=True)
+    bars = [
+        (
+            p,
+            m.runs[p].state.cost_usd,
+            OURS if p == "descriptive" else CHAPTER,
+            f"{usd(m.runs[p].state.cost_usd)}\n{'answered' if p in m.answered() else 'no answer'}",
+        )
+        for p in POLICIES
     ]
-    ax.bar_label(bars, labels, fontsize=8)
-    ax.margins(y=0.25)
-    return fig
+    return cost_bars("Cost of one tool failure, by error policy (`recover`)", "policy", bars)
