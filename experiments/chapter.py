@@ -161,6 +161,14 @@ class Latency:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SubAgent:
+    """The chapter's `research` tool: `limits: { maxTurns: 6, maxBudgetUsd: 0.05 }`."""
+
+    max_turns: int = 6
+    max_budget_usd: float = 0.05
+
+
+@dataclass(frozen=True, kw_only=True)
 class RealModel:
     """Qwen2.5-0.5B-Instruct on CPU: (turns, tool runs, wall ms, answer) per task."""
 
@@ -190,4 +198,5 @@ REJECTION = Rejection()
 KILL_RESUME = KillResume()
 CANCELLATION = Cancellation()
 LATENCY = Latency()
+SUB_AGENT = SubAgent()
 REAL_MODEL = RealModel()

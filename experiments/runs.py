@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import o200k
+from experiments.chapter import SUB_AGENT
+from experiments.report import usd
 from harness import (
     Cancel,
     FileStore,
@@ -80,7 +82,7 @@ class Child:
     """The `research` tool's sub-agent: which scenario it runs and its own turn cap."""
 
     model: str = "plan"
-    max_turns: int = 6
+    max_turns: int = SUB_AGENT.max_turns
     latency_ms: int | None = None
 
 
@@ -261,6 +263,6 @@ def summary(label: str, r: Run) -> dict[str, Any]:
         "tools": r.tool_runs,
         "in": s.prompt_tokens,
         "out": s.completion_tokens,
-        "cost": f"${s.cost_usd:.6f}",
+        "cost": usd(s.cost_usd),
         "status": s.status,
     }

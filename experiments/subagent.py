@@ -9,12 +9,13 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from experiments import chapter
 from experiments.report import Prose, Table, usd
 from experiments.runs import Child, Env, Run, TraceThen, new_cancel, run_scenario
 
 NAME = "subagent"
 TITLE = "14 · Sub-agent: `research` — own transcript, own limits, one Stop cancels the tree"
-CHILD_CAP = 6
+CHILD_CAP = chapter.SUB_AGENT.max_turns
 """The research tool's own turn cap (the chapter's `maxTurns: 6`)."""
 PARENT_BUDGET_USD = 0.004
 """A hard budget smaller than what a runaway child would spend on its own."""
