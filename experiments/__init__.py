@@ -5,7 +5,8 @@ from __future__ import annotations
 from importlib import import_module
 from types import ModuleType
 
-# In the chapter's order; each module has NAME, TITLE and `async measure(env) -> Outcome`.
+# In the chapter's order, then the arithmetic that ties its figures together. Each module has
+# NAME, TITLE, `async measure(env)` and `table`, `checks`, `prose` over it (see `report.py`).
 NAMES = (
     "plan",
     "turn_cap",
@@ -21,6 +22,7 @@ NAMES = (
     "trace",
     "latency",
     "subagent",
+    "arithmetic",
 )
 
 

@@ -16,17 +16,18 @@ import sys
 import tempfile
 import time
 from contextlib import nullcontext
-from dataclasses import replace
 from pathlib import Path
 
 from experiments import REGISTRY, index
-from experiments.common import RESULTS, Env, mock_process, write
-from harness import ModelClient
+from experiments.paths import RESULTS
+from experiments.report import outcome, write
+from experiments.runs import Env, open_client
+from experiments.servers import mock_process
 
 
 async def _run_all(names: list[str], env: Env, out: Path) -> list[str]:
-    async with ModelClient(env.base_url) as client:
-        return await _gather(names, replace(env, client=client), out)
+    async with open_client(env) as pooled:
+        return await _gather(names, pooled, out)
 
 
 async def _gather(names: list[str], env: Env, out: Path) -> list[str]:
@@ -37,17 +38,17 @@ async def _gather(names: list[str], env: Env, out: Path) -> list[str]:
         module = REGISTRY[name]
         started = time.perf_counter()
         try:
-            outcome = await module.measure(env)
+            o = outcome(module, await module.measure(env))
         except Exception as e:  # report every failure, not only the first
             print(f"  {name:<18} FAILED after {time.perf_counter() - started:5.1f} s: {e!r}", flush=True)
             failed.append(name)
             return name, None
-        write(name, module.TITLE, outcome, out)
-        verdict = "ok" if not outcome.broken else f"FINDING DID NOT HOLD: {', '.join(outcome.broken)}"
-        if outcome.broken:
+        write(name, module.TITLE, o, out)
+        verdict = "ok" if not o.broken else f"FINDING DID NOT HOLD: {', '.join(o.broken)}"
+        if o.broken:
             failed.append(name)
         print(f"  {name:<18} {time.perf_counter() - started:5.1f} s  {verdict}", flush=True)
-        return name, outcome
+        return name, o
 
     # Arithmetic first, all at once; then the wall-clock experiments together, on a quiet loop,
     # so their timings measure the harness rather than the other experiments.

@@ -3,92 +3,126 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from dataclasses import dataclass
 
-from experiments.common import Env, Outcome, run_scenario
-from harness import Limits, approve, reject
-from harness.codec import from_json, to_json
-from harness.state import Approval
+from experiments import chapter
+from experiments.report import Prose, Table
+from experiments.runs import Decision, Env, Run, approve_it, copy_of, reject_with, run_scenario
 
 NAME = "approval"
 TITLE = "8 · Approval on `destructive`: stop, then approve or reject"
+CH = chapter.APPROVAL
+REASON = "the user declined the deletion"
 
 
-async def stopped(env: Env, run_id: str):
-    """Run `destructive` until it stops for approval of the delete."""
-    return await run_scenario(env, "destructive", run_id=run_id, limits=Limits(max_turns=20))
-
-
-async def decide(env: Env, run_id: str, decision) -> tuple:
-    """Stop for approval, apply `decision` to the state, resume; returns (the stop, the end)."""
-    first = await stopped(env, run_id)
-    # The loop mutates the state it is given; keep the stop as it was.
-    resumed = from_json(to_json(first.state))
+async def decide(env: Env, run_id: str, decision: Decision, *, auto_approve: bool = False) -> tuple[Run, Run]:
+    """Run `destructive` until it stops for approval, apply `decision` to a copy of the state, and
+    resume it on the same sandbox; returns (the stop, the end). `auto_approve` lets the delete
+    through without a person (the gate broken): then there is no stop to decide on."""
+    first = await run_scenario(env, "destructive", run_id=run_id, auto_approve=auto_approve)
+    if first.state.status != "interrupted":
+        return first, first
+    resumed = copy_of(first.state)
     decision(resumed)
-    second = await run_scenario(
-        env, "destructive", run_id=run_id, state=resumed, sandbox=first.sandbox, limits=Limits(max_turns=20)
-    )
+    second = await run_scenario(env, "destructive", run_id=run_id, state=resumed, sandbox=first.sandbox)
     return first, second
 
 
-async def measure(env: Env) -> Outcome:
-    (stop_a, approved), (stop_r, rejected) = await asyncio.gather(
-        decide(env, "approve", approve),
-        decide(env, "reject", lambda s: reject(s, reason="the user declined the deletion")),
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    stop: Run
+    approved: Run
+    rejected: Run
+
+
+async def measure(env: Env, *, auto_approve: bool = False) -> Measured:
+    (stop, approved), (_, rejected) = await asyncio.gather(
+        decide(env, "approve", approve_it, auto_approve=auto_approve),
+        decide(env, "reject", reject_with(REASON), auto_approve=auto_approve),
     )
-    stop = stop_a.state.interruption
-    left = sorted(p.name for p in approved.sandbox.iterdir())
+    return Measured(stop=stop, approved=approved, rejected=rejected)
+
+
+def _on_disk(r: Run) -> bool:
+    return (r.sandbox / "access.log").exists()
+
+
+def table(m: Measured) -> Table:
+    stop = m.stop.state.interruption
+    call = f"{stop.tool_name}({stop.args})" if getattr(stop, "type", "") == "approval" else ""
     rows = [
-        {
-            "path": "stopped",
-            "turns": stop_a.state.turns,
-            "status": f"{stop_a.state.status}/approval",
-            "call": f"{stop.tool_name}({stop.args})" if isinstance(stop, Approval) else "",
-            "deleted": stop_a.runs_of("delete_file"),
-            "answer": "",
-            "chapter": 'stopped at turn 2: interrupted / approval -> delete_file({"path":"access.log"}); []',
-        },
-        {
-            "path": "approve",
-            "turns": approved.state.turns,
-            "status": approved.state.status,
-            "call": "",
-            "deleted": approved.runs_of("delete_file"),
-            "answer": approved.state.answer,
-            "chapter": 'turns=3 deleted=["access.log"] "Deleted access.log to free space."',
-        },
-        {
-            "path": "reject",
-            "turns": rejected.state.turns,
-            "status": rejected.state.status,
-            "call": "",
-            "deleted": rejected.runs_of("delete_file"),
-            "answer": rejected.state.answer,
-            "chapter": 'turns=3 deleted=[] "I did not delete anything: you declined the deletion."',
-        },
-    ]
-    return Outcome(
-        rows=rows,
-        finding=(
-            f"The delete stops the run at turn {stop_a.state.turns} with nothing deleted; approved, it "
-            f"finishes in {approved.state.turns} turns having deleted access.log; rejected with a "
-            f"reason, it finishes in {rejected.state.turns} turns, deleting nothing and saying so."
+        (
+            "stopped",
+            m.stop,
+            f"{m.stop.state.status}/{getattr(stop, 'type', '')}",
+            call,
+            f"stopped at turn {CH.stopped_at_turn}: interrupted / approval; deleted []",
         ),
-        ours=f"stop @{stop_a.state.turns}; approve → {approved.state.turns} turns "
-        f"{approved.runs_of('delete_file')}; reject → {rejected.state.turns} turns "
-        f"{rejected.runs_of('delete_file')}",
-        chapter='stop @2; approve → 3 turns ["access.log"]; reject → 3 turns []',
+        (
+            "approve",
+            m.approved,
+            m.approved.state.status,
+            "",
+            f"turns={CH.approved_turns} deleted={json.dumps(list(CH.approved_deleted))} "
+            f'"{CH.approved_answer}"',
+        ),
+        (
+            "reject",
+            m.rejected,
+            m.rejected.state.status,
+            "",
+            f'turns={CH.rejected_turns} deleted=[] "{CH.rejected_answer}"',
+        ),
+    ]
+    return Table(
+        rows=[
+            {
+                "path": label,
+                "turns": r.state.turns,
+                "status": status,
+                "call": c,
+                "deleted": r.runs_of("delete_file"),
+                "access.log on disk": _on_disk(r),
+                "answer": r.state.answer or "",
+                "chapter": ch,
+            }
+            for label, r, status, c, ch in rows
+        ]
+    )
+
+
+def checks(m: Measured) -> dict[str, bool]:
+    stop = m.stop.state.interruption
+    return {
+        "stops at turn 2 for delete_file, nothing deleted": m.stop.state.turns == CH.stopped_at_turn
+        and getattr(stop, "type", "") == "approval"
+        and getattr(stop, "tool_name", "") == "delete_file"
+        and not m.stop.runs_of("delete_file"),
+        "approve deletes access.log from disk and says so": m.approved.state.turns == CH.approved_turns
+        and tuple(m.approved.runs_of("delete_file")) == CH.approved_deleted
+        and not _on_disk(m.approved)
+        and m.approved.state.answer == CH.approved_answer,
+        "reject leaves access.log on disk and says so": m.rejected.state.turns == CH.rejected_turns
+        and m.rejected.runs_of("delete_file") == []
+        and _on_disk(m.rejected)
+        and m.rejected.state.answer == CH.rejected_answer,
+    }
+
+
+def prose(m: Measured) -> Prose:
+    left = sorted(p.name for p in m.approved.sandbox.iterdir())
+    return Prose(
+        finding=(
+            f"The delete stops the run at turn {m.stop.state.turns} with nothing deleted; approved, it "
+            f"finishes in {m.approved.state.turns} turns having deleted access.log; rejected with a "
+            f"reason, it finishes in {m.rejected.state.turns} turns, deleting nothing and saying so."
+        ),
+        ours=f"stop @{m.stop.state.turns}; approve → {m.approved.state.turns} turns "
+        f"{json.dumps(m.approved.runs_of('delete_file'))}; reject → {m.rejected.state.turns} turns "
+        f"{json.dumps(m.rejected.runs_of('delete_file'))}",
+        chapter=f"stop @{CH.stopped_at_turn}; approve → {CH.approved_turns} turns "
+        f"{json.dumps(list(CH.approved_deleted))}; "
+        f"reject → {CH.rejected_turns} turns []",
         notes=[f"Files left in the approved run's sandbox: {', '.join(left)}."],
-        checks={
-            "stops at turn 2 for delete_file, nothing deleted": stop_a.state.turns == 2
-            and isinstance(stop, Approval)
-            and stop.tool_name == "delete_file"
-            and not stop_a.runs_of("delete_file"),
-            "approve deletes access.log and says so": approved.state.turns == 3
-            and approved.runs_of("delete_file") == ["access.log"]
-            and "access.log" not in left
-            and approved.state.answer == "Deleted access.log to free space.",
-            "reject deletes nothing and says so": rejected.state.turns == 3
-            and rejected.runs_of("delete_file") == []
-            and rejected.state.answer == "I did not delete anything: you declined the deletion.",
-        },
     )

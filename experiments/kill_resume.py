@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
-from experiments.common import ROOT, Env, Outcome, run_scenario, usd
-from harness import FileStore, Limits
-from harness.state import Approval
-from harness.trace import read_jsonl
+from experiments import chapter
+from experiments.paths import ROOT
+from experiments.report import Prose, Table, usd
+from experiments.runs import Env, Run, forget_intents, load_saved, run_scenario, saved_trace, turn_costs
+from harness import RunState
 
 NAME = "kill_resume"
 TITLE = "10 · Kill and resume: SIGKILL after turn 2 and its tool, resume in a new process"
+CH = chapter.KILL_RESUME
 
 
 async def _process(env: Env, *args: str) -> int:
@@ -31,96 +35,121 @@ async def _process(env: Env, *args: str) -> int:
     return proc.returncode
 
 
-async def _plan(env: Env) -> dict:
-    d = env.workdir / "kill-resume-plan"
-    killed = await _process(
-        env,
-        "-m",
-        "experiments.crash",
-        "after_tool_result,after_tool_result",
-        "--",
+def _cli(d: Path, scenario: str, run_id: str, *extra: str) -> list[str]:
+    return [
         "--state-dir",
         str(d),
         "run",
         "--scenario",
-        "plan",
+        scenario,
         "--run-id",
-        "kr",
+        run_id,
         "--max-turns",
         "20",
-    )
-    restored = FileStore(d).load("kr")
-    resumed_rc = await _process(env, "-m", "harness", "--state-dir", str(d), "resume", "kr")
-    final = FileStore(d).load("kr")
-    return {"killed": killed, "restored": restored, "final": final, "resumed_rc": resumed_rc}
+        *extra,
+    ]
 
 
-async def _write(env: Env, naive: bool) -> dict:
+@dataclass(frozen=True, kw_only=True)
+class Killed:
+    killed_rc: int
+    restored: RunState
+    resumed_rc: int
+    final: RunState
+
+
+@dataclass(frozen=True, kw_only=True)
+class Write:
     """`destructive`, delete auto-approved, killed after the delete ran but before its result was saved."""
-    d = env.workdir / f"kill-resume-write-{'naive' if naive else 'wal'}"
+
+    intents: bool
+    killed_rc: int
+    final: RunState
+    delete_executions: int
+    """Counted from the run's JSONL trace, which both processes append to."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    reference: Run
+    plan: Killed
+    wal: Write
+    naive: Write
+
+
+async def _plan(env: Env) -> Killed:
+    d = env.workdir / "kill-resume-plan"
+    killed = await _process(
+        env, "-m", "experiments.crash", "after_tool_result,after_tool_result", "--", *_cli(d, "plan", "kr")
+    )
+    restored = load_saved(d, "kr")
+    resumed = await _process(env, "-m", "harness", "--state-dir", str(d), "resume", "kr")
+    return Killed(killed_rc=killed, restored=restored, resumed_rc=resumed, final=load_saved(d, "kr"))
+
+
+async def _write(env: Env, *, intents: bool, tag: str) -> Write:
+    d = env.workdir / f"kill-resume-write-{tag}"
     killed = await _process(
         env,
         "-m",
         "experiments.crash",
         "after_intent,before_save",
         "--",
-        "--state-dir",
-        str(d),
-        "run",
-        "--scenario",
-        "destructive",
-        "--run-id",
-        "kw",
-        "--max-turns",
-        "20",
-        "--auto-approve",
-        "delete_file",
+        *_cli(d, "destructive", "kw", "--auto-approve", "delete_file"),
     )
-    store = FileStore(d)
-    if naive:
-        # What a harness without write-ahead intents sees: a pending call, nothing to say it started.
-        state = store.load("kw")
-        state.intents.clear()
-        store.save(state)
+    if not intents:
+        forget_intents(d, "kw")
     await _process(env, "-m", "harness", "--state-dir", str(d), "resume", "kw")
-    final = store.load("kw")
     started = [
-        e
-        for e in read_jsonl(d / "traces" / "kw.jsonl")
-        if e["type"] == "tool_start" and e["toolName"] == "delete_file"
+        e for e in saved_trace(d, "kw") if e["type"] == "tool_start" and e["toolName"] == "delete_file"
     ]
-    return {"killed": killed, "final": final, "delete_executions": len(started)}
+    return Write(intents=intents, killed_rc=killed, final=load_saved(d, "kw"), delete_executions=len(started))
 
 
-async def measure(env: Env) -> Outcome:
+async def measure(env: Env, *, intents: bool = True) -> Measured:
+    """`intents=False` resumes the write-ahead run without its intent record (broken)."""
     reference, plan, wal, naive = await asyncio.gather(
-        run_scenario(env, "plan", run_id="kr-reference", limits=Limits(max_turns=20)),
+        run_scenario(env, "plan", run_id="kr-reference"),
         _plan(env),
-        _write(env, naive=False),
-        _write(env, naive=True),
+        _write(env, intents=intents, tag="wal"),
+        _write(env, intents=False, tag="naive"),
     )
-    restored, final = plan["restored"], plan["final"]
-    runs = [r.label for r in final.tool_runs]
-    ref = reference.state
-    stop = wal["final"].interruption
+    return Measured(reference=reference, plan=plan, wal=wal, naive=naive)
+
+
+def _label(w: Write) -> str:
+    return "write-ahead intent (ours)" if w.intents else "naive resume (no intent record)"
+
+
+def _status(w: Write) -> str:
+    stop = w.final.interruption
+    return f"{w.final.status}/approval, in doubt" if getattr(stop, "in_doubt", False) else w.final.status
+
+
+def table(m: Measured) -> Table:
+    restored, final, ref = m.plan.restored, m.plan.final, m.reference.state
+    two_turns = sum(turn_costs(ref)[:2])
     rows = [
         {
             "step": "process 1 killed (SIGKILL) after turn 2",
-            "exit": plan["killed"],
+            "exit": m.plan.killed_rc,
             "turns": restored.turns,
             "cost": usd(restored.cost_usd),
             "messages": len(restored.messages),
             "status": restored.status,
-            "chapter": "restored: turns=2 cost=$0.001570 messages=6 status=running",
+            "predicted for ours": f"{usd(two_turns)} (the reference's first two turns)",
+            "chapter": f"restored: turns={CH.restored_turns} cost={usd(CH.restored_cost_usd)} "
+            f"messages={CH.restored_messages} status=running",
         },
         {
             "step": "process 2: resumed",
-            "exit": plan["resumed_rc"],
+            "exit": m.plan.resumed_rc,
             "turns": final.turns,
             "cost": usd(final.cost_usd),
             "messages": len(final.messages),
             "status": final.status,
-            "chapter": "resumed: turns=3 cost=$0.002470 completed",
+            "predicted for ours": usd(ref.cost_usd),
+            "chapter": f"resumed: turns={CH.resumed_turns} cost={usd(CH.resumed_cost_usd)} completed",
         },
         {
             "step": "uninterrupted reference run",
@@ -129,72 +158,70 @@ async def measure(env: Env) -> Outcome:
             "cost": usd(ref.cost_usd),
             "messages": len(ref.messages),
             "status": ref.status,
-            "chapter": "$0.002470",
+            "predicted for ours": "",
+            "chapter": usd(CH.resumed_cost_usd),
         },
     ]
     writes = [
         {
-            "resume after dying mid-write": "write-ahead intent (ours)",
-            "delete_file executions": wal["delete_executions"],
-            "status after resume": f"{wal['final'].status}/"
-            f"{'approval, in doubt' if isinstance(stop, Approval) and stop.in_doubt else stop}",
-        },
-        {
-            "resume after dying mid-write": "naive resume (no intent record)",
-            "delete_file executions": naive["delete_executions"],
-            "status after resume": naive["final"].status,
-        },
+            "step": f"write: {_label(w)}",
+            "exit": w.killed_rc,
+            "status": _status(w),
+            "chapter": f"delete_file executions={w.delete_executions}",
+        }
+        for w in (m.wal, m.naive)
     ]
-    return Outcome(
-        rows=rows
-        + [
-            {
-                "step": f"write: {w['resume after dying mid-write']}",
-                "exit": "",
-                "turns": "",
-                "cost": "",
-                "messages": "",
-                "status": w["status after resume"],
-                "chapter": f"delete_file executions={w['delete_file executions']}",
-            }
-            for w in writes
-        ],
-        table=rows,
+    return Table(rows=rows + writes, shown=rows)
+
+
+def checks(m: Measured) -> dict[str, bool]:
+    restored, final, ref = m.plan.restored, m.plan.final, m.reference.state
+    return {
+        "the killed processes died by SIGKILL": m.plan.killed_rc
+        == m.wal.killed_rc
+        == m.naive.killed_rc
+        == -9,
+        "restored after turn 2 with 6 messages, at the reference's first two turns' cost": (
+            restored.turns,
+            len(restored.messages),
+        )
+        == (CH.restored_turns, CH.restored_messages)
+        and abs(restored.cost_usd - sum(turn_costs(ref)[:2])) < 1e-12,
+        "resumed run completes at the uninterrupted cost": final.status == "completed"
+        and final.turns == ref.turns
+        and abs(final.cost_usd - ref.cost_usd) < 1e-12,
+        "no tool ran twice": tuple(r.label for r in final.tool_runs) == CH.tool_runs,
+        "write-ahead resume asks instead of writing twice": m.wal.delete_executions == 1
+        and getattr(m.wal.final.interruption, "in_doubt", False),
+        "naive resume writes twice": m.naive.delete_executions == 2,
+    }
+
+
+def prose(m: Measured) -> Prose:
+    restored, final, ref = m.plan.restored, m.plan.final, m.reference.state
+    runs = ", ".join(r.label for r in final.tool_runs)
+    writes = "\n".join(
+        f"- {_label(w)}: {w.delete_executions} execution(s) of delete_file, then {_status(w)}"
+        for w in (m.wal, m.naive)
+    )
+    return Prose(
         finding=(
             f"Killed with SIGKILL after turn 2 and resumed in a new process, the run finishes in "
             f"{final.turns} turns at {usd(final.cost_usd)} — exactly the uninterrupted run's "
-            f"{usd(ref.cost_usd)} — with tool runs {', '.join(runs)} across both processes; a run "
-            f"killed mid-write resumes to an in-doubt approval instead of deleting twice."
+            f"{usd(ref.cost_usd)} — with tool runs {runs} across both processes; a run killed mid-write "
+            "resumes to an in-doubt approval instead of deleting twice."
         ),
-        ours=(
-            f"restored turns={restored.turns} cost={usd(restored.cost_usd)} "
-            f"messages={len(restored.messages)}; "
-            f"resumed turns={final.turns} cost={usd(final.cost_usd)} {final.status}"
-        ),
-        chapter="restored turns=2 cost=$0.001570 messages=6; resumed turns=3 cost=$0.002470 completed",
+        ours=f"restored turns={restored.turns} cost={usd(restored.cost_usd)} "
+        f"messages={len(restored.messages)}; "
+        f"resumed turns={final.turns} cost={usd(final.cost_usd)} {final.status}",
+        chapter=f"restored turns={CH.restored_turns} cost={usd(CH.restored_cost_usd)} "
+        f"messages={CH.restored_messages}; resumed turns={CH.resumed_turns} "
+        f"cost={usd(CH.resumed_cost_usd)} completed",
+        explained="both costs are `plan`'s (its first two turns, then all three): the difference is plan's",
         notes=[
-            f"Tool runs across both processes: {', '.join(runs)} "
-            "(chapter: list_files, read_file:errors.log).",
-            "Beyond the chapter — a process killed after `delete_file` ran but before its result "
-            "was saved (the checkpoint between them, not a sleep), then resumed:\n\n"
-            + "\n".join(
-                f"- {w['resume after dying mid-write']}: {w['delete_file executions']} "
-                f"execution(s) of delete_file, then {w['status after resume']}"
-                for w in writes
-            )
-            + "\n\nThe executions are counted from the run's JSONL trace, which both processes append to.",
+            f"Tool runs across both processes: {runs} (chapter: {', '.join(CH.tool_runs)}).",
+            "Beyond the chapter — a process killed after `delete_file` ran but before its result was "
+            f"saved (the checkpoint between them, not a sleep), then resumed:\n\n{writes}\n\n"
+            "The executions are counted from the run's JSONL trace, which both processes append to.",
         ],
-        checks={
-            "the killed process died by SIGKILL": plan["killed"] == -9
-            and wal["killed"] == naive["killed"] == -9,
-            "restored after turn 2 with 6 messages": (restored.turns, len(restored.messages)) == (2, 6),
-            "resumed run completes at the uninterrupted cost": final.status == "completed"
-            and final.turns == ref.turns
-            and abs(final.cost_usd - ref.cost_usd) < 1e-12,
-            "no tool ran twice": runs == ["list_files", "read_file:errors.log"],
-            "write-ahead resume asks instead of writing twice": wal["delete_executions"] == 1
-            and isinstance(stop, Approval)
-            and stop.in_doubt,
-            "naive resume writes twice": naive["delete_executions"] == 2,
-        },
     )

@@ -2,84 +2,139 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import o200k
-from experiments.common import CHAPTER, OURS, Env, Outcome, figure, run_scenario, usd
+from experiments import chapter
+from experiments.charts import CHAPTER, OURS, figure
+from experiments.report import Prose, Table, usd
+from experiments.runs import Env, Run, reply_tokens, request_tokens, run_scenario
 
 NAME = "plan"
 TITLE = "1 · `plan`, cap 20: three turns, and every turn resends everything"
-CHAPTER_PER_TURN = (204, 269, 342)
+CH = chapter.PLAN
 
 
-async def measure(env: Env) -> Outcome:
-    from harness import Limits
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    run: Run
+    prompts: list[int]
+    """Prompt tokens per turn, as the provider billed them."""
+    counted_prompts: list[int]
+    """The same, counted on our side from the transcript and the tool definitions sent."""
+    counted_replies: list[int]
+    """Each reply counted on our side: tool-call JSON or text."""
+    call_tokens: list[int]
+    """The chapter's two tool-call replies, counted (23 and 29)."""
+    predicted_output: int
+    """23 + 29 + the answer's own count."""
 
-    r = await run_scenario(env, "plan", run_id="plan", limits=Limits(max_turns=20))
-    s = r.state
-    per_turn = [u.prompt_tokens for u in s.turn_usage]
+
+async def measure(env: Env, *, max_turns: int = 20) -> Measured:
+    r = await run_scenario(env, "plan", run_id="plan", max_turns=max_turns)
+    calls = [o200k.count(o200k.tool_calls_json(c.wire())) for c in (chapter.LIST_FILES, chapter.READ_ERRORS)]
+    return Measured(
+        run=r,
+        prompts=[u.prompt_tokens for u in r.state.turn_usage],
+        counted_prompts=request_tokens(r),
+        counted_replies=reply_tokens(r),
+        call_tokens=calls,
+        predicted_output=sum(calls) + o200k.count(r.state.answer or ""),
+    )
+
+
+def table(m: Measured) -> Table:
+    s = m.run.state
     rows = [
         {
             "turn": i + 1,
             "prompt_tokens": u.prompt_tokens,
             "completion_tokens": u.completion_tokens,
-            "growth": u.prompt_tokens - (per_turn[i - 1] if i else 0),
-            "chapter_prompt_tokens": CHAPTER_PER_TURN[i] if i < len(CHAPTER_PER_TURN) else "",
+            "growth": u.prompt_tokens - (m.prompts[i - 1] if i else 0),
+            "chapter_prompt_tokens": CH.prompt_per_turn[i] if i < len(CH.prompt_per_turn) else "",
         }
         for i, u in enumerate(s.turn_usage)
     ]
-    # What each turn added to the transcript, counted on our side with the same encoder.
-    starts = [i for i, m in enumerate(s.messages) if m.get("role") == "assistant"]
-    added = [
-        sum(o200k.message_tokens(m) for m in s.messages[a:b])
-        for a, b in zip(starts, starts[1:], strict=False)
-    ]
-    growth = [b - a for a, b in zip(per_turn, per_turn[1:], strict=False)]
-    table = [
-        {"": "turns", "ours": s.turns, "chapter": 3},
-        {"": "tool runs", "ours": len(s.tool_runs), "chapter": 2},
-        {"": "input tokens", "ours": s.prompt_tokens, "chapter": 815},
-        {"": "output tokens", "ours": s.completion_tokens, "chapter": 70},
-        {"": "cost", "ours": usd(s.cost_usd), "chapter": "$0.002470"},
+    shown = [
+        {"": "turns", "ours": s.turns, "chapter": CH.turns, "predicted for ours": ""},
+        {"": "tool runs", "ours": len(s.tool_runs), "chapter": CH.tool_runs, "predicted for ours": ""},
+        {"": "input tokens", "ours": s.prompt_tokens, "chapter": CH.input_tokens, "predicted for ours": ""},
+        {
+            "": "output tokens",
+            "ours": s.completion_tokens,
+            "chapter": CH.output_tokens,
+            "predicted for ours": f"{m.predicted_output} ({' + '.join(map(str, m.call_tokens))} + "
+            f"the answer's {m.counted_replies[-1]})",
+        },
+        {"": "cost", "ours": usd(s.cost_usd), "chapter": usd(CH.cost_usd), "predicted for ours": ""},
         {
             "": "per-turn prompt tokens",
-            "ours": ", ".join(map(str, per_turn)),
-            "chapter": ", ".join(map(str, CHAPTER_PER_TURN)),
+            "ours": ", ".join(map(str, m.prompts)),
+            "chapter": ", ".join(map(str, CH.prompt_per_turn)),
+            "predicted for ours": ", ".join(map(str, m.counted_prompts)) + " (counted from the transcript)",
         },
-        {"": "status", "ours": s.status, "chapter": "completed"},
-        {"": "answer", "ours": s.answer, "chapter": "errors.log mentions a timeout: worker 7 …"},
+        {"": "status", "ours": s.status, "chapter": CH.status, "predicted for ours": ""},
+        {"": "answer", "ours": s.answer, "chapter": CH.answer, "predicted for ours": ""},
     ]
+    return Table(rows=rows, shown=shown)
 
-    def chart():
-        fig, ax = figure("Prompt tokens per turn, `plan`", "turn", "prompt tokens")
-        xs = list(range(1, len(per_turn) + 1))
-        ax.bar([x - 0.2 for x in xs], per_turn, width=0.4, color=OURS, label="ours")
-        ax.bar([x + 0.2 for x in xs[:3]], CHAPTER_PER_TURN, width=0.4, color=CHAPTER, label="chapter")
-        ax.set_xticks(xs)
-        ax.legend()
-        return fig
 
-    return Outcome(
-        rows=rows,
-        table=table,
+def checks(m: Measured) -> dict[str, bool]:
+    s = m.run.state
+    return {
+        "three turns, two tool runs, completed with the chapter's answer": (
+            s.turns,
+            len(s.tool_runs),
+            s.status,
+        )
+        == (CH.turns, CH.tool_runs, CH.status)
+        and s.answer == CH.answer,
+        "output = the two calls' JSON + the answer's own count": s.completion_tokens == m.predicted_output
+        and [u.completion_tokens for u in s.turn_usage] == m.counted_replies,
+        "each turn's prompt = our count of the transcript sent": m.prompts == m.counted_prompts,
+        "prompt tokens grow every turn": all(b > a for a, b in zip(m.prompts, m.prompts[1:], strict=False)),
+    }
+
+
+def prose(m: Measured) -> Prose:
+    s = m.run.state
+    per_turn = ", ".join(map(str, m.prompts))
+    answer_out = m.counted_replies[-1]
+    return Prose(
         finding=(
             f"The task finishes in {s.turns} turns and {len(s.tool_runs)} tool runs for "
-            f"{usd(s.cost_usd)}, and each turn resends all before it: prompt tokens "
-            f"{', '.join(map(str, per_turn))} (chapter 204, 269, 342)."
+            f"{usd(s.cost_usd)}, and each turn resends all before it: prompt tokens {per_turn} "
+            f"(chapter {', '.join(map(str, CH.prompt_per_turn))})."
         ),
         ours=f"turns={s.turns} tools={len(s.tool_runs)} in={s.prompt_tokens} out={s.completion_tokens} "
-        f"cost={usd(s.cost_usd)}; per turn {', '.join(map(str, per_turn))}",
-        chapter="turns=3 tools=2 in=815 out=70 cost=$0.002470; per turn 204, 269, 342",
+        f"cost={usd(s.cost_usd)}; per turn {per_turn}",
+        chapter=f"turns={CH.turns} tools={CH.tool_runs} in={CH.input_tokens} out={CH.output_tokens} "
+        f"cost={usd(CH.cost_usd)}; per turn {', '.join(map(str, CH.prompt_per_turn))}",
+        explained=(
+            f"out: {' + '.join(map(str, m.call_tokens))} + {answer_out} = {m.predicted_output} (the "
+            f"chapter's {CH.output_tokens} counts its answer as "
+            f"{CH.output_tokens - sum(m.call_tokens)}); in: our first prompt is {m.prompts[0]} tokens, "
+            f"the chapter's {CH.prompt_per_turn[0]} (see arithmetic)"
+        ),
         notes=[
-            f"Each turn's growth in prompt tokens ({', '.join(map(str, growth))}) equals the tokens "
-            f"of what the previous turn appended ({', '.join(map(str, added))}): the bill is additive.",
-            "Our absolute counts differ from the chapter's: its exact system prompt and tool "
-            "descriptions are not published, and ours are not tuned to match.",
+            f"Output tokens: the two tool-call replies are the chapter's own calls, "
+            f"{' and '.join(map(str, m.call_tokens))} tokens "
+            f"of compact `tool_calls` JSON, and the answer is the chapter's own sentence, {answer_out} "
+            f"tokens: {m.predicted_output} in all. The chapter prints {CH.output_tokens}, one more: its "
+            "text reply counts one token beyond its text.",
+            "Input tokens: each turn's prompt equals our own count of the request the harness sent "
+            f"(transcript so far plus tool definitions): {', '.join(map(str, m.counted_prompts))}. Our "
+            "system prompt and tool descriptions are our own, not tuned to the chapter's, so the first "
+            "prompt differs; `arithmetic.md` fits both profiles.",
         ],
-        chart=chart,
-        checks={
-            "three turns, two tool runs, completed": (s.turns, len(s.tool_runs), s.status)
-            == (3, 2, "completed"),
-            "prompt tokens grow every turn": all(b > a for a, b in zip(per_turn, per_turn[1:], strict=False)),
-            "growth equals what each turn appended": growth == added,
-        },
-        data={"state": s},
     )
+
+
+def chart(m: Measured):
+    fig, ax = figure("Prompt tokens per turn, `plan`", "turn", "prompt tokens")
+    xs = list(range(1, len(m.prompts) + 1))
+    ax.bar([x - 0.2 for x in xs], m.prompts, width=0.4, color=OURS, label="ours")
+    ax.bar([x + 0.2 for x in xs[:3]], CH.prompt_per_turn, width=0.4, color=CHAPTER, label="chapter")
+    ax.set_xticks(xs)
+    ax.legend()
+    return fig

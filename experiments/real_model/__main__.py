@@ -14,9 +14,11 @@ import tempfile
 from contextlib import nullcontext
 from pathlib import Path
 
-from experiments.common import RESULTS, Env, write
-from experiments.real_model import NAME, TITLE, measure
+from experiments.paths import RESULTS
+from experiments.real_model import tasks
 from experiments.real_model.server import local_model
+from experiments.report import outcome, write
+from experiments.runs import Env
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,19 +30,20 @@ def main(argv: list[str] | None = None) -> int:
         server = nullcontext(given) if given else local_model(Path(tmp) / "llama-server.log")
         with server as base_url:
             print(f"model at {base_url}; running the chapter's six tasks", flush=True)
-            outcome = asyncio.run(measure(Env(base_url=base_url, workdir=Path(tmp))))
-    for r in outcome.data["results"]:
+            measured = asyncio.run(tasks.measure(Env(base_url=base_url, workdir=Path(tmp))))
+    o = outcome(tasks, measured)
+    for r in measured.results:
         s = r.run.state
         print(
             f"turns={s.turns} tools={len(s.tool_runs)} wall={r.run.wall_ms:>8,.0f}ms  {r.task:<42} "
             f"-> {' '.join((s.answer or s.status).split())[:70]!r}  right={r.right}",
             flush=True,
         )
-    print(outcome.finding, flush=True)
-    for path in write(NAME, TITLE, outcome, args.out, command="make real-model"):
+    print(o.prose.finding, flush=True)
+    for path in write(tasks.NAME, tasks.TITLE, o, args.out, command="make real-model"):
         print(f"wrote {path}", flush=True)
-    if outcome.broken:
-        print(f"finding did not hold: {', '.join(outcome.broken)}", file=sys.stderr)
+    if o.broken:
+        print(f"finding did not hold: {', '.join(o.broken)}", file=sys.stderr)
         return 1
     return 0
 

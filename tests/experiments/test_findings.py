@@ -2,35 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
+import csv
+import io
 from dataclasses import replace
 
 import pytest
 
 from experiments import REGISTRY
-from experiments.common import Env, write
 from experiments.index import render
-from harness import ModelClient
+from experiments.report import csv_text, outcome, write
+
+_measured: dict = {}
 
 
-@pytest.fixture(scope="module")
-def env(mock_url, tmp_path_factory) -> Env:
-    return Env(base_url=mock_url, fast=True, workdir=tmp_path_factory.mktemp("experiments"))
+@pytest.fixture
+def measured(measure):
+    """`measured(name)`: each experiment runs once per session; the tests reuse its measurement."""
 
+    def get(name: str):
+        if name not in _measured:
+            _measured[name] = measure(REGISTRY[name])
+        return _measured[name]
 
-_outcomes: dict = {}
-
-
-def measure(name: str, env: Env):
-    """Each experiment runs once per session; the explicit tests below reuse its outcome."""
-
-    async def go():
-        async with ModelClient(env.base_url) as client:
-            return await REGISTRY[name].measure(replace(env, client=client))
-
-    if name not in _outcomes:
-        _outcomes[name] = asyncio.run(go())
-    return _outcomes[name]
+    return get
 
 
 def test_every_measurement_of_the_chapter_has_an_experiment():
@@ -49,78 +43,79 @@ def test_every_measurement_of_the_chapter_has_an_experiment():
         "trace",
         "latency",
         "subagent",
+        "arithmetic",
     ]
 
 
 @pytest.mark.parametrize("name", list(REGISTRY))
-def test_finding_holds(name, env, tmp_path):
-    outcome = measure(name, env)
-    assert outcome.checks, f"{name} checks nothing"
-    assert not outcome.broken, f"{name}: {outcome.broken}\n{outcome.finding}\n{outcome.rows}"
-    written = write(name, REGISTRY[name].TITLE, outcome, tmp_path)
+def test_finding_holds(name, measured, tmp_path):
+    o = outcome(REGISTRY[name], measured(name))
+    assert o.checks, f"{name} checks nothing"
+    assert not o.broken, f"{name}: {o.broken}\n{o.prose.finding}\n{o.table.rows}"
+    written = write(name, REGISTRY[name].TITLE, o, tmp_path)
     assert {p.suffix for p in written} >= {".csv", ".md"}
-    assert outcome.finding in (tmp_path / f"{name}.md").read_text()
-    assert name in render([(name, outcome)])
+    assert o.prose.finding in (tmp_path / f"{name}.md").read_text()
+    assert name in render([(name, o)])
 
 
-def cell(outcome, column: str, **match) -> object:
-    row = next(r for r in outcome.rows if all(r.get(k) == v for k, v in match.items()))
-    return row[column]
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_counts_stay_integers_in_the_csv(name, measured):
+    o = outcome(REGISTRY[name], measured(name))
+    rows = list(csv.DictReader(io.StringIO(csv_text(o.table.rows))))
+    for column in ("turns", "tool_runs", "tools", "input_tokens", "output_tokens", "in", "out"):
+        cells = [r[column] for r in rows if r.get(column)]
+        assert all(c.isdigit() for c in cells), f"{name}.{column}: {cells}"
 
 
-def test_turn_cap_input_grows_quadratically(env):
-    o = measure("turn_cap", env)
-    assert 3.6 <= o.data["in_ratio"] <= 4.0
+def test_plan_output_is_the_two_calls_and_the_answer(measured):
+    m = measured("plan")
+    assert m.call_tokens == [23, 29]
+    assert m.run.state.completion_tokens == 23 + 29 + m.counted_replies[-1]
 
 
-def test_soft_budget_overshoots_under_one_turn_and_hard_never(env):
-    rows = measure("budget", env).rows
-    soft = [r for r in rows if r["mode"].startswith("soft")]
-    hard = [r for r in rows if r["mode"].startswith("hard")]
-    assert soft and all(0 < r["overshoot_usd"] <= r["last_turn_usd"] for r in soft)
-    assert len(hard) >= 10 and all(r["spent_usd"] <= r["budget_usd"] for r in hard)
+def test_turn_cap_ratio_is_what_our_a_over_g_predicts(measured):
+    m = measured("turn_cap")
+    assert m.inputs(100) / m.inputs(50) == m.early.input_ratio(100, 50)
+    assert 2 < m.early.input_ratio(100, 50) < 4
 
 
-def test_only_the_descriptive_error_policy_answers(env):
-    o = measure("tool_errors", env)
-    answers = {r["policy"]: r["answer"] for r in o.rows}
-    assert answers["descriptive"] == "errors.log mentions a timeout."
-    assert "errors.log" not in answers["fatal"] + answers["generic"]
+def test_only_the_descriptive_error_policy_answers(measured):
+    m = measured("tool_errors")
+    assert m.runs["descriptive"].state.answer == "errors.log mentions a timeout."
+    assert "errors.log" not in (m.runs["fatal"].state.answer or "") + (m.runs["generic"].state.answer or "")
 
 
-def test_dedupe_saves_one_tool_run_and_no_money(env):
-    rows = {r["run"]: r for r in measure("dedupe", env).rows}
-    repeat, deduped = rows["repeat"], rows["repeat + dedupe (read-only)"]
-    assert repeat["tools"] - deduped["tools"] == 1
-    assert float(deduped["cost"].lstrip("$")) >= float(repeat["cost"].lstrip("$"))
+def test_empty_rejection_reports_a_deletion_that_never_happened(measured):
+    m = measured("rejection_wording")
+    assert m.silent.state.answer == "Deleted access.log to free space."
+    assert m.silent.runs_of("delete_file") == []
+    assert (m.silent.sandbox / "access.log").exists()
 
 
-def test_empty_rejection_reports_a_deletion_that_never_happened(env):
-    o = measure("rejection_wording", env)
-    assert (
-        cell(o, "the agent then told the user", rejected="with nothing")
-        == "Deleted access.log to free space."
-    )
-    assert cell(o, "deleted", rejected="with nothing") == []
-    assert cell(o, "access.log still there", rejected="with nothing") is True
+def test_resumed_cost_equals_uninterrupted_cost(measured):
+    m = measured("kill_resume")
+    assert m.plan.killed_rc == -9
+    assert m.plan.final.cost_usd == pytest.approx(m.reference.state.cost_usd, abs=1e-12)
 
 
-def test_resumed_cost_equals_uninterrupted_cost(env):
-    rows = measure("kill_resume", env).rows
-    assert rows[0]["exit"] == -9
-    assert rows[1]["cost"] == rows[2]["cost"] and rows[1]["status"] == "completed"
-
-
-def test_cancellation_reaches_the_tool_within_50_ms(env):
-    assert measure("cancellation", env).data["gap_ms"] <= 50
-
-
-def test_wall_time_grows_by_n_times_latency(env):
-    assert abs(measure("latency", env).data["slope"] - 3) < 0.15
-
-
-def test_index_links_the_reports_other_targets_wrote(env, tmp_path):
-    outcome = measure("plan", env)
-    assert "bench.md" not in render([("plan", outcome)], tmp_path)
+def test_index_links_the_reports_other_targets_wrote(measured, tmp_path):
+    o = outcome(REGISTRY["plan"], measured("plan"))
+    assert "bench.md" not in render([("plan", o)], tmp_path)
     (tmp_path / "bench.md").write_text("# Benchmarks\n")
-    assert "[bench.md](bench.md)" in render([("plan", outcome)], tmp_path)
+    assert "[bench.md](bench.md)" in render([("plan", o)], tmp_path)
+
+
+def test_a_rerun_changes_only_the_wall_clock_files(measured, measure, env, tmp_path):
+    """Two fast-path passes write the same bytes, except latency's and cancellation's own files."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    again = replace(env, workdir=tmp_path / "work")
+    outcomes = {}
+    for out, get in ((first, measured), (second, lambda n: measure(REGISTRY[n], env=again))):
+        outcomes[out] = [(n, outcome(REGISTRY[n], get(n))) for n in REGISTRY]
+        for name, o in outcomes[out]:
+            write(name, REGISTRY[name].TITLE, o, out)
+        (out / "README.md").write_text(render(outcomes[out], out))
+    timed = {n for n, m in REGISTRY.items() if getattr(m, "WALL_CLOCK", False)}
+    assert timed == {"latency", "cancellation"}
+    changed = sorted(p.name for p in first.iterdir() if p.read_bytes() != (second / p.name).read_bytes())
+    assert {name.split(".")[0] for name in changed} <= timed, changed

@@ -6,16 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from experiments.common import Run
-from experiments.real_model import CHAPTER, TASKS, is_right
+from experiments.chapter import REAL_MODEL
+from experiments.real_model.rules import TASKS, is_right
+from experiments.runs import Run
 from harness import MemoryTrace, make_sandbox, new_run
 from harness.state import ToolRun
 
 
 def _run(sandbox: Path, *reads: str) -> Run:
     state = new_run("task")
-    state.tool_runs = [ToolRun(tool="read_file", args={"path": p}, call_id=f"c{i}", ok=True, ms=1.0)
-                       for i, p in enumerate(reads)]
+    state.tool_runs = [
+        ToolRun(tool="read_file", args={"path": p}, call_id=f"c{i}", ok=True, ms=1.0)
+        for i, p in enumerate(reads)
+    ]
     return Run(state=state, trace=MemoryTrace(), sandbox=sandbox, wall_ms=0.0)
 
 
@@ -41,7 +44,7 @@ def test_a_right_answer_is_right(sandbox: Path, task: str, answer: str) -> None:
 def test_the_chapters_answers_are_wrong_here(sandbox: Path) -> None:
     # The chapter's model named access.log as largest and counted three files; both stay wrong.
     for task in (TASKS[1], TASKS[4]):
-        assert not is_right(task, CHAPTER[task][3], _run(sandbox), sandbox)
+        assert not is_right(task, dict(REAL_MODEL.tasks)[task][3], _run(sandbox), sandbox)
     assert not is_right(TASKS[0], "The file timeout.txt does not exist.", _run(sandbox), sandbox)
 
 

@@ -1,0 +1,309 @@
+"""The chapter's printed figures, and ours, against what one token profile predicts.
+
+Each `Prediction` pairs a figure with its prediction and says how it was derived; `consistent`
+is exact equality at the printed precision (tokens, or micro-dollars), never a tolerance band.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import o200k
+from experiments import chapter
+from experiments.profile import (
+    IN_MICRO,
+    OUT_MICRO,
+    Profile,
+    call_tokens,
+    dollars,
+    implied_growth,
+    implied_output,
+    micro,
+    ratio_curve,
+)
+from experiments.report import usd, usd_short
+from experiments.runs import Run, reply_tokens
+
+BUDGET = chapter.BUDGET.budget_usd
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prediction:
+    figure: str
+    printed: str
+    """What the chapter prints (or, for ours, what we measured)."""
+    predicted: str
+    how: str
+    consistent: bool
+    difference: str = ""
+
+
+def _money(printed: float, predicted: Fraction) -> tuple[bool, str]:
+    """Printed dollars vs predicted micro-dollars: equal at the printed six decimals?"""
+    diff = Fraction(str(printed)) * 1_000_000 - predicted
+    return diff == 0, "" if diff == 0 else f"{'+' if diff > 0 else '−'}{usd(abs(dollars(diff)))}"
+
+
+def _rounds_to(value: float, printed: float) -> bool:
+    decimals = len(str(printed).split(".")[1]) if "." in str(printed) else 0
+    return round(value, decimals) == printed
+
+
+def chapter_predictions(c: Profile) -> list[Prediction]:
+    """Each figure the chapter prints, against what its own profile predicts."""
+    tc, b, kr, dn, dd = chapter.TURN_CAP, chapter.BUDGET, chapter.KILL_RESUME, chapter.DENIED, chapter.DEDUPE
+    read, delete = call_tokens(chapter.READ_ERRORS), call_tokens(chapter.DELETE_ACCESS)
+    n_budget = c.soft_budget_turns(b.budget_usd)
+    rows = [
+        Prediction(
+            figure=f"runaway input @{n}",
+            printed=f"{t:,}",
+            predicted=f"{c.input(n):,}",
+            how="the fit (three points, three unknowns, whole tokens)",
+            consistent=c.input(n) == t,
+        )
+        for n, t in tc.input_by_cap
+    ]
+    rows += [
+        Prediction(
+            figure="20 turns cost",
+            printed=f"> {usd_short(tc.cost_20_above_usd)}",
+            predicted=usd(c.cost(20)),
+            how=f"input(20) = {c.input(20):,}, 20 × {c.output} out",
+            consistent=c.cost(20) > tc.cost_20_above_usd,
+        ),
+        Prediction(
+            figure="input ×, cap 100 / 50",
+            printed=f"{tc.input_ratio_100_50}",
+            predicted=f"{c.input_ratio(100, 50):.4f}",
+            how="input(100) / input(50)",
+            consistent=_rounds_to(c.input_ratio(100, 50), tc.input_ratio_100_50),
+        ),
+        Prediction(
+            figure="cost ×, cap 100 / 50",
+            printed=f"{tc.cost_ratio_100_50}",
+            predicted=f"{c.cost_ratio(100, 50):.4f}",
+            how="cost(100) / cost(50)",
+            consistent=_rounds_to(c.cost_ratio(100, 50), tc.cost_ratio_100_50),
+        ),
+        Prediction(
+            figure=f"budget {usd_short(b.budget_usd)}: spent",
+            printed=usd(b.spent_usd),
+            predicted=f"{usd(c.cost(n_budget))} at {n_budget} turns",
+            how="first n with cost(n) ≥ budget (checked before each call)",
+            consistent=_money(b.spent_usd, c.cost_micro(n_budget))[0],
+            difference=_money(b.spent_usd, c.cost_micro(n_budget))[1],
+        ),
+    ]
+    return rows + _trace_and_plan(c, read, delete) + _others(c, kr, dn, dd)
+
+
+def _trace_and_plan(c: Profile, read: int, delete: int) -> list[Prediction]:
+    events = [e for e in chapter.trace_events() if e["type"] == "turn"]
+    turn2 = c.cost_micro(1) + micro(c.prompt(2), delete)
+    pl = chapter.PLAN
+    out = call_tokens(chapter.LIST_FILES) + read + o200k.count(pl.answer)
+    rows = [
+        Prediction(
+            figure="trace turn 1: prompt, completion, costUsd",
+            printed=f"{events[0]['prompt_tokens']}, {events[0]['completion_tokens']}, {events[0]['costUsd']}",
+            predicted=f"{c.prompt(1)}, {c.output}, {dollars(c.cost_micro(1))}",
+            how="a; the list_files call's JSON counted",
+            consistent=(events[0]["prompt_tokens"], events[0]["completion_tokens"]) == (c.prompt(1), c.output)
+            and _money(events[0]["costUsd"], c.cost_micro(1))[0],
+        ),
+        Prediction(
+            figure="trace turn 2: prompt, completion, costUsd",
+            printed=f"{events[1]['prompt_tokens']}, {events[1]['completion_tokens']}, {events[1]['costUsd']}",
+            predicted=f"{c.prompt(2)}, {delete}, {dollars(turn2)}",
+            how="a + first growth; the delete_file call's JSON counted",
+            consistent=(events[1]["prompt_tokens"], events[1]["completion_tokens"]) == (c.prompt(2), delete)
+            and _money(events[1]["costUsd"], turn2)[0],
+        ),
+        Prediction(
+            figure="plan prompts, turns 1–2",
+            printed=", ".join(map(str, pl.prompt_per_turn[:2])),
+            predicted=f"{c.prompt(1)}, {c.prompt(2)}",
+            how="a, a + first growth",
+            consistent=pl.prompt_per_turn[:2] == (c.prompt(1), c.prompt(2)),
+        ),
+        Prediction(
+            figure="plan prompt, turn 3",
+            printed=str(pl.prompt_per_turn[2]),
+            predicted="—",
+            how=f"not predicted: reading errors.log adds {pl.prompt_per_turn[2] - c.prompt(2)}, "
+            "which depends on the file",
+            consistent=True,
+        ),
+        Prediction(
+            figure="plan output tokens",
+            printed=str(pl.output_tokens),
+            predicted=str(out),
+            how=f"{c.output} + {read} + the answer's {o200k.count(pl.answer)}",
+            consistent=out == pl.output_tokens,
+            difference=f"{pl.output_tokens - out:+d} token",
+        ),
+        Prediction(
+            figure="plan cost (and the resumed run's)",
+            printed=usd(pl.cost_usd),
+            predicted=usd(dollars(micro(pl.input_tokens, pl.output_tokens))),
+            how=f"its printed in={pl.input_tokens} and out={pl.output_tokens} at its prices",
+            consistent=_money(pl.cost_usd, micro(pl.input_tokens, pl.output_tokens))[0]
+            and pl.cost_usd == chapter.KILL_RESUME.resumed_cost_usd,
+        ),
+    ]
+    return rows
+
+
+def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
+    read = call_tokens(chapter.READ_ERRORS)
+    restored = c.cost_micro(1) + micro(c.prompt(2), read)
+    g_denied, o_denied = (
+        implied_growth(dn.input_tokens, dn.turns, c),
+        implied_output(dn.cost_usd, dn.input_tokens, dn.turns),
+    )
+    fatal = micro(c.prompt(1), call_tokens(chapter.READ_TIMEOUT))
+    lo = max(fatal * Fraction("4.65"), Fraction(str(dn.cost_usd)) * 1_000_000 / Fraction("5.25"))
+    hi = min(fatal * Fraction("4.75"), Fraction(str(dn.cost_usd)) * 1_000_000 / Fraction("5.15"))
+    extra = micro(c.prompt(2) + c.growth, c.output)
+    return [
+        Prediction(
+            figure="kill/resume: restored cost",
+            printed=usd(kr.restored_cost_usd),
+            predicted=usd(dollars(restored)),
+            how="plan's first two turns",
+            consistent=_money(kr.restored_cost_usd, restored)[0],
+        ),
+        Prediction(
+            figure="kill/resume: restored messages",
+            printed=str(kr.restored_messages),
+            predicted=str(2 + 2 * kr.restored_turns),
+            how="system, user, then a call and its result per turn",
+            consistent=kr.restored_messages == 2 + 2 * kr.restored_turns,
+        ),
+        Prediction(
+            figure="denied: tool runs at cap 12",
+            printed=str(dn.tool_runs),
+            predicted=str(dn.turns - 1),
+            how="cap checked before the pending call runs: the last call stays pending",
+            consistent=dn.tool_runs == dn.turns - 1,
+        ),
+        Prediction(
+            figure="denied: input, cost",
+            printed=f"{dn.input_tokens:,}, {usd(dn.cost_usd)}",
+            predicted=f"growth {g_denied} per turn, {o_denied} out per turn",
+            how=f"a = {c.first_prompt} and d = {c.extra_first} kept; whole tokens if consistent",
+            consistent=g_denied.denominator == 1 and o_denied.denominator == 1,
+        ),
+        Prediction(
+            figure="recover: 4.7× the fatal row and 5.2× below denied",
+            printed="4.7×, 5.2×",
+            predicted=f"recovered run in [{usd(dollars(lo))}, {usd(dollars(hi))}]",
+            how=f"fatal row = one turn, {usd(dollars(fatal))}; both ratios bracket the recovered run",
+            consistent=lo <= hi,
+        ),
+        Prediction(
+            figure="dedupe: the repeat's extra cost",
+            printed=f"+{usd(dd.extra_usd)}",
+            predicted=f"+{usd(dollars(extra))}",
+            how="one more turn: prompt a + first growth + g, one call out",
+            consistent=_money(dd.extra_usd, extra)[0],
+            difference=_money(dd.extra_usd, extra)[1],
+        ),
+    ]
+
+
+def ours_runaway(p: Profile, caps: dict[int, Run], budget: Run) -> list[Prediction]:
+    """Our runaway figures against what our own profile (fitted at caps 8, 50, 100) predicts."""
+    n_budget = p.soft_budget_turns(BUDGET)
+    r20, b = caps[20].state, budget.state
+    ratio = caps[100].state.prompt_tokens / caps[50].state.prompt_tokens
+    rows = [
+        (
+            "runaway input @20",
+            f"{r20.prompt_tokens:,}",
+            f"{p.input(20):,}",
+            "input(20)",
+            r20.prompt_tokens == p.input(20),
+        ),
+        (
+            "20 turns cost",
+            usd(r20.cost_usd),
+            usd(p.cost(20)),
+            "input(20), 20 × output",
+            abs(r20.cost_usd - p.cost(20)) < 1e-12,
+        ),
+        (
+            "input ×, cap 100 / 50",
+            f"{ratio:.4f}",
+            f"{ratio_curve(p.first_prompt / p.growth, p.extra_first / p.growth):.4f}",
+            "ratio_curve(a/g, d/g)",
+            abs(ratio - p.input_ratio(100, 50)) < 1e-12,
+        ),
+        (
+            f"budget {usd_short(BUDGET)}: turns, spent",
+            f"{b.turns}, {usd(b.cost_usd)}",
+            f"{n_budget}, {usd(p.cost(n_budget))}",
+            "first n with cost(n) ≥ budget",
+            b.turns == n_budget and abs(b.cost_usd - p.cost(n_budget)) < 1e-12,
+        ),
+    ]
+    return [Prediction(figure=f, printed=a, predicted=b_, how=h, consistent=ok) for f, a, b_, h, ok in rows]
+
+
+def ours_tasks(p: Profile, plan_run: Run, once: Run, repeat: Run, dn: Run) -> list[Prediction]:
+    """Our other tasks' figures: the same profile, plus the counted calls and answers."""
+    plan = plan_run.state
+    read = call_tokens(chapter.READ_ERRORS)
+    plan_out = p.output + read + o200k.count(plan.answer or "")
+    two = sum((micro(u.prompt_tokens, u.completion_tokens) for u in plan.turn_usage[:2]), Fraction(0))
+    extra = micro(once.state.turn_usage[1].prompt_tokens + p.growth, p.output)
+    measured_extra = micro(repeat.state.prompt_tokens, repeat.state.completion_tokens) - micro(
+        once.state.prompt_tokens, once.state.completion_tokens
+    )
+    rows = [
+        (
+            "plan prompts, turns 1–2",
+            f"{plan.turn_usage[0].prompt_tokens}, {plan.turn_usage[1].prompt_tokens}",
+            f"{p.prompt(1)}, {p.prompt(2)}",
+            "a, a + first growth",
+            (plan.turn_usage[0].prompt_tokens, plan.turn_usage[1].prompt_tokens)
+            == (p.prompt(1), p.prompt(2)),
+        ),
+        (
+            "plan output tokens",
+            str(plan.completion_tokens),
+            str(plan_out),
+            f"{p.output} + {read} + the answer's {reply_tokens(plan_run)[-1]}",
+            plan.completion_tokens == plan_out,
+        ),
+        (
+            "kill/resume: restored cost (plan's two turns)",
+            usd(dollars(two)),
+            usd(dollars(p.cost_micro(1) + micro(p.prompt(2), read))),
+            f"a + {p.output} out, then a + first growth + {read} out",
+            two == p.cost_micro(1) + micro(p.prompt(2), read),
+        ),
+        (
+            "denied: tool runs at cap 12",
+            str(dn.tool_runs),
+            str(dn.state.turns - 1),
+            "the last call stays pending",
+            dn.tool_runs == dn.state.turns - 1,
+        ),
+        (
+            "dedupe: the repeat's extra cost",
+            f"+{usd(dollars(measured_extra))}",
+            f"+{usd(dollars(extra))}",
+            "once's 2nd prompt + g in, one call out",
+            measured_extra == extra,
+        ),
+    ]
+    return [Prediction(figure=f, printed=a, predicted=b_, how=h, consistent=ok) for f, a, b_, h, ok in rows]
+
+
+def dedupe_gap(c: Profile) -> Fraction:
+    """Prompt tokens the chapter's dedupe extra holds beyond one more turn of its profile."""
+    extra = Fraction(str(chapter.DEDUPE.extra_usd)) * 1_000_000
+    return (extra - c.output * OUT_MICRO) / IN_MICRO - (c.prompt(2) + c.growth)
