@@ -40,7 +40,7 @@ from harness import (
     reject,
     run,
 )
-from harness.chapter import Knobs, ListFiles, ReadFile, Research, Taught
+from harness.chapter import Knobs, ListFiles, ReadFile, Research, Taught, every_tool
 from harness.codec import from_json, to_json
 from harness.tools import schema
 from harness.trace import read_jsonl
@@ -153,12 +153,12 @@ async def run_scenario(
     sandbox = sandbox or make_sandbox(env.workdir / run_id)
     trace = trace if trace is not None else MemoryTrace()
     state = state or new_run(task if task is not None else TASKS[scenario], run_id=run_id)
-    knobs = Knobs(naive_cache=dedupe == "all", deaf_tools=not signal_reaches_tools,
-                  feed_back_permanent=not stop_on_permanent)
+    knobs = Knobs(deaf_tools=not signal_reaches_tools, feed_back_permanent=not stop_on_permanent)
     settings: dict[str, Any] = dict(
         limits=Limits(max_turns=max_turns, max_budget_usd=budget_usd, hard_budget=hard_budget,
                       budget_check=budget_check),
-        policy=Policy(errors=errors, dedupe=dedupe != "off", auto_approve=auto_approve),
+        policy=Policy(errors=errors, dedupe=every_tool if dedupe == "all" else dedupe == "read-only",
+                      auto_approve=auto_approve),
         cancel=cancel or Cancel(), trace=trace,
         on_progress=(lambda p: on_progress(p.label)) if on_progress else None,
     )

@@ -12,7 +12,7 @@ against; `cli` wires them together.
 from harness.approvals import approve, reject
 from harness.cancel import Cancel, Cancelled
 from harness.chapter import chapter_tools, make_sandbox
-from harness.client import ModelClient, ProviderError
+from harness.client import Completion, ModelClient, ProviderError
 from harness.codec import StateFileError
 from harness.loop import Policy, Progress, run
 from harness.model import Model, OpenAIChat
@@ -39,6 +39,7 @@ __all__ = [
     "Cancelled",
     "CancelledBy",
     "Completed",
+    "Completion",
     "Failed",
     "FileStore",
     "JsonlTrace",

@@ -59,5 +59,6 @@ def reject(
         {"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"], "content": text}
     )
     state.rejections.append(Rejection(call_id=call["id"], reason=reason))
+    state.approved = [a for a in state.approved if a.call_id != call["id"]]
     state.intents.pop(call["id"], None)
     return call["id"]

@@ -5,12 +5,12 @@
 delete_file (a write that needs approval) and scan_archive (slow, with progress, honouring
 cancellation), plus `Research`, a tool with a whole sub-agent behind it.
 
-`Knobs` are the designs the chapter argues against, kept to measure why they are wrong. Each
-is a wrapper around a tool, so the core loop has no branch for any of them:
-- `deaf_tools`: the Stop signal reaches only the HTTP call, never the tools;
-- `naive_cache`: dedupe every tool, writes included (each tool passes for read-only);
-- `feed_back_permanent`: a permanent error (permission denied) is fed back as data instead of
-  stopping the run.
+The designs the chapter argues against are kept here to measure why they are wrong, without a
+branch for any of them in the core loop:
+- `Knobs.deaf_tools` (a tool wrapper): the Stop signal reaches only the HTTP call, never the tools;
+- `Knobs.feed_back_permanent` (a tool wrapper): a permanent error (permission denied) is fed back
+  as data instead of stopping the run;
+- `every_tool`, as `Policy(dedupe=every_tool)`: the naive cache, which dedupes writes too.
 """
 
 from __future__ import annotations
@@ -219,10 +219,14 @@ class Knobs:
 
     deaf_tools: bool = False
     """The Stop signal reaches only the HTTP call: tools get a signal that never fires."""
-    naive_cache: bool = False
-    """Dedupe every tool, writes included: each tool passes for read-only."""
     feed_back_permanent: bool = False
     """Feed permanent errors (permission denied) back to the model instead of stopping."""
+
+
+def every_tool(tool: Tool) -> bool:
+    """The naive cache, for `Policy(dedupe=every_tool)`: identical calls of ANY tool are deduped,
+    so the second of two identical writes silently never runs."""
+    return True
 
 
 class FeedBack(Exception):
@@ -235,7 +239,7 @@ class Taught:
     def __init__(self, inner: Tool, knobs: Knobs) -> None:
         self.inner, self.knobs = inner, knobs
         self.name, self.description, self.parameters = inner.name, inner.description, inner.parameters
-        self.read_only = inner.read_only or knobs.naive_cache
+        self.read_only = inner.read_only
         self.needs_approval = inner.needs_approval
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:

@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import math
 import os
 import signal
 import sys
@@ -28,9 +29,9 @@ from typing import Any, Literal, get_args
 
 from harness.approvals import approve, reject
 from harness.cancel import Cancel
-from harness.chapter import Knobs, chapter_tools, make_sandbox
+from harness.chapter import Knobs, chapter_tools, every_tool, make_sandbox
 from harness.client import ModelClient
-from harness.codec import StateFileError, decode
+from harness.codec import StateFileError, decode, to_dict
 from harness.loop import Policy, Progress, run
 from harness.model import OpenAIChat
 from harness.state import Approval, CancelledBy, RunState, new_run, pending, reason_of
@@ -66,11 +67,11 @@ class Settings:
                       budget_check=self.budget_check)
 
     def policy(self) -> Policy:
-        return Policy(errors=self.errors, dedupe=self.dedupe != "off",
-                      auto_approve=frozenset(self.auto_approve))
+        dedupe = every_tool if self.dedupe == "all" else self.dedupe == "read-only"
+        return Policy(errors=self.errors, dedupe=dedupe, auto_approve=frozenset(self.auto_approve))
 
     def knobs(self) -> Knobs:
-        return Knobs(naive_cache=self.dedupe == "all", feed_back_permanent=self.feed_back_permanent)
+        return Knobs(feed_back_permanent=self.feed_back_permanent)
 
 
 def settings_of(state: RunState) -> Settings:
@@ -94,9 +95,15 @@ def summary_line(state: RunState, label: str) -> str:
     )
 
 
-def _report(state: RunState) -> list[str]:
+def _label(state: RunState) -> str:
+    if "settings" not in state.meta and "scenario" not in state.meta:
+        return "(not a CLI run)"  # saved through the Python API into the same folder
     s = settings_of(state)
-    label = f"{s.scenario}, cap {s.max_turns if s.max_turns is not None else 'none'}"
+    return f"{s.scenario}, cap {s.max_turns if s.max_turns is not None else 'none'}"
+
+
+def _report(state: RunState) -> list[str]:
+    label = _label(state)
     lines = [summary_line(state, label)]
     stop, rid = state.stop, state.run_id
     if state.status == "completed":
@@ -176,7 +183,7 @@ def _cmd_run(args: argparse.Namespace, state_dir: Path, checkpoint) -> int:
     names = {f.name for f in dataclasses.fields(Settings)}
     given = {k: v for k, v in vars(args).items() if k in names}
     settings = Settings(**{**given, "auto_approve": tuple(sorted(args.auto_approve))})
-    state = new_run(args.task, run_id=args.run_id, meta={"settings": dataclasses.asdict(settings)})
+    state = new_run(args.task, run_id=args.run_id, meta={"settings": to_dict(settings)})
     if FileStore(state_dir).path(state.run_id).exists():
         raise SystemExit(f"harness: run {state.run_id} already exists in {state_dir}")
     return _finish(state, state_dir, args, checkpoint)
@@ -199,9 +206,9 @@ def _cmd_resume(args: argparse.Namespace, state_dir: Path, checkpoint) -> int:
     # "running" on disk means the process that ran it died (a crash, SIGKILL): resume it too.
     if not (state.resumable or state.status == "running"):
         raise SystemExit(f"harness: run {state.run_id} is {state.status}; nothing to resume")
-    changes = {k: getattr(args, k) for k in ("max_turns", "budget") if getattr(args, k) is not None}
+    changes = {k: getattr(args, k) for k in ("max_turns", "budget") if hasattr(args, k)}
     if changes:
-        state.meta["settings"] = dataclasses.asdict(dataclasses.replace(settings_of(state), **changes))
+        state.meta["settings"] = to_dict(dataclasses.replace(settings_of(state), **changes))
     return _finish(state, state_dir, args, checkpoint)
 
 
@@ -220,7 +227,23 @@ def _cmd_show(args: argparse.Namespace, state_dir: Path, checkpoint) -> int:
 
 
 def _max_turns(value: str) -> int | None:
-    return None if value == "none" else int(value)
+    if value == "none":
+        return None
+    if not value.isdecimal():
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 or 'none', got {value!r}")
+    return int(value)
+
+
+def _budget(value: str) -> float | None:
+    if value == "none":
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or number < 0:
+        raise argparse.ArgumentTypeError(f"expected dollars (a finite number >= 0) or 'none', got {value!r}")
+    return number
 
 
 def _run_parser(sub: Any) -> None:
@@ -231,7 +254,7 @@ def _run_parser(sub: Any) -> None:
     r.add_argument("--run-id", default=None)
     r.add_argument("--max-turns", type=_max_turns, default=d.max_turns,
                    help=f"turn cap, or 'none' (default: {d.max_turns})")
-    r.add_argument("--budget", type=float, default=d.budget, help="dollars (default: no budget)")
+    r.add_argument("--budget", type=_budget, default=d.budget, help="dollars, or 'none' (default: none)")
     r.add_argument("--hard-budget", action="store_true",
                    help="cap max_tokens so spend never exceeds the budget")
     r.add_argument("--budget-check", choices=get_args(BudgetCheck), default=d.budget_check)
@@ -261,8 +284,9 @@ def _parser() -> argparse.ArgumentParser:
             d.add_argument("--unsafe-empty", action="store_true", help="allow an empty reason")
     s = sub.add_parser("resume", help="continue a stopped run")
     s.add_argument("run_id")
-    s.add_argument("--max-turns", type=int, default=None)
-    s.add_argument("--budget", type=float, default=None)
+    unset = argparse.SUPPRESS  # absent unless given, so 'none' can lift a limit
+    s.add_argument("--max-turns", type=_max_turns, default=unset, help="a new turn cap, or 'none'")
+    s.add_argument("--budget", type=_budget, default=unset, help="a new budget in dollars, or 'none'")
     w = sub.add_parser("show", help="print a saved run")
     w.add_argument("run_id")
     w.add_argument("--messages", action="store_true")

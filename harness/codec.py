@@ -36,7 +36,7 @@ class _Bad(Exception):
 def to_dict(obj: Any) -> Any:
     """Plain JSON data for `obj`: dataclasses become objects, at any depth."""
     if dataclasses.is_dataclass(obj):
-        return dataclasses.asdict(obj)
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):
         return {k: to_dict(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
@@ -45,7 +45,8 @@ def to_dict(obj: Any) -> Any:
 
 
 def dumps(obj: Any) -> str:
-    return json.dumps(to_dict(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # ASCII-escaped, so a lone surrogate (an undecodable byte from argv, say) round-trips too.
+    return json.dumps(to_dict(obj), separators=(",", ":"), allow_nan=False)
 
 
 def to_json(state: RunState) -> str:
@@ -77,9 +78,22 @@ def from_data(data: Any, *, source: str = "run state") -> RunState:
             data = _migrate_v1(data)
         state = decode(RunState, data)
         st.check_run_id(state.run_id)
+        _check_consistent(state)
     except (_Bad, ValueError) as e:
         raise StateFileError(f"{source} is a damaged harness run: {e}; the file was left untouched") from None
     return state
+
+
+def _check_consistent(state: RunState) -> None:
+    """What the types alone cannot say: fields that point into the transcript point at the right kind."""
+    messages = state.messages
+    if not messages:
+        raise _Bad("messages", "is empty; a run holds at least its task")
+    for signature, index in state.cache.items():
+        if index >= len(messages) or messages[index].get("role") != "tool":
+            raise _Bad(f"cache[{signature!r}]", f"points at message {index}, which is not a tool result")
+    if isinstance(state.stop, st.Completed) and messages[-1].get("role") != "assistant":
+        raise _Bad("stop", "says completed, but the last message is not the assistant's answer")
 
 
 # --- decoding by type hint ----------------------------------------------------------------

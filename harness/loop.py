@@ -19,9 +19,9 @@ after a crash and a continuation after an approval all take the same path:
    whose call is neither auto-approved nor approved *as it now reads* (same tool, same
    arguments) stops `approval` with the call, so a person can decide — in this process or
    another, hours later.
-5. With dedupe on, an identical earlier call of a read-only tool answers this call's own
-   `tool_call_id` with a note that the result was reused. Otherwise a tool that is not
-   read-only gets its intent saved before it runs.
+5. With dedupe on (read-only tools, or whichever tools `Policy.dedupe` picks), an identical
+   earlier call answers this call's own `tool_call_id` with a note that the result was reused.
+   Otherwise a tool that is not read-only gets its intent saved before it runs.
 6. Run the tool with its context (signal, progress, the budget left). Its result, or its error
    worded by the policy, becomes the call's tool message and a `ToolRun`; money it spent (a
    sub-agent's) is added to the run's cost. The `fatal` policy and permanent errors
@@ -92,8 +92,9 @@ class Policy:
     """How a run treats tools and replies (limits and prices are separate values)."""
 
     errors: ErrorPolicy = "descriptive"
-    dedupe: bool = False
-    """Reuse the result of an identical earlier call of a read-only tool."""
+    dedupe: bool | Callable[[Tool], bool] = False
+    """Reuse the result of an identical earlier call: True for read-only tools (the only safe
+    choice), or a function picking the tools (the chapter's naive cache picks every tool)."""
     auto_approve: bool | Collection[str] = frozenset()
     """True, or the names of tools whose calls need no person."""
     max_tokens: int | None = None
@@ -198,6 +199,9 @@ class _Loop:
         self.save()
 
     def answer(self, call: dict[str, Any], content: str) -> None:
+        # An answered call is done: an approval of its id must not carry over to a later call
+        # that reuses the id (providers that number calls per reply do).
+        self.s.approved = [a for a in self.s.approved if a.call_id != call["id"]]
         self.s.messages.append(
             {"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"], "content": content}
         )
@@ -208,6 +212,10 @@ class _Loop:
             self.on_progress(
                 Progress(run_id=self.s.run_id, call_id=call_id, tool_name=tool_name, label=label)
             )
+
+    def dedupes(self, tool: Tool) -> bool:
+        chosen = self.policy.dedupe
+        return chosen(tool) if callable(chosen) else chosen and tool.read_only
 
     def approved(self, tool: Tool, call: dict[str, Any]) -> bool:
         auto = self.policy.auto_approve
@@ -239,7 +247,7 @@ class _Loop:
         # An approval covers this call once (saved together with the intent below).
         s.approved = [a for a in s.approved if a.call_id != call_id]
         sig = signature(name, args)
-        if self.policy.dedupe and tool.read_only and sig in s.cache:
+        if self.dedupes(tool) and sig in s.cache:
             return self.reuse(call, s.cache[sig])
         if not tool.read_only:
             s.intents[call_id] = Intent(call_id=call_id, tool=name, args=args)
@@ -276,7 +284,8 @@ class _Loop:
             content = await tool.run(args, ctx)
         except Exception as e:  # noqa: BLE001 - every tool failure is data until classified below
             content, error = "", e
-        self.charge(ctx)
+        finally:
+            self.charge(ctx)  # even when the task is cancelled: a sub-agent's calls were paid
         if error is not None and self.cancel.is_set():
             self.emit("tool_result", toolName=tool.name, ms=_ms(t0), ok=False, cancelled=True)
             return self.end(CancelledBy(reason=self.cancel.reason or "cancelled"))
@@ -290,8 +299,8 @@ class _Loop:
             content = error_text(self.policy.errors, error)
         self.answer(call, str(content))
         if not tool.read_only:
-            s.cache.clear()
-        if error is None and self.policy.dedupe and tool.read_only:
+            s.cache = {}  # replaced, never cleared in place: the store journals only its growth
+        if error is None and self.dedupes(tool):
             s.cache[sig] = len(s.messages) - 1
         self.save()
         self.hook("after_tool_result")
@@ -308,8 +317,9 @@ class _Loop:
         budget_cap = None
         if self.limits.hard_budget:
             prompt = self.model.count_prompt_tokens(s.messages, self.schemas)
-            budget_cap = reply_cap(self.limits, self.pricing, cost_usd=s.cost_usd, prompt_tokens=prompt)
-            if budget_cap is not None and budget_cap < max(1, policy.min_reply_tokens):
+            budget_cap = reply_cap(self.limits, self.pricing, cost_usd=s.cost_usd, prompt_tokens=prompt,
+                                   min_reply_tokens=policy.min_reply_tokens)
+            if budget_cap == 0:
                 return self.end(MaxBudget())
         cap = min((c for c in (policy.max_tokens, budget_cap) if c is not None), default=None)
         try:

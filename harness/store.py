@@ -14,6 +14,10 @@ old snapshot or the new one. Every record carries a sequence number and the snap
 number it includes, so records already folded into a snapshot are skipped. The first save of
 a run a store did not itself write or load, and of a run loaded from disk, is a snapshot.
 
+The contract that makes this safe: the four lists only ever grow in place (the loop, `approve`
+and `reject` only append); any other edit replaces the list, or its last item, and the store
+then writes a snapshot. A store never replays a record onto a snapshot of another generation.
+
 `load` refuses corrupt, foreign and unknown-version files with a `StateFileError` and never
 modifies them.
 """
@@ -25,7 +29,8 @@ import os
 import secrets
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from itertools import islice
 from pathlib import Path
 from typing import Protocol
 
@@ -34,8 +39,11 @@ from harness.state import RunState, check_run_id
 
 APPEND_ONLY = ("messages", "turn_usage", "tool_runs", "rejections")
 """The lists of a run that only ever grow: a journal record carries only their new items."""
-IN_PLACE = tuple(f.name for f in fields(RunState) if f.name not in (*APPEND_ONLY, "run_id", "schema_version"))
-"""Everything else that can change: small, so a record carries it whole."""
+IN_PLACE = tuple(
+    f.name for f in fields(RunState) if f.name not in (*APPEND_ONLY, "cache", "run_id", "schema_version")
+)
+"""Small fields that change in place: a record carries them whole. (The dedupe cache only grows
+until a write replaces it with an empty one, so a record carries its new entries.)"""
 MIN_COMPACT_BYTES = 64 * 1024
 
 
@@ -46,56 +54,94 @@ class Store(Protocol):
 
 @dataclass(kw_only=True)
 class _Cursor:
-    """What this store has persisted of one live `RunState` object."""
+    """What this store has persisted of one live `RunState` object, and in which generation.
+
+    A generation is one snapshot and the records written after it; a record of another
+    generation (left behind when a crash fell between a snapshot's rename and the journal's
+    truncation) is never replayed.
+    """
 
     state: weakref.ref[RunState]
-    lengths: dict[str, int]
-    seq: int
-    snapshot_bytes: int
+    generation: str
+    seq: int = 0
+    lists: dict[str, tuple[list, int, object]] = field(default_factory=dict)
+    """Per append-only list: the list object, how many items are persisted, the last of them."""
+    cache: tuple[dict, int] = ({}, 0)
+    snapshot_bytes: int = 0
     journal_bytes: int = 0
 
     def follows(self, state: RunState) -> bool:
-        return self.state() is state and all(len(getattr(state, f)) >= n for f, n in self.lengths.items())
+        """Whether `state` is this object with its lists only appended to since the last save."""
+        if self.state() is not state:
+            return False
+        for f, (obj, n, last) in self.lists.items():
+            now = getattr(state, f)
+            if now is not obj or len(now) < n or (n and now[n - 1] is not last):
+                return False
+        return True
 
-
-def _lengths(state: RunState) -> dict[str, int]:
-    return {f: len(getattr(state, f)) for f in APPEND_ONLY}
+    def advance(self, state: RunState) -> None:
+        self.lists = {f: (getattr(state, f), len(getattr(state, f)), (getattr(state, f) or [None])[-1])
+                      for f in APPEND_ONLY}
+        self.cache = (state.cache, len(state.cache))
 
 
 def _record(state: RunState, cursor: _Cursor) -> str:
-    add = {f: [to_dict(x) for x in getattr(state, f)[n:]] for f, n in cursor.lengths.items()}
-    body = {"seq": cursor.seq + 1, "set": {f: to_dict(getattr(state, f)) for f in IN_PLACE},
-            "add": {f: items for f, items in add.items() if items}}
+    body: dict = {"gen": cursor.generation, "seq": cursor.seq + 1,
+                  "set": {f: to_dict(getattr(state, f)) for f in IN_PLACE}, "add": {}}
+    for f, (_, n, _) in cursor.lists.items():
+        if items := getattr(state, f)[n:]:
+            body["add"][f] = [to_dict(x) for x in items]
+    cache, known = cursor.cache
+    if state.cache is not cache or len(state.cache) < known:
+        body["set"]["cache"] = dict(state.cache)
+    elif len(state.cache) > known:
+        body["cache_add"] = dict(islice(state.cache.items(), known, None))
     return dumps(body) + "\n"
 
 
-def _replay(source: str, snapshot: bytes, journal: bytes) -> tuple[RunState, int]:
-    """The run a snapshot and its journal describe, and the last sequence number applied."""
+def _apply(data: dict, rec: dict) -> None:
+    if not (rec.keys() <= {"gen", "seq", "set", "add", "cache_add"}
+            and rec["set"].keys() <= {*IN_PLACE, "cache"} and rec["add"].keys() <= set(APPEND_ONLY)):
+        raise ValueError("unexpected keys")
+    data.update(rec["set"])
+    for f, items in rec["add"].items():
+        data[f] = data[f] + items
+    data["cache"] = {**data["cache"], **rec.get("cache_add", {})}
+
+
+def _replay(source: str, snapshot: bytes, journal: bytes) -> tuple[RunState, str, int]:
+    """The run a snapshot and its journal describe, its generation, the last record applied."""
     try:
         data = json.loads(snapshot)
     except ValueError as e:
         raise StateFileError(f"{source} is not valid JSON ({e}); the file was left untouched") from None
     if not isinstance(data, dict):
-        return from_data(data, source=source), 0
-    seq = data.pop("journal_seq", 0)
+        return from_data(data, source=source), "", 0
+    generation, seq = data.pop("journal_generation", ""), 0
     lines = journal.split(b"\n")[:-1]  # the part after the last newline is a torn write: ignored
     for n, line in enumerate(lines, 1):
         try:
             rec = json.loads(line)
-            if not isinstance(rec.get("seq"), int) or rec["seq"] <= seq:
-                continue
-            if not (rec.keys() == {"seq", "set", "add"} and rec["set"].keys() <= set(IN_PLACE)
-                    and rec["add"].keys() <= set(APPEND_ONLY)):
-                raise ValueError("unexpected keys")
-            data.update(rec["set"])
-            for f, items in rec["add"].items():
-                data[f] = data[f] + items
-            seq = rec["seq"]
+            if rec.get("gen") != generation:
+                continue  # written before this snapshot, which already holds it
+            if rec.get("seq") != seq + 1:
+                raise ValueError(f"record {rec.get('seq')!r} follows {seq}")
+            _apply(data, rec)
+            seq += 1
         except (ValueError, AttributeError, TypeError, KeyError) as e:
             raise StateFileError(
                 f"{source}: journal line {n} is damaged ({e}); the files were left untouched"
             ) from None
-    return from_data(data, source=source), seq
+    return from_data(data, source=source), generation, seq
+
+
+def _snapshot_dict(state: RunState, generation: str) -> dict:
+    # Messages are plain JSON already: passed through, not deep-copied.
+    data = {f.name: getattr(state, f.name) if f.name == "messages" else to_dict(getattr(state, f.name))
+            for f in fields(RunState)}
+    data["journal_generation"] = generation
+    return data
 
 
 class _JournaledStore:
@@ -109,31 +155,32 @@ class _JournaledStore:
         if cursor is None or not cursor.follows(state) or cursor.journal_bytes > max(
             MIN_COMPACT_BYTES, cursor.snapshot_bytes
         ):
-            return self._compact(state, cursor.seq if cursor else 0)
+            return self._compact(state)
         line = _record(state, cursor)
-        self._append(state.run_id, line)
+        try:
+            self._append(state.run_id, line)
+        except BaseException:
+            del self._cursors[state.run_id]  # a torn line may be on disk: the next save is a snapshot
+            raise
         cursor.seq += 1
-        cursor.lengths = _lengths(state)
+        cursor.advance(state)
         cursor.journal_bytes += len(line)
 
-    def _compact(self, state: RunState, seq: int) -> None:
-        data = to_dict(state)
-        data["journal_seq"] = seq
-        text = dumps(data)
+    def _compact(self, state: RunState) -> None:
+        self._cursors.pop(state.run_id, None)
+        generation = secrets.token_hex(8)
+        text = dumps(_snapshot_dict(state, generation))
         self._write_snapshot(state.run_id, text)
-        self._cursors[state.run_id] = _Cursor(
-            state=weakref.ref(state), lengths=_lengths(state), seq=seq, snapshot_bytes=len(text)
-        )
+        cursor = _Cursor(state=weakref.ref(state), generation=generation, snapshot_bytes=len(text))
+        cursor.advance(state)
+        self._cursors[state.run_id] = cursor
 
     def load(self, run_id: str) -> RunState:
         snapshot, journal, source = self._read(check_run_id(run_id))
-        state, seq = _replay(source, snapshot, journal)
+        state, _, _ = _replay(source, snapshot, journal)
         if state.run_id != run_id:
             raise StateFileError(f"{source} holds run {state.run_id!r}, not {run_id!r}")
-        # The next save of this object is a snapshot: it also drops any torn journal tail.
-        self._cursors[run_id] = _Cursor(state=weakref.ref(state), lengths={}, seq=seq,
-                                        snapshot_bytes=0, journal_bytes=1 << 62)
-        return state
+        return state  # no cursor: the next save of it is a snapshot, which also drops a torn tail
 
     def _write_snapshot(self, run_id: str, text: str) -> None:
         raise NotImplementedError

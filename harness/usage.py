@@ -1,7 +1,7 @@
 """Tokens, money and limits: usage you can add, prices, and the one place limits are checked.
 
 The loop asks two questions here, both before anything runs:
-- `limit_stop()`, at the top of every iteration: has the turn cap or the budget been reached?
+- `limit_hit()`, at the top of every iteration: has the turn cap or the budget been reached?
   (the chapter's order: a capped run keeps its pending calls for a resume);
 - `reply_cap()`, just before a model call under a hard budget: how many reply tokens can the
   money left buy, given the exact price of the prompt about to be sent?
@@ -112,8 +112,11 @@ def limit_hit(limits: Limits, *, turns: int, cost_usd: float, last_turn_usd: flo
     return "max_budget" if spent >= budget else None
 
 
-def reply_cap(limits: Limits, pricing: Pricing, *, cost_usd: float, prompt_tokens: int) -> int | None:
-    """Hard budget: the most completion tokens the next call may buy; None when uncapped.
+def reply_cap(
+    limits: Limits, pricing: Pricing, *, cost_usd: float, prompt_tokens: int, min_reply_tokens: int = 1
+) -> int | None:
+    """Hard budget: the most completion tokens the next call may buy; None when uncapped, and 0
+    when the turn must be refused (not even `min_reply_tokens` are affordable).
 
     `prompt_tokens` is the exact count of what is about to be sent, so the prompt's price is
     known before the call and only the reply has to be bounded.
@@ -124,4 +127,5 @@ def reply_cap(limits: Limits, pricing: Pricing, *, cost_usd: float, prompt_token
     if pricing.output_per_token == 0:
         return None if left >= 0 else 0
     # The epsilon keeps float rounding from buying one token the budget cannot pay for.
-    return max(0, int((left - 1e-12) // pricing.output_per_token))
+    cap = max(0, int((left - 1e-12) // pricing.output_per_token))
+    return cap if cap >= max(1, min_reply_tokens) else 0

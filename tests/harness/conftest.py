@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from harness import ModelClient, OpenAIChat, Policy, RunState, chapter_tools, make_sandbox, new_run, run
-from harness.chapter import Knobs, Taught
+from harness.chapter import Knobs, Taught, every_tool
 
 TASK = "Which file mentions a timeout?"
 
@@ -81,9 +81,9 @@ def drive(mock_url: str, sandbox: Path) -> Drive:
         state = state or new_run(TASK)
         unknown = settings.keys() - RUN_KWARGS - POLICY_KWARGS
         assert not unknown, f"drive() does not know {unknown}"
-        policy = Policy(dedupe=dedupe != "off", **{k: v for k, v in settings.items() if k in POLICY_KWARGS})
-        knobs = Knobs(naive_cache=dedupe == "all", deaf_tools=not signal_reaches_tools,
-                      feed_back_permanent=not stop_on_permanent)
+        chosen_dedupe = every_tool if dedupe == "all" else dedupe == "read-only"
+        policy = Policy(dedupe=chosen_dedupe, **{k: v for k, v in settings.items() if k in POLICY_KWARGS})
+        knobs = Knobs(deaf_tools=not signal_reaches_tools, feed_back_permanent=not stop_on_permanent)
         headers = {"x-mock-options": mock_options} if mock_options else None
 
         async def main() -> RunState:

@@ -4,6 +4,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from harness import FileStore
 from harness.cli import main
 
@@ -67,3 +69,32 @@ def test_a_corrupt_state_file_is_reported_and_left_alone(tmp_path, capsys):
     assert main(["--state-dir", str(tmp_path), "resume", "bad"]) == 2
     assert "is not valid JSON" in capsys.readouterr().err
     assert (tmp_path / "bad.json").read_text() == "{not json"
+
+
+def test_show_prints_a_run_saved_through_the_python_api(tmp_path, capsys):
+    from harness import new_run
+
+    FileStore(tmp_path).save(new_run("t", run_id="lib1"))
+    assert main(["--state-dir", str(tmp_path), "show", "lib1"]) == 3
+    assert capsys.readouterr().out.startswith("(not a CLI run)")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "-0.5", "1e999", "lots"])
+def test_run_refuses_a_budget_that_is_not_a_sum_of_money(tmp_path, capsys, value):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--state-dir", str(tmp_path), "run", "--budget", value])
+    assert exit_.value.code == 2 and "expected dollars" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "lots"])
+def test_run_refuses_a_turn_cap_that_is_not_a_count(tmp_path, capsys, value):
+    with pytest.raises(SystemExit):
+        main(["--state-dir", str(tmp_path), "run", "--max-turns", value])
+    assert "whole number" in capsys.readouterr().err
+
+
+def test_resume_can_lift_the_turn_cap_altogether(mock_url, tmp_path, capsys):
+    argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
+    assert main([*argv, "run", "--scenario", "plan", "--max-turns", "1", "--run-id", "p1"]) == 3
+    assert main([*argv, "resume", "p1", "--max-turns", "none"]) == 0
+    assert "plan, cap none" in capsys.readouterr().out.splitlines()[-3]

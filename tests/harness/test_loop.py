@@ -261,3 +261,33 @@ def test_dedupe_replays_the_right_result_when_ids_repeat(drive):
     s = drive("any", transport=transport, dedupe="read-only")
     assert [r.tool for r in s.tool_runs] == ["list_files", "read_file"]
     assert s.messages[-2]["content"].startswith("Remember to rotate your logs.")
+
+
+def test_a_rejection_withdraws_an_earlier_approval_of_the_same_id(drive, sandbox):
+    """approve --no-resume, then reject: the provider asking again under the same id gets no free pass."""
+    from harness import reject
+
+    transport = _provider(_asks("call_0", "delete_file", '{"path": "notes.txt"}'),
+                          _asks("call_0", "delete_file", '{"path": "notes.txt"}'),
+                          {"role": "assistant", "content": "done"})
+    s = drive("any", transport=transport)
+    approve(s)
+    reject(s, reason="keep it")
+    s = drive("any", state=s, transport=transport)
+    assert isinstance(s.interruption, Approval) and s.interruption.call_id == "call_0"
+    assert (sandbox / "notes.txt").exists() and s.tool_runs == []
+
+
+def test_the_naive_cache_still_guards_writes_with_intents_and_forgets_after_a_write(drive, sandbox):
+    from harness import MemoryStore
+
+    store = MemoryStore()
+    transport = _provider(_asks("c1", "list_files", "{}"),
+                          _asks("c2", "delete_file", '{"path": "notes.txt"}'),
+                          _asks("c3", "list_files", "{}"), {"role": "assistant", "content": "done"})
+    intents = []
+    s = drive("any", transport=transport, dedupe="all", auto_approve={"delete_file"}, store=store,
+              checkpoint=lambda name: intents.append(name))
+    assert "after_intent" in intents  # the write still got its write-ahead intent
+    listings = [m["content"] for m in s.messages if m.get("name") == "list_files"]
+    assert "notes.txt" in listings[0] and "notes.txt" not in listings[1]  # not a stale reuse

@@ -12,7 +12,8 @@ PUBLIC = {
     "run", "Policy", "Progress", "RunState", "new_run", "pending", "approve", "reject",
     "Stop", "Completed", "Failed", "MaxTurns", "MaxBudget", "Approval", "CancelledBy",
     # the seams
-    "Model", "OpenAIChat", "ModelClient", "ProviderError", "Tool", "ToolContext", "PermanentToolError",
+    "Model", "Completion", "OpenAIChat", "ModelClient", "ProviderError",
+    "Tool", "ToolContext", "PermanentToolError",
     "Store", "FileStore", "MemoryStore", "StateFileError", "TraceSink", "JsonlTrace", "MemoryTrace",
     "Cancel", "Cancelled",
     # money

@@ -64,6 +64,7 @@ STOPS = [
 @pytest.mark.parametrize(("stop", "status"), STOPS, ids=[s for _, s in STOPS])
 def test_every_stop_round_trips_and_status_derives_from_it(stop, status):
     s = new_run("t")
+    s.messages.append({"role": "assistant", "content": "done"})
     s.stop = stop
     back = from_json(to_json(s))
     assert back.stop == stop and back.status == status
@@ -137,3 +138,19 @@ def test_new_run_refuses_an_unsafe_run_id(bad):
     with pytest.raises(ValueError, match="not a safe name"):
         new_run("t", run_id=bad)
     assert new_run("x", system=None).messages == [{"role": "user", "content": "x"}]
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"messages": []}, "is empty"),
+        ({"cache": {"list_files:{}": 99}}, "not a tool result"),
+        ({"cache": {"list_files:{}": 0}}, "not a tool result"),
+        ({"stop": {"type": "completed"}}, "last message is not the assistant"),
+    ],
+)
+def test_fields_that_point_into_the_transcript_are_checked_on_load(fields, problem):
+    data = json.loads(to_json(new_run("t", run_id="r1")))
+    data.update(fields)
+    with pytest.raises(StateFileError, match=problem):
+        from_json(json.dumps(data))

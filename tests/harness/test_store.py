@@ -177,3 +177,81 @@ except OSError as e:
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("refused:")
     assert FileStore(tmp_path).load("r1").messages[-1]["content"] == "t"
+
+
+def test_records_left_behind_by_a_crash_before_the_journal_was_emptied_are_not_replayed(tmp_path):
+    """A crash between a snapshot's rename and the journal's truncation: the old records stay."""
+    store = FileStore(tmp_path)
+    s = new_run("t", run_id="r1")
+    store.save(s)
+    for turn in range(3):
+        s.messages.append({"role": "assistant", "content": f"turn {turn}"})
+        s.turns += 1
+        store.save(s)
+    stale = (tmp_path / "r1.journal").read_bytes()
+    s.messages.append({"role": "assistant", "content": "next"})
+    s.turns = 10
+    FileStore(tmp_path).save(s)  # another store: a snapshot of a new generation
+    (tmp_path / "r1.journal").write_bytes(stale)  # as if the truncation never happened
+    loaded = FileStore(tmp_path).load("r1")
+    assert loaded == s and loaded.turns == 10
+
+
+def test_a_failed_append_makes_the_next_save_a_snapshot(tmp_path):
+    class Full(OSError):
+        pass
+
+    calls = []
+
+    def full_once(name: str) -> None:
+        calls.append(name)
+        if len(calls) == 1:
+            raise Full("no space left on device")
+
+    store = FileStore(tmp_path)
+    s = new_run("t", run_id="r1")
+    store.save(s)
+    s.turns = 1
+    store.checkpoint = full_once
+    with pytest.raises(Full):
+        store.save(s)  # half a line is on disk
+    s.turns = 3
+    store.save(s)
+    assert FileStore(tmp_path).load("r1").turns == 3
+
+
+@pytest.mark.parametrize("store_kind", ["file", "memory"])
+def test_edits_that_are_not_appends_are_saved_whole(tmp_path, store_kind):
+    """The contract: lists grow in place; any other edit replaces the list (or its last item)."""
+    store = FileStore(tmp_path) if store_kind == "file" else MemoryStore()
+    s = new_run("t", run_id="r1")
+    store.save(s)
+    s.messages[-1] = {"role": "user", "content": "the last item replaced"}
+    store.save(s)
+    assert store.load("r1").messages[-1]["content"] == "the last item replaced"
+    s.messages = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}, *s.messages]
+    store.save(s)
+    assert store.load("r1").messages == s.messages
+
+
+def test_the_dedupe_cache_is_journaled_by_its_growth(tmp_path):
+    store = FileStore(tmp_path)
+    s = new_run("t", run_id="r1")
+    store.save(s)
+    sizes = []
+    for n in range(300):
+        s.cache[f"read_file:{n}"] = n
+        before = (tmp_path / "r1.journal").stat().st_size
+        store.save(s)
+        sizes.append((tmp_path / "r1.journal").stat().st_size - before)
+    grown = [n for n in sizes if n > 0]
+    assert max(grown) < 2 * min(grown)
+    s.cache = {}  # a write replaces it
+    store.save(s)
+    assert FileStore(tmp_path).load("r1").cache == {}
+
+
+def test_a_lone_surrogate_from_argv_round_trips(tmp_path):
+    s = new_run("bad byte: \udcff", run_id="r1")
+    FileStore(tmp_path).save(s)
+    assert FileStore(tmp_path).load("r1").messages[-1]["content"] == "bad byte: \udcff"
