@@ -9,7 +9,7 @@ would export spans to OpenAI's servers, and nothing here may touch the network.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -31,6 +31,8 @@ from harness.state import DEFAULT_SYSTEM
 
 NAME, PACKAGE = "OpenAI Agents SDK", "openai-agents"
 SPEND_LIMITS = "none (only `max_turns`)"
+ERROR_SETTING = "failure_error_function returning str(error)"
+"""What `tool_error(documented=True)` switches on."""
 
 set_tracing_disabled(True)
 
@@ -84,9 +86,9 @@ async def tool_error(case: Case, documented: bool) -> Ending:
     return Ending(how="returned", text=str(result.final_output))
 
 
-def budgets(case: Case, usd: float, outside_cap: int) -> list[tuple[str, Awaitable[Ending]]]:
+def budgets(usd: float, outside_cap: int) -> list[tuple[str, Callable[[Case], Awaitable[Ending]]]]:
     """No spend or token limit exists: `max_turns` at the outside cap is the only bound."""
-    return [("none exists", run(case, "runaway", outside_cap))]
+    return [("none exists", lambda case: run(case, "runaway", outside_cap))]
 
 
 async def approval_stop(case: Case) -> Ending:

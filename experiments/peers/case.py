@@ -23,6 +23,10 @@ class Case:
     state_file: Path
     """Where an approval run saves what a new process needs to resume it."""
 
+    @classmethod
+    def at(cls, base_url: str, directory: Path) -> Case:
+        return cls(base_url=base_url, folder=Folder.at(directory), state_file=directory / "state")
+
     def task(self, scenario: str) -> str:
         return TASKS[scenario]
 

@@ -28,9 +28,16 @@ class Folder:
 
     @classmethod
     def make(cls, directory: Path) -> Folder:
-        folder = cls(root=make_sandbox(directory / "sandbox"), log=directory / "tool_runs.log")
+        """A fresh sandbox and an empty log in `directory`."""
+        folder = cls.at(directory)
+        make_sandbox(folder.root)
         folder.log.write_text("")
         return folder
+
+    @classmethod
+    def at(cls, directory: Path) -> Folder:
+        """The folder `make` made there, as another process finds it."""
+        return cls(root=directory / "sandbox", log=directory / "tool_runs.log")
 
     def note(self, line: str) -> None:
         with self.log.open("a") as f:

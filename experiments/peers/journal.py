@@ -96,12 +96,19 @@ class Journal:
                 status[0] = message["status"]
             elif message["type"] == "http.response.body":
                 reply.extend(message.get("body", b""))
+                if not message.get("more_body", False):
+                    # Before the last byte leaves: once the client has it, its run may end
+                    # and close its journal window.
+                    self._record(bytes(request), bytes(reply), status[0], time.perf_counter() - started)
+                    recorded[0] = True
             await send(message)
 
+        recorded = [False]
         try:
             await self.app(scope, recording_receive, recording_send)
         finally:
-            self._record(bytes(request), bytes(reply), status[0], time.perf_counter() - started)
+            if not recorded[0]:  # the client went away before the reply was complete
+                self._record(bytes(request), bytes(reply), status[0], time.perf_counter() - started)
 
     def _record(self, request: bytes, reply: bytes, status: int, seconds: float) -> None:
         try:

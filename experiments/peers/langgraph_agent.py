@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -30,6 +30,8 @@ from harness.state import DEFAULT_SYSTEM
 
 NAME, PACKAGE = "LangGraph", "langgraph"
 SPEND_LIMITS = "none (only `recursion_limit`, in graph steps)"
+ERROR_SETTING = "ToolNode(handle_tool_errors=True)"
+"""What `tool_error(documented=True)` switches on."""
 THREAD = {"configurable": {"thread_id": "destructive-1"}}
 
 
@@ -100,9 +102,9 @@ async def tool_error(case: Case, documented: bool) -> Ending:
         return await _invoke(graph, _ask(case, "recover"), 20)
 
 
-def budgets(case: Case, usd: float, outside_cap: int) -> list[tuple[str, Awaitable[Ending]]]:
+def budgets(usd: float, outside_cap: int) -> list[tuple[str, Callable[[Case], Awaitable[Ending]]]]:
     """No spend or token limit exists: `recursion_limit` at the outside cap is the only bound."""
-    return [("none exists", run(case, "runaway", outside_cap))]
+    return [("none exists", lambda case: run(case, "runaway", outside_cap))]
 
 
 async def approval_stop(case: Case) -> Ending:

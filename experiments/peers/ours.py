@@ -9,20 +9,34 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from experiments.peers.case import Case, Ending
 from experiments.peers.folder import Folder
-from harness import Cancel, FileStore, Limits, ModelClient, RunOptions, RunState, Tool, ToolContext, approve
-from harness import default_tools, new_run, run as run_harness
+from harness import (
+    Cancel,
+    FileStore,
+    Limits,
+    ModelClient,
+    RunOptions,
+    RunState,
+    Tool,
+    ToolContext,
+    approve,
+    default_tools,
+    new_run,
+)
+from harness import run as run_harness
 from harness.cancel import Cancelled
 from harness.state import Approval, reason_of
 from harness.tools import ErrorPolicy
 
 NAME, PACKAGE = "ours (harness)", "harness-lab"
 SPEND_LIMITS = "`Limits(max_budget_usd=...)`, checked before each call"
+ERROR_SETTING = "errors=\"generic\" (the default is \"descriptive\")"
+"""What `tool_error(documented=True)` switches on."""
 RUN_ID = "destructive-1"
 
 
@@ -76,9 +90,9 @@ async def tool_error(case: Case, documented: bool) -> Ending:
     return await _run(case, "recover", limits=Limits(max_turns=10), errors=errors)
 
 
-def budgets(case: Case, usd: float, outside_cap: int) -> list[tuple[str, Awaitable[Ending]]]:
+def budgets(usd: float, outside_cap: int) -> list[tuple[str, Callable[[Case], Awaitable[Ending]]]]:
     limits = Limits(max_turns=outside_cap, max_budget_usd=usd)
-    return [(f"max_budget_usd={usd}", _run(case, "runaway", limits=limits))]
+    return [(f"max_budget_usd={usd}", lambda case: _run(case, "runaway", limits=limits))]
 
 
 async def approval_stop(case: Case) -> Ending:

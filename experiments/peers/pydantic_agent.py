@@ -9,7 +9,7 @@ resume in another process, and asyncio task cancellation for Stop (it has no Sto
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from decimal import Decimal
 
@@ -19,7 +19,6 @@ from pydantic_ai import (
     DeferredToolRequests,
     DeferredToolResults,
     ModelRetry,
-    UsageLimitExceeded,
     UsageLimits,
 )
 from pydantic_ai.messages import ModelMessagesTypeAdapter
@@ -32,6 +31,8 @@ from harness.state import DEFAULT_SYSTEM
 
 NAME, PACKAGE = "pydantic-ai", "pydantic-ai-slim"
 SPEND_LIMITS = "`UsageLimits`: `cost_limit`, `input/output/total_tokens_limit`, `request_limit`"
+ERROR_SETTING = "the tool raises ModelRetry(str(error))"
+"""What `tool_error(documented=True)` switches on."""
 
 
 @asynccontextmanager
@@ -92,14 +93,14 @@ async def tool_error(case: Case, documented: bool) -> Ending:
     return await _run(case, "recover", UsageLimits(request_limit=10), explain_errors=documented)
 
 
-def budgets(case: Case, usd: float, outside_cap: int) -> list[tuple[str, Awaitable[Ending]]]:
+def budgets(usd: float, outside_cap: int) -> list[tuple[str, Callable[[Case], Awaitable[Ending]]]]:
     """The money limit, then its token equivalent ($0.01 buys 5,000 input tokens at $2/M)."""
     tokens = round(usd / 2e-6)
     by_cost = UsageLimits(cost_limit=Decimal(str(usd)), request_limit=outside_cap)
     by_tokens = UsageLimits(input_tokens_limit=tokens, request_limit=outside_cap)
     return [
-        (f"cost_limit={usd}", _run(case, "runaway", by_cost)),
-        (f"input_tokens_limit={tokens:,}", _run(case, "runaway", by_tokens)),
+        (f"cost_limit={usd}", lambda case: _run(case, "runaway", by_cost)),
+        (f"input_tokens_limit={tokens:,}", lambda case: _run(case, "runaway", by_tokens)),
     ]
 
 

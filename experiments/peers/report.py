@@ -1,0 +1,148 @@
+"""`results/peers.md`, `.csv` and `.png` from the measured tables: one table per exit, a finding each."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from experiments.common import OURS, markdown_table, save_png, style
+from experiments.peers import NAME, TITLE
+from experiments.peers.measure import BUDGET_USD, CAP, OUTSIDE_CAP, STOP_AT_S, peers
+
+Rows = list[dict[str, Any]]
+HEADINGS = {
+    "turn_cap": f"Turn cap: `runaway`, cap {CAP}",
+    "tool_errors": "Tool errors: `recover` (the first read raises FileNotFoundError)",
+    "budget": f"Budget: ${BUDGET_USD} on `runaway` (outside cap: {OUTSIDE_CAP} requests)",
+    "approval": "Approval: `destructive`, stop, then approve in a new process",
+    "cancellation": f"Cancellation: Stop at {STOP_AT_S} s during `slow`'s 3 s tool",
+    "overhead": "Overhead per turn: client time minus the mock's own time, per request",
+    "memory": "Memory: peak RSS of a fresh process running `plan`",
+}
+
+
+def versions() -> Rows:
+    return [{"framework": p.NAME, "package": p.PACKAGE, "version": version(p.PACKAGE)} for p in peers()]
+
+
+def _names(rows: Rows, keep: Callable[[dict[str, Any]], bool]) -> str:
+    return ", ".join(dict.fromkeys(r["framework"] for r in rows if keep(r))) or "none"
+
+
+def _turn_cap(rows: Rows) -> str:
+    parts = [f"{r['framework']} {r['requests']} requests / {r['tool runs']} tool runs → {r['caller gets']}"
+             for r in rows]
+    return f"Every peer stops at {CAP} requests, in different shapes: " + "; ".join(parts) + "."
+
+
+def _tool_errors(rows: Rows) -> str:
+    silent = _names(rows, lambda r: r["setting"] == "default" and r["text sent back"].startswith("(nothing"))
+    default_ok = _names(rows, lambda r: r["setting"] == "default" and r["recovers"])
+    return (f"By default only {default_ok} recover(s); {silent} send nothing back and raise. "
+            "Each recovers with its own documented setting, and every wording differs (see the column).")
+
+
+def _budget(rows: Rows) -> str:
+    parts = [f"{r['framework']} ({r['setting']}): {r['requests']} requests, ${r['spent']:.4f}" for r in rows]
+    warned = _names(rows, lambda r: r["warnings"] != "none")
+    return f"Budget ${BUDGET_USD}: " + "; ".join(parts) + f". Warned: {warned}."
+
+
+def _approval(rows: Rows) -> str:
+    ok = _names(rows, lambda r: r["deleted before approval"] == 0 and r["delete_file runs in total"] == 1)
+    return ("The destructive call stops, survives a new process and runs exactly once after approval "
+            f"in: {ok}.")
+
+
+def _cancellation(rows: Rows) -> str:
+    parts = [f"{r['framework']} {r['Stop to end ms']} ms" for r in rows]
+    saw = _names(rows, lambda r: r["tool saw it"])
+    return "Stop to the end of the run: " + ", ".join(parts) + f"; the tool saw the cancellation in: {saw}."
+
+
+def _ratio_to_ours(rows: Rows, column: str, group: str | None) -> str:
+    parts = []
+    for key in dict.fromkeys(r[group] for r in rows) if group else [None]:
+        subset = [r for r in rows if group is None or r[group] == key]
+        ours = next(r[column] for r in subset if r["framework"].startswith("ours"))
+        others = [r[column] / ours for r in subset if not r["framework"].startswith("ours") and ours]
+        if others:
+            parts.append((f"{key}: " if key else "") + f"{min(others):.1f}–{max(others):.1f}×")
+    return "; ".join(parts)
+
+
+def _overhead(rows: Rows) -> str:
+    return "The frameworks cost this many times our harness per turn — " + _ratio_to_ours(
+        rows, "overhead per turn ms", "run") + "."
+
+
+def _memory(rows: Rows) -> str:
+    return ("What each adds to a process running `plan` (import and run), against our harness's "
+            f"import and run: {_ratio_to_ours(rows, 'its own MiB', None)}.")
+
+
+FINDINGS: dict[str, Callable[[Rows], str]] = {
+    "turn_cap": _turn_cap, "tool_errors": _tool_errors, "budget": _budget, "approval": _approval,
+    "cancellation": _cancellation, "overhead": _overhead, "memory": _memory,
+}
+NOTES = {
+    "budget": "Spend is the mock's billed tokens at the chapter's prices ($2/M in, $12/M out); "
+              "overshoot is spend minus the budget. Where no budget setting exists the framework's own "
+              "turn cap at the outside bound stopped the run.",
+    "overhead": "Medians over interleaved rounds (every peer once per round, in turn), one process, "
+                "the mock on a loopback socket in a thread of the same process. Per-turn overhead is "
+                "(wall time − time the mock spent on the requests) / requests.",
+    "memory": "VmHWM of a child process. Every child imports the lab's `experiments` package "
+              "(pandas, matplotlib, the harness): *lab base* is a child that imports it and runs "
+              "nothing. *Its own* is peak minus that base; for our harness, whose import is inside "
+              "the base, the harness's own import (a bare interpreter importing it, minus one "
+              "importing nothing) is added back.",
+}
+
+
+def chart(tables: dict[str, Rows]) -> Any:
+    style()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+    over = pd.DataFrame(tables["overhead"]).pivot(
+        index="run", columns="framework", values="overhead per turn ms")
+    over = over[[p.NAME for p in peers()]]
+    colours = ["#ff7f0e", "#9467bd", "#2ca02c", OURS]
+    over.plot.bar(ax=left, color=colours, rot=0)
+    left.set_title("overhead per turn (ms)")
+    left.set_xlabel("")
+    mem = pd.DataFrame(tables["memory"]).set_index("framework")["its own MiB"]
+    right.bar(mem.index, mem.values, color=colours)
+    right.set_title("memory it adds to a process running plan (MiB)")
+    right.tick_params(axis="x", labelrotation=15)
+    return fig
+
+
+def write(tables: dict[str, Rows], out: Path, *, command: str = "make peers") -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    csv, md, png = (out / f"{NAME}.{ext}" for ext in ("csv", "md", "png"))
+    flat = [{"exit": name} | row for name, rows in tables.items() for row in rows]
+    buf = io.StringIO()
+    pd.DataFrame(flat).to_csv(buf, index=False, lineterminator="\n")
+    csv.write_text(buf.getvalue())
+    save_png(chart(tables), png)
+    parts = [f"# {TITLE}\n",
+             "Every count (requests, tokens, the text sent back to the model) is read at the mock by a "
+             "middleware that journals each request, never from a framework's own report. Each framework "
+             "runs its own idiomatic code (`experiments/peers/`), with the same four tools over the same "
+             "sandbox and the same system prompt as our harness.\n",
+             markdown_table(versions())]
+    for name, rows in tables.items():
+        parts += [f"## {HEADINGS[name]}\n", f"**Finding.** {FINDINGS[name](rows)}\n", markdown_table(rows)]
+        if name in NOTES:
+            parts.append(NOTES[name] + "\n")
+        if name == "memory":
+            parts.append(f"![overhead and memory]({png.name})\n")
+    parts.append(f"Raw rows: [{csv.name}]({csv.name}). Regenerate: `{command}`.\n")
+    md.write_text("\n".join(parts))
+    return [csv, md, png]
