@@ -3,7 +3,7 @@
 `OpenAIChatModel` over our mock, `@agent.tool_plain` tools, `UsageLimits` for turns, tokens and
 money, `ModelRetry` as the documented way to tell the model what went wrong, deferred tools
 (`requires_approval=True` → `DeferredToolRequests`) with the message history saved as JSON for a
-resume in another process, and asyncio task cancellation for Stop (it has no Stop of its own).
+resume in another process, and `AgentRun.cancel()` (on `agent.iter()`) for Stop.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pydantic_ai import (
     DeferredToolRequests,
     DeferredToolResults,
     ModelRetry,
+    RunCancelled,
     UsageLimits,
 )
 from pydantic_ai.messages import ModelMessagesTypeAdapter
@@ -122,11 +123,12 @@ async def approval_resume(case: Case) -> Ending:
 
 
 async def stop_slow(case: Case, after_s: float) -> Ending:
-    async with _agent(case, "slow") as agent:
-        task = asyncio.create_task(agent.run(case.task("slow"), usage_limits=UsageLimits(request_limit=5)))
-        await asyncio.sleep(after_s)
-        task.cancel()
-        try:
-            return _ending((await task).output)
-        except asyncio.CancelledError:
-            return Ending(how="raised CancelledError (task.cancel())")
+    try:
+        async with _agent(case, "slow") as agent:
+            async with agent.iter(case.task("slow"), usage_limits=UsageLimits(request_limit=5)) as run:
+                asyncio.get_running_loop().call_later(after_s, run.cancel)
+                async for _ in run:
+                    pass
+    except RunCancelled as e:
+        return Ending.raised(e)
+    return _ending(run.result.output if run.result else None)

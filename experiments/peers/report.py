@@ -42,10 +42,13 @@ def _turn_cap(rows: Rows) -> str:
 
 
 def _tool_errors(rows: Rows) -> str:
-    silent = _names(rows, lambda r: r["setting"] == "default" and r["text sent back"].startswith("(nothing"))
-    default_ok = _names(rows, lambda r: r["setting"] == "default" and r["recovers"])
-    return (f"By default only {default_ok} recover(s); {silent} send nothing back and raise. "
-            "Each recovers with its own documented setting, and every wording differs (see the column).")
+    default = [r for r in rows if r["setting"] == "default"]
+    silent = _names(default, lambda r: r["text sent back"].startswith("(nothing"))
+    vague = _names(default, lambda r: not r["recovers"] and not r["text sent back"].startswith("(nothing"))
+    fixed = _names(rows, lambda r: r["setting"] != "default" and r["recovers"])
+    return (f"By default only {_names(default, lambda r: r['recovers'])} recovers: {silent} send nothing "
+            f"back and raise, {vague} sends a sentence that does not say what failed. With its documented "
+            f"setting the run recovers in {fixed}, each with its own wording.")
 
 
 def _budget(rows: Rows) -> str:
@@ -94,7 +97,10 @@ FINDINGS: dict[str, Callable[[Rows], str]] = {
 NOTES = {
     "budget": "Spend is the mock's billed tokens at the chapter's prices ($2/M in, $12/M out); "
               "overshoot is spend minus the budget. Where no budget setting exists the framework's own "
-              "turn cap at the outside bound stopped the run.",
+              "turn cap at the outside bound stopped the run. pydantic-ai prices a model from its bundled "
+              "price table; the mock's model names have none, so `cost_limit` cannot fire, and 2.68 "
+              "warns about that (`CostNotFoundWarning`) only when a run completes, so a runaway stopped "
+              "by the outside cap ends without a warning (the warnings column is what the run emitted).",
     "overhead": "Medians over interleaved rounds (every peer once per round, in turn), one process, "
                 "the mock on a loopback socket in a thread of the same process. Per-turn overhead is "
                 "(wall time − time the mock spent on the requests) / requests.",
