@@ -129,7 +129,7 @@ async def budget(lab: Lab, peer: ModuleType) -> list[dict[str, Any]]:
         rows.append({"framework": peer.NAME, "limits that exist": peer.SPEND_LIMITS, "setting": label,
                      "requests": m.requests, "spent": round(m.cost_usd, 6),
                      "overshoot": round(m.cost_usd - BUDGET_USD, 6), "caller gets": m.ending.how,
-                     "stopped by": m.ending.text[:90], "warnings": ", ".join(m.warned) or "none"})
+                     "stopped by": m.ending.text, "warnings": ", ".join(m.warned) or "none"})
     return rows
 
 

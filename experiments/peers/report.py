@@ -52,9 +52,14 @@ def _tool_errors(rows: Rows) -> str:
 
 
 def _budget(rows: Rows) -> str:
-    parts = [f"{r['framework']} ({r['setting']}): {r['requests']} requests, ${r['spent']:.4f}" for r in rows]
+    def label(r: dict[str, Any]) -> str:
+        return f"{r['framework']} {r['setting']} ({r['requests']} requests, ${r['spent']:.4f})"
+
+    near = [label(r) for r in rows if r["spent"] < 2 * BUDGET_USD]
+    ran = [label(r) for r in rows if r["spent"] >= 2 * BUDGET_USD]
     warned = _names(rows, lambda r: r["warnings"] != "none")
-    return f"Budget ${BUDGET_USD}: " + "; ".join(parts) + f". Warned: {warned}."
+    return (f"Stopped near ${BUDGET_USD}: {'; '.join(near) or 'none'}. Ran on to the outside cap of "
+            f"{OUTSIDE_CAP} requests: {'; '.join(ran) or 'none'}. Warned: {warned}.")
 
 
 def _approval(rows: Rows) -> str:
@@ -69,25 +74,26 @@ def _cancellation(rows: Rows) -> str:
     return "Stop to the end of the run: " + ", ".join(parts) + f"; the tool saw the cancellation in: {saw}."
 
 
-def _ratio_to_ours(rows: Rows, column: str, group: str | None) -> str:
+def _ratio_to_ours(rows: Rows, column: str, unit: str, group: str | None = None) -> str:
+    """Per group: our figure, and the range of the frameworks' figures as multiples of it."""
     parts = []
     for key in dict.fromkeys(r[group] for r in rows) if group else [None]:
         subset = [r for r in rows if group is None or r[group] == key]
         ours = next(r[column] for r in subset if r["framework"].startswith("ours"))
         others = [r[column] / ours for r in subset if not r["framework"].startswith("ours") and ours]
         if others:
-            parts.append((f"{key}: " if key else "") + f"{min(others):.1f}–{max(others):.1f}×")
+            parts.append((f"{key}: " if key else "") + f"ours {ours:g} {unit}, the frameworks "
+                         f"{min(others):.1f}–{max(others):.1f}× that")
     return "; ".join(parts)
 
 
 def _overhead(rows: Rows) -> str:
-    return "The frameworks cost this many times our harness per turn — " + _ratio_to_ours(
-        rows, "overhead per turn ms", "run") + "."
+    return "Overhead per turn — " + _ratio_to_ours(rows, "overhead per turn ms", "ms", "run") + "."
 
 
 def _memory(rows: Rows) -> str:
-    return ("What each adds to a process running `plan` (import and run), against our harness's "
-            f"import and run: {_ratio_to_ours(rows, 'its own MiB', None)}.")
+    return ("Memory a process running `plan` needs for the agent code (import and run) — "
+            f"{_ratio_to_ours(rows, 'its own MiB', 'MiB')}.")
 
 
 FINDINGS: dict[str, Callable[[Rows], str]] = {
@@ -129,6 +135,13 @@ def chart(tables: dict[str, Rows]) -> Any:
     return fig
 
 
+def _short(value: Any, limit: int = 100) -> Any:
+    """Long exception messages cut for the table; the CSV keeps them whole."""
+    if isinstance(value, str) and len(value) > limit:
+        return value[: limit - 1] + "…"
+    return value
+
+
 def write(tables: dict[str, Rows], out: Path, *, command: str = "make peers") -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     csv, md, png = (out / f"{NAME}.{ext}" for ext in ("csv", "md", "png"))
@@ -144,7 +157,8 @@ def write(tables: dict[str, Rows], out: Path, *, command: str = "make peers") ->
              "sandbox and the same system prompt as our harness.\n",
              markdown_table(versions())]
     for name, rows in tables.items():
-        parts += [f"## {HEADINGS[name]}\n", f"**Finding.** {FINDINGS[name](rows)}\n", markdown_table(rows)]
+        shown = [{k: _short(v) for k, v in r.items()} for r in rows]
+        parts += [f"## {HEADINGS[name]}\n", f"**Finding.** {FINDINGS[name](rows)}\n", markdown_table(shown)]
         if name in NOTES:
             parts.append(NOTES[name] + "\n")
         if name == "memory":
