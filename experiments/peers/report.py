@@ -109,7 +109,11 @@ NOTES = {
               "by the outside cap ends without a warning (the warnings column is what the run emitted).",
     "overhead": "Medians over interleaved rounds (every peer once per round, in turn), one process, "
                 "the mock on a loopback socket in a thread of the same process. Per-turn overhead is "
-                "(wall time − time the mock spent on the requests) / requests.",
+                "(wall time − time the mock spent on the requests) / requests. A run's fixed costs "
+                "(each peer builds a new HTTP client per run; its SSL context alone took ~26 ms in a "
+                "profile of ours) are spread over only 3 turns in `plan`; the `runaway` rows show what "
+                "a turn itself costs, and how that grows with the transcript. The machine is shared, "
+                "so read ratios within one run rather than absolute milliseconds.",
     "memory": "VmHWM of a child process. Every child imports the lab's `experiments` package "
               "(pandas, matplotlib, the harness): *lab base* is a child that imports it and runs "
               "nothing. *Its own* is peak minus that base; for our harness, whose import is inside "
@@ -121,9 +125,9 @@ NOTES = {
 def chart(tables: dict[str, Rows]) -> Any:
     style()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
-    over = pd.DataFrame(tables["overhead"]).pivot(
-        index="run", columns="framework", values="overhead per turn ms")
-    over = over[[p.NAME for p in peers()]]
+    frame = pd.DataFrame(tables["overhead"])
+    over = frame.pivot(index="run", columns="framework", values="overhead per turn ms")
+    over = over.loc[list(dict.fromkeys(frame["run"])), [p.NAME for p in peers()]]
     colours = ["#ff7f0e", "#9467bd", "#2ca02c", OURS]
     over.plot.bar(ax=left, color=colours, rot=0)
     left.set_title("overhead per turn (ms)")
