@@ -28,7 +28,8 @@ from experiments.peers.journal import Entry, Journal
 
 CAP, BUDGET_USD, OUTSIDE_CAP, STOP_AT_S = 8, 0.01, 60, 1.2
 RECOVERED = "errors.log mentions a timeout."
-OVERHEAD_RUNS = (("plan", 20), ("runaway", 20), ("runaway", 100))
+OVERHEAD_RUNS = (("plan", 20, 3), ("runaway", 20, 3), ("runaway", 100, 2))
+"""(scenario, turn cap, rounds): cap 100 takes ~10 s a run for a framework, so it gets fewer."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,19 +160,19 @@ async def cancellation(lab: Lab, peer: ModuleType) -> list[dict[str, Any]]:
 
 async def overhead(lab: Lab, modules: list[ModuleType]) -> list[dict[str, Any]]:
     """Client time minus the mock's own time, per request; peers interleaved in every round."""
+    plan = (("plan", 20, 1),) if lab.fast else OVERHEAD_RUNS
     samples: dict[tuple[str, str, int], list[tuple[float, int]]] = {}
-    rounds = 1 if lab.fast else 3
-    for _ in range(rounds):
-        for scenario, cap in OVERHEAD_RUNS[:1] if lab.fast else OVERHEAD_RUNS:
+    for round_ in range(max(rounds for *_, rounds in plan)):
+        for scenario, cap, _ in (p for p in plan if round_ < p[2]):
             for peer in modules:
                 case = lab.case()
                 m = await lab.measure(case, peer.run(case, scenario, cap))
                 per_turn = (m.wall_s - m.mock_s) / max(m.requests, 1)
                 samples.setdefault((peer.NAME, scenario, cap), []).append((per_turn, m.requests))
-    return [{"framework": name, "run": f"{scenario}, cap {cap}", "requests": runs[0][1],
-             "overhead per turn ms": round(statistics.median(p for p, _ in runs) * 1000, 2),
-             "rounds": len(runs)}
-            for (name, scenario, cap), runs in samples.items()]
+    return [{"framework": name, "run": f"{scenario}, cap {cap}", "requests": got[0][1],
+             "overhead per turn ms": round(statistics.median(p for p, _ in got) * 1000, 2),
+             "rounds": len(got)}
+            for (name, scenario, cap), got in samples.items()]
 
 
 HWM = "import pathlib; print(next(l.split()[1] for l in pathlib.Path('/proc/self/status').read_text()"\

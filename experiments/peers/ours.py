@@ -56,7 +56,7 @@ class _Noted:
         try:
             result = await self.tool.run(args, ctx)
         except Cancelled:
-            self.folder.note("scan_archive:cancelled")
+            self.folder.note(f"{self.tool.name}:cancelled")
             raise
         if self.tool.name == "scan_archive":
             self.folder.note("scan_archive:finished")

@@ -107,7 +107,8 @@ NOTES = {
               "price table; the mock's model names have none, so `cost_limit` cannot fire, and 2.68 "
               "warns about that (`CostNotFoundWarning`) only when a run completes, so a runaway stopped "
               "by the outside cap ends without a warning (the warnings column is what the run emitted).",
-    "overhead": "Medians over interleaved rounds (every peer once per round, in turn), one process, "
+    "overhead": "Medians over interleaved rounds (the `rounds` column; every peer once per round, in turn), "
+                "one process, "
                 "the mock on a loopback socket in a thread of the same process. Per-turn overhead is "
                 "(wall time − time the mock spent on the requests) / requests. A run's fixed costs "
                 "(each peer builds a new HTTP client per run; its SSL context alone took ~26 ms in a "
