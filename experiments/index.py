@@ -12,6 +12,7 @@ SIBLINGS = (
     ("real_model.md", "15 · the same harness against a real local model (optional, slow)", "make real-model"),
     ("bench.md", "the lab's own speed: mock vs bare Starlette, harness overhead per turn", "make bench"),
     ("reliability.md", "crash matrix, hostile input and load", "make reliability"),
+    ("peers.md", "the five exits through Agents SDK, pydantic-ai and LangGraph beside ours", "make peers"),
 )
 
 

@@ -1,0 +1,173 @@
+"""`results/peers.md`, `.csv` and `.png` from the measured tables: one table per exit, a finding each."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from experiments.common import OURS, markdown_table, save_png, style
+from experiments.peers import NAME, TITLE
+from experiments.peers.measure import BUDGET_USD, CAP, OUTSIDE_CAP, STOP_AT_S, peers
+
+Rows = list[dict[str, Any]]
+HEADINGS = {
+    "turn_cap": f"Turn cap: `runaway`, cap {CAP}",
+    "tool_errors": "Tool errors: `recover` (the first read raises FileNotFoundError)",
+    "budget": f"Budget: ${BUDGET_USD} on `runaway` (outside cap: {OUTSIDE_CAP} requests)",
+    "approval": "Approval: `destructive`, stop, then approve in a new process",
+    "cancellation": f"Cancellation: Stop at {STOP_AT_S} s during `slow`'s 3 s tool",
+    "overhead": "Overhead per turn: client time minus the mock's own time, per request",
+    "memory": "Memory: peak RSS of a fresh process running `plan`",
+}
+
+
+def versions() -> Rows:
+    return [{"framework": p.NAME, "package": p.PACKAGE, "version": version(p.PACKAGE)} for p in peers()]
+
+
+def _names(rows: Rows, keep: Callable[[dict[str, Any]], bool]) -> str:
+    return ", ".join(dict.fromkeys(r["framework"] for r in rows if keep(r))) or "none"
+
+
+def _turn_cap(rows: Rows) -> str:
+    parts = [f"{r['framework']} {r['requests']} requests / {r['tool runs']} tool runs → {r['caller gets']}"
+             for r in rows]
+    return f"Every peer stops at {CAP} requests, in different shapes: " + "; ".join(parts) + "."
+
+
+def _tool_errors(rows: Rows) -> str:
+    default = [r for r in rows if r["setting"] == "default"]
+    silent = _names(default, lambda r: r["text sent back"].startswith("(nothing"))
+    vague = _names(default, lambda r: not r["recovers"] and not r["text sent back"].startswith("(nothing"))
+    fixed = _names(rows, lambda r: r["setting"] != "default" and r["recovers"])
+    return (f"By default only {_names(default, lambda r: r['recovers'])} recovers: {silent} send nothing "
+            f"back and raise, {vague} sends a sentence that does not say what failed. With its documented "
+            f"setting the run recovers in {fixed}, each with its own wording.")
+
+
+def _budget(rows: Rows) -> str:
+    def label(r: dict[str, Any]) -> str:
+        return f"{r['framework']} {r['setting']} ({r['requests']} requests, ${r['spent']:.4f})"
+
+    near = [label(r) for r in rows if r["spent"] < 2 * BUDGET_USD]
+    ran = [label(r) for r in rows if r["spent"] >= 2 * BUDGET_USD]
+    warned = _names(rows, lambda r: r["warnings"] != "none")
+    return (f"Stopped near ${BUDGET_USD}: {'; '.join(near) or 'none'}. Ran on to the outside cap of "
+            f"{OUTSIDE_CAP} requests: {'; '.join(ran) or 'none'}. Warned: {warned}.")
+
+
+def _approval(rows: Rows) -> str:
+    ok = _names(rows, lambda r: r["deleted before approval"] == 0 and r["delete_file runs in total"] == 1)
+    return ("The destructive call stops, survives a new process and runs exactly once after approval "
+            f"in: {ok}.")
+
+
+def _cancellation(rows: Rows) -> str:
+    parts = [f"{r['framework']} {r['Stop to end ms']} ms" for r in rows]
+    saw = _names(rows, lambda r: r["tool saw it"])
+    return "Stop to the end of the run: " + ", ".join(parts) + f"; the tool saw the cancellation in: {saw}."
+
+
+def _ratio_to_ours(rows: Rows, column: str, unit: str, group: str | None = None) -> str:
+    """Per group: our figure, and the range of the frameworks' figures as multiples of it."""
+    parts = []
+    for key in dict.fromkeys(r[group] for r in rows) if group else [None]:
+        subset = [r for r in rows if group is None or r[group] == key]
+        ours = next(r[column] for r in subset if r["framework"].startswith("ours"))
+        others = [r[column] / ours for r in subset if not r["framework"].startswith("ours") and ours]
+        if others:
+            parts.append((f"{key}: " if key else "") + f"ours {ours:g} {unit}, the frameworks "
+                         f"{min(others):.1f}–{max(others):.1f}× that")
+    return "; ".join(parts)
+
+
+def _overhead(rows: Rows) -> str:
+    return "Overhead per turn — " + _ratio_to_ours(rows, "overhead per turn ms", "ms", "run") + "."
+
+
+def _memory(rows: Rows) -> str:
+    return ("Memory a process running `plan` needs for the agent code (import and run) — "
+            f"{_ratio_to_ours(rows, 'its own MiB', 'MiB')}.")
+
+
+FINDINGS: dict[str, Callable[[Rows], str]] = {
+    "turn_cap": _turn_cap, "tool_errors": _tool_errors, "budget": _budget, "approval": _approval,
+    "cancellation": _cancellation, "overhead": _overhead, "memory": _memory,
+}
+NOTES = {
+    "budget": "Spend is the mock's billed tokens at the chapter's prices ($2/M in, $12/M out); "
+              "overshoot is spend minus the budget. Where no budget setting exists the framework's own "
+              "turn cap at the outside bound stopped the run. pydantic-ai prices a model from its bundled "
+              "price table; the mock's model names have none, so `cost_limit` cannot fire, and 2.68 "
+              "warns about that (`CostNotFoundWarning`) only when a run completes, so a runaway stopped "
+              "by the outside cap ends without a warning (the warnings column is what the run emitted).",
+    "overhead": "Medians over interleaved rounds (the `rounds` column; every peer once per round, in turn), "
+                "one process, "
+                "the mock on a loopback socket in a thread of the same process. Per-turn overhead is "
+                "(wall time − time the mock spent on the requests) / requests. A run's fixed costs "
+                "(each peer builds a new HTTP client per run; its SSL context alone took ~26 ms in a "
+                "profile of ours) are spread over only 3 turns in `plan`; the `runaway` rows show what "
+                "a turn itself costs, and how that grows with the transcript. The machine is shared, "
+                "so read ratios within one run rather than absolute milliseconds.",
+    "memory": "VmHWM of a child process. Every child imports the lab's `experiments` package "
+              "(pandas, matplotlib, the harness): *lab base* is a child that imports it and runs "
+              "nothing. *Its own* is peak minus that base; for our harness, whose import is inside "
+              "the base, the harness's own import (a bare interpreter importing it, minus one "
+              "importing nothing) is added back.",
+}
+
+
+def chart(tables: dict[str, Rows]) -> Any:
+    style()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+    frame = pd.DataFrame(tables["overhead"])
+    over = frame.pivot(index="run", columns="framework", values="overhead per turn ms")
+    over = over.loc[list(dict.fromkeys(frame["run"])), [p.NAME for p in peers()]]
+    colours = ["#ff7f0e", "#9467bd", "#2ca02c", OURS]
+    over.plot.bar(ax=left, color=colours, rot=0)
+    left.set_title("overhead per turn (ms)")
+    left.set_xlabel("")
+    mem = pd.DataFrame(tables["memory"]).set_index("framework")["its own MiB"]
+    right.bar(mem.index, mem.values, color=colours)
+    right.set_title("memory it adds to a process running plan (MiB)")
+    right.tick_params(axis="x", labelrotation=15)
+    return fig
+
+
+def _short(value: Any, limit: int = 100) -> Any:
+    """Long exception messages cut for the table; the CSV keeps them whole."""
+    if isinstance(value, str) and len(value) > limit:
+        return value[: limit - 1] + "…"
+    return value
+
+
+def write(tables: dict[str, Rows], out: Path, *, command: str = "make peers") -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    csv, md, png = (out / f"{NAME}.{ext}" for ext in ("csv", "md", "png"))
+    flat = [{"exit": name} | row for name, rows in tables.items() for row in rows]
+    buf = io.StringIO()
+    pd.DataFrame(flat).to_csv(buf, index=False, lineterminator="\n")
+    csv.write_text(buf.getvalue())
+    save_png(chart(tables), png)
+    parts = [f"# {TITLE}\n",
+             "Every count (requests, tokens, the text sent back to the model) is read at the mock by a "
+             "middleware that journals each request, never from a framework's own report. Each framework "
+             "runs its own idiomatic code (`experiments/peers/`), with the same four tools over the same "
+             "sandbox and the same system prompt as our harness.\n",
+             markdown_table(versions())]
+    for name, rows in tables.items():
+        shown = [{k: _short(v) for k, v in r.items()} for r in rows]
+        parts += [f"## {HEADINGS[name]}\n", f"**Finding.** {FINDINGS[name](rows)}\n", markdown_table(shown)]
+        if name in NOTES:
+            parts.append(NOTES[name] + "\n")
+        if name == "memory":
+            parts.append(f"![overhead and memory]({png.name})\n")
+    parts.append(f"Raw rows: [{csv.name}]({csv.name}). Regenerate: `{command}`.\n")
+    md.write_text("\n".join(parts))
+    return [csv, md, png]
