@@ -12,10 +12,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import make_sandbox
-from harness.catalog import DeleteFile, ListFiles, ReadFile, ScanArchive
+from harness import chapter_tools, make_sandbox
 
-DESCRIPTIONS = {t.name: t.description for t in (ListFiles(), ReadFile(), DeleteFile(), ScanArchive())}
+DESCRIPTIONS = {t.name: t.description for t in chapter_tools(Path("."))}
 SCAN_SECONDS, SCAN_FILES, SCAN_EVERY = 3.0, 1200, 200
 
 

@@ -20,12 +20,13 @@ from harness import (
     FileStore,
     Limits,
     ModelClient,
-    RunOptions,
+    OpenAIChat,
+    Policy,
     RunState,
     Tool,
     ToolContext,
     approve,
-    default_tools,
+    chapter_tools,
     new_run,
 )
 from harness import run as run_harness
@@ -73,11 +74,10 @@ def _ending(state: RunState) -> Ending:
 
 
 async def _run(case: Case, scenario: str, state: RunState | None = None, **options: Any) -> Ending:
-    tools = [_Noted(t, case.folder) for t in default_tools()]
+    tools = [_Noted(t, case.folder) for t in chapter_tools(case.folder.root)]
     state = state or new_run(case.task(scenario), run_id=RUN_ID)
-    opts = RunOptions(model=scenario, sandbox=case.folder.root, **options)
     async with ModelClient(case.base_url) as client:
-        await run_harness(state, tools=tools, options=opts, client=client)
+        await run_harness(state, model=OpenAIChat(scenario, client=client), tools=tools, **options)
     return _ending(state)
 
 
@@ -87,7 +87,7 @@ async def run(case: Case, scenario: str, cap: int) -> Ending:
 
 async def tool_error(case: Case, documented: bool) -> Ending:
     errors: ErrorPolicy = "generic" if documented else "descriptive"
-    return await _run(case, "recover", limits=Limits(max_turns=10), errors=errors)
+    return await _run(case, "recover", limits=Limits(max_turns=10), policy=Policy(errors=errors))
 
 
 def budgets(usd: float, outside_cap: int) -> list[tuple[str, Callable[[Case], Awaitable[Ending]]]]:
