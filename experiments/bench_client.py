@@ -27,6 +27,7 @@ async def _connection(host: str, port: int, request: bytes, until: float, tally:
             head = await reader.readuntil(b"\r\n\r\n")
             length = int(head.lower().split(b"content-length:", 1)[1].split(b"\r\n", 1)[0])
             await reader.readexactly(length)
+            tally["all"] += 1
             if now >= tally["from"]:
                 tally["ok" if head[9:12] == b"200" else "errors"] += 1
     finally:
@@ -40,7 +41,7 @@ async def _client(host: str, port: int, body: bytes, connections: int, seconds: 
     ).encode() + body
     loop = asyncio.get_running_loop()
     start = loop.time()
-    tally = {"ok": 0, "errors": 0, "from": start + WARMUP_S}
+    tally = {"ok": 0, "errors": 0, "all": 0, "from": start + WARMUP_S}
     cpu = time.process_time()
     await asyncio.gather(
         *(_connection(host, port, request, start + WARMUP_S + seconds, tally) for _ in range(connections))
@@ -49,6 +50,7 @@ async def _client(host: str, port: int, body: bytes, connections: int, seconds: 
     elapsed = loop.time() - start
     return {
         "requests": tally["ok"],
+        "all_requests": tally["all"],  # the warm-up's too
         "errors": tally["errors"],
         "seconds": seconds,
         # The warm-up's share of CPU taken out pro rata.
