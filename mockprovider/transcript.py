@@ -30,6 +30,7 @@ ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 OFFLOAD_CHARS = 32_768
 """New text above this many characters is counted on a worker thread (~1.5 ms of encoding)."""
 
+
 @dataclass(frozen=True, kw_only=True)
 class Summary:
     """What a transcript (a list of messages) amounts to."""
@@ -195,7 +196,7 @@ def _tokens(
 
 
 _COUNTERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="o200k")
-"""Large counts run here (the encoder releases the GIL); few threads, so a burst of huge
+"""Large counts run here (the encoder releases the GIL while it encodes); few threads, so a burst of huge
 prompts queues instead of crowding the event loop off the CPU."""
 
 

@@ -109,7 +109,7 @@ def _encode_len(text: str) -> int:
     return len(encoding().encode(text, disallowed_special=()))
 
 
-_count_cached = lru_cache(maxsize=65536)(_encode_len)
+_count_cached = lru_cache(maxsize=16384)(_encode_len)  # at most 16,384 texts of <= 4,096 chars
 
 
 def clear_cache() -> None:
