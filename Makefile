@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: help test serve lint experiments bench reliability clean
+.PHONY: help test serve lint experiments bench bench-check reliability clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -45,6 +45,9 @@ real-model: $(STAMP) ## run the six tasks against SmolLM2-135M on llama.cpp (slo
 peers: $(STAMP) ## the five exits through the Agents SDK, pydantic-ai and LangGraph beside ours, write results/peers.*
 	$(PY) -m pip install --quiet -e '.[dev,peers]'
 	$(PY) -m experiments.peers
+
+bench-check: $(STAMP) ## under a minute: fail if a promised speed ratio regresses past its (generous) bound
+	$(PY) -m experiments.bench_check
 
 reliability: $(STAMP) ## crash matrix, hostile input, load (full size); write results/reliability.md
 	$(PY) -m experiments.reliability

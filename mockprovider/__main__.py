@@ -35,7 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--api-key", default=os.environ.get("MOCK_API_KEY"),
-        help="require 'Authorization: Bearer KEY' on /v1/*",
+        help="require 'Authorization: Bearer KEY' on /v1/* (default: $MOCK_API_KEY); a key given "
+        "here is visible to every local user in `ps`: prefer MOCK_API_KEY or --api-key-file",
+    )
+    parser.add_argument(
+        "--api-key-file", type=argparse.FileType("r", encoding="utf-8"), metavar="PATH",
+        help="read the required key from PATH (its first line)",
     )
     parser.add_argument("--max-body-bytes", type=int, default=1_000_000)
     parser.add_argument(
@@ -49,11 +54,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--quiet", action="store_true", help="no per-request log lines")
+    # auto: uvloop and httptools (installed with the mock; `make bench` measures them against
+    # the pure-Python asyncio and h11, results/bench.md), else the pure-Python pair.
+    parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto")
+    parser.add_argument("--http", choices=("auto", "h11", "httptools"), default="auto")
     return parser
 
 
 def serve(argv: list[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.api_key_file:
+        with args.api_key_file as f:
+            args.api_key = f.readline().strip()
+        if not args.api_key:
+            parser.error(f"--api-key-file {args.api_key_file.name}: the first line holds no key")
     scenario_files = list(dict.fromkeys([*paths_from_env(os.environ.get("MOCK_SCENARIOS")), *args.scenarios]))
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
     try:
@@ -73,9 +88,9 @@ def serve(argv: list[str] | None = None) -> None:
             **({"MOCK_API_KEY": args.api_key} if args.api_key else {}),
         )
         uvicorn.run("mockprovider.app:app_from_env", factory=True, host=args.host, port=args.port,
-                    workers=args.workers, access_log=False)
+                    workers=args.workers, access_log=False, loop=args.loop, http=args.http)
         return
-    uvicorn.run(app, host=args.host, port=args.port, access_log=False)
+    uvicorn.run(app, host=args.host, port=args.port, access_log=False, loop=args.loop, http=args.http)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import math
 import os
@@ -26,7 +27,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 import o200k
-from mockprovider import faults, scenarios, wire
+from mockprovider import faults, memo, scenarios, transcript, wire
 from mockprovider.errors import APIError
 from mockprovider.faults import Fault, Options
 from mockprovider.journal import Journal, headers_of
@@ -105,15 +106,26 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def read_json(request: Request, config: Config) -> Any:
-    """The request's JSON body, after auth, content type and the size cap."""
+async def read_raw(request: Request, config: Config) -> bytes:
+    """The request's body, after auth, content type and the size cap."""
     authorize(request, config)
     _check_content_type(request)
-    body = parse_json(await _read_body(request, config.max_body_bytes))
+    raw = await _read_body(request, config.max_body_bytes)
     if config.journal is not None:
+        # Parsed again only when the journal is on (off by default); a body that is not JSON is
+        # still refused by the endpoint, but first journaled as the client sent it.
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):
+            body = raw.decode("utf-8", errors="replace")
         headers = headers_of(request.headers.items())
         config.journal.record(method=request.method, path=request.url.path, headers=headers, body=body)
-    return body
+    return raw
+
+
+async def read_json(request: Request, config: Config) -> Any:
+    """The request's JSON body, after auth, content type and the size cap."""
+    return parse_json(await read_raw(request, config))
 
 
 def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Options]:
@@ -140,13 +152,38 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
     return script, options
 
 
+class ClientGone(Exception):
+    """The client disconnected while its request waited: nothing more is done for it."""
+
+
+async def _wait_unless_gone(request: Request, seconds: float) -> None:
+    """Sleep `seconds`, or raise `ClientGone` as soon as the client disconnects.
+
+    The body is read by now, so the next ASGI message is the disconnect (servers send
+    nothing else); waiting for it costs nothing while the client stays.
+    """
+    watcher = asyncio.ensure_future(request.receive())
+    try:
+        done, _ = await asyncio.wait({watcher}, timeout=seconds)
+    finally:
+        watcher.cancel()
+    if not done:
+        return
+    if watcher.result().get("type") == "http.disconnect":
+        raise ClientGone
+    await asyncio.sleep(seconds)  # a server that sends something else: just wait (not expected)
+
+
 async def delay_or_fault(request: Request, model: str, turn: int, options: Options) -> Fault | None:
-    """Wait the configured latency; the fault that answers this (turn, attempt), if any."""
+    """Wait the configured latency; the fault that answers this (turn, attempt), if any.
+
+    Raises `ClientGone` if the client leaves during the wait, so its prompt is never counted.
+    """
     attempt = faults.attempt_of(request.headers)
     fault = options.fault_for(turn, attempt)
     log.info("model=%s turn=%d attempt=%d status=%s", model, turn, attempt, fault.kind if fault else "ok")
     if options.latency_ms:
-        await asyncio.sleep(options.latency_ms / 1000)
+        await _wait_unless_gone(request, options.latency_ms / 1000)
     return fault
 
 
@@ -202,17 +239,17 @@ async def _stream(completion: wire.Completion, req: ChatRequest, options: Option
 
 async def chat_completions(request: Request) -> Response:
     config = config_of(request)
-    req = chat_request(await read_json(request, config))
+    body, known = parse_json(await read_raw(request, config), memo.parse)
+    req = chat_request(body, known)
     script, options = resolve(request, config, req.model)
-    conversation = scenarios.conversation(req.messages)
-    fault = await delay_or_fault(request, req.model, conversation.turn, options)
+    fault = await delay_or_fault(request, req.model, req.transcript.turn, options)
     if fault is not None:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
     completion = wire.complete(
-        script(conversation),
+        script(req.transcript.conversation()),
         model=req.model,
-        prompt_tokens=o200k.prompt_tokens(req.messages, req.tools),
+        prompt_tokens=await transcript.prompt_tokens(req.transcript, req.tools),
         max_tokens=req.max_tokens,
     )
     if req.stream:
@@ -221,7 +258,7 @@ async def chat_completions(request: Request) -> Response:
             media_type="text/event-stream",
             headers={"cache-control": "no-cache"},
         )
-    return JSONResponse(wire.body(completion))
+    return Response(wire.render(completion), media_type="application/json")
 
 
 async def models(request: Request) -> Response:
@@ -253,6 +290,11 @@ async def request_journal(request: Request) -> Response:
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, APIError)
     return exc.response()
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    log.info("%s %s: the client left while its request waited; dropped", request.method, request.url.path)
+    return Response(status_code=499)  # nobody reads it; uvicorn discards a reply to a closed socket
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -299,7 +341,12 @@ def create_app(
     o200k.encoding()  # load the ranks now, not during the first request
     app = Starlette(
         routes=ROUTES,
-        exception_handlers={APIError: _api_error, HTTPException: _http_error, Exception: _server_error},
+        exception_handlers={
+            APIError: _api_error,
+            ClientGone: _client_gone,
+            HTTPException: _http_error,
+            Exception: _server_error,
+        },
     )
     app.state.config = Config(
         defaults=Options(latency_ms=latency_ms), api_key=api_key, max_body_bytes=max_body_bytes,

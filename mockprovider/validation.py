@@ -7,27 +7,33 @@ can turn into a 500. Unknown sampling parameters pass through untouched, as Open
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mockprovider import transcript
 from mockprovider.errors import APIError, invalid
+from mockprovider.transcript import ROLES, Known, Transcript, missing
 
-ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+__all__ = ["ROLES", "ChatRequest", "chat_request", "parse_json"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class ChatRequest:
     model: str
     messages: list[dict[str, Any]]
+    transcript: Transcript
+    """The messages checked, with their turn and tool text (counted later, see transcript.py)."""
     tools: list[dict[str, Any]] | None
     max_tokens: int | None
     stream: bool
     include_usage: bool
 
 
-def parse_json(raw: bytes) -> Any:
+def parse_json(raw: bytes, loads: Callable[[bytes], Any] = json.loads) -> Any:
+    """`loads(raw)`, its errors worded for the client (`memo.parse` is a faster `json.loads`)."""
     try:
-        return json.loads(raw)
+        return loads(raw)
     except (ValueError, RecursionError) as e:
         # ValueError covers JSONDecodeError and invalid UTF-8 (UnicodeDecodeError).
         raise invalid(
@@ -36,82 +42,8 @@ def parse_json(raw: bytes) -> Any:
         ) from None
 
 
-def _missing(param: str) -> APIError:
-    return invalid(f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter")
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_content(value: Any, param: str) -> None:
-    if value is None or isinstance(value, str):
-        return
-    if isinstance(value, list) and all(
-        isinstance(p, dict) and isinstance(p.get("text", ""), str) for p in value
-    ):
-        return
-    raise invalid(f"Invalid type for '{param}': expected a string, an array of parts, or null.", param=param)
-
-
-def _check_tool_calls(calls: Any, param: str) -> list[str]:
-    if not isinstance(calls, list):
-        raise invalid(f"Invalid type for '{param}': expected an array.", param=param)
-    ids = []
-    for j, call in enumerate(calls):
-        p = f"{param}[{j}]"
-        fn = call.get("function") if isinstance(call, dict) else None
-        if not (
-            isinstance(call, dict)
-            and isinstance(call.get("id"), str)
-            and isinstance(fn, dict)
-            and isinstance(fn.get("name"), str)
-            and isinstance(fn.get("arguments"), str)
-        ):
-            raise invalid(
-                f"Invalid '{p}': a tool call needs a string 'id' and a 'function' with string "
-                "'name' and 'arguments'.",
-                param=p,
-            )
-        ids.append(call["id"])
-    return ids
-
-
-def _check_messages(messages: Any) -> list[dict[str, Any]]:
-    if messages is None:
-        raise _missing("messages")
-    if not isinstance(messages, list) or not messages:
-        raise invalid("Invalid 'messages': expected a non-empty array of messages.", param="messages")
-    seen_calls: set[str] = set()
-    for i, m in enumerate(messages):
-        p = f"messages[{i}]"
-        if not isinstance(m, dict):
-            raise invalid(f"Invalid type for '{p}': expected an object.", param=p)
-        role = m.get("role")
-        if role not in ROLES:
-            raise invalid(
-                f"Invalid value for '{p}.role': {role!r}. Supported values are: "
-                + ", ".join(repr(r) for r in ROLES) + ".",
-                param=f"{p}.role",
-                code="invalid_value",
-            )
-        _check_content(m.get("content"), f"{p}.content")
-        if "name" in m and not isinstance(m["name"], str):
-            raise invalid(f"Invalid type for '{p}.name': expected a string.", param=f"{p}.name")
-        # Checked on every role: the token count reads tool_calls wherever they appear.
-        if m.get("tool_calls") is not None:
-            seen_calls.update(_check_tool_calls(m["tool_calls"], f"{p}.tool_calls"))
-        if role == "tool":
-            call_id = m.get("tool_call_id")
-            if not isinstance(call_id, str):
-                raise _missing(f"{p}.tool_call_id")
-            if call_id not in seen_calls:
-                raise invalid(
-                    f"Invalid parameter: '{p}' with role 'tool' answers tool_call_id {call_id!r}, "
-                    "which no preceding assistant message's 'tool_calls' contains.",
-                    param=f"{p}.tool_call_id",
-                )
-    return messages
 
 
 def _max_tokens(body: dict[str, Any]) -> int | None:
@@ -127,16 +59,19 @@ def _max_tokens(body: dict[str, Any]) -> int | None:
     return next(iter(given.values()), None)
 
 
-def chat_request(body: Any) -> ChatRequest:
-    """A validated request; `APIError` naming the offending parameter otherwise."""
+def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
+    """A validated request; `APIError` naming the offending parameter otherwise.
+
+    `known` is what the parser found remembered about `body["messages"]` (see memo.py).
+    """
     if not isinstance(body, dict):
         raise invalid("Invalid request body: expected a JSON object.")
     model = body.get("model")
     if model is None:
-        raise _missing("model")
+        raise missing("model")
     if not isinstance(model, str) or not model:
         raise invalid("Invalid 'model': expected a non-empty string.", param="model")
-    messages = _check_messages(body.get("messages"))
+    messages = transcript.read(body.get("messages"), known)
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
         raise invalid("Invalid 'tools': expected an array of objects.", param="tools")
@@ -153,7 +88,8 @@ def chat_request(body: Any) -> ChatRequest:
         raise APIError(400, "This scripted provider produces exactly one choice; 'n' must be 1.", param="n")
     return ChatRequest(
         model=model,
-        messages=messages,
+        messages=messages.messages,
+        transcript=messages,
         tools=tools,
         max_tokens=_max_tokens(body),
         stream=stream,

@@ -9,8 +9,8 @@ always equals non-streamed usage.
 from __future__ import annotations
 
 import json
+import os
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -72,7 +72,7 @@ def _cut(text: str, limit: int) -> tuple[str, int]:
 
 
 def _calls_tokens(calls: tuple[ToolCall, ...]) -> int:
-    return o200k.count(o200k.tool_calls_json(_tool_call(c) for c in calls))
+    return o200k.tool_calls_tokens(_tool_call(c) for c in calls)
 
 
 def _cut_calls(calls: tuple[ToolCall, ...], limit: int) -> tuple[ToolCall, ...]:
@@ -119,7 +119,7 @@ def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | 
         cut = content != full
     finish: FinishReason = "length" if cut else ("tool_calls" if calls else "stop")
     return Completion(
-        id=f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        id=f"chatcmpl-{os.urandom(12).hex()}",
         created=int(time.time()),
         model=model,
         content=content,
@@ -148,6 +148,15 @@ def body(c: Completion) -> dict[str, Any]:
         "usage": c.usage(),
         "system_fingerprint": "fp_mockprovider",
     }
+
+
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+"""Starlette's JSONResponse rendering, without building an encoder per response."""
+
+
+def render(c: Completion) -> bytes:
+    """`body(c)` as JSON bytes, exactly as `JSONResponse(body(c))` renders it."""
+    return _JSON(body(c)).encode("utf-8")
 
 
 def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:

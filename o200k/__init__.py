@@ -109,12 +109,13 @@ def _encode_len(text: str) -> int:
     return len(encoding().encode(text, disallowed_special=()))
 
 
-_count_cached = lru_cache(maxsize=65536)(_encode_len)
+_count_cached = lru_cache(maxsize=16384)(_encode_len)  # at most 16,384 texts of <= 4,096 chars
 
 
 def clear_cache() -> None:
     """Forget cached counts (benchmarks measure the cold path with this)."""
     _count_cached.cache_clear()
+    _calls_tokens_cached.cache_clear()
 
 
 def text_of(value: Any) -> str:
@@ -138,8 +139,31 @@ def message_tokens(message: Mapping[str, Any]) -> int:
     if message.get("tool_call_id"):
         n += count(text_of(message["tool_call_id"]))
     if message.get("tool_calls"):
-        n += count(tool_calls_json(message["tool_calls"]))
+        n += tool_calls_tokens(message["tool_calls"])
     return n
+
+
+_CallFields = tuple[tuple[str, str, str], ...]
+"""(id, name, arguments) of each call: all that `tool_calls_json` keeps of a call."""
+
+
+def _fields(calls: Iterable[Mapping[str, Any]]) -> _CallFields:
+    return tuple(
+        (
+            text_of(c.get("id")),
+            text_of((c.get("function") or {}).get("name")),
+            text_of((c.get("function") or {}).get("arguments")),
+        )
+        for c in calls
+    )
+
+
+def _calls_json(fields: _CallFields) -> str:
+    return json.dumps(
+        [{"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in fields],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
 
 
 def tool_calls_json(calls: Iterable[Mapping[str, Any]]) -> str:
@@ -147,21 +171,23 @@ def tool_calls_json(calls: Iterable[Mapping[str, Any]]) -> str:
 
     Rebuilt from its fields, so a client that reorders keys or adds its own is billed the same.
     """
-    return json.dumps(
-        [
-            {
-                "id": text_of(c.get("id")),
-                "type": "function",
-                "function": {
-                    "name": text_of((c.get("function") or {}).get("name")),
-                    "arguments": text_of((c.get("function") or {}).get("arguments")),
-                },
-            }
-            for c in calls
-        ],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    return _calls_json(_fields(calls))
+
+
+def _calls_tokens(fields: _CallFields) -> int:
+    return count(_calls_json(fields))
+
+
+_calls_tokens_cached = lru_cache(maxsize=4096)(_calls_tokens)
+
+
+def tool_calls_tokens(calls: Iterable[Mapping[str, Any]]) -> int:
+    """`count(tool_calls_json(calls))`, cached for calls of bounded size: a reply's calls come
+    back in the next prompt, and the same calls are counted again every turn after that."""
+    fields = _fields(calls)
+    if sum(len(i) + len(n) + len(a) for i, n, a in fields) <= CACHED_UP_TO:
+        return _calls_tokens_cached(fields)
+    return _calls_tokens(fields)
 
 
 def tools_tokens(tools: Iterable[Mapping[str, Any]] | None) -> int:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.common import TASKS
 from experiments.peers.folder import Folder
+from experiments.runs import TASKS
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,9 +11,10 @@ from typing import Any
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from experiments.common import OURS, markdown_table, save_png, style
+from experiments.charts import OURS, STYLE, save_png
 from experiments.peers import NAME, TITLE
 from experiments.peers.measure import BUDGET_USD, CAP, OUTSIDE_CAP, STOP_AT_S, peers
+from experiments.report import markdown_table
 
 Rows = list[dict[str, Any]]
 HEADINGS = {
@@ -124,7 +125,7 @@ NOTES = {
 
 
 def chart(tables: dict[str, Rows]) -> Any:
-    style()
+    plt.rcParams.update(STYLE)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
     frame = pd.DataFrame(tables["overhead"])
     over = frame.pivot(index="run", columns="framework", values="overhead per turn ms")

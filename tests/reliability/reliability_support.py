@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from experiments.common import mock_process
+from experiments.servers import mock_process
 
 FULL = os.environ.get("RELIABILITY_FULL") == "1"
 """True under `make reliability`: the whole matrix and the full-size fuzz and load."""
