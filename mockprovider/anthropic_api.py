@@ -27,7 +27,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from mockprovider import wire
-from mockprovider.app import config_of, read_json
 from mockprovider.errors import APIError, invalid
 from mockprovider.formats import (
     ChatShaped,
@@ -45,6 +44,7 @@ from mockprovider.formats import (
     suffix,
     tool_call,
 )
+from mockprovider.pipeline import config_of, read_json
 
 ERROR_TYPES = {
     400: "invalid_request_error",

@@ -1,24 +1,16 @@
-"""The Starlette app: routes, authentication, and one request's path through the mock.
+"""The Starlette app: the chat endpoint, the routes of every wire format, and `create_app`.
 
-A chat request goes: auth → body read under a size cap → validation → options (server
-defaults, base-URL prefix, model suffix, header) → scenario lookup → latency → fault, if one
-applies to this (turn, attempt) → the scripted reply, cut and counted → JSON or SSE.
-
+A chat request takes the shared steps of `mockprovider.pipeline` (auth, body, options,
+scenario, latency, fault), then the scripted reply, cut and counted, goes out as JSON or SSE.
 The endpoints are module-level functions; everything they need per server (defaults, key,
-limits, the scenario table) is a frozen `Config` on `app.state.config`.
+limits, the scenario table, the journal) is a frozen `Config` on `app.state.config`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
-import json
-import logging
-import math
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, assert_never
+from collections.abc import AsyncIterator, Iterable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -27,205 +19,23 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 import o200k
-from mockprovider import faults, memo, scenarios, transcript, wire
+from mockprovider import anthropic_api, faults, memo, responses_api, scenarios, transcript, wire
 from mockprovider.errors import APIError
-from mockprovider.faults import Fault, Options
-from mockprovider.journal import Journal, headers_of
+from mockprovider.faults import Options
+from mockprovider.journal import Journal
+from mockprovider.pipeline import (
+    ClientGone,
+    Config,
+    authorize,
+    config_of,
+    delay_or_fault,
+    injected,
+    log,
+    read_raw,
+    resolve,
+)
 from mockprovider.scenario_files import Source, load_scenarios, paths_from_env
-from mockprovider.scenarios import Scenario
 from mockprovider.validation import ChatRequest, chat_request, parse_json
-
-log = logging.getLogger("mockprovider")
-
-HANG_LIMIT_S = 300.0
-"""A hung response waits for the client to give up, but never longer than this."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Config:
-    """One server's settings; per-request options override `defaults`."""
-
-    defaults: Options = field(default_factory=Options)
-    api_key: str | None = None
-    """When set, /v1/* requires `Authorization: Bearer <api_key>`."""
-    max_body_bytes: int = 1_000_000
-    scenarios: Mapping[str, Scenario] = field(default_factory=lambda: dict(scenarios.SCENARIOS))
-    """Every model name this server answers to: the built-ins and any scenario files."""
-    journal: Journal | None = None
-    """When set, every request body read is recorded (observed only, never read by a scenario)."""
-
-
-def config_of(request: Request) -> Config:
-    return request.app.state.config
-
-
-# --- the steps every wire format shares ----------------------------------------------------
-
-
-def authorize(request: Request, config: Config) -> None:
-    if config.api_key is None:
-        return
-    # Anthropic's clients send the key as x-api-key; every other client as a bearer token.
-    key = request.headers.get("x-api-key")
-    given = f"Bearer {key}" if key is not None else request.headers.get("authorization", "")
-    if not given:
-        raise APIError(
-            401,
-            "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY' "
-            "(or 'x-api-key: YOUR_KEY').",
-            code="missing_api_key",
-        )
-    if not hmac.compare_digest(given.encode(), f"Bearer {config.api_key}".encode()):
-        raise APIError(401, "Incorrect API key provided.", code="invalid_api_key")
-
-
-def _check_content_type(request: Request) -> None:
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media != "application/json":
-        raise APIError(
-            415,
-            f"Unsupported content type {media or '(none)'!r}; send 'application/json'.",
-            code="unsupported_media_type",
-        )
-
-
-def _too_large(limit: int) -> APIError:
-    return APIError(413, f"Request body is larger than the limit of {limit} bytes.", code="request_too_large")
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def read_raw(request: Request, config: Config) -> bytes:
-    """The request's body, after auth, content type and the size cap."""
-    authorize(request, config)
-    _check_content_type(request)
-    raw = await _read_body(request, config.max_body_bytes)
-    if config.journal is not None:
-        # Parsed again only when the journal is on (off by default); a body that is not JSON is
-        # still refused by the endpoint, but first journaled as the client sent it.
-        try:
-            body = json.loads(raw)
-        except (ValueError, RecursionError):
-            body = raw.decode("utf-8", errors="replace")
-        headers = headers_of(request.headers.items())
-        config.journal.record(method=request.method, path=request.url.path, headers=headers, body=body)
-    return raw
-
-
-async def read_json(request: Request, config: Config) -> Any:
-    """The request's JSON body, after auth, content type and the size cap."""
-    return parse_json(await read_raw(request, config))
-
-
-def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Options]:
-    """The scenario a model name selects and the options in force for this request.
-
-    Later sources override earlier ones: server defaults < the scenario file's `options` <
-    base-URL path < model suffix < header.
-    """
-    name, _, suffix = model.partition("+")
-    script = config.scenarios.get(name)
-    if script is None:
-        known = ", ".join(config.scenarios)
-        raise APIError(
-            404,
-            f"The model {name!r} does not exist; known scenarios: {known}. {faults.SYNTAX}.",
-            param="model",
-            code="model_not_found",
-        )
-    # Only file scenarios carry options (checked when the file was loaded); a built-in has none.
-    options = faults.apply(config.defaults, getattr(script, "options", ""), param="model")
-    options = faults.apply(options, request.path_params.get("options", ""), param="base_url")
-    options = faults.apply(options, suffix, param="model")
-    options = faults.apply(options, request.headers.get("x-mock-options", ""), param="x-mock-options")
-    return script, options
-
-
-class ClientGone(Exception):
-    """The client disconnected while its request waited: nothing more is done for it."""
-
-
-async def _wait_unless_gone(request: Request, seconds: float) -> None:
-    """Sleep `seconds`, or raise `ClientGone` as soon as the client disconnects.
-
-    The body is read by now, so the next ASGI message is the disconnect (servers send
-    nothing else); waiting for it costs nothing while the client stays.
-    """
-    watcher = asyncio.ensure_future(request.receive())
-    try:
-        done, _ = await asyncio.wait({watcher}, timeout=seconds)
-    finally:
-        watcher.cancel()
-    if not done:
-        return
-    if watcher.result().get("type") == "http.disconnect":
-        raise ClientGone
-    await asyncio.sleep(seconds)  # a server that sends something else: just wait (not expected)
-
-
-async def delay_or_fault(request: Request, model: str, turn: int, options: Options) -> Fault | None:
-    """Wait the configured latency; the fault that answers this (turn, attempt), if any.
-
-    Raises `ClientGone` if the client leaves during the wait, so its prompt is never counted.
-    """
-    attempt = faults.attempt_of(request.headers)
-    fault = options.fault_for(turn, attempt)
-    log.info("model=%s turn=%d attempt=%d status=%s", model, turn, attempt, fault.kind if fault else "ok")
-    if options.latency_ms:
-        await _wait_unless_gone(request, options.latency_ms / 1000)
-    return fault
-
-
-async def hang(request: Request) -> None:
-    """Send nothing until the client gives up (or HANG_LIMIT_S passes)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + HANG_LIMIT_S
-    # Polling is the only way to notice a disconnect without consuming the (already read) body.
-    while loop.time() < deadline and not await request.is_disconnected():  # noqa: ASYNC110
-        await asyncio.sleep(0.05)
-
-
-MALFORMED_BODY = b'{"id": "chatcmpl-malformed", "choices": [{"index": 0, "mess'
-"""What the `malformed` fault sends: JSON cut off mid-object, with status 200."""
-
-
-async def injected(request: Request, fault: Fault, options: Options) -> APIError | bytes:
-    """What an injected fault answers: an error for the wire format to render, or a broken body."""
-    match fault.kind:
-        case "429":
-            wait_s = options.retry_ms / 1000
-            return APIError(
-                429,
-                "Rate limit reached (injected fault); retry after the interval in Retry-After.",
-                type="requests",
-                code="rate_limit_exceeded",
-                headers={"retry-after": str(math.ceil(wait_s)), "retry-after-ms": str(options.retry_ms)},
-            )
-        case "500":
-            return APIError(500, "The server had an error (injected fault).", type="server_error")
-        case "401":
-            return APIError(401, "Incorrect API key (injected fault).", code="invalid_api_key")
-        case "hang":
-            await hang(request)
-            return APIError(504, "Hung response (injected fault) gave up.", type="server_error")
-        case "malformed":
-            return MALFORMED_BODY
-        case _:
-            assert_never(fault.kind)
-
-
-# --- endpoints -----------------------------------------------------------------------------
 
 
 async def _stream(completion: wire.Completion, req: ChatRequest, options: Options) -> AsyncIterator[bytes]:
@@ -310,7 +120,6 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 
 # The other wire formats build on the shared steps above, so they are imported only now.
-from mockprovider import anthropic_api, responses_api  # noqa: E402
 
 ROUTES = [
     Route("/v1/chat/completions", chat_completions, methods=["POST"]),

@@ -20,9 +20,9 @@ from starlette.responses import Response, StreamingResponse
 
 import o200k
 from mockprovider import scenarios, wire
-from mockprovider.app import Config, delay_or_fault, injected, resolve
 from mockprovider.errors import APIError, invalid
 from mockprovider.faults import Options
+from mockprovider.pipeline import Config, delay_or_fault, injected, resolve
 
 
 @dataclass(frozen=True, kw_only=True)

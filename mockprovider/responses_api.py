@@ -28,7 +28,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from mockprovider import wire
-from mockprovider.app import config_of, read_json
 from mockprovider.errors import APIError, invalid
 from mockprovider.formats import (
     ChatShaped,
@@ -46,6 +45,7 @@ from mockprovider.formats import (
     suffix,
     tool_call,
 )
+from mockprovider.pipeline import config_of, read_json
 
 ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text")

@@ -13,7 +13,8 @@ from starlette.requests import Request
 
 import o200k
 from mockprovider import scenarios
-from mockprovider.app import app_from_env, create_app, resolve
+from mockprovider.app import app_from_env, create_app
+from mockprovider.pipeline import resolve
 from mockprovider.scenario_files import compile_scenario, load_scenarios
 from mockprovider.scenarios import conversation
 
