@@ -74,12 +74,26 @@ def from_data(data: Any, *, source: str = "run state") -> RunState:
         raise StateFileError(f"{source} is a damaged harness run: missing {sorted(missing)}")
     try:
         if version == 1:
-            data = _migrate_v1(data)
+            try:
+                data = _migrate_v1(data)
+            except (TypeError, AttributeError, KeyError) as e:
+                raise _Bad("(version 1)", f"cannot be migrated ({type(e).__name__}: {e})") from None
         state = decode(RunState, data)
         st.check_run_id(state.run_id)
+        _check_references(state)
     except (_Bad, ValueError) as e:
         raise StateFileError(f"{source} is a damaged harness run: {e}; the file was left untouched") from None
     return state
+
+
+def _check_references(state: RunState) -> None:
+    """What one field says about another: a cache entry names a tool message, an intent its call."""
+    for sig, index in state.cache.items():
+        if not (index < len(state.messages) and state.messages[index].get("role") == "tool"):
+            raise _Bad(f"cache[{sig!r}]", f"is {index}, which is not the index of a tool message")
+    for key, intent in state.intents.items():
+        if key != intent.call_id:
+            raise _Bad(f"intents[{key!r}]", f"holds the intent of call {intent.call_id!r}")
 
 
 # --- decoding by type hint ----------------------------------------------------------------
