@@ -8,8 +8,8 @@ Runs the harness CLI in this process. SPEC says what happens at the loop's named
   `after_intent,before_save` after a write ran but before its result was saved.
 - `hold:B1,B2,...`: at that point print `HOLDING` on stderr and wait for a line on stdin, then
   go on — a second process can be tried while this one is known to own the run mid-way.
-- `gate`: wait for a line on stdin before starting at all — a start barrier, so a test can
-  release several processes at the same moment.
+- `gate`: print `READY` on stderr, then wait for a line on stdin before starting at all — a
+  start barrier, so a test can release several processes at the same moment.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from harness.cli import main as harness_main
 
 HOLDING = "HOLDING"
+READY = "READY"
 
 
 def _at(sequence: list[str], then: Callable[[], None]) -> Callable[[str], None]:
@@ -57,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spec, cli = args[0], args[2:]
     if spec == "gate":
+        print(READY, file=sys.stderr, flush=True)
         sys.stdin.readline()
         return harness_main(cli)
     if spec.startswith("hold:"):

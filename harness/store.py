@@ -194,7 +194,7 @@ class FileStore(_JournaledStore):
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise RunOwned(run_id, _holder(fd)) from None
+                raise RunOwned(run_id, _holder(fd, wait=True)) from None
             holder = {"pid": os.getpid(), "since": round(time.time(), 3), "command": " ".join(sys.argv)[:500]}
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(holder).encode(), 0)
@@ -295,13 +295,19 @@ class FileStore(_JournaledStore):
         return sorted(p.stem for p in self.directory.glob("*.json") if not p.name.startswith("."))
 
 
-def _holder(fd: int) -> dict[str, object]:
-    """Who holds a lock file, as its holder wrote it (empty while it is still writing)."""
-    try:
-        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+def _holder(fd: int, *, wait: bool = False) -> dict[str, object]:
+    """Who holds a lock file, as its holder wrote it; a holder that took the lock an instant
+    ago may not have written yet, so with `wait` look again for up to 0.2 s."""
+    for _ in range(20 if wait else 1):
+        try:
+            data = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        except ValueError:
+            data = {}  # half-written
+        if isinstance(data, dict) and data:
+            return data
+        if wait:
+            time.sleep(0.01)
+    return {}
 
 
 def _ensure_dir(directory: Path) -> None:
