@@ -95,7 +95,9 @@ def _str(value: Any, what: str) -> str:
 def _tokens(usage: Any, name: str) -> int:
     value = usage[name]
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < MAX_USAGE_TOKENS:
-        raise ValueError(f"usage.{name} is {str(value)[:40]!r}, not a whole number in [0, {MAX_USAGE_TOKENS})")
+        raise ValueError(
+            f"usage.{name} is {str(value)[:40]!r}, not a whole number in [0, {MAX_USAGE_TOKENS})"
+        )
     return value
 
 
@@ -119,7 +121,8 @@ def _parse(data: Any) -> tuple[dict[str, Any], str, Usage]:
             # Answers are matched to calls by id: a reused id would swallow the second call.
             raise ValueError(f"tool call id {dup!r} is reused within one reply")
     u = data["usage"]
-    usage = Usage(prompt_tokens=_tokens(u, "prompt_tokens"), completion_tokens=_tokens(u, "completion_tokens"))
+    usage = Usage(prompt_tokens=_tokens(u, "prompt_tokens"),
+                  completion_tokens=_tokens(u, "completion_tokens"))
     return message, str(choice.get("finish_reason") or "stop"), usage
 
 

@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-
 MAX_COUNT = 2**53
 """Counts at or above this cannot be priced exactly as floats: no real run gets near it."""
 

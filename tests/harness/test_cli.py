@@ -4,6 +4,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from harness import FileStore
 from harness.cli import main
 
@@ -67,3 +69,46 @@ def test_a_corrupt_state_file_is_reported_and_left_alone(tmp_path, capsys):
     assert main(["--state-dir", str(tmp_path), "resume", "bad"]) == 2
     assert "is not valid JSON" in capsys.readouterr().err
     assert (tmp_path / "bad.json").read_text() == "{not json"
+
+
+DAMAGE = {
+    "cost_usd negative": ({"cost_usd": -1000}, "cost_usd"),
+    "cost_usd NaN": ({"cost_usd": float("nan")}, "cost_usd"),
+    "turns of 400 digits": ({"turns": 10**400}, "turns"),
+    "usage of 400 digits": ({"usage": {"prompt_tokens": 10**400, "completion_tokens": 0}},
+                            "usage.prompt_tokens"),
+    "no messages": ({"messages": [], "stop": {"type": "completed"}}, "messages"),
+    "messages not a list": ({"messages": {"role": "user"}}, "messages"),
+    "empty call id": ({"approved": [{"call_id": "", "tool_name": "delete_file", "digest": "x"}]},
+                      "approved[0].call_id"),
+    "approval stop without id": ({"stop": {"type": "approval", "call_id": "", "tool_name": "t", "args": {}}},
+                                 "stop.call_id"),
+    "tool message without id": (
+        {"messages": [{"role": "user", "content": "t"}, {"role": "tool", "content": "x"}]}, "messages[1]"),
+    "content a number": ({"messages": [{"role": "user", "content": 5}]}, "messages[0]"),
+    "cache past the transcript": ({"cache": {"read_file:{}": 99}}, "cache"),
+    "intent under another id": ({"intents": {"c1": {"call_id": "c2", "tool": "delete_file", "args": {}}}},
+                                "intents['c1']"),
+    "rejections not a list": ({"rejections": "c1"}, "rejections"),
+    "settings damaged": ({"meta": {"settings": {"max_turns": "many"}}}, "settings"),
+}
+
+
+@pytest.mark.parametrize("name", list(DAMAGE))
+def test_a_damaged_state_file_is_a_clear_error_never_a_traceback(name, mock_url, tmp_path, capsys):
+    argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
+    assert main([*argv, "run", "--scenario", "plan", "--run-id", "r1", "--max-turns", "1"]) == 3
+    store = FileStore(tmp_path)
+    data = json.loads(store.path("r1").read_text())
+    data.pop("journal_seq", None)
+    changes, field = DAMAGE[name]
+    data.update(changes)
+    store.path("r1").write_text(json.dumps(data))
+    store.journal_path("r1").write_bytes(b"")
+    before = store.path("r1").read_bytes()
+    capsys.readouterr()
+    for command in (["show", "r1", "--messages"], ["resume", "r1"], ["approve", "r1", "c1"]):
+        assert main([*argv, *command]) == 2, command
+        err = capsys.readouterr().err
+        assert err.startswith("harness: ") and field in err and "Traceback" not in err, err
+    assert store.path("r1").read_bytes() == before

@@ -138,8 +138,9 @@ def drive(script: Script, directory: Path, *, state: RunState | None = None,
             max_wait_s=0,
             **(client or {}),
         ) as model_client:
-            return await run(state, model=OpenAIChat("fake", client=model_client), tools=chapter_tools(sandbox),
-                             limits=limits, policy=Policy(**options), store=store, trace=MemoryTrace())
+            model = OpenAIChat("fake", client=model_client)
+            return await run(state, model=model, tools=chapter_tools(sandbox), limits=limits,
+                             policy=Policy(**options), store=store, trace=MemoryTrace())
 
     try:
         done = asyncio.run(main())

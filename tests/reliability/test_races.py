@@ -18,7 +18,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from reliability_support import FULL, ROOT
 
 from experiments.crash import HOLDING, READY
@@ -176,7 +175,8 @@ def test_resume_or_a_decision_while_the_run_is_running_is_refused_at_once(counte
         seen = _wait_for(owner, HOLDING)  # intent saved, delete not yet run: on disk it is "running"
         tries = [("resume", RUN), ("approve", RUN, cid), ("reject", RUN, cid, "--reason", "no")]
         procs = [subprocess.Popen([sys.executable, "-m", "harness", *_argv(d, url, *args)], cwd=ROOT,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for args in tries]
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for args in tries]
         others = [Ended(argv=args, stderr=p.communicate(timeout=60)[1], code=p.returncode)
                   for args, p in zip(tries, procs, strict=True)]
         first = _finish(owner, ("resume (owner)",), seen)
