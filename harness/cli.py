@@ -145,6 +145,8 @@ async def _drive(state: RunState, store: FileStore, base_url: str | None,
                  checkpoint: Callable[[str], None] | None) -> RunState:
     s = settings_of(state)
     sandbox = store.directory / "sandboxes" / state.run_id
+    if sandbox.parent.is_symlink():
+        raise ValueError(f"{sandbox.parent} is a symlink; the harness writes only into real folders")
     if not sandbox.is_dir() or sandbox.is_symlink():
         make_sandbox(sandbox)  # refuses a symlink
     started = time.monotonic()
@@ -331,3 +333,6 @@ def main(argv: Sequence[str] | None = None, *, checkpoint: Callable[[str], None]
     except BrokenPipeError:  # `harness run … | head -1`: the reader left; the run is saved anyway
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as e:  # a planted symlink (ELOOP), a folder we may not write: a clear error
+        print(f"harness: {safe(e)}", file=sys.stderr)
+        return 2

@@ -108,6 +108,12 @@ class Policy:
     max_argument_bytes: int = 1_000_000
     """Largest arguments (UTF-8 bytes) a call may carry; larger ones are not run nor echoed."""
 
+    def __post_init__(self) -> None:
+        for name in ("max_tool_calls", "max_argument_bytes", "min_reply_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Progress:

@@ -77,3 +77,13 @@ def test_the_cli_refuses_nan_inf_and_negative_limits(argv, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "finite number >= 0" in err or "is negative; a cap is a number >= 0" in err
     assert not list(tmp_path.iterdir())  # nothing saved, nothing started
+
+
+def test_the_cli_refuses_a_symlinked_sandboxes_folder(mock_url, tmp_path, capsys):
+    secret = _outside(tmp_path)
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "sandboxes").symlink_to(secret.parent)
+    argv = ["--state-dir", str(tmp_path / "state"), "--base-url", mock_url, "run", "--run-id", "r1"]
+    assert main(argv) == 2
+    assert "is a symlink" in capsys.readouterr().err
+    assert sorted(p.name for p in secret.parent.iterdir()) == ["secret.txt"]

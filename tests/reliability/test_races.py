@@ -29,6 +29,8 @@ from harness.trace import read_jsonl
 
 RUN = "race"
 TRIALS = 50 if FULL else 3
+HELD_TRIALS = 50 if FULL else 2
+"""Four processes a trial: fewer in the `make test` size."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,7 +170,7 @@ def test_resume_against_resume_runs_the_approved_delete_once(counted_mock, tmp_p
 def test_resume_or_a_decision_while_the_run_is_running_is_refused_at_once(counted_mock, tmp_path, ledger):
     url, _ = counted_mock
     results = []
-    for i in range(TRIALS):
+    for i in range(HELD_TRIALS):
         d = tmp_path / str(i)
         cid = _stopped_for_approval(d, url, approved=True)
         owner = _spawn("hold:after_intent", d, url, "resume", RUN)
