@@ -71,6 +71,8 @@ def make_sandbox(directory: str | os.PathLike[str]) -> Path:
         path = root / name
         if path.is_symlink():
             path.unlink()  # a link where a sandbox file belongs: replace it, never follow it
+        elif path.exists():
+            path.chmod(0o600)  # the key file of an earlier sandbox has no permission bits
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w") as f:

@@ -56,6 +56,8 @@ def safe(text: object) -> str:
     """`text` with every control character visibly escaped (`\x1b`, `\n`): a provider's or a
     file's string cannot move the cursor, recolour, or redraw what the person is reading."""
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
 Dedupe = Literal["off", "read-only", "all"]
 ErrorWording = Literal["fatal", "generic", "descriptive"]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,32 +113,30 @@ def _problems(directory: Path, ended: list[Ended], *, winners: int = 1) -> tuple
     return problems, state
 
 
-def _ledger(ledger, fault: str, results: list[list[str]]) -> None:
+def _trials(ledger, fault: str, n: int, tmp_path: Path, trial: Callable[[Path], list[str]]) -> None:
+    """Run `trial` in `n` fresh state folders; one ledger row; fail on any broken promise."""
+    results = [trial(tmp_path / str(i)) for i in range(n)]
     bad = [p for p in results if p]
-    ledger.record(fault, f"{len(results)} trials", tried=len(results), survived=len(results) - len(bad),
-                  lost=len(bad), detail="; ".join(sorted({x for p in bad for x in p}))[:300])
+    ledger.record(fault, f"{n} trials", tried=n, survived=n - len(bad), lost=len(bad),
+                  detail="; ".join(sorted({x for p in bad for x in p}))[:300])
     assert not bad, bad[:3]
 
 
 def test_approve_against_approve_runs_the_delete_once(counted_mock, tmp_path, ledger):
     url, _ = counted_mock
-    results = []
-    for i in range(TRIALS):
-        d = tmp_path / str(i)
+
+    def trial(d: Path) -> list[str]:
         cid = _stopped_for_approval(d, url)
-        ended = _together(d, url, ("approve", RUN, cid), ("approve", RUN, cid))
-        problems, state = _problems(d, ended)
-        if state.status != "completed":
-            problems.append(f"run ended {state.status}")
-        results.append(problems)
-    _ledger(ledger, "two processes: approve || approve", results)
+        problems, state = _problems(d, _together(d, url, ("approve", RUN, cid), ("approve", RUN, cid)))
+        return problems + ([f"run ended {state.status}"] if state.status != "completed" else [])
+
+    _trials(ledger, "two processes: approve || approve", TRIALS, tmp_path, trial)
 
 
 def test_approve_reject_approve_has_exactly_one_winner_and_the_record_matches(counted_mock, tmp_path, ledger):
     url, _ = counted_mock
-    results = []
-    for i in range(TRIALS):
-        d = tmp_path / str(i)
+
+    def trial(d: Path) -> list[str]:
         cid = _stopped_for_approval(d, url)
         ended = _together(d, url, ("approve", RUN, cid), ("reject", RUN, cid, "--reason", "keep it"),
                           ("approve", RUN, cid))
@@ -147,31 +146,29 @@ def test_approve_reject_approve_has_exactly_one_winner_and_the_record_matches(co
         winner = next((e.argv[0] for e in ended if e.code != REFUSED), None)
         if rejected == ran or (winner == "reject") != rejected:
             problems.append(f"winner {winner}, but rejected={rejected}, delete ran={ran}")
-        results.append(problems)
-    _ledger(ledger, "two processes: approve || reject || approve", results)
+        return problems
+
+    _trials(ledger, "two processes: approve || reject || approve", TRIALS, tmp_path, trial)
 
 
 def test_resume_against_resume_runs_the_approved_delete_once(counted_mock, tmp_path, ledger):
     url, _ = counted_mock
-    results = []
-    for i in range(TRIALS):
-        d = tmp_path / str(i)
+
+    def trial(d: Path) -> list[str]:
         _stopped_for_approval(d, url, approved=True)
         ended = _together(d, url, ("resume", RUN), ("resume", RUN))
         # A loser that starts only after the winner finished finds nothing to resume (exit 1).
         late = [e for e in ended if e.code == 1 and "nothing to resume" in e.stderr]
         problems, state = _problems(d, [e for e in ended if e not in late])
-        if state.status != "completed":
-            problems.append(f"run ended {state.status}")
-        results.append(problems)
-    _ledger(ledger, "two processes: resume || resume", results)
+        return problems + ([f"run ended {state.status}"] if state.status != "completed" else [])
+
+    _trials(ledger, "two processes: resume || resume", TRIALS, tmp_path, trial)
 
 
 def test_resume_or_a_decision_while_the_run_is_running_is_refused_at_once(counted_mock, tmp_path, ledger):
     url, _ = counted_mock
-    results = []
-    for i in range(HELD_TRIALS):
-        d = tmp_path / str(i)
+
+    def trial(d: Path) -> list[str]:
         cid = _stopped_for_approval(d, url, approved=True)
         owner = _spawn("hold:after_intent", d, url, "resume", RUN)
         seen = _wait_for(owner, HOLDING)  # intent saved, delete not yet run: on disk it is "running"
@@ -187,5 +184,6 @@ def test_resume_or_a_decision_while_the_run_is_running_is_refused_at_once(counte
             problems.append(f"the owner exited {first.code}, run {state.status}")
         if not all(f"process {owner.pid}" in e.stderr for e in others):
             problems.append("a refusal did not name the owning process")
-        results.append(problems)
-    _ledger(ledger, "two processes: resume/approve/reject while running", results)
+        return problems
+
+    _trials(ledger, "two processes: resume/approve/reject while running", HELD_TRIALS, tmp_path, trial)
