@@ -1,8 +1,10 @@
 """`python -m experiments.reliability` (`make reliability`): the fault matrix, full size.
 
 Runs the reliability suite (`tests/reliability`) with RELIABILITY_FULL=1 — SIGKILL at every
-boundary of `plan` and `destructive`, 10,000 fuzzed requests to the mock, hostile provider
-replies to the harness, 200 concurrent runs x cap 50 against one and two uvicorn workers —
+boundary of `plan` and `destructive`, 50 trials of each race between two processes on one
+run, 10,000 fuzzed requests to the mock, hostile provider replies to the harness (garbage,
+impossible usage, thousands of calls, 20 MB arguments, trickled bodies, terminal escapes),
+200 concurrent runs x cap 50 against one and two uvicorn workers —
 while every test appends one line per case to a ledger. The ledger becomes
 `results/reliability.csv` (one row per case) and `results/reliability.md` (one row per fault:
 cases tried, survived, what was lost, which must be zero). Exit status 1 if any case failed;
@@ -122,7 +124,12 @@ def render(cases: list[dict[str, Any]], *, code: int, seconds: float, full: bool
         "cost drift. Mock fuzz: hypothesis bodies, headers and content types; every answer a 2xx "
         "chat.completion/SSE stream or an OpenAI-shaped 4xx, never a 500 or a dropped connection. Harness: "
         "a scripted `httpx.MockTransport` provider; every run ends in a status with a message and its "
-        "saved file loads.\n"
+        "saved file loads; usage outside [0, 10^9) is a malformed reply, calls over the cap and oversized "
+        "arguments are answered with errors and never echoed, a trickled body meets the attempt deadline, "
+        "and CLI output carries no raw control character. Races: separate OS processes on one state folder, "
+        "released together from a start barrier (`experiments/crash.py gate`) or tried while the owner "
+        "waits at a checkpoint (`hold:`); lost = a delete run twice, a record that disagrees with the "
+        "sandbox, or more than one winner (every loser must exit 4 saying why).\n"
     )
     size = "full size (RELIABILITY_FULL=1)" if full else "fast size (the `make test` subset)"
     parts.append(

@@ -1,6 +1,8 @@
 """A person's verdict on a stopped call: `approve` or `reject`, recorded in the run state.
 
-Neither function runs anything; the next `run()` continues from the transcript, the same code
+Decisions are compare-and-set: a call that already has one (an approval that still matches
+it, or an answer in the transcript) is refused with `DecisionLost`, saying why. Neither
+function runs anything; the next `run()` continues from the transcript, the same code
 path as any resume. A rejection is written into the transcript *in words*, under the call's
 own `tool_call_id`, because that slot is where the model looks for what happened — an empty
 rejection (allowed only with `unsafe_empty=True`) is how an agent ends up reporting a deletion
@@ -12,6 +14,24 @@ from __future__ import annotations
 from harness.state import Approval, Approved, Rejection, RunState, args_digest, pending
 
 
+class DecisionLost(ValueError):
+    """The call already has a decision (an approval, or an answer in the transcript): a second
+    verdict would contradict what was recorded, or what already happened on disk."""
+
+
+def _lost(state: RunState, call_id: str) -> str | None:
+    """Why a decision on `call_id` comes too late, if it does."""
+    rejected = {r.call_id: r.reason for r in state.rejections}
+    answered = any(m.get("role") == "tool" and m.get("tool_call_id") == call_id for m in state.messages)
+    if answered and call_id in rejected:
+        why = f"was already rejected ({rejected[call_id]!r})"
+    elif answered:
+        why = "already has a result (it was approved and ran, or was answered otherwise)"
+    else:
+        return None
+    return f"call {call_id!r} of run {state.run_id} {why}; this decision lost and changed nothing"
+
+
 def _target(state: RunState, call_id: str | None) -> dict:
     calls = {c["id"]: c for c in pending(state)}
     if call_id is None:
@@ -21,11 +41,21 @@ def _target(state: RunState, call_id: str | None) -> dict:
                 f"(status {state.status}); name the call id"
             )
         call_id = state.interruption.call_id
+    if call_id not in calls and (why := _lost(state, call_id)):
+        raise DecisionLost(why)
     if call_id not in calls:
         raise ValueError(
             f"call {call_id!r} is not pending in run {state.run_id}; pending: {', '.join(calls) or 'none'}"
         )
-    return calls[call_id]
+    call = calls[call_id]
+    name, arguments = call["function"]["name"], call["function"]["arguments"]
+    digest = args_digest(name, arguments)
+    if any(a.call_id == call_id and a.tool_name == name and a.digest == digest for a in state.approved):
+        raise DecisionLost(
+            f"call {call_id!r} of run {state.run_id} is already approved as it reads now; "
+            "this decision lost and changed nothing"
+        )
+    return call
 
 
 def approve(state: RunState, call_id: str | None = None) -> str:

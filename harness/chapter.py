@@ -55,17 +55,28 @@ _PATH = {
 
 
 def make_sandbox(directory: str | os.PathLike[str]) -> Path:
-    """(Re)create the sandbox files in `directory`; the key file gets no permission bits."""
+    """(Re)create the sandbox files in `directory`; the key file gets no permission bits.
+
+    Refuses a folder that is a symlink, and never writes through a planted symlink: the
+    sandbox may sit in a shared temp folder where anyone can place one.
+    """
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
+    if root.is_symlink():
+        raise ValueError(f"sandbox folder {root} is a symlink; refusing to write through it")
     for name, text in (
         ("errors.log", ERRORS_LOG), ("access.log", ACCESS_LOG),
         ("notes.txt", NOTES_TXT), (FORBIDDEN, PRIVATE_KEY),
     ):
         path = root / name
-        if path.exists():
-            path.chmod(0o600)
-        path.write_text(text)
+        if path.is_symlink():
+            path.unlink()  # a link where a sandbox file belongs: replace it, never follow it
+        elif path.exists():
+            path.chmod(0o600)  # the key file of an earlier sandbox has no permission bits
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
     (root / FORBIDDEN).chmod(0)
     return root
 
@@ -78,16 +89,22 @@ def _resolve(root: Path, name: Any) -> Path:
 
 def _read(path: Path, name: str) -> str:
     try:
-        mode = path.stat().st_mode
+        mode = os.lstat(path).st_mode
     except FileNotFoundError:
         raise FileNotFoundError(f"no such file: {name}. Call list_files to see what exists.") from None
+    if stat.S_ISLNK(mode):  # it may point anywhere, outside the sandbox included
+        raise ValueError(f"{name} is a symlink; read_file reads only plain files in the folder")
     # Root can open a mode-000 file, so the permission bits are checked explicitly.
     if not mode & (stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH):
         raise PermissionError(f"permission denied: {name}")
     try:
-        return path.read_text()
+        # O_NOFOLLOW: a link swapped in after the check above is refused too (ELOOP).
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), encoding="utf-8") as f:
+            return f.read()
     except PermissionError:
         raise PermissionError(f"permission denied: {name}") from None
+    except OSError as e:
+        raise ValueError(f"cannot read {name}: {e.strerror}") from None
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,13 @@ snapshot and journal per id, its sandbox under `sandboxes/<id>/`, its trace unde
 `traces/<id>.jsonl`. The settings a run was started with (`Settings`) are kept in the run, so
 `resume` needs only the id. Ctrl-C cancels the run through its signal: it is saved
 `interrupted/cancelled` and the command that resumes it is printed. Exit status: 0 completed,
-1 failed, 2 a usage error or a bad file, 3 stopped but resumable.
+1 failed, 2 a usage error or a bad file, 3 stopped but resumable, 4 refused: another live
+process owns the run, or the call already had a decision (this one lost and changed nothing).
+
+One writer per run: `run`, `resume`, `approve` and `reject` claim the run (an OS lock on
+`<id>.lock`, see `harness.store`) before they load it and hold it to the end; a run whose
+owner died is free again and recovered as usual. Everything a provider or a file controls is
+printed with control characters escaped (`\x1b`), so a hostile id cannot redraw the screen.
 
 This is where the chapter's demo is wired to the core: the scenario is the model name, the
 tools are the chapter's catalog over the run's sandbox, and the mock's options travel as a
@@ -20,6 +26,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import signal
 import sys
 import time
@@ -27,7 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from harness.approvals import approve, reject
+from harness.approvals import DecisionLost, approve, reject
 from harness.cancel import Cancel
 from harness.chapter import Knobs, chapter_tools, every_tool, make_sandbox
 from harness.client import ModelClient
@@ -35,12 +42,22 @@ from harness.codec import StateFileError, decode, to_dict
 from harness.loop import Policy, Progress, run
 from harness.model import OpenAIChat
 from harness.state import Approval, CancelledBy, RunState, new_run, pending, reason_of
-from harness.store import FileStore
+from harness.store import FileStore, RunOwned
 from harness.trace import JsonlTrace
 from harness.usage import BudgetCheck, Limits
 
 DEFAULT_TASK = "Which file mentions a timeout?"
 EXIT = {"completed": 0, "failed": 1}
+REFUSED = 4
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def safe(text: object) -> str:
+    """`text` with every control character visibly escaped (`\x1b`, `\n`): a provider's or a
+    file's string cannot move the cursor, recolour, or redraw what the person is reading."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
 Dedupe = Literal["off", "read-only", "all"]
 ErrorWording = Literal["fatal", "generic", "descriptive"]
 
@@ -103,40 +120,47 @@ def _label(state: RunState) -> str:
 
 
 def _report(state: RunState) -> list[str]:
-    label = _label(state)
-    lines = [summary_line(state, label)]
+    lines = [safe(summary_line(state, _label(state)))]
     stop, rid = state.stop, state.run_id
     if state.status == "completed":
-        lines.append(f'   answer: "{state.answer}"')
+        lines.append(f'   answer: "{safe(state.answer)}"')
     elif state.status == "failed":
-        lines.append(f"   error: {state.error}")
+        lines.append(f"   error: {safe(state.error)}")
     elif isinstance(stop, Approval):
         doubt = " (IN DOUBT: an earlier process may already have done this)" if stop.in_doubt else ""
-        call = f"{stop.tool_name}({json.dumps(stop.args)})"
+        call = safe(f"{stop.tool_name}({json.dumps(stop.args)})")
         lines.append(f"   stopped: interrupted / approval -> {call}{doubt}")
-        lines.append(f"   decide:  harness approve {rid} {stop.call_id}   |   "
-                     f"harness reject {rid} {stop.call_id} --reason \"...\"")
+        cid = _quoted(stop.call_id)
+        lines.append(f"   decide:  harness approve {rid} {cid}   |   "
+                     f"harness reject {rid} {cid} --reason \"...\"")
     elif isinstance(stop, CancelledBy):
-        lines.append(f"   interrupted / cancelled: {stop.reason}")
+        lines.append(f"   interrupted / cancelled: {safe(stop.reason)}")
         lines.append(f"   resume:  harness resume {rid}")
     else:
-        lines.append(f"   stopped: {state.status} ({reason_of(state)}); "
+        lines.append(f"   stopped: {state.status} ({safe(reason_of(state))}); "
                      f"raise the limit and run: harness resume {rid} --max-turns N --budget USD")
     lines.append(f"   run id: {rid}")
     return lines
 
 
-async def _drive(state: RunState, state_dir: Path, base_url: str | None,
+def _quoted(call_id: str) -> str:
+    """A call id as a shell word: plain when it is one, else escaped and quoted (never raw)."""
+    return call_id if re.fullmatch(r"[A-Za-z0-9._:-]+", call_id) else repr(safe(call_id))
+
+
+async def _drive(state: RunState, store: FileStore, base_url: str | None,
                  checkpoint: Callable[[str], None] | None) -> RunState:
     s = settings_of(state)
-    sandbox = state_dir / "sandboxes" / state.run_id
-    if not sandbox.is_dir():
-        make_sandbox(sandbox)
+    sandbox = store.directory / "sandboxes" / state.run_id
+    if sandbox.parent.is_symlink():
+        raise ValueError(f"{sandbox.parent} is a symlink; the harness writes only into real folders")
+    if not sandbox.is_dir() or sandbox.is_symlink():
+        make_sandbox(sandbox)  # refuses a symlink
     started = time.monotonic()
 
     def on_progress(p: Progress) -> None:
         ms = (time.monotonic() - started) * 1000
-        print(f"   progress: {p.label}  (t+{ms:.0f} ms)", file=sys.stderr, flush=True)
+        print(f"   progress: {safe(p.label)}  (t+{ms:.0f} ms)", file=sys.stderr, flush=True)
 
     cancel = _ctrl_c_cancels()
     headers = {"x-mock-options": s.mock_options} if s.mock_options else None
@@ -147,8 +171,7 @@ async def _drive(state: RunState, state_dir: Path, base_url: str | None,
         try:
             return await run(
                 state, model=model, tools=tools, limits=s.limits(), policy=s.policy(), cancel=cancel,
-                store=FileStore(state_dir, checkpoint=checkpoint),
-                trace=JsonlTrace(state_dir / "traces" / f"{state.run_id}.jsonl"),
+                store=store, trace=JsonlTrace(store.directory / "traces" / f"{state.run_id}.jsonl"),
                 on_progress=on_progress, checkpoint=checkpoint,
             )
         finally:
@@ -170,80 +193,89 @@ def _ctrl_c_cancels() -> Cancel:
     return cancel
 
 
-def _finish(state: RunState, state_dir: Path, args: argparse.Namespace, checkpoint) -> int:
+def _finish(state: RunState, store: FileStore, args: argparse.Namespace, checkpoint) -> int:
     if not getattr(args, "no_resume", False):
-        state = asyncio.run(_drive(state, state_dir, args.base_url, checkpoint))
+        state = asyncio.run(_drive(state, store, args.base_url, checkpoint))
     else:
-        FileStore(state_dir).save(state)
+        store.save(state)
     print("\n".join(_report(state)), flush=True)
     return EXIT.get(state.status, 3)
 
 
-def _cmd_run(args: argparse.Namespace, state_dir: Path, checkpoint) -> int:
+def _cmd_run(args: argparse.Namespace, store: FileStore, checkpoint) -> int:
     names = {f.name for f in dataclasses.fields(Settings)}
     given = {k: v for k, v in vars(args).items() if k in names}
     settings = Settings(**{**given, "auto_approve": tuple(sorted(args.auto_approve))})
     state = new_run(args.task, run_id=args.run_id, meta={"settings": to_dict(settings)})
-    if FileStore(state_dir).path(state.run_id).exists():
-        raise SystemExit(f"harness: run {state.run_id} already exists in {state_dir}")
-    return _finish(state, state_dir, args, checkpoint)
+    with store.claim(state.run_id):
+        if store.path(state.run_id).exists():
+            raise SystemExit(f"harness: run {state.run_id} already exists in {store.directory}")
+        return _finish(state, store, args, checkpoint)
 
 
-def _cmd_decide(args: argparse.Namespace, state_dir: Path, checkpoint) -> int:
-    state = FileStore(state_dir).load(args.run_id)
-    try:
+def _cmd_decide(args: argparse.Namespace, store: FileStore, checkpoint) -> int:
+    with store.claim(args.run_id):
+        state = store.load(args.run_id)
         if args.command == "approve":
             approve(state, args.call_id)
         else:
             reject(state, args.call_id, reason=args.reason, unsafe_empty=args.unsafe_empty)
-    except ValueError as e:
-        raise SystemExit(f"harness: {e}") from None
-    return _finish(state, state_dir, args, checkpoint)
+        return _finish(state, store, args, checkpoint)
 
 
-def _cmd_resume(args: argparse.Namespace, state_dir: Path, checkpoint) -> int:
-    state = FileStore(state_dir).load(args.run_id)
-    # "running" on disk means the process that ran it died (a crash, SIGKILL): resume it too.
-    if not (state.resumable or state.status == "running"):
-        raise SystemExit(f"harness: run {state.run_id} is {state.status}; nothing to resume")
-    changes = {k: getattr(args, k) for k in ("max_turns", "budget") if hasattr(args, k)}
-    if changes:
-        state.meta["settings"] = to_dict(dataclasses.replace(settings_of(state), **changes))
-    return _finish(state, state_dir, args, checkpoint)
+def _cmd_resume(args: argparse.Namespace, store: FileStore, checkpoint) -> int:
+    with store.claim(args.run_id):
+        state = store.load(args.run_id)
+        # "running" on disk, with the claim ours, means the process that ran it died: resume it.
+        if not (state.resumable or state.status == "running"):
+            raise SystemExit(f"harness: run {state.run_id} is {state.status}; nothing to resume")
+        changes = {k: getattr(args, k) for k in ("max_turns", "budget") if hasattr(args, k)}
+        if changes:
+            state.meta["settings"] = to_dict(dataclasses.replace(settings_of(state), **changes))
+        return _finish(state, store, args, checkpoint)
 
 
-def _cmd_show(args: argparse.Namespace, state_dir: Path, checkpoint) -> int:
-    state = FileStore(state_dir).load(args.run_id)
+def _cmd_show(args: argparse.Namespace, store: FileStore, checkpoint) -> int:
+    state = store.load(args.run_id)
     print("\n".join(_report(state)))
     for c in pending(state):
-        print(f"   pending: {c['id']} {c['function']['name']}({c['function']['arguments']})")
+        print(safe(f"   pending: {c['id']} {c['function']['name']}({c['function']['arguments']})"))
     runs = ", ".join(r.label for r in state.tool_runs)
-    print(f"   tool runs: {runs or 'none'}")
+    print(safe(f"   tool runs: {runs or 'none'}"))
     print(f"   per-turn prompt tokens: {', '.join(str(u.prompt_tokens) for u in state.turn_usage) or 'none'}")
     if args.messages:
         for m in state.messages:
-            print(json.dumps(m, ensure_ascii=False))
+            print(safe(json.dumps(m, ensure_ascii=False)))
     return EXIT.get(state.status, 3)
 
 
+def _turns(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is negative; a cap is a number >= 0")
+    return n
+
+
 def _max_turns(value: str) -> int | None:
-    if value == "none":
-        return None
-    if not value.isdecimal():
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 or 'none', got {value!r}")
-    return int(value)
+    return None if value == "none" else _turns(value)
 
 
 def _budget(value: str) -> float | None:
-    if value == "none":
-        return None
+    return None if value == "none" else _amount(value)
+
+
+def _amount(value: str) -> float:
+    """A budget or a duration: a finite number >= 0 (`nan` would switch a budget off silently)."""
     try:
-        number = float(value)
+        x = float(value)
     except ValueError:
-        number = math.nan
-    if not math.isfinite(number) or number < 0:
-        raise argparse.ArgumentTypeError(f"expected dollars (a finite number >= 0) or 'none', got {value!r}")
-    return number
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not math.isfinite(x) or x < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a finite number >= 0")
+    return x
 
 
 def _run_parser(sub: Any) -> None:
@@ -264,7 +296,7 @@ def _run_parser(sub: Any) -> None:
                    help="feed permanent tool errors back to the model instead of failing the run")
     r.add_argument("--auto-approve", action="append", default=[], metavar="TOOL")
     r.add_argument("--mock-options", default=d.mock_options, help="e.g. latency=250+fault=429@1x2")
-    r.add_argument("--scan-seconds", type=float, default=d.scan_seconds)
+    r.add_argument("--scan-seconds", type=_amount, default=d.scan_seconds)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -301,11 +333,18 @@ def main(argv: Sequence[str] | None = None, *, checkpoint: Callable[[str], None]
     """CLI entry point; `checkpoint` is the loop's test hook (see harness.loop)."""
     args = _parser().parse_args(argv)
     state_dir = args.state_dir or Path(os.environ.get("HARNESS_STATE_DIR") or "state")
+    store = FileStore(state_dir, checkpoint=checkpoint)
     try:
-        return COMMANDS[args.command](args, state_dir, checkpoint)
+        return COMMANDS[args.command](args, store, checkpoint)
+    except (RunOwned, DecisionLost) as e:
+        print(f"harness: refused: {safe(e)}", file=sys.stderr)
+        return REFUSED
     except (FileNotFoundError, ValueError) as e:
-        print(f"harness: {e}", file=sys.stderr)
+        print(f"harness: {safe(e)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `harness run … | head -1`: the reader left; the run is saved anyway
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as e:  # a planted symlink (ELOOP), a folder we may not write: a clear error
+        print(f"harness: {safe(e)}", file=sys.stderr)
+        return 2

@@ -1,7 +1,14 @@
 """The model seam: one chat-completions call over httpx, with retries and cancellation.
 
 Configuration comes from the environment like any OpenAI client: `LLM_BASE_URL` (default the
-local mock) and `LLM_API_KEY` (or `OPENAI_API_KEY`). Tests inject an `httpx` transport.
+local mock) and `LLM_API_KEY`. `OPENAI_API_KEY` is sent only to OpenAI's own API
+(https://api.openai.com): a key meant for OpenAI must not go, in clear, to whatever happens to
+listen on a local port. Tests inject an `httpx` transport.
+
+A reply counts only once it is valid: usage must be whole numbers in [0, 10**9) (a negative
+count would make cost negative and switch a budget off; a 400-digit one overflows the price),
+else the body is malformed and retried like any other. Each attempt has an overall deadline
+(`deadline_s`), not just a per-read timeout, so a body trickled byte by byte cannot hold a turn.
 429, 5xx, malformed bodies and connection errors are retried a bounded number of times with
 exponential backoff, honouring `retry-after-ms` / `Retry-After`; each attempt carries
 `x-lab-attempt: N` (0-based) so the mock's stateless faults know which attempt this is.
@@ -25,6 +32,10 @@ from harness.usage import Usage
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
+DEFAULT_DEADLINE_S = 120.0
+MAX_USAGE_TOKENS = 10**9
+"""Usage counts at or above this are not a real reply (no context window is that large)."""
+OPENAI_HOST = "api.openai.com"
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
@@ -81,6 +92,15 @@ def _str(value: Any, what: str) -> str:
     return value
 
 
+def _tokens(usage: Any, name: str) -> int:
+    value = usage[name]
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < MAX_USAGE_TOKENS:
+        raise ValueError(
+            f"usage.{name} is {str(value)[:40]!r}, not a whole number in [0, {MAX_USAGE_TOKENS})"
+        )
+    return value
+
+
 def _parse(data: Any) -> tuple[dict[str, Any], str, Usage]:
     """The reply message, finish reason and usage; TypeError/KeyError/... when malformed."""
     choice = data["choices"][0]
@@ -101,7 +121,8 @@ def _parse(data: Any) -> tuple[dict[str, Any], str, Usage]:
             # Answers are matched to calls by id: a reused id would swallow the second call.
             raise ValueError(f"tool call id {dup!r} is reused within one reply")
     u = data["usage"]
-    usage = Usage(prompt_tokens=int(u["prompt_tokens"]), completion_tokens=int(u["completion_tokens"]))
+    usage = Usage(prompt_tokens=_tokens(u, "prompt_tokens"),
+                  completion_tokens=_tokens(u, "completion_tokens"))
     return message, str(choice.get("finish_reason") or "stop"), usage
 
 
@@ -118,10 +139,13 @@ class ModelClient:
         max_retries: int = 3,
         backoff_s: float = 0.25,
         max_wait_s: float = 20.0,
+        deadline_s: float = DEFAULT_DEADLINE_S,
     ) -> None:
         self.base_url = (base_url or os.environ.get("LLM_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        key = api_key or os.environ.get("LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        key = api_key or _env_key(self.base_url)
         headers = {"authorization": f"Bearer {key}"} if key else {}
+        self.deadline_s = deadline_s
+        """Longest one attempt may take, from sending to the last byte of the body."""
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_wait_s = max_wait_s
@@ -178,11 +202,14 @@ class ModelClient:
         self, body: dict[str, Any], attempt: int, headers: dict[str, str]
     ) -> tuple[dict[str, Any], str, Usage]:
         try:
-            response = await self._http.post(
-                f"{self.base_url}/chat/completions",
-                json=body,
-                headers={**headers, "x-lab-attempt": str(attempt)},
-            )
+            async with asyncio.timeout(self.deadline_s):
+                response = await self._http.post(
+                    f"{self.base_url}/chat/completions",
+                    json=body,
+                    headers={**headers, "x-lab-attempt": str(attempt)},
+                )
+        except TimeoutError:
+            raise _Retryable(f"no complete reply within the {self.deadline_s:g} s deadline") from None
         except httpx.TransportError as e:
             raise _Retryable(f"{type(e).__name__}: {e}") from None
         if response.status_code in RETRYABLE_STATUS:
@@ -197,6 +224,19 @@ class ModelClient:
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
             raise _Retryable(f"malformed response body ({type(e).__name__}: {e})",
                              status=response.status_code) from None
+
+
+def _env_key(base_url: str) -> str | None:
+    """`LLM_API_KEY`; `OPENAI_API_KEY` only when the URL is OpenAI's own API over https."""
+    if key := os.environ.get("LLM_API_KEY"):
+        return key
+    try:
+        url = httpx.URL(base_url)
+    except (httpx.InvalidURL, TypeError):
+        return None
+    if url.scheme == "https" and url.host == OPENAI_HOST:
+        return os.environ.get("OPENAI_API_KEY") or None
+    return None
 
 
 async def _race(work: Any, cancel: Cancel) -> Any:

@@ -75,23 +75,30 @@ def from_data(data: Any, *, source: str = "run state") -> RunState:
         raise StateFileError(f"{source} is a damaged harness run: missing {sorted(missing)}")
     try:
         if version == 1:
-            data = _migrate_v1(data)
+            try:
+                data = _migrate_v1(data)
+            except (TypeError, AttributeError, KeyError) as e:
+                raise _Bad("(version 1)", f"cannot be migrated ({type(e).__name__}: {e})") from None
         state = decode(RunState, data)
         st.check_run_id(state.run_id)
-        _check_consistent(state)
+        _check_references(state)
     except (_Bad, ValueError) as e:
         raise StateFileError(f"{source} is a damaged harness run: {e}; the file was left untouched") from None
     return state
 
 
-def _check_consistent(state: RunState) -> None:
-    """What the types alone cannot say: fields that point into the transcript point at the right kind."""
+def _check_references(state: RunState) -> None:
+    """What one field says about another: fields that point into the transcript point at the
+    right kind of message, an intent names its own call, a completed run ends with its answer."""
     messages = state.messages
     if not messages:
         raise _Bad("messages", "is empty; a run holds at least its task")
-    for signature, index in state.cache.items():
-        if index >= len(messages) or messages[index].get("role") != "tool":
-            raise _Bad(f"cache[{signature!r}]", f"points at message {index}, which is not a tool result")
+    for sig, index in state.cache.items():
+        if not (index < len(messages) and messages[index].get("role") == "tool"):
+            raise _Bad(f"cache[{sig!r}]", f"is {index}, which is not the index of a tool message")
+    for key, intent in state.intents.items():
+        if key != intent.call_id:
+            raise _Bad(f"intents[{key!r}]", f"holds the intent of call {intent.call_id!r}")
     if isinstance(state.stop, st.Completed) and messages[-1].get("role") != "assistant":
         raise _Bad("stop", "says completed, but the last message is not the assistant's answer")
 

@@ -31,11 +31,14 @@ after a crash and a continuation after an approval all take the same path:
    `max_tokens` at what the money left can buy (`harness.usage.reply_cap`); refuse the turn
    when not even `min_reply_tokens` fit. Call the model, raced against the signal. A provider
    error that retries cannot fix stops `failed` with the provider's message.
-8. Add the cost from `usage` before anything else; append the reply; trace the turn. A reply
-   without tool calls completes the run. A reply cut at `max_tokens` is never executed
-   blindly: each of its (truncated) calls is answered with a tool error saying so, and if the
-   cut was the hard budget's the run stops `max_budget`. Everything the reply decides is saved
-   in one write. Back to 2.
+8. Add the cost from `usage` before anything else (the client has already refused usage
+   that is not a whole number in range); append the reply; trace the turn. A reply without
+   tool calls completes the run. A reply cut at `max_tokens` is never executed blindly: each
+   of its (truncated) calls is answered with a tool error saying so, and if the cut was the
+   hard budget's the run stops `max_budget`. Calls beyond `Policy.max_tool_calls` and calls
+   whose arguments exceed `Policy.max_argument_bytes` are answered with an error the model
+   reads and never run; oversized arguments are replaced in the saved reply, so they are not
+   sent back to the provider. Everything the reply decides is saved in one write. Back to 2.
 
 `checkpoint(name)` is called at named boundaries — "after_model_reply", "before_save",
 "after_intent", "after_tool_result" (and the file store's "mid_save") — so a test can kill
@@ -101,6 +104,16 @@ class Policy:
     """Longest reply to ask for (sent as `max_tokens`); the hard budget may lower it per turn."""
     min_reply_tokens: int = 16
     """Hard budget: refuse a turn that cannot afford at least this many reply tokens."""
+    max_tool_calls: int = 64
+    """Calls one reply may make; the rest are answered with an error and never run."""
+    max_argument_bytes: int = 1_000_000
+    """Largest arguments (UTF-8 bytes) a call may carry; larger ones are not run nor echoed."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_tool_calls", "max_argument_bytes", "min_reply_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -330,11 +343,13 @@ class _Loop:
             return self.end(CancelledBy(reason=e.reason))
         except ProviderError as e:
             return self.end(Failed(reason=e.message))
+        refused = self.police(reply.message)
         self.record(reply.usage, reply.message, reply.finish_reason)
         calls = reply.message.get("tool_calls") or []
         cut = reply.finish_reason == "length"
-        for c in calls if cut else ():
-            self.answer(c, TRUNCATED)
+        for c in calls:
+            if cut or c["id"] in refused:
+                self.answer(c, TRUNCATED if cut else refused[c["id"]])
         if cut and budget_cap is not None and cap == budget_cap:
             self.end(MaxBudget())
         elif not calls:
@@ -342,6 +357,25 @@ class _Loop:
         else:
             self.save()
         self.hook("after_model_reply")
+
+    def police(self, message: dict[str, Any]) -> dict[str, str]:
+        """Errors for the calls of a reply that will not run (over the caps), by call id.
+
+        Oversized arguments are replaced in `message` itself, so the saved transcript (and so
+        every later request) carries a short note instead of the provider's megabytes.
+        """
+        cap, limit = self.policy.max_tool_calls, self.policy.max_argument_bytes
+        refused: dict[str, str] = {}
+        for n, c in enumerate(message.get("tool_calls") or []):
+            size = len(c["function"]["arguments"].encode("utf-8", "surrogatepass"))
+            if size > limit:
+                c["function"]["arguments"] = json.dumps({"omitted_bytes": size})
+                refused[c["id"]] = (f"Error: not run: the arguments were {size:,} bytes, over the "
+                                    f"{limit:,}-byte limit. Send smaller arguments.")
+            elif n >= cap:
+                refused[c["id"]] = (f"Error: not run: a reply may make at most {cap} tool calls; "
+                                    f"this was call {n + 1}. Ask again for the calls you still need.")
+        return refused
 
     def record(self, usage: Usage, message: dict[str, Any], finish: str) -> None:
         s = self.s

@@ -26,12 +26,35 @@ ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
 @dataclass(frozen=True)
+class Id:
+    """Type annotation marker: a non-empty string naming something (a call, a tool)."""
+
+    def check(self, value: str) -> str | None:
+        return None if value else "must be a non-empty string"
+
+
+@dataclass(frozen=True)
+class NonEmpty:
+    """Type annotation marker: a list with at least one item (a transcript starts with the task)."""
+
+    def check(self, value: list) -> str | None:
+        return None if value else "must not be empty"
+
+
+CallId = Annotated[str, Id()]
+
+
+@dataclass(frozen=True)
 class ChatMessage:
     """Type annotation marker: an OpenAI chat message the loop can read back (checked on load)."""
 
     def check(self, m: dict[str, Any]) -> str | None:
         if m.get("role") not in ROLES:
             return f"has role {m.get('role')!r}"
+        if not isinstance(m.get("content"), str | list | type(None)):
+            return "has content that is not a string, a list or null"
+        if m["role"] == "tool" and not (isinstance(m.get("tool_call_id"), str) and m["tool_call_id"]):
+            return "is a tool message without a tool_call_id"
         calls = m.get("tool_calls")
         if calls is None:
             return None
@@ -39,9 +62,9 @@ class ChatMessage:
             return "has tool_calls that are not a list"
         for c in calls:
             fn = c.get("function") if isinstance(c, dict) else None
-            if not (isinstance(c, dict) and isinstance(c.get("id"), str) and isinstance(fn, dict)
+            if not (isinstance(c, dict) and isinstance(c.get("id"), str) and c["id"] and isinstance(fn, dict)
                     and isinstance(fn.get("name"), str) and isinstance(fn.get("arguments"), str)):
-                return "has a tool call without a string id, name and arguments"
+                return "has a tool call without a non-empty string id, a name and arguments"
         return None
 
 
@@ -91,7 +114,7 @@ class Approval:
     """Stopped before a call that needs a person's decision."""
 
     type: Literal["approval"] = "approval"
-    call_id: str
+    call_id: CallId
     tool_name: str
     args: Any
     in_doubt: bool = False
@@ -146,15 +169,15 @@ def args_digest(tool_name: str, arguments: str) -> str:
 class Approved:
     """A person's yes to one call, valid only while the call is still the one they saw."""
 
-    call_id: str
+    call_id: CallId
     tool_name: str
-    digest: str
+    digest: Annotated[str, Id()]
     """`args_digest` of the call when it was approved."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Rejection:
-    call_id: str
+    call_id: CallId
     reason: str
 
 
@@ -164,7 +187,7 @@ class ToolRun:
 
     tool: str
     args: Any
-    call_id: str
+    call_id: CallId
     ok: bool
     ms: Annotated[float, NonNegative()]
     details: dict[str, Any] = field(default_factory=dict)
@@ -181,7 +204,7 @@ class ToolRun:
 class Intent:
     """Write-ahead record: a non-read-only tool is about to run for this call."""
 
-    call_id: str
+    call_id: CallId
     tool: str
     args: Any
 
@@ -195,7 +218,7 @@ SCHEMA_VERSION = 2
 class RunState:
     schema_version: int = SCHEMA_VERSION
     run_id: str
-    messages: list[Annotated[Message, ChatMessage()]]
+    messages: Annotated[list[Annotated[Message, ChatMessage()]], NonEmpty()]
     turns: Annotated[int, NonNegative()] = 0
     """Model calls made (each one billed)."""
     usage: Usage = field(default_factory=Usage)

@@ -20,15 +20,26 @@ then writes a snapshot. A store never replays a record onto a snapshot of anothe
 
 `load` refuses corrupt, foreign and unknown-version files with a `StateFileError` and never
 modifies them.
+
+One writer per run (FileStore): `claim(run_id)` takes an exclusive `flock` on `<id>.lock`
+without waiting and writes who holds it (pid, since when, the command) into the file. The OS
+drops the lock when its holder exits, SIGKILL included, so a dead process never holds a run:
+the next claim simply succeeds and recovers it. A second claim while the holder lives raises
+`RunOwned` at once. A store that has not claimed a run may still save it (the Python API's
+single-process use), but refuses with `RunOwned` while another holder has it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import secrets
+import sys
+import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from itertools import islice
 from pathlib import Path
@@ -45,6 +56,21 @@ IN_PLACE = tuple(
 """Small fields that change in place: a record carries them whole. (The dedupe cache only grows
 until a write replaces it with an empty one, so a record carries its new entries.)"""
 MIN_COMPACT_BYTES = 64 * 1024
+
+
+class RunOwned(Exception):
+    """Another live process holds the run; carries who, since when, and what to do."""
+
+    def __init__(self, run_id: str, holder: dict[str, object]) -> None:
+        self.run_id, self.holder = run_id, holder
+        pid, since, command = holder.get("pid", "?"), holder.get("since"), holder.get("command")
+        when = (time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
+                if isinstance(since, int | float) else "an unknown time")
+        what = f" ({command})" if isinstance(command, str) and command else ""
+        super().__init__(
+            f"run {run_id} is owned by process {pid}{what} since {when}; wait for it to stop, then "
+            "retry (if that process is gone, the lock was released with it and a retry recovers the run)"
+        )
 
 
 class Store(Protocol):
@@ -201,6 +227,52 @@ class FileStore(_JournaledStore):
         self.directory = Path(directory)
         self.checkpoint = checkpoint
         """Test hook: called with "mid_save" inside every write, at the point a crash would tear it."""
+        self._claimed: set[str] = set()
+
+    def lock_path(self, run_id: str) -> Path:
+        return self.directory / f"{check_run_id(run_id)}.lock"
+
+    @contextlib.contextmanager
+    def claim(self, run_id: str) -> Iterator[None]:
+        """Own `run_id` while the block runs; `RunOwned` at once if a live process owns it."""
+        _ensure_dir(self.directory)
+        fd = os.open(self.lock_path(run_id), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RunOwned(run_id, _holder(fd, wait=True)) from None
+            holder = {"pid": os.getpid(), "since": round(time.time(), 3), "command": " ".join(sys.argv)[:500]}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(holder).encode(), 0)
+            self._claimed.add(run_id)
+            try:
+                yield
+            finally:
+                self._claimed.discard(run_id)
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _check_owner(self, run_id: str) -> None:
+        """An unclaimed save: refuse while another holder has the run (probe, release at once)."""
+        if run_id in self._claimed:
+            return
+        try:
+            fd = os.open(self.lock_path(run_id), os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RunOwned(run_id, _holder(fd)) from None
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def save(self, state: RunState) -> None:
+        self._check_owner(state.run_id)
+        super().save(state)
 
     def path(self, run_id: str) -> Path:
         return self.directory / f"{check_run_id(run_id)}.json"
@@ -213,7 +285,7 @@ class FileStore(_JournaledStore):
             self.checkpoint("mid_save")
 
     def _write_snapshot(self, run_id: str, text: str) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        _ensure_dir(self.directory)
         final = self.path(run_id)
         # Unique per writer, created exclusively and never through a symlink.
         tmp = final.with_name(f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
@@ -268,6 +340,28 @@ class FileStore(_JournaledStore):
         if not self.directory.is_dir():
             return []
         return sorted(p.stem for p in self.directory.glob("*.json") if not p.name.startswith("."))
+
+
+def _holder(fd: int, *, wait: bool = False) -> dict[str, object]:
+    """Who holds a lock file, as its holder wrote it; a holder that took the lock an instant
+    ago may not have written yet, so with `wait` look again for up to 0.2 s."""
+    for _ in range(20 if wait else 1):
+        try:
+            data = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        except ValueError:
+            data = {}  # half-written
+        if isinstance(data, dict) and data:
+            return data
+        if wait:
+            time.sleep(0.01)
+    return {}
+
+
+def _ensure_dir(directory: Path) -> None:
+    """Create `directory`; refuse one that is a symlink (writes would land wherever it points)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if directory.is_symlink():
+        raise ValueError(f"{directory} is a symlink; the harness writes only into real folders")
 
 
 def _read_nofollow(path: Path) -> bytes:

@@ -40,9 +40,13 @@ class JsonlTrace:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.parent.is_symlink():
+            raise ValueError(f"trace folder {self.path.parent} is a symlink; refusing to write through it")
 
     def emit(self, event: dict[str, Any]) -> None:
-        with self.path.open("a", encoding="utf-8") as f:
+        # O_NOFOLLOW: a symlink planted at the trace's name is refused, never written through.
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(line(event) + "\n")
 
 

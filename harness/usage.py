@@ -13,12 +13,19 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
+MAX_COUNT = 2**53
+"""Counts at or above this cannot be priced exactly as floats: no real run gets near it."""
+
 
 @dataclass(frozen=True)
 class NonNegative:
     """Type annotation marker: a finite number >= 0 (checked when a saved run is loaded)."""
 
     def check(self, value: float) -> str | None:
+        if isinstance(value, int):  # math.isfinite would overflow on a 400-digit integer
+            if not 0 <= value < MAX_COUNT:
+                return f"must be a whole number in [0, 2**53), got {str(value)[:40]}"
+            return None
         if not math.isfinite(value) or value < 0:
             return f"must be a finite number >= 0, got {value!r}"
         return None

@@ -65,3 +65,38 @@ def test_verdict_on_a_call_that_is_not_pending_is_refused(drive, tmp_path):
 def test_auto_approve_names_the_tools_that_need_no_person(drive, sandbox):
     s = drive("destructive", auto_approve={"delete_file"})
     assert s.answer == DELETED and not (sandbox / "access.log").exists()
+
+
+def test_an_approval_does_not_cover_the_call_once_its_saved_arguments_change(mock_url, tmp_path, capsys):
+    """Approve access.log with --no-resume, then someone edits the saved call to errors.log."""
+    from harness.cli import main
+    from harness.trace import read_jsonl
+
+    argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
+    assert main([*argv, "run", "--scenario", "destructive", "--run-id", "r1"]) == 3
+    assert main([*argv, "approve", "r1", "c2", "--no-resume"]) == 3
+    store = FileStore(tmp_path)
+    s = store.load("r1")
+    (edited,) = [c for c in s.messages[-1]["tool_calls"] if c["id"] == "c2"]
+    edited["function"]["arguments"] = '{"path": "errors.log"}'
+    FileStore(tmp_path).save(s)
+    assert main([*argv, "resume", "r1"]) == 3  # a fresh decision, not the old yes
+    s = store.load("r1")
+    assert s.interruption == Approval(call_id="c2", tool_name="delete_file", args={"path": "errors.log"})
+    sandbox = tmp_path / "sandboxes" / "r1"
+    assert (sandbox / "errors.log").exists() and (sandbox / "access.log").exists()
+    events = read_jsonl(tmp_path / "traces" / "r1.jsonl")
+    assert not [e for e in events if e["type"] == "tool_start" and e["toolName"] == "delete_file"]
+
+
+def test_only_a_pending_call_of_this_run_can_be_decided(mock_url, tmp_path, capsys):
+    from harness.cli import main
+
+    argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
+    assert main([*argv, "run", "--scenario", "destructive", "--run-id", "r1"]) == 3
+    capsys.readouterr()
+    assert main([*argv, "approve", "r1", "c9"]) == 2
+    assert "call 'c9' is not pending in run r1; pending: c2" in capsys.readouterr().err
+    assert main([*argv, "reject", "r1", "c1", "--reason", "no"]) == 4  # c1 (list_files) already ran
+    assert "'c1' of run r1 already has a result" in capsys.readouterr().err
+    assert (tmp_path / "sandboxes" / "r1" / "access.log").exists()

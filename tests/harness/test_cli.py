@@ -83,14 +83,15 @@ def test_show_prints_a_run_saved_through_the_python_api(tmp_path, capsys):
 def test_run_refuses_a_budget_that_is_not_a_sum_of_money(tmp_path, capsys, value):
     with pytest.raises(SystemExit) as exit_:
         main(["--state-dir", str(tmp_path), "run", "--budget", value])
-    assert exit_.value.code == 2 and "expected dollars" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "number" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("value", ["-1", "1.5", "lots"])
 def test_run_refuses_a_turn_cap_that_is_not_a_count(tmp_path, capsys, value):
     with pytest.raises(SystemExit):
         main(["--state-dir", str(tmp_path), "run", "--max-turns", value])
-    assert "whole number" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "not a whole number" in err or "is negative" in err
 
 
 def test_resume_can_lift_the_turn_cap_altogether(mock_url, tmp_path, capsys):
@@ -98,3 +99,46 @@ def test_resume_can_lift_the_turn_cap_altogether(mock_url, tmp_path, capsys):
     assert main([*argv, "run", "--scenario", "plan", "--max-turns", "1", "--run-id", "p1"]) == 3
     assert main([*argv, "resume", "p1", "--max-turns", "none"]) == 0
     assert "plan, cap none" in capsys.readouterr().out.splitlines()[-3]
+
+
+DAMAGE = {
+    "cost_usd negative": ({"cost_usd": -1000}, "cost_usd"),
+    "cost_usd NaN": ({"cost_usd": float("nan")}, "cost_usd"),
+    "turns of 400 digits": ({"turns": 10**400}, "turns"),
+    "usage of 400 digits": ({"usage": {"prompt_tokens": 10**400, "completion_tokens": 0}},
+                            "usage.prompt_tokens"),
+    "no messages": ({"messages": [], "stop": {"type": "completed"}}, "messages"),
+    "messages not a list": ({"messages": {"role": "user"}}, "messages"),
+    "empty call id": ({"approved": [{"call_id": "", "tool_name": "delete_file", "digest": "x"}]},
+                      "approved[0].call_id"),
+    "approval stop without id": ({"stop": {"type": "approval", "call_id": "", "tool_name": "t", "args": {}}},
+                                 "stop.call_id"),
+    "tool message without id": (
+        {"messages": [{"role": "user", "content": "t"}, {"role": "tool", "content": "x"}]}, "messages[1]"),
+    "content a number": ({"messages": [{"role": "user", "content": 5}]}, "messages[0]"),
+    "cache past the transcript": ({"cache": {"read_file:{}": 99}}, "cache"),
+    "intent under another id": ({"intents": {"c1": {"call_id": "c2", "tool": "delete_file", "args": {}}}},
+                                "intents['c1']"),
+    "rejections not a list": ({"rejections": "c1"}, "rejections"),
+    "settings damaged": ({"meta": {"settings": {"max_turns": "many"}}}, "settings"),
+}
+
+
+@pytest.mark.parametrize("name", list(DAMAGE))
+def test_a_damaged_state_file_is_a_clear_error_never_a_traceback(name, mock_url, tmp_path, capsys):
+    argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
+    assert main([*argv, "run", "--scenario", "plan", "--run-id", "r1", "--max-turns", "1"]) == 3
+    store = FileStore(tmp_path)
+    data = json.loads(store.path("r1").read_text())
+    data.pop("journal_seq", None)
+    changes, field = DAMAGE[name]
+    data.update(changes)
+    store.path("r1").write_text(json.dumps(data))
+    store.journal_path("r1").write_bytes(b"")
+    before = store.path("r1").read_bytes()
+    capsys.readouterr()
+    for command in (["show", "r1", "--messages"], ["resume", "r1"], ["approve", "r1", "c1"]):
+        assert main([*argv, *command]) == 2, command
+        err = capsys.readouterr().err
+        assert err.startswith("harness: ") and field in err and "Traceback" not in err, err
+    assert store.path("r1").read_bytes() == before

@@ -79,12 +79,79 @@ def test_malformed_body_is_retried():
     assert _complete(transport).attempts == 2
 
 
-def test_api_key_from_the_environment(monkeypatch):
-    monkeypatch.delenv("LLM_API_KEY", raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-fallback")
+def _key_sent(base_url: str, monkeypatch, *, llm: str | None, openai: str | None) -> str | None:
+    for name, value in (("LLM_API_KEY", llm), ("OPENAI_API_KEY", openai)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
     transport, seen = _scripted(httpx.Response(200, json=OK))
-    _complete(transport)
-    assert seen[0].headers["authorization"] == "Bearer sk-fallback"
+
+    async def main():
+        async with ModelClient(base_url, transport=transport) as c:
+            await c.complete(model="m", messages=[{"role": "user", "content": "x"}])
+
+    asyncio.run(main())
+    return seen[0].headers.get("authorization")
+
+
+def test_llm_api_key_is_sent_to_the_configured_provider(monkeypatch):
+    assert _key_sent("http://model.test/v1", monkeypatch, llm="sk-lab", openai="sk-openai") == "Bearer sk-lab"
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1", "http://api.openai.com/v1",
+                                 "https://api.openai.com.evil.test/v1", "https://evil.test/api.openai.com/v1"])
+def test_openai_api_key_never_goes_anywhere_but_openais_own_https_api(url, monkeypatch):
+    assert _key_sent(url, monkeypatch, llm=None, openai="sk-openai") is None
+
+
+def test_openai_api_key_is_sent_to_api_openai_com_over_https(monkeypatch):
+    sent = _key_sent("https://api.openai.com/v1", monkeypatch, llm=None, openai="sk-openai")
+    assert sent == "Bearer sk-openai"
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [{"prompt_tokens": -100000, "completion_tokens": 1}, {"prompt_tokens": 10**400, "completion_tokens": 1},
+     {"prompt_tokens": 10, "completion_tokens": 10**9}, {"prompt_tokens": 1.5, "completion_tokens": 1},
+     {"prompt_tokens": True, "completion_tokens": 1}],
+    ids=["negative", "400 digits", "at the bound", "fraction", "boolean"],
+)
+def test_usage_that_is_not_a_sane_whole_number_makes_the_reply_malformed(usage):
+    body = {**OK, "usage": usage}
+    transport, seen = _scripted(*[httpx.Response(200, json=body)] * 2)
+    with pytest.raises(ProviderError, match="malformed response body.*usage"):
+        _complete(transport, max_retries=1)
+    assert len(seen) == 2
+
+
+class _Trickle(httpx.AsyncByteStream):
+    """A body that arrives one byte every `gap` seconds: each read is quick, the whole is not."""
+
+    def __init__(self, body: bytes, gap: float) -> None:
+        self.body, self.gap = body, gap
+
+    async def __aiter__(self):
+        for i in range(len(self.body)):
+            await asyncio.sleep(self.gap)
+            yield self.body[i : i + 1]
+
+
+def test_a_trickled_body_is_cut_off_at_the_attempt_deadline_not_per_read():
+    import json as _json
+
+    body = _json.dumps(OK).encode()
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=_Trickle(body, 0.02), headers={"content-type": "application/json"})
+
+    async def main():
+        async with ModelClient("http://model.test/v1", transport=httpx.MockTransport(handler), backoff_s=0,
+                               max_retries=1, deadline_s=0.3, timeout=5.0) as c:
+            await c.complete(model="m", messages=[{"role": "user", "content": "x"}])
+
+    with pytest.raises(ProviderError, match="gave up after 2 attempts: no complete reply within the 0.3 s"):
+        asyncio.run(main())  # the body needs len(body) * 20 ms, several seconds: never waited for
 
 
 def test_cancel_abandons_the_http_call_at_once(mock_url):

@@ -263,19 +263,23 @@ def test_dedupe_replays_the_right_result_when_ids_repeat(drive):
     assert s.messages[-2]["content"].startswith("Remember to rotate your logs.")
 
 
-def test_a_rejection_withdraws_an_earlier_approval_of_the_same_id(drive, sandbox):
-    """approve --no-resume, then reject: the provider asking again under the same id gets no free pass."""
+def test_an_approval_is_spent_by_its_call_and_a_later_verdict_cannot_flip_it(drive, sandbox):
+    """approve, then reject: the second verdict loses; the approved call runs once, and the provider
+    asking again under the same id (and the same arguments) needs a person again."""
     from harness import reject
+    from harness.approvals import DecisionLost
 
     transport = _provider(_asks("call_0", "delete_file", '{"path": "notes.txt"}'),
                           _asks("call_0", "delete_file", '{"path": "notes.txt"}'),
                           {"role": "assistant", "content": "done"})
     s = drive("any", transport=transport)
     approve(s)
-    reject(s, reason="keep it")
+    with pytest.raises(DecisionLost, match="already approved"):
+        reject(s, reason="keep it")
     s = drive("any", state=s, transport=transport)
     assert isinstance(s.interruption, Approval) and s.interruption.call_id == "call_0"
-    assert (sandbox / "notes.txt").exists() and s.tool_runs == []
+    assert [r.tool for r in s.tool_runs] == ["delete_file"] and not (sandbox / "notes.txt").exists()
+    assert s.approved == []
 
 
 def test_the_naive_cache_still_guards_writes_with_intents_and_forgets_after_a_write(drive, sandbox):

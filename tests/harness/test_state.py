@@ -143,9 +143,9 @@ def test_new_run_refuses_an_unsafe_run_id(bad):
 @pytest.mark.parametrize(
     ("fields", "problem"),
     [
-        ({"messages": []}, "is empty"),
-        ({"cache": {"list_files:{}": 99}}, "not a tool result"),
-        ({"cache": {"list_files:{}": 0}}, "not a tool result"),
+        ({"messages": []}, "messages"),
+        ({"cache": {"list_files:{}": 99}}, "not the index of a tool message"),
+        ({"cache": {"list_files:{}": 0}}, "not the index of a tool message"),
         ({"stop": {"type": "completed"}}, "last message is not the assistant"),
     ],
 )

@@ -89,24 +89,40 @@ class Outcome:
     crash: str | None
     requests: list[tuple[int, int]] = field(default_factory=list)
     sandbox: Path | None = None
+    sizes: list[int] = field(default_factory=list)
+    """Bytes of each request body the harness sent."""
+    saves: int = 0
 
     def tool_messages(self) -> list[dict]:
         assert self.state is not None
         return [m for m in self.state.messages if m["role"] == "tool"]
 
 
-def drive(script: Script, directory: Path, *, state: RunState | None = None, **options: Any) -> Outcome:
+class CountingStore(FileStore):
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self.saves = 0
+
+    def save(self, state: RunState) -> None:
+        super().save(state)
+        self.saves += 1
+
+
+def drive(script: Script, directory: Path, *, state: RunState | None = None,
+          client: dict[str, Any] | None = None, **options: Any) -> Outcome:
     """Run the harness against the scripted provider; the run must save a loadable copy of itself."""
     requests: list[tuple[int, int]] = []
+    sizes: list[int] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         turn = sum(1 for m in body["messages"] if m.get("role") == "assistant")
         attempt = int(request.headers["x-lab-attempt"])
         requests.append((turn, attempt))
+        sizes.append(len(request.content))
         return script(turn, attempt)
 
-    store = FileStore(directory / "runs")
+    store = CountingStore(directory / "runs")
     sandbox = directory / "sandbox"
     if not sandbox.is_dir():
         make_sandbox(sandbox)
@@ -120,16 +136,19 @@ def drive(script: Script, directory: Path, *, state: RunState | None = None, **o
             max_retries=RETRIES,
             backoff_s=0,
             max_wait_s=0,
-        ) as client:
-            return await run(state, model=OpenAIChat("fake", client=client), tools=chapter_tools(sandbox),
-                             limits=limits, policy=Policy(**options), store=store, trace=MemoryTrace())
+            **(client or {}),
+        ) as model_client:
+            model = OpenAIChat("fake", client=model_client)
+            return await run(state, model=model, tools=chapter_tools(sandbox), limits=limits,
+                             policy=Policy(**options), store=store, trace=MemoryTrace())
 
     try:
         done = asyncio.run(main())
     except Exception as e:  # noqa: BLE001 - an escaping exception is exactly what we are looking for
-        return Outcome(state=None, crash=f"{type(e).__name__}: {e}", requests=requests, sandbox=sandbox)
+        return Outcome(state=None, crash=f"{type(e).__name__}: {e}", requests=requests, sandbox=sandbox,
+                       sizes=sizes, saves=store.saves)
     assert to_json(store.load(done.run_id)) == to_json(done), "the saved run differs from the run"
-    return Outcome(state=done, crash=None, requests=requests, sandbox=sandbox)
+    return Outcome(state=done, crash=None, requests=requests, sandbox=sandbox, sizes=sizes, saves=store.saves)
 
 
 # --- broken bodies: retried, then failed ------------------------------------------------------
