@@ -12,6 +12,7 @@ masked; in-process (the pytest fixture) the entries are the values themselves.
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from collections import deque
 from collections.abc import Mapping
@@ -78,6 +79,15 @@ class Journal:
             "scope": "this server process",
             "data": [entry.to_json() for entry in entries],
         }
+
+    def render(self) -> bytes:
+        """`to_json()` as the body of GET /journal.
+
+        ASCII-escaped, with NaN and infinities kept: a body is recorded as json.loads parsed it,
+        lone surrogates and NaN included, which UTF-8 and strict JSON (Starlette's
+        JSONResponse) would refuse with a 500.
+        """
+        return json.dumps(self.to_json(), separators=(",", ":")).encode()
 
 
 def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:

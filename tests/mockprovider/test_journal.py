@@ -80,3 +80,17 @@ def test_the_journal_flag_is_off_by_default_and_validated(capsys, monkeypatch):
     assert "expected a whole number from 0 to" in capsys.readouterr().err
     monkeypatch.setenv("MOCK_JOURNAL", "7")
     assert _parser().parse_args([]).journal == 7
+
+
+def test_the_journal_serves_bodies_json_accepts_but_utf8_cannot_encode(serve_mock):
+    # json.loads takes a lone surrogate escape and NaN, so the chat route answers both; the
+    # journal must then serve them too, not fail with a 500 when it renders them.
+    raw = b'{"model": "plan", "messages": [{"role": "user", "content": "\\ud800"}], "temperature": NaN}'
+    with serve_mock(journal=5) as url:
+        sent = httpx.post(f"{url}/chat/completions", content=raw, headers={"content-type": "application/json"})
+        journal = httpx.get(f"{_root(url)}/journal")
+    assert sent.status_code == 200
+    assert journal.status_code == 200
+    (entry,) = journal.json()["data"]
+    assert entry["body"]["messages"][0]["content"] == "\ud800"
+    assert entry["body"]["temperature"] != entry["body"]["temperature"]  # NaN, as sent
