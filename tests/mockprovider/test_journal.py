@@ -87,7 +87,9 @@ def test_the_journal_serves_bodies_json_accepts_but_utf8_cannot_encode(serve_moc
     # journal must then serve them too, not fail with a 500 when it renders them.
     raw = b'{"model": "plan", "messages": [{"role": "user", "content": "\\ud800"}], "temperature": NaN}'
     with serve_mock(journal=5) as url:
-        sent = httpx.post(f"{url}/chat/completions", content=raw, headers={"content-type": "application/json"})
+        sent = httpx.post(
+            f"{url}/chat/completions", content=raw, headers={"content-type": "application/json"}
+        )
         journal = httpx.get(f"{_root(url)}/journal")
     assert sent.status_code == 200
     assert journal.status_code == 200
