@@ -37,6 +37,7 @@ from mockprovider.conditions import (
     ToolResultContains,
     ToolResultMatches,
     UserContains,
+    backtracking_risk,
 )
 from mockprovider.errors import APIError, invalid
 from mockprovider.scenarios import SCENARIOS, Conversation, Reply, Scenario, ToolCall
@@ -386,9 +387,15 @@ def _test(key: str, value: Any, at: _At, depth: int) -> Condition:
         case "tool_result_matches":
             pattern = _string(value, at, nonempty=True)
             try:
-                return ToolResultMatches(pattern=re.compile(pattern))
+                compiled = re.compile(pattern)
             except (re.error, RecursionError, OverflowError) as e:
                 raise at.error(f"not a valid regular expression ({e})") from None
+            if risk := backtracking_risk(pattern):
+                raise at.error(
+                    f"{risk} on the client's tool text; use an atomic group (?>...) or a possessive "
+                    "repeat (*+, ++), or split the test with 'all'"
+                )
+            return ToolResultMatches(pattern=compiled)
         case "all" | "any":
             items = _array(value, at, "conditions")
             parts = tuple(_condition(item, at / i, depth + 1) for i, item in enumerate(items))

@@ -27,6 +27,10 @@ def _deep(levels: int) -> dict[str, Any]:
     return condition
 
 
+def _matching(pattern: str) -> dict[str, Any]:
+    return {"name": "r", "turns": [[{"if": {"tool_result_matches": pattern}, "content": "x"}]]}
+
+
 # (file name, document or raw text, the JSON path named, words of what was expected)
 BAD_FILES: list[tuple[str, Any, str, str]] = [
     ("unknown.json", {"name": "u", "turns": OK_TURNS, "colour": "red"}, "$.colour",
@@ -37,6 +41,16 @@ BAD_FILES: list[tuple[str, Any, str, str]] = [
     ("missing.json", {"name": "m"}, "$", "missing the required key 'turns'"),
     ("regex.json", {"name": "r", "turns": [[{"if": {"tool_result_matches": "(unclosed"}, "content": "x"}]]},
      "$.turns[0][0].if.tool_result_matches", "not a valid regular expression"),
+    # Evaluated on tool text the client sends: a pattern that can backtrack exponentially (a
+    # repeat inside a repeat) or polynomially (two unbounded repeats) would hang the server.
+    ("nested.json", _matching("(a+)+$"), "$.turns[0][0].if.tool_result_matches",
+     "a repeat inside a repeat can backtrack catastrophically"),
+    ("alternation.json", _matching("(a|ab)*c"), "$.turns[0][0].if.tool_result_matches",
+     "alternation inside a repeat can backtrack catastrophically"),
+    ("tworepeats.json", _matching("a.*b.*c"), "$.turns[0][0].if.tool_result_matches",
+     "at most one unbounded repeat"),
+    ("bounded.json", _matching(r"(\s{1,4}){1,4}\s+$"), "$.turns[0][0].if.tool_result_matches",
+     "too many tries per position"),
     ("both.json", {"name": "b", "turns": [{"content": "x", "tool_calls": [{"name": "f"}]}]},
      "$.turns[0]", "expected exactly one of 'content' or 'tool_calls', got both"),
     ("neither.json", {"name": "n", "turns": [{}]}, "$.turns[0]",

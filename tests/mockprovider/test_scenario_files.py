@@ -14,6 +14,7 @@ from starlette.requests import Request
 import o200k
 from mockprovider import scenarios
 from mockprovider.app import app_from_env, create_app, resolve
+from mockprovider.conditions import MAX_MATCH_CHARS
 from mockprovider.scenario_files import compile_scenario, load_scenarios
 from mockprovider.scenarios import conversation
 
@@ -286,6 +287,34 @@ def _reply_with(condition: dict[str, Any]) -> str:
 ])
 def test_conditions_test_what_their_names_say(condition: dict[str, Any], expected: str):
     assert _reply_with(condition) == expected
+
+
+@pytest.mark.parametrize("pattern", [
+    r"(\d{1,3}\.){3}\d{1,3}",  # small repeats may nest
+    r"(?>a+)+$",  # an atomic group never backtracks into itself
+    r"\d++\.\d++ ms",  # nor does a possessive repeat
+    r"(?i)error.*timed? out",  # one unbounded repeat
+])
+def test_regexes_that_cannot_backtrack_catastrophically_are_accepted(pattern: str):
+    compile_scenario({"name": "r", "turns": [[{"if": {"tool_result_matches": pattern}, "content": "x"}]]},
+                     source="test")
+
+
+def test_tool_result_matches_reads_a_bounded_prefix_of_the_tool_text():
+    # Even one unbounded repeat searches in time quadratic in the text (r"\s+$" on a megabyte of
+    # spaces takes hours), so the regex sees only the first MAX_MATCH_CHARS characters.
+    script = compile_scenario({"name": "m", "turns": [{"content": "-"}, [
+        {"if": {"tool_result_matches": "found"}, "content": "yes"}, {"content": "no"}]]}, source="test")
+
+    def reply(tool_text: str) -> str | None:
+        return script(_convo(
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": []},
+            {"role": "tool", "tool_call_id": "a", "content": tool_text},
+        )).content
+
+    assert reply(" " * (MAX_MATCH_CHARS - 5) + "found") == "yes"
+    assert reply(" " * (MAX_MATCH_CHARS - 4) + "found") == "no"
 
 
 def test_ids_are_deterministic_unless_given_and_string_arguments_pass_verbatim():
