@@ -114,8 +114,10 @@ def _assistant(blocks: list[dict[str, Any]], p: str, seen: set[str]) -> dict[str
         arguments = block.get("input")
         if not isinstance(arguments, dict):
             raise invalid(f"{q}.input: expected an object.", param=f"{q}.input")
+        # Compact and unescaped, as the chat route sends a call's arguments, so the same call
+        # fed back counts the same tokens in both formats.
         calls.append(tool_call(call_id, string(block.get("name"), f"{q}.name"),
-                               json.dumps(arguments, separators=(",", ":"))))
+                               json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)))
         seen.add(call_id)
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
     if calls:
