@@ -241,11 +241,18 @@ def _message(c: wire.Completion, *, done: bool) -> dict[str, Any]:
     }
 
 
+def _streamed_input(arguments: str) -> str:
+    """The JSON the input_json_delta events carry: the arguments when they are an object, else
+    `{}`, the input `_content` gives (a client parses every delta as the prefix of an object)."""
+    return arguments if _input(arguments) else "{}"
+
+
 def _block_events(index: int, c: wire.Completion) -> Iterator[tuple[str, dict[str, Any], bool]]:
     if c.tool_calls:
         call = c.tool_calls[index]
         start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
-        deltas = [{"type": "input_json_delta", "partial_json": p} for p in wire.token_pieces(call.arguments)]
+        pieces = wire.token_pieces(_streamed_input(call.arguments))
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
     else:
         start = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": p} for p in wire.token_pieces(c.content or "")]
