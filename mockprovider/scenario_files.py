@@ -172,7 +172,7 @@ def _documents(sources: Iterable[Source]) -> Iterator[tuple[str, Any, str | None
             files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES and not p.name.startswith("."))
             if not files:
                 raise ScenarioFileError(f"{path}: the folder holds no {' or '.join(SUFFIXES)} files")
-        elif path.is_file():
+        elif path.exists():
             files = [path]
         else:
             raise ScenarioFileError(f"{path}: no such file or folder")
@@ -183,6 +183,9 @@ def _documents(sources: Iterable[Source]) -> Iterator[tuple[str, Any, str | None
 def _parse(path: Path) -> Any:
     if path.suffix not in SUFFIXES:
         raise ScenarioFileError(f"{path}: expected a .json or .toml file, got {path.suffix or 'no suffix'!r}")
+    if not path.is_file():
+        # Opening a named pipe blocks until something writes to it: start-up would hang.
+        raise ScenarioFileError(f"{path}: not a regular file")
     try:
         with path.open("rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,32 @@ def test_missing_paths_and_empty_folders_are_start_up_errors(tmp_path: Path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ScenarioFileError, match="empty: the folder holds no .json or .toml files"):
         create_app(scenario_files=[tmp_path / "empty"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_or_device_named_like_a_scenario_is_refused_not_read_for_ever(tmp_path: Path):
+    _write(tmp_path, "good.json", {"name": "good", "turns": OK_TURNS})
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    outcome: list[BaseException | None] = []
+
+    def load() -> None:
+        try:
+            create_app(scenario_files=[tmp_path])
+            outcome.append(None)
+        except BaseException as e:  # noqa: BLE001 - handed to the test thread
+            outcome.append(e)
+
+    loader = threading.Thread(target=load, daemon=True)
+    loader.start()
+    loader.join(timeout=10)
+    if loader.is_alive():  # blocked opening the pipe: give it a writer, then fail
+        os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+        loader.join(timeout=10)
+        pytest.fail("loading a folder holding a named pipe blocked until something wrote to the pipe")
+    (error,) = outcome
+    assert isinstance(error, ScenarioFileError)
+    assert str(error) == f"{pipe}: not a regular file"
 
 
 def test_python_m_mockprovider_with_a_bad_file_exits_with_one_clear_line(tmp_path: Path):
