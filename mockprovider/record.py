@@ -169,7 +169,9 @@ class StreamedReply:
         for part in delta.get("tool_calls") or []:
             if not isinstance(part, Mapping):
                 continue
-            slot = self._calls.setdefault(part.get("index", 0), {"function": {"name": "", "arguments": ""}})
+            index = part.get("index", 0)
+            index = index if isinstance(index, int) else str(index)  # an odd upstream's: keep it hashable
+            slot = self._calls.setdefault(index, {"function": {"name": "", "arguments": ""}})
             if part.get("id"):
                 slot["id"] = part["id"]
             fn = part.get("function") if isinstance(part.get("function"), Mapping) else {}
@@ -180,7 +182,8 @@ class StreamedReply:
         """The assistant message the stream carried, or None if it carried none."""
         if not self._seen:
             return None
-        calls = [self._calls[index] for index in sorted(self._calls, key=str)]
+        # Numbers in numeric order (10 after 9), any odd string index after them.
+        calls = [self._calls[index] for index in sorted(self._calls, key=lambda i: (isinstance(i, str), i))]
         return {"role": "assistant", "content": "".join(self._content) or None, "tool_calls": calls}
 
 

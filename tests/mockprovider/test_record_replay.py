@@ -173,6 +173,17 @@ def test_a_reply_with_text_and_tool_calls_keeps_the_calls(tmp_path: Path):
     assert script.turns[0][0].calls[0].arguments == '{"a":1}'
 
 
+def test_a_streamed_reply_keeps_its_tool_calls_in_index_order_past_ten():
+    # Parallel calls arrive by `index`; 10 must follow 9, not 1 (as a text sort puts it).
+    reader = StreamedReply()
+    for index in range(12):
+        part = {"index": index, "id": f"c{index}", "function": {"name": "ping", "arguments": "{}"}}
+        reader.feed(f"data: {json.dumps({'choices': [{'delta': {'tool_calls': [part]}}]})}\n\n".encode())
+    message = reader.message()
+    assert message is not None
+    assert [call["id"] for call in message["tool_calls"]] == [f"c{index}" for index in range(12)]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "problem"),
     [
