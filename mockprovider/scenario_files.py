@@ -276,7 +276,20 @@ def _string(value: Any, at: _At, *, nonempty: bool = False) -> str:
         raise at.error(f"expected a string, got {_kind(value)}")
     if nonempty and not value:
         raise at.error("expected a non-empty string")
-    return value
+    return _unicode(value, at)
+
+
+def _unicode(text: str, at: _At) -> str:
+    """`text`, unless a JSON escape such as \\ud800 left a lone surrogate in it: no UTF-8 text can
+    carry one (/v1/models answered 500 for a description holding one; strict clients refuse it)."""
+    if not text.isascii():
+        lone = next((ch for ch in text if "\ud800" <= ch <= "\udfff"), None)
+        if lone is not None:
+            raise at.error(
+                f"holds a lone surrogate (\\u{ord(lone):04x}), which UTF-8 cannot encode; "
+                "write a character outside the BMP as the pair of escapes that encodes it, or unescaped"
+            )
+    return text
 
 
 def _array(value: Any, at: _At, what: str) -> list:
@@ -363,7 +376,7 @@ def _call(value: Any, at: _At) -> CallTemplate:
         raise (at / "arguments").error(f"expected an object or a JSON string, got {_kind(arguments)}")
     return CallTemplate(
         name=_string(call["name"], at / "name", nonempty=True),
-        arguments=arguments,
+        arguments=_unicode(arguments, at / "arguments"),
         id=_string(call["id"], at / "id", nonempty=True) if "id" in call else None,
     )
 

@@ -95,6 +95,13 @@ BAD_FILES: list[tuple[str, Any, str, str]] = [
     ("date.toml", 'name = "d"\n[[turns]]\ntool_calls = [{name = "f", arguments = {when = 2024-01-01}}]\n',
      "$.turns[0].tool_calls[0].arguments", "expected JSON values only"),
     ("latin1.json", b'{"name": "\xe9"}', "not UTF-8 text", "byte 10"),
+    # A \ud800 escape parses to a lone surrogate, which no UTF-8 response can carry (a 500 on
+    # /v1/models for every client, had the description held it).
+    ("surrogate.json", '{"name": "s", "description": "odd \\ud800", "turns": [{"content": "x"}]}',
+     "$.description", "a lone surrogate (\\ud800)"),
+    ("surrogateargs.json",
+     '{"name": "s", "turns": [{"tool_calls": [{"name": "f", "arguments": {"q": "\\udc00"}}]}]}',
+     "$.turns[0].tool_calls[0].arguments", "a lone surrogate (\\udc00)"),
     ("scenario.yaml", "name: x", "expected a .json or .toml file", "'.yaml'"),
 ]
 
