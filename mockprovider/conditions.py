@@ -69,14 +69,20 @@ class ToolResultMatches:
 
 
 def backtracking_risk(pattern: str) -> str | None:
-    """Why searching with `pattern` could take more than ~quadratic time in the text, or None.
+    """Why searching with `pattern` could take more than ~quadratic time in the text, or None."""
+    return _risk(_parser.parse(pattern))
+
+
+def _risk(items: _parser.SubPattern | list) -> str | None:
+    """Why searching with `items` (a parsed pattern) could take more than ~quadratic time, or None.
 
     A search tries each start; at each, every repeat may try each of its lengths, so the work
     is the product of the repeats' ranges (an unbounded one: the text's length), and what sits
     inside a repeat of at most m rounds counts m times over. So: no repeat or alternation
     inside an unbounded repeat (exponential), at most one unbounded repeat, and the bounded
-    tries multiply to at most _BUDGET (or _SMALL beside an unbounded repeat).
-    Atomic groups and possessive repeats are skipped: they never backtrack into themselves.
+    tries multiply to at most _BUDGET (or _SMALL beside an unbounded repeat). An atomic group
+    or a possessive repeat never backtracks into what it matched, so it adds rather than
+    multiplies: its inside is checked as a pattern of its own.
     """
     unbounded, product = 0, 1
 
@@ -106,6 +112,10 @@ def backtracking_risk(pattern: str) -> str | None:
                 found = next(filter(None, (walk(branch, inside) for branch in av[1])), None)
             elif op is sre.SUBPATTERN:
                 found = walk(av[3], inside)
+            elif op is sre.ATOMIC_GROUP:
+                found = _risk(av)
+            elif op is sre.POSSESSIVE_REPEAT:
+                found = _risk(av[2])
             elif op in (sre.ASSERT, sre.ASSERT_NOT):
                 found = walk(av[1], inside)
             elif op is sre.GROUPREF_EXISTS:
@@ -114,7 +124,7 @@ def backtracking_risk(pattern: str) -> str | None:
                 return found
         return None
 
-    found = walk(_parser.parse(pattern), 1)
+    found = walk(items, 1)
     if found is None and unbounded > 1:
         found = "a pattern may hold at most one unbounded repeat (*, +, {n,}), as two search in cubic time"
     if found is None and product > (_SMALL if unbounded else _BUDGET):

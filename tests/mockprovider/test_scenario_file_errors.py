@@ -52,6 +52,11 @@ BAD_FILES: list[tuple[str, Any, str, str]] = [
      "at most one unbounded repeat"),
     ("bounded.json", _matching(r"(\s{1,4}){1,4}\s+$"), "$.turns[0][0].if.tool_result_matches",
      "too many tries per position"),
+    # An atomic group or a possessive repeat still backtracks inside itself until it matches.
+    ("atomic.json", _matching(r"(?>(a+)+b)"), "$.turns[0][0].if.tool_result_matches",
+     "a repeat inside a repeat can backtrack catastrophically"),
+    ("possessive.json", _matching(r"(?:(a+)+b)*+"), "$.turns[0][0].if.tool_result_matches",
+     "a repeat inside a repeat can backtrack catastrophically"),
     ("both.json", {"name": "b", "turns": [{"content": "x", "tool_calls": [{"name": "f"}]}]},
      "$.turns[0]", "expected exactly one of 'content' or 'tool_calls', got both"),
     ("neither.json", {"name": "n", "turns": [{}]}, "$.turns[0]",
