@@ -177,3 +177,24 @@ def test_both_branches_are_what_the_file_scripts(umbrella_url: str):
     assert [t.calls for t in sun][1:] == [()] and sun[-1].text == "No umbrella needed: it is sunny."
     # Each turn's input grows: the formula counts the calls and results fed back.
     assert rain[0].input_tokens < rain[1].input_tokens < rain[2].input_tokens
+
+
+@pytest.mark.parametrize(("limit", "calls_kept"), [(3, 0), (29, 1)])  # 29: the call, its arguments cut
+def test_a_max_tokens_cut_bills_and_shows_the_same_in_every_format(
+    umbrella_url: str, limit: int, calls_kept: int
+):
+    asked = [{"role": "user", "content": TASK}]
+    with openai.OpenAI(base_url=umbrella_url, api_key="unused", max_retries=0) as client:
+        chat = client.chat.completions.create(model="umbrella", messages=asked, max_tokens=limit)
+        response = client.responses.create(model="umbrella", input=TASK, max_output_tokens=limit)
+    with anthropic.Anthropic(base_url=umbrella_url.removesuffix("/v1"), api_key="unused", max_retries=0) as a:
+        message = a.messages.create(model="umbrella", max_tokens=limit, messages=asked)
+    chat_calls = [(c.id, c.function.arguments) for c in chat.choices[0].message.tool_calls or ()]
+    assert len(chat_calls) == calls_kept
+    assert chat.choices[0].finish_reason == "length"
+    assert (response.status, response.incomplete_details.reason) == ("incomplete", "max_output_tokens")
+    assert message.stop_reason == "max_tokens"
+    billed = (chat.usage.completion_tokens, response.usage.output_tokens, message.usage.output_tokens)
+    assert billed == (limit, limit, limit)
+    assert [(o.call_id, o.arguments) for o in response.output if o.type == "function_call"] == chat_calls
+    assert [b.id for b in message.content if b.type == "tool_use"] == [i for i, _ in chat_calls]
