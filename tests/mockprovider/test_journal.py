@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import tracemalloc
+
 import httpx
 import pytest
 from openai import InternalServerError, OpenAI
@@ -96,3 +99,45 @@ def test_the_journal_serves_bodies_json_accepts_but_utf8_cannot_encode(serve_moc
     (entry,) = journal.json()["data"]
     assert entry["body"]["messages"][0]["content"] == "\ud800"
     assert entry["body"]["temperature"] != entry["body"]["temperature"]  # NaN, as sent
+
+
+def test_a_journal_keeps_bodies_compact_not_as_python_objects():
+    # A parsed body takes some twenty times its JSON size (a dict per "{}"), so N bodies of the
+    # body limit would be far more than "N times the body limit" of memory.
+    raw = json.dumps({"model": "plan", "messages": HELLO, "pad": [{}] * 20_000}).encode()
+    journal = Journal(10)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(10):
+            journal.record(method="POST", path="/v1/chat/completions", headers={}, body=json.loads(raw))
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 3 * 10 * len(raw), f"{kept} bytes kept for {10 * len(raw)} bytes of JSON"
+    assert [entry.body for entry in journal.entries()] == [json.loads(raw)] * 10
+
+
+def test_the_journal_serves_the_deepest_body_the_chat_route_accepts(serve_mock):
+    # The parser's depth limit is a property of the stack; rendering a body again, deeper in the
+    # stack, must not overflow where parsing it did not.
+    def body(depth: int) -> bytes:
+        return b'{"model": "plan", "messages": [{"role": "user", "content": "hi"}], "x": %s}' % (
+            b"[" * depth + b"]" * depth)
+
+    with serve_mock(journal=1) as url, httpx.Client() as http:
+        def accepted(depth: int) -> bool:
+            sent = http.post(f"{url}/chat/completions", content=body(depth),
+                             headers={"content-type": "application/json"})
+            assert sent.status_code in (200, 400)
+            return sent.status_code == 200
+
+        low, high = 100, 5000  # accepted, refused
+        assert accepted(low) and not accepted(high)
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if accepted(middle) else (low, middle)
+        assert accepted(low)
+        journal = http.get(f"{_root(url)}/journal")
+    assert journal.status_code == 200
+    assert journal.text.count("[") > low
