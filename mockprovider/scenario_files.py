@@ -404,9 +404,10 @@ def _test(key: str, value: Any, at: _At, depth: int) -> Condition:
             pattern = _string(value, at, nonempty=True)
             try:
                 compiled = re.compile(pattern)
+                risk = backtracking_risk(pattern)  # walks the parsed pattern: deep nesting recurses
             except (re.error, RecursionError, OverflowError) as e:
                 raise at.error(f"not a valid regular expression ({e})") from None
-            if risk := backtracking_risk(pattern):
+            if risk:
                 raise at.error(
                     f"{risk} on the client's tool text; use an atomic group (?>...) or a possessive "
                     "repeat (*+, ++), or split the test with 'all'"
