@@ -145,6 +145,8 @@ class StreamedReply:
         self._content: list[str] = []
         self._calls: dict[int, dict[str, Any]] = {}
         self._seen = False
+        self.finished = False
+        """A chunk carried a finish_reason: the reply is whole, whatever happens to the stream after."""
 
     def feed(self, data: bytes) -> None:
         self._pending += data
@@ -158,11 +160,13 @@ class StreamedReply:
         if not line.startswith(b"data:"):
             return
         try:
-            delta = json.loads(line[5:])["choices"][0]["delta"]
+            choice = json.loads(line[5:])["choices"][0]
+            delta = choice["delta"]
         except (ValueError, LookupError, TypeError):
             return  # [DONE], the usage chunk, or noise: nothing of the reply
         if not isinstance(delta, Mapping):
             return
+        self.finished = self.finished or bool(choice.get("finish_reason"))
         self._seen = True
         if isinstance(delta.get("content"), str):
             self._content.append(delta["content"])
@@ -264,15 +268,24 @@ async def _relay(
     response: httpx.Response, recording: Recording, messages: list[Any] | None, model: str
 ) -> AsyncIterator[bytes]:
     reader = StreamedReply()
+    ended = False
     try:
         async for chunk in response.aiter_raw():
             reader.feed(chunk)
             yield chunk
+        ended = True
     finally:
+        # Recorded before the first await here: a client that hangs up once it has read [DONE]
+        # (the openai client does) cancels this generator at that await. A reply cut off before
+        # its finish_reason is not recorded.
+        if messages is not None and (ended or reader.finished):
+            _record_stream(recording, messages, model, reader)
         await response.aclose()
-    if messages is not None:
-        message = reader.message()
-        _log(recording.add(messages, model, message) if message else "not recorded: the stream held no reply")
+
+
+def _record_stream(recording: Recording, messages: list[Any], model: str, reader: StreamedReply) -> None:
+    message = reader.message()
+    _log(recording.add(messages, model, message) if message else "not recorded: the stream held no reply")
 
 
 async def passthrough(request: Request) -> Response:
