@@ -141,3 +141,16 @@ def test_the_journal_serves_the_deepest_body_the_chat_route_accepts(serve_mock):
         journal = http.get(f"{_root(url)}/journal")
     assert journal.status_code == 200
     assert journal.text.count("[") > low
+
+
+def test_the_journal_over_http_never_shows_a_key_sent_either_way(serve_mock):
+    with serve_mock(journal=5, api_key="sk-secret-1") as url:
+        sent = httpx.post(f"{url}/messages", headers={"x-api-key": "sk-secret-1"},
+                          json={"model": "plan", "max_tokens": 50, "messages": HELLO})
+        OpenAI(base_url=url, api_key="sk-secret-1", max_retries=0).chat.completions.create(
+            model="plan", messages=HELLO)
+        journal = httpx.get(f"{_root(url)}/journal", headers={"x-api-key": "sk-secret-1"})
+    assert (sent.status_code, journal.status_code) == (200, 200)
+    keyed, bearer = journal.json()["data"]
+    assert keyed["headers"]["x-api-key"] == bearer["headers"]["authorization"] == "<redacted>"
+    assert "sk-secret-1" not in journal.text
