@@ -200,6 +200,18 @@ def test_a_file_scenario_fault_option_applies_and_the_request_still_overrides(se
         assert file_retry.headers["retry-after-ms"] == "2000"
 
 
+def test_a_request_fault_overrides_the_file_fault_on_the_same_turn(serve_mock):
+    # "The request's own options override" the file's: for one (turn, attempt) the later
+    # source's fault must be the one injected, as for every other option.
+    script = {"name": "flaky", "options": "fault=429@0", "turns": [{"content": "fine"}]}
+    with serve_mock(scenario_files=[script]) as url, httpx.Client(base_url=url) as http:
+        from_file = http.post("/chat/completions", json={"model": "flaky", "messages": TASK})
+        from_model = http.post("/chat/completions", json={"model": "flaky+fault=500@0", "messages": TASK})
+        from_header = http.post("/chat/completions", json={"model": "flaky+fault=500@0", "messages": TASK},
+                                headers={"x-mock-options": "fault=401@0"})
+    assert [r.status_code for r in (from_file, from_model, from_header)] == [429, 500, 401]
+
+
 def _request(path_options: str = "", header: str = "") -> Request:
     headers = [(b"x-mock-options", header.encode())] if header else []
     return Request({"type": "http", "path_params": {"options": path_options}, "headers": headers})
