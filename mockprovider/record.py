@@ -143,7 +143,7 @@ class StreamedReply:
     def __init__(self) -> None:
         self._pending = b""
         self._content: list[str] = []
-        self._calls: dict[int, dict[str, Any]] = {}
+        self._calls: dict[int | str, dict[str, Any]] = {}
         self._seen = False
         self.finished = False
         """A chunk carried a finish_reason: the reply is whole, whatever happens to the stream after."""
