@@ -114,8 +114,10 @@ def _assistant(blocks: list[dict[str, Any]], p: str, seen: set[str]) -> dict[str
         arguments = block.get("input")
         if not isinstance(arguments, dict):
             raise invalid(f"{q}.input: expected an object.", param=f"{q}.input")
+        # Compact and unescaped, as the chat route sends a call's arguments, so the same call
+        # fed back counts the same tokens in both formats.
         calls.append(tool_call(call_id, string(block.get("name"), f"{q}.name"),
-                               json.dumps(arguments, separators=(",", ":"))))
+                               json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)))
         seen.add(call_id)
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
     if calls:
@@ -239,11 +241,18 @@ def _message(c: wire.Completion, *, done: bool) -> dict[str, Any]:
     }
 
 
+def _streamed_input(arguments: str) -> str:
+    """The JSON the input_json_delta events carry: the arguments when they are an object, else
+    `{}`, the input `_content` gives (a client parses every delta as the prefix of an object)."""
+    return arguments if _input(arguments) else "{}"
+
+
 def _block_events(index: int, c: wire.Completion) -> Iterator[tuple[str, dict[str, Any], bool]]:
     if c.tool_calls:
         call = c.tool_calls[index]
         start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
-        deltas = [{"type": "input_json_delta", "partial_json": p} for p in wire.token_pieces(call.arguments)]
+        pieces = wire.token_pieces(_streamed_input(call.arguments))
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
     else:
         start = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": p} for p in wire.token_pieces(c.content or "")]

@@ -94,7 +94,7 @@ async def request_journal(request: Request) -> Response:
             404, "The journal is off; start the server with --journal N to keep the last N requests.",
             code="journal_off",
         )
-    return JSONResponse(config.journal.to_json())
+    return Response(config.journal.render(), media_type="application/json")
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:

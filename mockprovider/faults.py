@@ -7,7 +7,8 @@ select it. An options string is `key=value` items joined by `+`, given in any of
 - a path prefix in the base URL:     base_url="http://127.0.0.1:8000/o/latency=250/v1"
 - a header:                          x-mock-options: latency=250+fault=500
 
-Later sources override earlier ones (server flags < path < model < header); faults add up.
+Later sources override earlier ones (server flags < path < model < header); faults add up,
+and where two apply to the same (turn, attempt) the later source's is injected.
 
 Keys:
     latency=MS          time to first byte, in milliseconds
@@ -106,7 +107,7 @@ def apply(base: Options, text: str, *, param: str) -> Options:
     if not text:
         return base
     updates: dict = {}
-    faults = list(base.faults)
+    faults: list[Fault] = []
     for item in text.split("+"):
         key, sep, value = item.partition("=")
         if not sep:
@@ -121,7 +122,9 @@ def apply(base: Options, text: str, *, param: str) -> Options:
             faults.append(_fault(value, param=param))
         else:
             raise invalid(f"unknown option {key!r}; {SYNTAX}", param=param)
-    return replace(base, faults=tuple(faults), **updates)
+    # This source's faults go first: on a (turn, attempt) that two sources fault, the later
+    # source's fault is the one injected, as the later source wins for every other option.
+    return replace(base, faults=(*faults, *base.faults), **updates)
 
 
 def attempt_of(headers: Mapping[str, str]) -> int:

@@ -3,7 +3,8 @@
 Off by default (`--journal N` turns it on). It observes and never steers: no scenario reads it,
 so the mock stays stateless in everything it answers. It is per process — behind several
 workers each keeps its own — and bounded: the oldest entries drop out, and each body is
-already capped by the server's body limit, so it holds at most N × that many bytes.
+already capped by the server's body limit and kept as compact JSON, so it holds about N × that
+many bytes (more only for non-ASCII text, escaped).
 
 `GET /journal` serves it as JSON (behind the API key when one is set), with credential headers
 masked; in-process (the pytest fixture) the entries are the values themselves.
@@ -12,6 +13,7 @@ masked; in-process (the pytest fixture) the entries are the values themselves.
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from collections import deque
 from collections.abc import Mapping
@@ -32,17 +34,28 @@ class Entry:
     path: str
     headers: Mapping[str, str]
     """Lower-cased names, as sent (repeated headers joined with ', ')."""
-    body: Any
-    """The parsed JSON body."""
+    compact: bytes
+    """The body as compact ASCII JSON: parsed, it would take some twenty times the memory."""
 
-    def to_json(self, *, mask_secrets: bool = True) -> dict[str, Any]:
+    @property
+    def body(self) -> Any:
+        """The parsed JSON body (a fresh copy each time)."""
+        return json.loads(self.compact)
+
+    def _about(self, *, mask_secrets: bool) -> dict[str, Any]:
         headers = {
             name: ("<redacted>" if mask_secrets and name in SECRET_HEADERS else value)
             for name, value in self.headers.items()
         }
-        return {
-            "seq": self.seq, "method": self.method, "path": self.path, "headers": headers, "body": self.body,
-        }
+        return {"seq": self.seq, "method": self.method, "path": self.path, "headers": headers}
+
+    def to_json(self, *, mask_secrets: bool = True) -> dict[str, Any]:
+        return {**self._about(mask_secrets=mask_secrets), "body": self.body}
+
+    def render(self) -> bytes:
+        """`to_json()` as JSON, secrets masked, the stored body spliced in unparsed."""
+        about = json.dumps(self._about(mask_secrets=True), separators=(",", ":")).encode()
+        return about[:-1] + b',"body":' + self.compact + b"}"
 
 
 class Journal:
@@ -57,8 +70,22 @@ class Journal:
         self._lock = threading.Lock()
 
     def record(self, *, method: str, path: str, headers: Mapping[str, str], body: Any) -> None:
+        compact = json.dumps(body, separators=(",", ":")).encode()  # NaN kept, as json.loads took it
+        self._append(method, path, headers, compact)
+
+    def record_raw(self, *, method: str, path: str, headers: Mapping[str, str], raw: bytes) -> None:
+        """Journal a body as the client sent it: JSON is kept compact (parsed once, only with the
+        journal on), anything else as a JSON string of its text, so GET /journal stays valid JSON."""
+        try:
+            body: Any = json.loads(raw)
+            compact = json.dumps(body, separators=(",", ":")).encode()
+        except (ValueError, RecursionError):
+            compact = json.dumps(raw.decode("utf-8", errors="replace")).encode()
+        self._append(method, path, headers, compact)
+
+    def _append(self, method: str, path: str, headers: Mapping[str, str], compact: bytes) -> None:
         with self._lock:
-            entry = Entry(seq=next(self._seq), method=method, path=path, headers=headers, body=body)
+            entry = Entry(seq=next(self._seq), method=method, path=path, headers=headers, compact=compact)
             self._entries.append(entry)
 
     def entries(self) -> list[Entry]:
@@ -78,6 +105,18 @@ class Journal:
             "scope": "this server process",
             "data": [entry.to_json() for entry in entries],
         }
+
+    def render(self) -> bytes:
+        """`to_json()` as the body of GET /journal.
+
+        Each body as stored: ASCII-escaped, with NaN and infinities kept, as json.loads took
+        them (lone surrogates and NaN, which UTF-8 and Starlette's strict JSONResponse refuse
+        with a 500), and never parsed again (a body nested nearly to the parser's limit would
+        overflow it here, deeper in the stack).
+        """
+        about = {"object": "list", "capacity": self.capacity, "scope": "this server process"}
+        head = json.dumps(about, separators=(",", ":")).encode()[:-1]
+        return head + b',"data":[' + b",".join(entry.render() for entry in self.entries()) + b"]}"
 
 
 def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 import math
 from collections.abc import Mapping
@@ -103,14 +102,8 @@ async def read_raw(request: Request, config: Config) -> bytes:
     _check_content_type(request)
     raw = await _read_body(request, config.max_body_bytes)
     if config.journal is not None:
-        # Parsed again only when the journal is on (off by default); a body that is not JSON is
-        # still refused by the endpoint, but first journaled as the client sent it.
-        try:
-            body = json.loads(raw)
-        except (ValueError, RecursionError):
-            body = raw.decode("utf-8", errors="replace")
         headers = headers_of(request.headers.items())
-        config.journal.record(method=request.method, path=request.url.path, headers=headers, body=body)
+        config.journal.record_raw(method=request.method, path=request.url.path, headers=headers, raw=raw)
     return raw
 
 

@@ -10,13 +10,15 @@ built-in scenarios plus any scenario files, and a journal of every request it re
         ...
         assert mock_llm.journal[-1].body["messages"][-1]["role"] == "tool"
 
-The marker's other keywords go to `mockprovider.create_app` (`latency_ms`, `api_key`, ...).
+The marker's other keywords go to `mockprovider.create_app` (`latency_ms`, `api_key`,
+`journal` for another capacity, ...).
 A test module can instead override the `mock_llm_scenarios` fixture. A bad scenario file fails
 the test's setup with the loader's one-line message.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,8 +77,18 @@ def mock_llm(request: pytest.FixtureRequest, mock_llm_scenarios: list[Any]) -> I
 
     marker = request.node.get_closest_marker("mock_llm")
     options = {k: v for k, v in (marker.kwargs if marker else {}).items() if k != "scenarios"}
+    # A misspelt option would otherwise fail as create_app's TypeError, with a traceback.
+    allowed = [name for name in inspect.signature(create_app).parameters if name != "scenario_files"]
+    for name in options:
+        if name not in allowed:
+            pytest.fail(f"mock_llm: unknown marker option {name!r}; expected scenarios= or one of: "
+                        f"{', '.join(allowed)}", pytrace=False)
+    options = {"journal": JOURNAL_CAPACITY, **options}
+    if not isinstance(options["journal"], int) or options["journal"] < 1:
+        pytest.fail(f"mock_llm: journal= must be a capacity of at least 1, got {options['journal']!r}",
+                    pytrace=False)
     try:
-        app = create_app(scenario_files=mock_llm_scenarios, journal=JOURNAL_CAPACITY, **options)
+        app = create_app(scenario_files=mock_llm_scenarios, **options)
     except ScenarioFileError as e:
         pytest.fail(f"mock_llm: {e}", pytrace=False)
     with serve_in_thread(app) as base_url:

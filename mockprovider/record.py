@@ -143,8 +143,10 @@ class StreamedReply:
     def __init__(self) -> None:
         self._pending = b""
         self._content: list[str] = []
-        self._calls: dict[int, dict[str, Any]] = {}
+        self._calls: dict[int | str, dict[str, Any]] = {}
         self._seen = False
+        self.finished = False
+        """A chunk carried a finish_reason: the reply is whole, whatever happens to the stream after."""
 
     def feed(self, data: bytes) -> None:
         self._pending += data
@@ -158,18 +160,22 @@ class StreamedReply:
         if not line.startswith(b"data:"):
             return
         try:
-            delta = json.loads(line[5:])["choices"][0]["delta"]
+            choice = json.loads(line[5:])["choices"][0]
+            delta = choice["delta"]
         except (ValueError, LookupError, TypeError):
             return  # [DONE], the usage chunk, or noise: nothing of the reply
         if not isinstance(delta, Mapping):
             return
+        self.finished = self.finished or bool(choice.get("finish_reason"))
         self._seen = True
         if isinstance(delta.get("content"), str):
             self._content.append(delta["content"])
         for part in delta.get("tool_calls") or []:
             if not isinstance(part, Mapping):
                 continue
-            slot = self._calls.setdefault(part.get("index", 0), {"function": {"name": "", "arguments": ""}})
+            index = part.get("index", 0)
+            index = index if isinstance(index, int) else str(index)  # an odd upstream's: keep it hashable
+            slot = self._calls.setdefault(index, {"function": {"name": "", "arguments": ""}})
             if part.get("id"):
                 slot["id"] = part["id"]
             fn = part.get("function") if isinstance(part.get("function"), Mapping) else {}
@@ -180,7 +186,8 @@ class StreamedReply:
         """The assistant message the stream carried, or None if it carried none."""
         if not self._seen:
             return None
-        calls = [self._calls[index] for index in sorted(self._calls, key=str)]
+        # Numbers in numeric order (10 after 9), any odd string index after them.
+        calls = [self._calls[index] for index in sorted(self._calls, key=lambda i: (isinstance(i, str), i))]
         return {"role": "assistant", "content": "".join(self._content) or None, "tool_calls": calls}
 
 
@@ -261,15 +268,24 @@ async def _relay(
     response: httpx.Response, recording: Recording, messages: list[Any] | None, model: str
 ) -> AsyncIterator[bytes]:
     reader = StreamedReply()
+    ended = False
     try:
         async for chunk in response.aiter_raw():
             reader.feed(chunk)
             yield chunk
+        ended = True
     finally:
+        # Recorded before the first await here: a client that hangs up once it has read [DONE]
+        # (the openai client does) cancels this generator at that await. A reply cut off before
+        # its finish_reason is not recorded.
+        if messages is not None and (ended or reader.finished):
+            _record_stream(recording, messages, model, reader)
         await response.aclose()
-    if messages is not None:
-        message = reader.message()
-        _log(recording.add(messages, model, message) if message else "not recorded: the stream held no reply")
+
+
+def _record_stream(recording: Recording, messages: list[Any], model: str, reader: StreamedReply) -> None:
+    message = reader.message()
+    _log(recording.add(messages, model, message) if message else "not recorded: the stream held no reply")
 
 
 async def passthrough(request: Request) -> Response:

@@ -37,6 +37,7 @@ from mockprovider.conditions import (
     ToolResultContains,
     ToolResultMatches,
     UserContains,
+    backtracking_risk,
 )
 from mockprovider.errors import APIError, invalid
 from mockprovider.scenarios import SCENARIOS, Conversation, Reply, Scenario, ToolCall
@@ -171,7 +172,7 @@ def _documents(sources: Iterable[Source]) -> Iterator[tuple[str, Any, str | None
             files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES and not p.name.startswith("."))
             if not files:
                 raise ScenarioFileError(f"{path}: the folder holds no {' or '.join(SUFFIXES)} files")
-        elif path.is_file():
+        elif path.exists():
             files = [path]
         else:
             raise ScenarioFileError(f"{path}: no such file or folder")
@@ -182,6 +183,9 @@ def _documents(sources: Iterable[Source]) -> Iterator[tuple[str, Any, str | None
 def _parse(path: Path) -> Any:
     if path.suffix not in SUFFIXES:
         raise ScenarioFileError(f"{path}: expected a .json or .toml file, got {path.suffix or 'no suffix'!r}")
+    if not path.is_file():
+        # Opening a named pipe blocks until something writes to it: start-up would hang.
+        raise ScenarioFileError(f"{path}: not a regular file")
     try:
         with path.open("rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)
@@ -272,7 +276,20 @@ def _string(value: Any, at: _At, *, nonempty: bool = False) -> str:
         raise at.error(f"expected a string, got {_kind(value)}")
     if nonempty and not value:
         raise at.error("expected a non-empty string")
-    return value
+    return _unicode(value, at)
+
+
+def _unicode(text: str, at: _At) -> str:
+    """`text`, unless a JSON escape such as \\ud800 left a lone surrogate in it: no UTF-8 text can
+    carry one (/v1/models answered 500 for a description holding one; strict clients refuse it)."""
+    if not text.isascii():
+        lone = next((ch for ch in text if "\ud800" <= ch <= "\udfff"), None)
+        if lone is not None:
+            raise at.error(
+                f"holds a lone surrogate (\\u{ord(lone):04x}), which UTF-8 cannot encode; "
+                "write a character outside the BMP as the pair of escapes that encodes it, or unescaped"
+            )
+    return text
 
 
 def _array(value: Any, at: _At, what: str) -> list:
@@ -359,7 +376,7 @@ def _call(value: Any, at: _At) -> CallTemplate:
         raise (at / "arguments").error(f"expected an object or a JSON string, got {_kind(arguments)}")
     return CallTemplate(
         name=_string(call["name"], at / "name", nonempty=True),
-        arguments=arguments,
+        arguments=_unicode(arguments, at / "arguments"),
         id=_string(call["id"], at / "id", nonempty=True) if "id" in call else None,
     )
 
@@ -386,9 +403,16 @@ def _test(key: str, value: Any, at: _At, depth: int) -> Condition:
         case "tool_result_matches":
             pattern = _string(value, at, nonempty=True)
             try:
-                return ToolResultMatches(pattern=re.compile(pattern))
+                compiled = re.compile(pattern)
+                risk = backtracking_risk(pattern)  # walks the parsed pattern: deep nesting recurses
             except (re.error, RecursionError, OverflowError) as e:
                 raise at.error(f"not a valid regular expression ({e})") from None
+            if risk:
+                raise at.error(
+                    f"{risk} on the client's tool text; use an atomic group (?>...) or a possessive "
+                    "repeat (*+, ++), or split the test with 'all'"
+                )
+            return ToolResultMatches(pattern=compiled)
         case "all" | "any":
             items = _array(value, at, "conditions")
             parts = tuple(_condition(item, at / i, depth + 1) for i, item in enumerate(items))

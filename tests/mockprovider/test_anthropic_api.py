@@ -335,3 +335,50 @@ def test_generated_bodies_get_a_message_or_an_anthropic_error_never_a_500(in_pro
     else:
         assert 400 <= response.status_code < 500
         assert response.json()["type"] == "error" and response.json()["error"]["message"]
+
+
+CITY = {"name": "city", "turns": [
+    {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Zürich"}}]},
+    {"tool_calls": [{"name": "get_weather", "arguments": "city=Paris"}]},
+    {"content": "done"},
+]}
+
+
+def _turn_one() -> list[dict]:
+    """CITY's first call, as the mock makes it, answered."""
+    return [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "call_0_0", "name": "get_weather",
+                                           "input": {"city": "Zürich"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_0_0", "content": "sunny"}]},
+    ]
+
+
+def test_tool_input_fed_back_counts_as_the_chat_route_counts_the_same_arguments(serve_mock):
+    # The chat route sends the file's arguments as compact JSON with "ü" unescaped, and its
+    # client echoes them verbatim; the same call fed back as a tool_use block must count the same.
+    turn_one = _turn_one()
+    with serve_mock(scenario_files=[CITY]) as url, _client(url) as client:
+        first = client.messages.create(model="city", max_tokens=100, messages=turn_one[:1])
+        (use,) = first.content  # what turn_one feeds back
+        second = client.messages.create(model="city", max_tokens=100, messages=turn_one)
+    chat = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": use.id, "type": "function", "function": {
+            "name": "get_weather", "arguments": '{"city":"Zürich"}'}}]},
+        {"role": "tool", "tool_call_id": use.id, "content": "sunny"},
+    ]
+    assert (use.id, use.input) == ("call_0_0", {"city": "Zürich"})
+    assert second.usage.input_tokens == o200k.prompt_tokens(chat, [])
+
+
+def test_arguments_that_are_no_json_object_stream_as_the_input_create_returns(serve_mock):
+    # A file may script broken JSON arguments; Messages carries an object, so create() answers
+    # `{}` and the stream must too: the official client refuses a partial_json it cannot parse.
+    turn_one = _turn_one()
+    with serve_mock(scenario_files=[CITY]) as url, _client(url) as client:
+        created = client.messages.create(model="city", max_tokens=100, messages=turn_one)
+        with client.messages.stream(model="city", max_tokens=100, messages=turn_one) as events:
+            streamed = events.get_final_message()
+    assert [(b.id, b.name, b.input) for b in created.content] == [("call_1_0", "get_weather", {})]
+    assert [b.model_dump() for b in streamed.content] == [b.model_dump() for b in created.content]

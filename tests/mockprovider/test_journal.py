@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import tracemalloc
+
 import httpx
 import pytest
 from openai import InternalServerError, OpenAI
@@ -80,3 +83,74 @@ def test_the_journal_flag_is_off_by_default_and_validated(capsys, monkeypatch):
     assert "expected a whole number from 0 to" in capsys.readouterr().err
     monkeypatch.setenv("MOCK_JOURNAL", "7")
     assert _parser().parse_args([]).journal == 7
+
+
+def test_the_journal_serves_bodies_json_accepts_but_utf8_cannot_encode(serve_mock):
+    # json.loads takes a lone surrogate escape and NaN, so the chat route answers both; the
+    # journal must then serve them too, not fail with a 500 when it renders them.
+    raw = b'{"model": "plan", "messages": [{"role": "user", "content": "\\ud800"}], "temperature": NaN}'
+    with serve_mock(journal=5) as url:
+        sent = httpx.post(
+            f"{url}/chat/completions", content=raw, headers={"content-type": "application/json"}
+        )
+        journal = httpx.get(f"{_root(url)}/journal")
+    assert sent.status_code == 200
+    assert journal.status_code == 200
+    (entry,) = journal.json()["data"]
+    assert entry["body"]["messages"][0]["content"] == "\ud800"
+    assert entry["body"]["temperature"] != entry["body"]["temperature"]  # NaN, as sent
+
+
+def test_a_journal_keeps_bodies_compact_not_as_python_objects():
+    # A parsed body takes some twenty times its JSON size (a dict per "{}"), so N bodies of the
+    # body limit would be far more than "N times the body limit" of memory.
+    raw = json.dumps({"model": "plan", "messages": HELLO, "pad": [{}] * 20_000}).encode()
+    journal = Journal(10)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(10):
+            journal.record(method="POST", path="/v1/chat/completions", headers={}, body=json.loads(raw))
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 3 * 10 * len(raw), f"{kept} bytes kept for {10 * len(raw)} bytes of JSON"
+    assert [entry.body for entry in journal.entries()] == [json.loads(raw)] * 10
+
+
+def test_the_journal_serves_the_deepest_body_the_chat_route_accepts(serve_mock):
+    # The parser's depth limit is a property of the stack; rendering a body again, deeper in the
+    # stack, must not overflow where parsing it did not.
+    def body(depth: int) -> bytes:
+        return b'{"model": "plan", "messages": [{"role": "user", "content": "hi"}], "x": %s}' % (
+            b"[" * depth + b"]" * depth)
+
+    with serve_mock(journal=1) as url, httpx.Client() as http:
+        def accepted(depth: int) -> bool:
+            sent = http.post(f"{url}/chat/completions", content=body(depth),
+                             headers={"content-type": "application/json"})
+            assert sent.status_code in (200, 400)
+            return sent.status_code == 200
+
+        low, high = 100, 5000  # accepted, refused
+        assert accepted(low) and not accepted(high)
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if accepted(middle) else (low, middle)
+        assert accepted(low)
+        journal = http.get(f"{_root(url)}/journal")
+    assert journal.status_code == 200
+    assert journal.text.count("[") > low
+
+
+def test_the_journal_over_http_never_shows_a_key_sent_either_way(serve_mock):
+    with serve_mock(journal=5, api_key="sk-secret-1") as url:
+        sent = httpx.post(f"{url}/messages", headers={"x-api-key": "sk-secret-1"},
+                          json={"model": "plan", "max_tokens": 50, "messages": HELLO})
+        OpenAI(base_url=url, api_key="sk-secret-1", max_retries=0).chat.completions.create(
+            model="plan", messages=HELLO)
+        journal = httpx.get(f"{_root(url)}/journal", headers={"x-api-key": "sk-secret-1"})
+    assert (sent.status_code, journal.status_code) == (200, 200)
+    keyed, bearer = journal.json()["data"]
+    assert keyed["headers"]["x-api-key"] == bearer["headers"]["authorization"] == "<redacted>"
+    assert "sk-secret-1" not in journal.text

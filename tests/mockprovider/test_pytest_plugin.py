@@ -98,6 +98,19 @@ def test_each_test_gets_a_fresh_server_and_journal(mock_llm):
 @pytest.mark.mock_llm(scenarios=["bad.json"])
 def test_a_bad_file_fails_the_setup(mock_llm):
     pass
+
+
+@pytest.mark.mock_llm(journal=1)
+def test_the_journal_capacity_is_an_option_too(mock_llm):
+    for word in ("one", "two"):
+        httpx.post(f"{mock_llm.base_url}/chat/completions",
+                   json={"model": "plan", "messages": [{"role": "user", "content": word}]})
+    assert [e.body["messages"][0]["content"] for e in mock_llm.journal] == ["two"]
+
+
+@pytest.mark.mock_llm(latncy_ms=5)
+def test_a_misspelt_option_fails_the_setup(mock_llm):
+    pass
 '''
 
 OVERRIDE = '''
@@ -125,6 +138,8 @@ def test_the_fixture_takes_dicts_options_overrides_and_fails_bad_files_cleanly(t
     (tmp_path / "bad.json").write_text('{"name": "bad", "turns": []}')
     done = run_pytest(tmp_path)
     output = done.stdout + done.stderr
-    assert re.search(r"\b3 passed, 1 error\b", output), output
+    assert re.search(r"\b4 passed, 2 errors\b", output), output
     assert f"mock_llm: {tmp_path / 'bad.json'}: $.turns: expected at least one of turns" in output
-    assert "ScenarioFileError" not in output  # a one-line failure, not the loader's traceback
+    assert "mock_llm: unknown marker option 'latncy_ms'" in output
+    # One-line failures, not the loader's or create_app's traceback.
+    assert "ScenarioFileError" not in output and "TypeError" not in output

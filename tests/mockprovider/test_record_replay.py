@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
@@ -13,6 +14,10 @@ from typing import Any
 import httpx
 import pytest
 from openai import OpenAI
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
 
 import o200k
 from mockprovider import record
@@ -171,6 +176,51 @@ def test_a_reply_with_text_and_tool_calls_keeps_the_calls(tmp_path: Path):
     assert "text beside the tool calls was dropped" in line
     script = load_scenarios([tmp_path / "mixed.json"])["mixed"]
     assert script.turns[0][0].calls[0].arguments == '{"a":1}'
+
+
+def _lingering_upstream() -> Starlette:
+    """An upstream that streams a whole reply, [DONE] included, then keeps the response open."""
+
+    async def chunks():
+        for delta, finish in (({"role": "assistant", "content": "Hello"}, None), ({}, "stop")):
+            chunk = {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
+        yield b"data: [DONE]\n\n"
+        await asyncio.sleep(2)
+
+    async def chat(request: Request) -> StreamingResponse:
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+def test_a_streamed_reply_is_recorded_when_the_client_hangs_up_after_done(tmp_path: Path):
+    # Clients stop reading at [DONE] and close the connection (the openai client does), which
+    # cancels the relay; a reply recorded only after the upstream's stream ends was then lost.
+    out = tmp_path / "hangup.json"
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    with serve_in_thread(_lingering_upstream()) as upstream, \
+            serve_in_thread(create_recorder(upstream=upstream, out=out)) as proxy:
+        with httpx.Client() as http, http.stream("POST", f"{proxy}/chat/completions", json=body) as response:
+            for line in response.iter_lines():
+                if line == "data: [DONE]":
+                    break
+        deadline = time.monotonic() + 5
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert out.exists(), "the streamed reply was not recorded"
+    assert json.loads(out.read_text())["turns"] == [{"content": "Hello"}]
+
+
+def test_a_streamed_reply_keeps_its_tool_calls_in_index_order_past_ten():
+    # Parallel calls arrive by `index`; 10 must follow 9, not 1 (as a text sort puts it).
+    reader = StreamedReply()
+    for index in range(12):
+        part = {"index": index, "id": f"c{index}", "function": {"name": "ping", "arguments": "{}"}}
+        reader.feed(f"data: {json.dumps({'choices': [{'delta': {'tool_calls': [part]}}]})}\n\n".encode())
+    message = reader.message()
+    assert message is not None
+    assert [call["id"] for call in message["tool_calls"]] == [f"c{index}" for index in range(12)]
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,10 @@ def _deep(levels: int) -> dict[str, Any]:
     return condition
 
 
+def _matching(pattern: str) -> dict[str, Any]:
+    return {"name": "r", "turns": [[{"if": {"tool_result_matches": pattern}, "content": "x"}]]}
+
+
 # (file name, document or raw text, the JSON path named, words of what was expected)
 BAD_FILES: list[tuple[str, Any, str, str]] = [
     ("unknown.json", {"name": "u", "turns": OK_TURNS, "colour": "red"}, "$.colour",
@@ -37,6 +42,21 @@ BAD_FILES: list[tuple[str, Any, str, str]] = [
     ("missing.json", {"name": "m"}, "$", "missing the required key 'turns'"),
     ("regex.json", {"name": "r", "turns": [[{"if": {"tool_result_matches": "(unclosed"}, "content": "x"}]]},
      "$.turns[0][0].if.tool_result_matches", "not a valid regular expression"),
+    # Evaluated on tool text the client sends: a pattern that can backtrack exponentially (a
+    # repeat inside a repeat) or polynomially (two unbounded repeats) would hang the server.
+    ("nested.json", _matching("(a+)+$"), "$.turns[0][0].if.tool_result_matches",
+     "a repeat inside a repeat can backtrack catastrophically"),
+    ("alternation.json", _matching("(a|ab)*c"), "$.turns[0][0].if.tool_result_matches",
+     "alternation inside a repeat can backtrack catastrophically"),
+    ("tworepeats.json", _matching("a.*b.*c"), "$.turns[0][0].if.tool_result_matches",
+     "at most one unbounded repeat"),
+    ("bounded.json", _matching(r"(\s{1,4}){1,4}\s+$"), "$.turns[0][0].if.tool_result_matches",
+     "too many tries per position"),
+    # An atomic group or a possessive repeat still backtracks inside itself until it matches.
+    ("atomic.json", _matching(r"(?>(a+)+b)"), "$.turns[0][0].if.tool_result_matches",
+     "a repeat inside a repeat can backtrack catastrophically"),
+    ("possessive.json", _matching(r"(?:(a+)+b)*+"), "$.turns[0][0].if.tool_result_matches",
+     "a repeat inside a repeat can backtrack catastrophically"),
     ("both.json", {"name": "b", "turns": [{"content": "x", "tool_calls": [{"name": "f"}]}]},
      "$.turns[0]", "expected exactly one of 'content' or 'tool_calls', got both"),
     ("neither.json", {"name": "n", "turns": [{}]}, "$.turns[0]",
@@ -80,6 +100,13 @@ BAD_FILES: list[tuple[str, Any, str, str]] = [
     ("date.toml", 'name = "d"\n[[turns]]\ntool_calls = [{name = "f", arguments = {when = 2024-01-01}}]\n',
      "$.turns[0].tool_calls[0].arguments", "expected JSON values only"),
     ("latin1.json", b'{"name": "\xe9"}', "not UTF-8 text", "byte 10"),
+    # A \ud800 escape parses to a lone surrogate, which no UTF-8 response can carry (a 500 on
+    # /v1/models for every client, had the description held it).
+    ("surrogate.json", '{"name": "s", "description": "odd \\ud800", "turns": [{"content": "x"}]}',
+     "$.description", "a lone surrogate (\\ud800)"),
+    ("surrogateargs.json",
+     '{"name": "s", "turns": [{"tool_calls": [{"name": "f", "arguments": {"q": "\\udc00"}}]}]}',
+     "$.turns[0].tool_calls[0].arguments", "a lone surrogate (\\udc00)"),
     ("scenario.yaml", "name: x", "expected a .json or .toml file", "'.yaml'"),
 ]
 
@@ -120,6 +147,32 @@ def test_missing_paths_and_empty_folders_are_start_up_errors(tmp_path: Path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ScenarioFileError, match="empty: the folder holds no .json or .toml files"):
         create_app(scenario_files=[tmp_path / "empty"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_or_device_named_like_a_scenario_is_refused_not_read_for_ever(tmp_path: Path):
+    _write(tmp_path, "good.json", {"name": "good", "turns": OK_TURNS})
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    outcome: list[BaseException | None] = []
+
+    def load() -> None:
+        try:
+            create_app(scenario_files=[tmp_path])
+            outcome.append(None)
+        except BaseException as e:  # noqa: BLE001 - handed to the test thread
+            outcome.append(e)
+
+    loader = threading.Thread(target=load, daemon=True)
+    loader.start()
+    loader.join(timeout=10)
+    if loader.is_alive():  # blocked opening the pipe: give it a writer, then fail
+        os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+        loader.join(timeout=10)
+        pytest.fail("loading a folder holding a named pipe blocked until something wrote to the pipe")
+    (error,) = outcome
+    assert isinstance(error, ScenarioFileError)
+    assert str(error) == f"{pipe}: not a regular file"
 
 
 def test_python_m_mockprovider_with_a_bad_file_exits_with_one_clear_line(tmp_path: Path):

@@ -14,6 +14,7 @@ from starlette.requests import Request
 import o200k
 from mockprovider import scenarios
 from mockprovider.app import app_from_env, create_app
+from mockprovider.conditions import MAX_MATCH_CHARS
 from mockprovider.pipeline import resolve
 from mockprovider.scenario_files import compile_scenario, load_scenarios
 from mockprovider.scenarios import conversation
@@ -200,6 +201,18 @@ def test_a_file_scenario_fault_option_applies_and_the_request_still_overrides(se
         assert file_retry.headers["retry-after-ms"] == "2000"
 
 
+def test_a_request_fault_overrides_the_file_fault_on_the_same_turn(serve_mock):
+    # "The request's own options override" the file's: for one (turn, attempt) the later
+    # source's fault must be the one injected, as for every other option.
+    script = {"name": "flaky", "options": "fault=429@0", "turns": [{"content": "fine"}]}
+    with serve_mock(scenario_files=[script]) as url, httpx.Client(base_url=url) as http:
+        from_file = http.post("/chat/completions", json={"model": "flaky", "messages": TASK})
+        from_model = http.post("/chat/completions", json={"model": "flaky+fault=500@0", "messages": TASK})
+        from_header = http.post("/chat/completions", json={"model": "flaky+fault=500@0", "messages": TASK},
+                                headers={"x-mock-options": "fault=401@0"})
+    assert [r.status_code for r in (from_file, from_model, from_header)] == [429, 500, 401]
+
+
 def _request(path_options: str = "", header: str = "") -> Request:
     headers = [(b"x-mock-options", header.encode())] if header else []
     return Request({"type": "http", "path_params": {"options": path_options}, "headers": headers})
@@ -287,6 +300,34 @@ def _reply_with(condition: dict[str, Any]) -> str:
 ])
 def test_conditions_test_what_their_names_say(condition: dict[str, Any], expected: str):
     assert _reply_with(condition) == expected
+
+
+@pytest.mark.parametrize("pattern", [
+    r"(\d{1,3}\.){3}\d{1,3}",  # small repeats may nest
+    r"(?>a+)+$",  # an atomic group never backtracks into itself
+    r"\d++\.\d++ ms",  # nor does a possessive repeat
+    r"(?i)error.*timed? out",  # one unbounded repeat
+])
+def test_regexes_that_cannot_backtrack_catastrophically_are_accepted(pattern: str):
+    compile_scenario({"name": "r", "turns": [[{"if": {"tool_result_matches": pattern}, "content": "x"}]]},
+                     source="test")
+
+
+def test_tool_result_matches_reads_a_bounded_prefix_of_the_tool_text():
+    # Even one unbounded repeat searches in time quadratic in the text (r"\s+$" on a megabyte of
+    # spaces takes hours), so the regex sees only the first MAX_MATCH_CHARS characters.
+    script = compile_scenario({"name": "m", "turns": [{"content": "-"}, [
+        {"if": {"tool_result_matches": "found"}, "content": "yes"}, {"content": "no"}]]}, source="test")
+
+    def reply(tool_text: str) -> str | None:
+        return script(_convo(
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": []},
+            {"role": "tool", "tool_call_id": "a", "content": tool_text},
+        )).content
+
+    assert reply(" " * (MAX_MATCH_CHARS - 5) + "found") == "yes"
+    assert reply(" " * (MAX_MATCH_CHARS - 4) + "found") == "no"
 
 
 def test_ids_are_deterministic_unless_given_and_string_arguments_pass_verbatim():
