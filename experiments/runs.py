@@ -33,6 +33,7 @@ from harness import (
     Pricing,
     RunState,
     Tool,
+    ToolContext,
     approve,
     chapter_tools,
     make_sandbox,
@@ -87,6 +88,8 @@ class Child:
     model: str = "plan"
     max_turns: int = SUB_AGENT.max_turns
     latency_ms: int | None = None
+    charged: bool = True
+    """False drops the child's spending instead of charging it to the parent (broken, for the tests)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,7 +122,8 @@ def _tools(
         name = child.model + (f"+latency={child.latency_ms}" if child.latency_ms is not None else "")
         files = [ListFiles(sandbox), ReadFile(sandbox)]
         child_model: Model = model.with_name(name) if model is not None else _Unused()
-        tools = [*files, Research(model=child_model, tools=files, max_turns=child.max_turns)]
+        research: Tool = Research(model=child_model, tools=files, max_turns=child.max_turns)
+        tools = [*files, research if child.charged else _Uncharged(research)]
     return [Taught(t, knobs) for t in tools] if knobs != Knobs() else tools
 
 
@@ -168,6 +172,23 @@ async def run_scenario(
         model = OpenAIChat(scenario, client=client, headers=headers)
         await run(state, model=model, tools=_tools(sandbox, scan_seconds, child, knobs, model), **settings)
     return Run(state=state, trace=trace, sandbox=sandbox, wall_ms=(time.perf_counter() - started) * 1000)
+
+
+class _Uncharged:
+    """A tool whose spending is dropped, not charged to the run that called it: a sub-agent
+    whose model calls the parent never pays for (the bug a parent budget check cannot see)."""
+
+    def __init__(self, inner: Tool) -> None:
+        self.inner = inner
+        self.name, self.description, self.parameters = inner.name, inner.description, inner.parameters
+        self.read_only, self.needs_approval = inner.read_only, inner.needs_approval
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        before = ctx.spent_usd
+        try:
+            return await self.inner.run(args, ctx)
+        finally:
+            ctx.spent_usd = before
 
 
 class _Unused:
