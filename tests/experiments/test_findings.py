@@ -128,3 +128,12 @@ def test_a_rerun_changes_only_the_wall_clock_files(measured, measure, env, tmp_p
     assert timed == {"latency", "cancellation"}
     changed = sorted(p.name for p in first.iterdir() if p.read_bytes() != (second / p.name).read_bytes())
     assert {name.split(".")[0] for name in changed} <= timed, changed
+
+
+def test_the_index_lists_every_experiment_in_the_registry(measured):
+    page = render([(n, outcome(REGISTRY[n], measured(n))) for n in REGISTRY])
+    rows = [line for line in page.splitlines() if "`python -m experiments " in line]
+    assert len(rows) == len(REGISTRY)
+    for name, module in REGISTRY.items():
+        row = next((r for r in rows if f"`python -m experiments {name}`" in r), "")
+        assert module.TITLE.split(" · ")[0] in row and f"[table]({name}.md)" in row, name
