@@ -50,7 +50,11 @@ BROKEN = [
         "Stop reaches the tool: it stops mid-scan, the run interrupted with the reason",
     ),
     ("trace", {"trace": _LosesRunId()}, "the run id on every line"),
-    ("latency", {"max_turns": 2}, "every run: three turns, two tool runs, completed"),
+    (
+        "latency",
+        {"deliver_latency": False},
+        "every run took at least N × latency (the latency is paid on every turn)",
+    ),
     ("subagent", {"runaway_child_cap": 1000}, "a runaway child stops at its own cap of 6"),
     ("subagent", {"charge_child": False}, "a hard parent budget holds with the child's spending"),
     ("arithmetic", {"budget_check": "after_call"}, "our profile predicts our token and cost figures"),
