@@ -18,7 +18,7 @@ from experiments.runs import Env, new_cancel, run_scenario
 WALL_CLOCK = True
 """Timed: runs after the arithmetic experiments, with only its wall-clock peers."""
 NAME = "cancellation"
-TITLE = "11 · Cancellation into tools: `slow`, Stop at 1.2 s"
+TITLE = "11 · Cancellation into tools: `slow`, Stop pressed mid-scan"
 CH = chapter.CANCELLATION
 PROGRESS = [f"scanned {n} of 1200 files" for n in range(200, 1201, 200)]
 """What the scan reports when it runs to the end: every 200 of its 1,200 files."""

@@ -118,8 +118,8 @@ def prose(m: Measured) -> Prose:
             f"then +{m.profile.first_growth}, then +{m.profile.growth} per turn, {m.profile.output} out per "
             f"turn → in = {m.profile.input(CH.turns):,}, cost = {usd(m.profile.cost(CH.turns))} at 12 turns.",
             "Tool runs: the chapter's loop checks the cap at the top of each iteration, before the "
-            "pending call runs, so its twelfth call stays pending (11 tool runs) and the run can resume "
-            "with it.",
+            f"pending call runs, so its call of turn {CH.turns} stays pending ({CH.tool_runs} tool runs) and "
+            "the run can resume with it.",
         ],
     )
 
