@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,13 @@ def _cli(d: Path, scenario: str, run_id: str, *extra: str) -> list[str]:
     ]
 
 
+def _fresh(d: Path) -> Path:
+    """An empty state directory: a rerun in the same workdir starts over (the CLI refuses to run
+    an id it already saved, and the trace appends, so old lines would count twice)."""
+    shutil.rmtree(d, ignore_errors=True)
+    return d
+
+
 @dataclass(frozen=True, kw_only=True)
 class Killed:
     killed_rc: int
@@ -78,7 +86,7 @@ class Measured:
 
 
 async def _plan(env: Env) -> Killed:
-    d = env.workdir / "kill-resume-plan"
+    d = _fresh(env.workdir / "kill-resume-plan")
     killed = await _process(
         env, "-m", "experiments.crash", "after_tool_result,after_tool_result", "--", *_cli(d, "plan", "kr")
     )
@@ -88,7 +96,7 @@ async def _plan(env: Env) -> Killed:
 
 
 async def _write(env: Env, *, intents: bool, tag: str) -> Write:
-    d = env.workdir / f"kill-resume-write-{tag}"
+    d = _fresh(env.workdir / f"kill-resume-write-{tag}")
     killed = await _process(
         env,
         "-m",
