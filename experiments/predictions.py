@@ -130,11 +130,13 @@ def chapter_predictions(c: Profile) -> list[Prediction]:
 
 
 def _trace_and_plan(c: Profile, read: int, delete: int) -> list[Prediction]:
+    return _trace(c, delete) + _plan(c, read)
+
+
+def _trace(c: Profile, delete: int) -> list[Prediction]:
     events = [e for e in chapter.trace_events() if e["type"] == "turn"]
     turn2 = c.cost_micro(1) + micro(c.prompt(2), delete)
-    pl = chapter.PLAN
-    out = call_tokens(chapter.LIST_FILES) + read + o200k.count(pl.answer)
-    rows = [
+    return [
         Prediction(
             figure="trace turn 1: prompt, completion, costUsd",
             printed=f"{events[0]['prompt_tokens']}, {events[0]['completion_tokens']}, {events[0]['costUsd']}",
@@ -153,6 +155,13 @@ def _trace_and_plan(c: Profile, read: int, delete: int) -> list[Prediction]:
             and _money(events[1]["costUsd"], turn2)[0],
             verdict="predicted",
         ),
+    ]
+
+
+def _plan(c: Profile, read: int) -> list[Prediction]:
+    pl = chapter.PLAN
+    out = call_tokens(chapter.LIST_FILES) + read + o200k.count(pl.answer)
+    return [
         Prediction(
             figure="plan prompts, turns 1–2",
             printed=", ".join(map(str, pl.prompt_per_turn[:2])),
@@ -189,7 +198,6 @@ def _trace_and_plan(c: Profile, read: int, delete: int) -> list[Prediction]:
             verdict="restated",
         ),
     ]
-    return rows
 
 
 def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
@@ -200,11 +208,6 @@ def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
         implied_growth(dn.input_tokens, dn.turns, c),
         implied_output(dn.cost_usd, dn.input_tokens, dn.turns),
     )
-    fatal = micro(c.prompt(1), call_tokens(chapter.READ_TIMEOUT))
-    vs_fatal, vs_denied = _printed_range(te.descriptive_vs_first), _printed_range(dn.vs_recovered)
-    denied_micro = Fraction(str(dn.cost_usd)) * 1_000_000
-    lo = max(fatal * vs_fatal[0], denied_micro / vs_denied[1])
-    hi = min(fatal * vs_fatal[1], denied_micro / vs_denied[0])
     extra = micro(c.prompt(2) + c.growth, c.output)
     return [
         Prediction(
@@ -239,14 +242,7 @@ def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
             consistent=g_denied.denominator == 1 and o_denied.denominator == 1,
             verdict="not predicted",
         ),
-        Prediction(
-            figure=f"recover: {te.descriptive_vs_first}× the fatal row and {dn.vs_recovered}× below denied",
-            printed=f"{te.descriptive_vs_first}×, {dn.vs_recovered}×",
-            predicted=f"recovered run in [{usd(dollars(lo))}, {usd(dollars(hi))}]",
-            how=f"fatal row = one turn, {usd(dollars(fatal))}; both ratios bracket the recovered run",
-            consistent=lo <= hi,
-            verdict="not predicted",
-        ),
+        _recover(c, te, dn),
         Prediction(
             figure="dedupe: the repeat's extra cost",
             printed=f"+{usd(dd.extra_usd)}",
@@ -258,6 +254,23 @@ def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
         ),
         _dedupe_pct(c, dd),
     ]
+
+
+def _recover(c: Profile, te, dn) -> Prediction:
+    """Its two printed ratios, each ± half a last digit, bracket the recovered run's cost."""
+    fatal = micro(c.prompt(1), call_tokens(chapter.READ_TIMEOUT))
+    vs_fatal, vs_denied = _printed_range(te.descriptive_vs_first), _printed_range(dn.vs_recovered)
+    denied_micro = Fraction(str(dn.cost_usd)) * 1_000_000
+    lo = max(fatal * vs_fatal[0], denied_micro / vs_denied[1])
+    hi = min(fatal * vs_fatal[1], denied_micro / vs_denied[0])
+    return Prediction(
+        figure=f"recover: {te.descriptive_vs_first}× the fatal row and {dn.vs_recovered}× below denied",
+        printed=f"{te.descriptive_vs_first}×, {dn.vs_recovered}×",
+        predicted=f"recovered run in [{usd(dollars(lo))}, {usd(dollars(hi))}]",
+        how=f"fatal row = one turn, {usd(dollars(fatal))}; both ratios bracket the recovered run",
+        consistent=lo <= hi,
+        verdict="not predicted",
+    )
 
 
 def _dedupe_pct(c: Profile, dd) -> Prediction:
