@@ -33,10 +33,18 @@ class Measured:
         return self.floor.state.cost_usd / self.recovered.state.cost_usd
 
 
-async def measure(env: Env, *, stop_on_permanent: bool = True) -> Measured:
-    """`stop_on_permanent=False` feeds the permanent error back in the stopping run too (broken)."""
+async def measure(env: Env, *, stop_on_permanent: bool = True, drain_pending: bool = False) -> Measured:
+    """`stop_on_permanent=False` feeds the permanent error back in the stopping run too (broken);
+    `drain_pending=True` runs the floor's pending call after the cap (broken)."""
     floor, stop, recovered = await asyncio.gather(
-        run_scenario(env, "denied", run_id="denied-floor", max_turns=CH.turns, stop_on_permanent=False),
+        run_scenario(
+            env,
+            "denied",
+            run_id="denied-floor",
+            max_turns=CH.turns,
+            stop_on_permanent=False,
+            drain_pending=drain_pending,
+        ),
         run_scenario(
             env, "denied", run_id="denied-stop", max_turns=CH.turns, stop_on_permanent=stop_on_permanent
         ),

@@ -10,6 +10,7 @@ experiment can also be run with its mechanism broken (the tests do).
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import AsyncIterator, Callable
@@ -38,11 +39,13 @@ from harness import (
     chapter_tools,
     make_sandbox,
     new_run,
+    pending,
     reject,
     run,
 )
 from harness.chapter import Knobs, ListFiles, ReadFile, Research, Taught, every_tool
 from harness.codec import from_json, to_json
+from harness.state import ToolRun
 from harness.tools import schema
 from harness.trace import read_jsonl
 
@@ -150,10 +153,14 @@ async def run_scenario(
     latency_ms: int | None = None,
     scan_seconds: float = 3.0,
     child: Child | None = None,
+    drain_pending: bool = False,
+    drifting_tools: bool = False,
 ) -> Run:
     """Run (or continue `state` of) `scenario` through the harness against the mock; time it.
 
-    `scenario` is the model name; the user's task is `task`, or the scenario's own (`TASKS`)."""
+    `scenario` is the model name; the user's task is `task`, or the scenario's own (`TASKS`).
+    `drain_pending=True` runs a capped run's pending calls after the cap (a broken loop, for the tests);
+    `drifting_tools=True` makes a repeated call's result differ from the first (for the tests)."""
     sandbox = sandbox or make_sandbox(env.workdir / run_id)
     trace = trace if trace is not None else MemoryTrace()
     state = state or new_run(task if task is not None else TASKS[scenario], run_id=run_id)
@@ -170,8 +177,42 @@ async def run_scenario(
     started = time.perf_counter()
     async with _client(env) as client:
         model = OpenAIChat(scenario, client=client, headers=headers)
-        await run(state, model=model, tools=_tools(sandbox, scan_seconds, child, knobs, model), **settings)
+        tools = _tools(sandbox, scan_seconds, child, knobs, model)
+        tools = [_Drifting(t) for t in tools] if drifting_tools else tools
+        await run(state, model=model, tools=tools, **settings)
+        if drain_pending and state.status == "max_turns_exceeded":
+            await _drain(state, tools)
     return Run(state=state, trace=trace, sandbox=sandbox, wall_ms=(time.perf_counter() - started) * 1000)
+
+
+async def _drain(state: RunState, tools: list[Tool]) -> None:
+    """What a loop that runs the pending calls before its cap check leaves: the last turn's calls
+    executed and recorded, though the model never reads their results."""
+    by_name = {t.name: t for t in tools}
+    for call in pending(state):
+        name, args = call["function"]["name"], json.loads(call["function"]["arguments"] or "{}")
+        ctx = ToolContext(run_id=state.run_id, call_id=call["id"], cancel=Cancel(), progress=lambda _: None)
+        try:
+            content, ok = await by_name[name].run(args, ctx), True
+        except Exception as e:  # any failure is recorded as the loop would: a failed run
+            content, ok = str(e), False
+        state.messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+        state.tool_runs.append(ToolRun(tool=name, args=args, call_id=call["id"], ok=ok, ms=0.0))
+
+
+class _Drifting:
+    """A tool whose every repeated call returns a little more than the last: the same call no
+    longer gets the same result, so a repeat no longer costs exactly one more identical turn."""
+
+    def __init__(self, inner: Tool) -> None:
+        self.inner, self.calls = inner, 0
+        self.name, self.description, self.parameters = inner.name, inner.description, inner.parameters
+        self.read_only, self.needs_approval = inner.read_only, inner.needs_approval
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        self.calls += 1
+        out = await self.inner.run(args, ctx)
+        return out if self.calls == 1 else f"{out}\n(listed again: call {self.calls})"
 
 
 class _Uncharged:
@@ -244,6 +285,14 @@ def forget_intents(directory: Path, run_id: str) -> None:
     store = FileStore(directory)
     state = store.load(run_id)
     state.intents.clear()
+    store.save(state)
+
+
+def forget_cost(directory: Path, run_id: str) -> None:
+    """What a harness that does not save the spend would restore: the run's cost starts at zero."""
+    store = FileStore(directory)
+    state = store.load(run_id)
+    state.cost_usd = state.tool_cost_usd = 0.0
     store.save(state)
 
 
