@@ -39,11 +39,12 @@ def repeat_extra(second_prompt: int, p: Profile) -> float:
     return dollars(micro(second_prompt + p.growth, p.output))
 
 
-async def measure(env: Env, *, dedupe: Dedupe = "read-only") -> Measured:
-    """`dedupe` is what the deduped row runs with ("off" breaks it)."""
+async def measure(env: Env, *, dedupe: Dedupe = "read-only", stable_results: bool = True) -> Measured:
+    """`dedupe` is what the deduped row runs with ("off" breaks it); `stable_results=False` gives
+    the repeat a tool whose second result differs from its first (broken)."""
     once, repeat, deduped, runaway = await asyncio.gather(
         run_scenario(env, "once", run_id="once"),
-        run_scenario(env, "repeat", run_id="repeat"),
+        run_scenario(env, "repeat", run_id="repeat", drifting_tools=not stable_results),
         run_scenario(env, "repeat", run_id="repeat-dedupe", dedupe=dedupe),
         run_scenario(env, "runaway", run_id="dedupe-runaway", max_turns=3),
     )
