@@ -12,7 +12,16 @@ from pathlib import Path
 from experiments import chapter
 from experiments.paths import ROOT
 from experiments.report import Prose, Table, usd
-from experiments.runs import Env, Run, forget_intents, load_saved, run_scenario, saved_trace, turn_costs
+from experiments.runs import (
+    Env,
+    Run,
+    forget_cost,
+    forget_intents,
+    load_saved,
+    run_scenario,
+    saved_trace,
+    turn_costs,
+)
 from harness import RunState
 
 NAME = "kill_resume"
@@ -85,11 +94,13 @@ class Measured:
     naive: Write
 
 
-async def _plan(env: Env) -> Killed:
+async def _plan(env: Env, *, saved_cost: bool) -> Killed:
     d = _fresh(env.workdir / "kill-resume-plan")
     killed = await _process(
         env, "-m", "experiments.crash", "after_tool_result,after_tool_result", "--", *_cli(d, "plan", "kr")
     )
+    if not saved_cost:
+        forget_cost(d, "kr")
     restored = load_saved(d, "kr")
     resumed = await _process(env, "-m", "harness", "--state-dir", str(d), "resume", "kr")
     return Killed(killed_rc=killed, restored=restored, resumed_rc=resumed, final=load_saved(d, "kr"))
@@ -114,11 +125,12 @@ async def _write(env: Env, *, intents: bool, tag: str) -> Write:
     return Write(intents=intents, killed_rc=killed, final=load_saved(d, "kw"), delete_executions=len(started))
 
 
-async def measure(env: Env, *, intents: bool = True) -> Measured:
-    """`intents=False` resumes the write-ahead run without its intent record (broken)."""
+async def measure(env: Env, *, intents: bool = True, saved_cost: bool = True) -> Measured:
+    """`intents=False` resumes the write-ahead run without its intent record (broken);
+    `saved_cost=False` resumes the killed plan from a state whose spend was not saved (broken)."""
     reference, plan, wal, naive = await asyncio.gather(
         run_scenario(env, "plan", run_id="kr-reference"),
-        _plan(env),
+        _plan(env, saved_cost=saved_cost),
         _write(env, intents=intents, tag="wal"),
         _write(env, intents=False, tag="naive"),
     )

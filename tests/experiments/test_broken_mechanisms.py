@@ -33,6 +33,16 @@ BROKEN = [
         "permanent error stops failed after one turn, saying why",
     ),
     ("dedupe", {"dedupe": "off"}, "dedupe saves exactly one tool run"),
+    (
+        "dedupe",
+        {"stable_results": False},
+        "the repeat costs exactly one more turn (once's 2nd prompt + g in, one call out)",
+    ),
+    (
+        "permanent_error",
+        {"drain_pending": True},
+        "capped run keeps its last call pending: tool runs = turns − 1",
+    ),
     ("dedupe_writes", {"gate": "all"}, "gate: 3 turns, 2 tool runs, deleted twice"),
     ("approval", {"auto_approve": True}, "stops at turn 2 for delete_file, nothing deleted"),
     # `reject()` always prefixes "Rejected by the user:", and the mock only looks for a keyword:
@@ -44,6 +54,12 @@ BROKEN = [
     ),
     ("rejection_wording", {"reject": lambda reason: reject_with("")}, "the worded rejection gets the truth"),
     ("kill_resume", {"intents": False}, "write-ahead resume asks instead of writing twice"),
+    ("kill_resume", {"saved_cost": False}, "resumed run completes at the uninterrupted cost"),
+    (
+        "kill_resume",
+        {"saved_cost": False},
+        "restored after turn 2 with 6 messages, at the reference's first two turns' cost",
+    ),
     (
         "cancellation",
         {"reaches_tools": False},
