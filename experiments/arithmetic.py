@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import o200k
-from experiments import chapter
+from experiments import chapter, ratios
 from experiments.charts import CHAPTER, LIMIT, OURS, figure
 from experiments.predictions import (
     BUDGET,
@@ -34,6 +34,7 @@ from experiments.profile import (
 )
 from experiments.report import Prose, Table
 from experiments.runs import BudgetCheck, Env, Run, run_scenario
+from experiments.tool_errors import recover
 from experiments.turn_cap import early_profile
 
 NAME = "arithmetic"
@@ -58,6 +59,9 @@ class Measured:
     once: Run
     repeat: Run
     denied: Run
+    fatal: Run
+    recovered: Run
+    """`recover` with the fatal and the descriptive wording (tool_errors' two rows)."""
 
 
 async def measure(env: Env, *, budget_check: BudgetCheck = "before_call") -> Measured:
@@ -79,9 +83,11 @@ async def measure(env: Env, *, budget_check: BudgetCheck = "before_call") -> Mea
         run_scenario(
             env, "denied", run_id="arith-denied", max_turns=chapter.DENIED.turns, stop_on_permanent=False
         ),
+        recover(env, "fatal", "arith-fatal"),
+        recover(env, "descriptive", "arith-recovered"),
     )
     by_cap = dict(zip(caps, runs[: len(caps)], strict=True))
-    budget, plan, once, repeat, denied = runs[len(caps) :]
+    budget, plan, once, repeat, denied, fatal, recovered = runs[len(caps) :]
     return Measured(
         chapter=chapter_profile(),
         ours=early_profile(by_cap[OUR_FIT_CAPS[0]]),
@@ -92,6 +98,8 @@ async def measure(env: Env, *, budget_check: BudgetCheck = "before_call") -> Mea
         once=once,
         repeat=repeat,
         denied=denied,
+        fatal=fatal,
+        recovered=recovered,
     )
 
 
@@ -130,7 +138,18 @@ def _row(who: str, x: Prediction) -> dict:
 def table(m: Measured) -> Table:
     rows = [_row("chapter", x) for x in chapter_predictions(m.chapter)]
     rows += [_row("ours", x) for x in our_predictions(m)]
+    rows += [_row("ours at the chapter's a", ratios.prediction(x)) for x in ratio_shifts(m)]
     return Table(rows=rows)
+
+
+def ratio_shifts(m: Measured) -> list[ratios.Ratio]:
+    """The three ratios the index explains: ours, and ours with the chapter's first prompt."""
+    c = m.chapter
+    return [
+        ratios.tool_errors(c, m.fatal, m.recovered),
+        ratios.permanent_error(c, m.denied, m.recovered),
+        ratios.dedupe(c, m.once, m.repeat),
+    ]
 
 
 def _profile_text(p: Profile) -> str:
@@ -168,6 +187,9 @@ def checks(m: Measured) -> dict[str, bool]:
         == m.ours.input(PREDICTED_CAP)
         and measured_ratio(m) == m.ours.input_ratio(PREDICTED_CAP, 50),
         "our caps 8, 20, 50 fit one whole-token profile, the one turns 1–3 show": m.caps_fit == m.ours,
+        "the chapter's first prompt (and its printed denied and dedupe costs) give its three ratios": all(
+            ratios.explains(x) for x in ratio_shifts(m)
+        ),
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from experiments import chapter
+from experiments import chapter, ratios
 from experiments.charts import CHAPTER, OURS, cost_bars
 from experiments.profile import Profile, chapter_profile, dollars, micro
 from experiments.report import Prose, Table, usd
@@ -109,7 +109,8 @@ def prose(m: Measured) -> Prose:
         explained=(
             f"the chapter's own profile predicts +{usd(chapter_predicted)} for its repeat, not the "
             f"+{usd(CH.extra_usd)} it prints (+{usd(CH.extra_usd - chapter_predicted)}): its dedupe figure "
-            "is the one that does not follow from its other figures"
+            f"is the one that does not follow from its other figures; as a percentage, "
+            f"{ratios.dedupe(c, m.once, m.repeat).text()}"
         ),
         notes=[
             "The repeat adds exactly one turn: its prompt is the baseline's second prompt "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from experiments import chapter
+from experiments import chapter, ratios
 from experiments.charts import CHAPTER, LIMIT, OURS, cost_bars
 from experiments.profile import Profile, chapter_profile, implied_growth, implied_output
 from experiments.report import Prose, Table, usd
@@ -119,7 +119,8 @@ def prose(m: Measured) -> Prose:
             f"the chapter's in={CH.input_tokens:,} is its profile with growth {growth} per turn "
             f"({CH.turns}·{c.first_prompt} + {CH.turns - 1}·{c.extra_first} + "
             f"{CH.turns * (CH.turns - 1) // 2}·{growth}) and {out_per_turn} out per turn; "
-            f"ours grows {m.profile.growth} per turn from a first prompt of {m.profile.first_prompt}"
+            f"ours grows {m.profile.growth} per turn from a first prompt of {m.profile.first_prompt}; "
+            f"{ratios.permanent_error(c, m.floor, m.recovered).text()}"
         ),
         notes=[
             f"Our floor run follows its own profile to the token: first prompt {m.profile.first_prompt}, "

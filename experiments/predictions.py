@@ -58,17 +58,17 @@ def _decimals(printed: float) -> int:
     return len(str(printed).split(".")[1]) if "." in str(printed) else 0
 
 
-def _rounds_to(value: float, printed: float) -> bool:
+def rounds_to(value: float, printed: float) -> bool:
     return round(value, _decimals(printed)) == printed
 
 
-def _printed_range(printed: float) -> tuple[Fraction, Fraction]:
+def printed_range(printed: float) -> tuple[Fraction, Fraction]:
     """[lo, hi): the values that print as `printed` at its own precision (half a last digit)."""
     half = Fraction(1, 2 * 10 ** _decimals(printed))
     return Fraction(str(printed)) - half, Fraction(str(printed)) + half
 
 
-def _truncates_to(value: Fraction, printed: float) -> bool:
+def truncates_to(value: Fraction, printed: float) -> bool:
     """“Above $0.038” printed at three decimals: $0.038 ≤ value < $0.039."""
     step = Fraction(1, 10 ** _decimals(printed))
     return Fraction(str(printed)) <= value < Fraction(str(printed)) + step
@@ -97,7 +97,7 @@ def chapter_predictions(c: Profile) -> list[Prediction]:
             predicted=usd(c.cost(20)),
             how=f"input(20) = {c.input(20):,}, 20 × {c.output} out; “above” at the printed three "
             "decimals: in [$0.038, $0.039)",
-            consistent=_truncates_to(c.cost_micro(20) / 1_000_000, tc.cost_20_above_usd),
+            consistent=truncates_to(c.cost_micro(20) / 1_000_000, tc.cost_20_above_usd),
             verdict="predicted",
         ),
         Prediction(
@@ -105,7 +105,7 @@ def chapter_predictions(c: Profile) -> list[Prediction]:
             printed=f"{tc.input_ratio_100_50}",
             predicted=f"{c.input_ratio(100, 50):.4f}",
             how="input(100) / input(50): two of the fit's own points",
-            consistent=_rounds_to(c.input_ratio(100, 50), tc.input_ratio_100_50),
+            consistent=rounds_to(c.input_ratio(100, 50), tc.input_ratio_100_50),
             verdict="restated",
         ),
         Prediction(
@@ -113,7 +113,7 @@ def chapter_predictions(c: Profile) -> list[Prediction]:
             printed=f"{tc.cost_ratio_100_50}",
             predicted=f"{c.cost_ratio(100, 50):.4f}",
             how="cost(100) / cost(50): the fit's inputs plus the counted output",
-            consistent=_rounds_to(c.cost_ratio(100, 50), tc.cost_ratio_100_50),
+            consistent=rounds_to(c.cost_ratio(100, 50), tc.cost_ratio_100_50),
             verdict="predicted",
         ),
         Prediction(
@@ -259,7 +259,7 @@ def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
 def _recover(c: Profile, te, dn) -> Prediction:
     """Its two printed ratios, each ± half a last digit, bracket the recovered run's cost."""
     fatal = micro(c.prompt(1), call_tokens(chapter.READ_TIMEOUT))
-    vs_fatal, vs_denied = _printed_range(te.descriptive_vs_first), _printed_range(dn.vs_recovered)
+    vs_fatal, vs_denied = printed_range(te.descriptive_vs_first), printed_range(dn.vs_recovered)
     denied_micro = Fraction(str(dn.cost_usd)) * 1_000_000
     lo = max(fatal * vs_fatal[0], denied_micro / vs_denied[1])
     hi = min(fatal * vs_fatal[1], denied_micro / vs_denied[0])
@@ -277,7 +277,7 @@ def _dedupe_pct(c: Profile, dd) -> Prediction:
     """+75% of what? The baseline `once` is two turns: list_files, then an answer the chapter does
     not print. Which answer lengths make its printed +$0.001050 come out at +75%?"""
     extra = Fraction(str(dd.extra_usd)) * 1_000_000
-    lo, hi = _printed_range(dd.extra_pct)
+    lo, hi = printed_range(dd.extra_pct)
     base_lo, base_hi = extra * 100 / hi, extra * 100 / lo
     fixed = c.cost_micro(1) + c.prompt(2) * IN_MICRO
     answers = [k for k in range(0, 200) if base_lo < fixed + k * OUT_MICRO <= base_hi]

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from experiments import arithmetic, chapter
-from experiments.predictions import _printed_range, _truncates_to, chapter_predictions
+from experiments.predictions import chapter_predictions, printed_range, truncates_to
 from experiments.profile import chapter_profile
 
 RATIO_CHECK = "our turns 1–3 predict our cap-100 input and the 100/50 ratio"
@@ -34,13 +34,13 @@ def test_fit_points_and_recombined_figures_are_not_counted_as_predictions():
 
 
 def test_above_a_printed_cost_means_within_its_last_digit():
-    assert _truncates_to(Fraction("0.038038"), 0.038)
-    assert not _truncates_to(Fraction("0.0391"), 0.038)
-    assert not _truncates_to(Fraction("0.0379"), 0.038)
+    assert truncates_to(Fraction("0.038038"), 0.038)
+    assert not truncates_to(Fraction("0.0391"), 0.038)
+    assert not truncates_to(Fraction("0.0379"), 0.038)
 
 
 def test_a_printed_ratio_stands_for_half_a_last_digit_either_side():
-    assert _printed_range(4.7) == (Fraction("4.65"), Fraction("4.75"))
+    assert printed_range(4.7) == (Fraction("4.65"), Fraction("4.75"))
 
 
 def test_our_ratio_is_predicted_before_cap_100_is_seen(measured):

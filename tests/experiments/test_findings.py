@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import replace
 
 import pytest
@@ -137,3 +138,10 @@ def test_the_index_lists_every_experiment_in_the_registry(measured):
     for name, module in REGISTRY.items():
         row = next((r for r in rows if f"`python -m experiments {name}`" in r), "")
         assert module.TITLE.split(" · ")[0] in row and f"[table]({name}.md)" in row, name
+
+
+@pytest.mark.parametrize("name", ["tool_errors", "permanent_error", "dedupe"])
+def test_the_index_explains_a_ratio_difference_with_numbers(name, measured):
+    explained = outcome(REGISTRY[name], measured(name)).prose.explained
+    number = r"with the chapter's first prompt \(\d+ tokens for our \d+\) our runs give \d+\.\d\d"
+    assert re.search(number, explained), explained
