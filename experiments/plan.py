@@ -35,8 +35,9 @@ class Measured:
     """23 + 29 + the answer's own count."""
 
 
-async def measure(env: Env, *, max_turns: int = 20) -> Measured:
-    r = await run_scenario(env, "plan", run_id="plan", max_turns=max_turns)
+async def measure(env: Env, *, hidden_note: str | None = None) -> Measured:
+    """`hidden_note` is sent with every request but kept out of the transcript (broken)."""
+    r = await run_scenario(env, "plan", run_id="plan", hidden_note=hidden_note)
     calls = [o200k.count(o200k.tool_calls_json(c.wire())) for c in (chapter.LIST_FILES, chapter.READ_ERRORS)]
     return Measured(
         run=r,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -155,12 +155,14 @@ async def run_scenario(
     child: Child | None = None,
     drain_pending: bool = False,
     drifting_tools: bool = False,
+    hidden_note: str | None = None,
 ) -> Run:
     """Run (or continue `state` of) `scenario` through the harness against the mock; time it.
 
     `scenario` is the model name; the user's task is `task`, or the scenario's own (`TASKS`).
     `drain_pending=True` runs a capped run's pending calls after the cap (a broken loop, for the tests);
-    `drifting_tools=True` makes a repeated call's result differ from the first (for the tests)."""
+    `drifting_tools=True` makes a repeated call's result differ from the first; `hidden_note` is
+    sent with every request but never kept in the transcript (both broken, for the tests)."""
     sandbox = sandbox or make_sandbox(env.workdir / run_id)
     trace = trace if trace is not None else MemoryTrace()
     state = state or new_run(task if task is not None else TASKS[scenario], run_id=run_id)
@@ -176,7 +178,8 @@ async def run_scenario(
     headers = {"x-mock-options": f"latency={latency_ms}"} if latency_ms is not None else None
     started = time.perf_counter()
     async with _client(env) as client:
-        model = OpenAIChat(scenario, client=client, headers=headers)
+        model: Any = OpenAIChat(scenario, client=client, headers=headers)
+        model = _Whispering(model, hidden_note) if hidden_note else model
         tools = _tools(sandbox, scan_seconds, child, knobs, model)
         tools = [_Drifting(t) for t in tools] if drifting_tools else tools
         await run(state, model=model, tools=tools, **settings)
@@ -198,6 +201,26 @@ async def _drain(state: RunState, tools: list[Tool]) -> None:
             content, ok = str(e), False
         state.messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
         state.tool_runs.append(ToolRun(tool=name, args=args, call_id=call["id"], ok=ok, ms=0.0))
+
+
+class _Whispering:
+    """A model whose every request carries a system note the run's transcript never records: the
+    provider bills for text the harness cannot account for."""
+
+    def __init__(self, inner: OpenAIChat, note: str) -> None:
+        self.inner, self.note = inner, note
+
+    def _with_note(self, messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        return [*messages, {"role": "system", "content": self.note}]
+
+    async def complete(self, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> Any:
+        return await self.inner.complete(self._with_note(messages), **kwargs)
+
+    def count_prompt_tokens(self, messages: Sequence[Mapping[str, Any]], tools: Any) -> int:
+        return self.inner.count_prompt_tokens(self._with_note(messages), tools)
+
+    def with_name(self, name: str) -> OpenAIChat:
+        return self.inner.with_name(name)
 
 
 class _Drifting:

@@ -23,7 +23,7 @@ class _LosesRunId(MemoryTrace):
 
 
 BROKEN = [
-    ("plan", {"max_turns": 2}, "three turns, two tool runs, completed with the chapter's answer"),
+    ("plan", {"hidden_note": "Be brief."}, "each turn's prompt = our count of the transcript sent"),
     ("turn_cap", {"cap_slack": 1}, "every capped run stops max_turns_exceeded at its cap"),
     ("budget", {"soft_check": "after_call"}, "soft: turns and spend = what our profile predicts"),
     ("tool_errors", {"descriptive": "generic"}, "only the descriptive policy answers"),
