@@ -1,10 +1,12 @@
 """The chapter's arithmetic: its figures are one token profile, and so are ours.
 
 Fitting input(n) = n·a + (n−1)·d + g·n(n−1)/2 (`profile.py`) to the chapter's runaway table gives
-whole tokens; from that profile and the `o200k_base` counts of the chapter's own tool calls, each
-other token and cost figure it prints is predicted and marked consistent or not. The same fit of
-our own runs predicts our figures, and the cap-100/cap-50 ratio, a function of a/g alone (and d/g),
-explains why ours is not the chapter's.
+whole tokens; from that profile and the `o200k_base` counts of the chapter's own tool calls, its
+other figures are marked predicted (and consistent or not), restated (a fit point, or its own
+printed numbers recombined: true by construction) or not predicted. Our profile is read off our
+first three turns alone, so our cap totals and the cap-100/cap-50 ratio — a function of a/g (and
+d/g) — are predictions, checked against the runs; `ratios.py` puts numbers on the three cost
+ratios that differ from the chapter's.
 """
 
 from __future__ import annotations
@@ -39,10 +41,9 @@ from experiments.turn_cap import early_profile
 
 NAME = "arithmetic"
 TITLE = "16 · The chapter's arithmetic: one token profile predicts its figures, and ours"
-CHAPTER_CAPS = tuple(n for n, _ in chapter.TURN_CAP.input_by_cap)
-"""Caps 8, 50, 100: the chapter's runaway table, which its profile is fitted through."""
 OUR_FIT_CAPS = (8, 20, 50)
-"""Ours is fitted WITHOUT cap 100, so our cap-100 input and the 100/50 ratio are predictions."""
+"""A second, independent fit of ours (cap totals, not per-turn prompts), WITHOUT cap 100: it must
+land on the profile turns 1–3 show, and cap 100 stays a prediction for both."""
 PREDICTED_CAP = 100
 
 
