@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from experiments import chapter
 from experiments.predictions import Prediction, rounds_to
@@ -51,36 +52,36 @@ class Ratio:
         )
 
 
-def _ratio(num: Run, den: Run, a: int) -> tuple[float, float]:
+def _quotient(figure: str, printed: float, num: Run, den: Run, c: Profile, **more: Any) -> Ratio:
+    """num's cost over den's: as measured, and with the chapter's first prompt in both."""
     n, d = num.state.turn_usage, den.state.turn_usage
     ours = with_first_prompt(n, n[0].prompt_tokens) / with_first_prompt(d, d[0].prompt_tokens)
-    return float(ours), float(with_first_prompt(n, a) / with_first_prompt(d, a))
-
-
-def tool_errors(c: Profile, fatal: Run, recovered: Run) -> Ratio:
-    ours, shifted = _ratio(recovered, fatal, c.first_prompt)
     return Ratio(
-        figure="tool_errors: descriptive ÷ fatal row",
-        printed=chapter.TOOL_ERRORS.descriptive_vs_first,
-        ours=ours,
-        at_chapter_a=shifted,
-        our_a=fatal.state.turn_usage[0].prompt_tokens,
+        figure=figure,
+        printed=printed,
+        ours=float(ours),
+        at_chapter_a=float(with_first_prompt(n, c.first_prompt) / with_first_prompt(d, c.first_prompt)),
+        our_a=n[0].prompt_tokens,
         chapter_a=c.first_prompt,
+        **more,
     )
 
 
+def tool_errors(c: Profile, fatal: Run, recovered: Run) -> Ratio:
+    te = chapter.TOOL_ERRORS
+    return _quotient("tool_errors: descriptive ÷ fatal row", te.descriptive_vs_first, recovered, fatal, c)
+
+
 def permanent_error(c: Profile, floor: Run, recovered: Run) -> Ratio:
-    ours, shifted = _ratio(floor, recovered, c.first_prompt)
     denied = Fraction(str(chapter.DENIED.cost_usd)) * 1_000_000
-    return Ratio(
+    return _quotient(
+        "permanent_error: denied floor ÷ recovered run",
+        chapter.DENIED.vs_recovered,
+        floor,
+        recovered,
+        c,
         printed_over_ours=float(denied / with_first_prompt(recovered.state.turn_usage, c.first_prompt)),
         numerator=f"denied cost ({usd(chapter.DENIED.cost_usd)})",
-        figure="permanent_error: denied floor ÷ recovered run",
-        printed=chapter.DENIED.vs_recovered,
-        ours=ours,
-        at_chapter_a=shifted,
-        our_a=floor.state.turn_usage[0].prompt_tokens,
-        chapter_a=c.first_prompt,
     )
 
 
@@ -113,27 +114,21 @@ def explains(x: Ratio) -> bool:
 
 
 def prediction(x: Ratio) -> Prediction:
-    unit = x.unit
-    consistent = rounds_to(x.at_chapter_a, x.printed)
-    more = (
-        f"; {x.printed_over_ours:.2f}{unit} with its printed {x.numerator}"
-        if x.printed_over_ours is not None
-        else ""
-    )
+    """A row of the arithmetic table; `consistent` is `explains(x)`, and the difference says what
+    the first prompt alone leaves, and what is left once the chapter's printed numerator is used."""
+    u, alone = x.unit, x.printed - x.at_chapter_a
+    predicted, left = f"{x.at_chapter_a:.2f}{u} with its first prompt", ""
+    if not rounds_to(x.at_chapter_a, x.printed):
+        left = f"the first prompt alone leaves {alone:+.2f}{u}"
+    if x.printed_over_ours is not None:
+        predicted += f"; {x.printed_over_ours:.2f}{u} with its printed {x.numerator}"
+        left += f"; with its printed {x.numerator}, {x.printed - x.printed_over_ours:+.2f}{u}"
     return Prediction(
         figure=x.figure,
-        printed=f"chapter {x.printed}{unit}; ours {x.ours:.2f}{unit}",
-        predicted=f"{x.at_chapter_a:.2f}{unit} with its first prompt{more}",
+        printed=f"chapter {x.printed}{u}; ours {x.ours:.2f}{u}",
+        predicted=predicted,
         how=f"our runs, every prompt moved by {x.chapter_a} − {x.our_a} (the chapter's a for ours)",
-        consistent=consistent,
+        consistent=explains(x),
         verdict="predicted",
-        difference=""
-        if consistent
-        else f"{x.printed - x.at_chapter_a:+.2f}{unit} left to texts the "
-        "chapter does not print"
-        + (
-            f" ({x.printed - x.printed_over_ours:+.2f}{unit} once its printed {x.numerator} is used)"
-            if x.printed_over_ours is not None
-            else ""
-        ),
+        difference=left.lstrip("; "),
     )
