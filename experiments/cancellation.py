@@ -18,10 +18,15 @@ from experiments.runs import Env, new_cancel, run_scenario
 WALL_CLOCK = True
 """Timed: runs after the arithmetic experiments, with only its wall-clock peers."""
 NAME = "cancellation"
-TITLE = "11 · Cancellation into tools: `slow`, Stop at 1.2 s"
+TITLE = "11 · Cancellation into tools: `slow`, Stop pressed mid-scan"
 CH = chapter.CANCELLATION
 PROGRESS = [f"scanned {n} of 1200 files" for n in range(200, 1201, 200)]
 """What the scan reports when it runs to the end: every 200 of its 1,200 files."""
+
+
+def ms10(ms: float) -> int:
+    """Wall time to the nearest 10 ms, as a whole number (a CSV cell never reads 3100.0)."""
+    return int(round(ms, -1))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,10 +107,10 @@ def table(m: Measured) -> Table:
     def row(label: str, s: Scan, chapter_says: str) -> dict:
         return {
             "run": label,
-            "stopped_after_ms": round(s.total_ms, -1),
+            "stopped_after_ms": ms10(s.total_ms),
             "status": s.status,
             "reason": s.reason,
-            "stop_pressed_ms": round(s.stop_ms, -1) if s.stop_ms else "",
+            "stop_pressed_ms": ms10(s.stop_ms) if s.stop_ms else "",
             "progress_lines": len(s.progress),
             "chapter": chapter_says,
         }
@@ -123,7 +128,7 @@ def table(m: Measured) -> Table:
     progress = [
         {
             "run": "progress (no cancellation)",
-            "stopped_after_ms": round(ms, -1),
+            "stopped_after_ms": ms10(ms),
             "status": label,
             "chapter": chapter_marks[i] if i < len(chapter_marks) else "",
         }

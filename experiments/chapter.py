@@ -35,11 +35,6 @@ DELETE_ACCESS = Call(id="c2", name="delete_file", args={"path": "access.log"})
 READ_TIMEOUT = Call(id="c1", name="read_file", args={"path": "timeout.log"})
 
 
-def runaway_call(turn_index: int) -> Call:
-    """`runaway: (t) => asks(call(`c${t}`, "list_files", {}))` — the id counts from c0."""
-    return Call(id=f"c{turn_index}", name="list_files", args={})
-
-
 @dataclass(frozen=True, kw_only=True)
 class Plan:
     turns: int = 3

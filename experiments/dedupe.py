@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from experiments import chapter
+from experiments import chapter, ratios
 from experiments.charts import CHAPTER, OURS, cost_bars
 from experiments.profile import Profile, chapter_profile, dollars, micro
 from experiments.report import Prose, Table, usd
@@ -39,11 +39,12 @@ def repeat_extra(second_prompt: int, p: Profile) -> float:
     return dollars(micro(second_prompt + p.growth, p.output))
 
 
-async def measure(env: Env, *, dedupe: Dedupe = "read-only") -> Measured:
-    """`dedupe` is what the deduped row runs with ("off" breaks it)."""
+async def measure(env: Env, *, dedupe: Dedupe = "read-only", stable_results: bool = True) -> Measured:
+    """`dedupe` is what the deduped row runs with ("off" breaks it); `stable_results=False` gives
+    the repeat a tool whose second result differs from its first (broken)."""
     once, repeat, deduped, runaway = await asyncio.gather(
         run_scenario(env, "once", run_id="once"),
-        run_scenario(env, "repeat", run_id="repeat"),
+        run_scenario(env, "repeat", run_id="repeat", drifting_tools=not stable_results),
         run_scenario(env, "repeat", run_id="repeat-dedupe", dedupe=dedupe),
         run_scenario(env, "runaway", run_id="dedupe-runaway", max_turns=3),
     )
@@ -108,7 +109,8 @@ def prose(m: Measured) -> Prose:
         explained=(
             f"the chapter's own profile predicts +{usd(chapter_predicted)} for its repeat, not the "
             f"+{usd(CH.extra_usd)} it prints (+{usd(CH.extra_usd - chapter_predicted)}): its dedupe figure "
-            "is the one that does not follow from its other figures"
+            f"is the one that does not follow from its other figures; as a percentage, "
+            f"{ratios.dedupe(c, m.once, m.repeat).text()}"
         ),
         notes=[
             "The repeat adds exactly one turn: its prompt is the baseline's second prompt "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,16 @@ from pathlib import Path
 from experiments import chapter
 from experiments.paths import ROOT
 from experiments.report import Prose, Table, usd
-from experiments.runs import Env, Run, forget_intents, load_saved, run_scenario, saved_trace, turn_costs
+from experiments.runs import (
+    Env,
+    Run,
+    forget_cost,
+    forget_intents,
+    load_saved,
+    run_scenario,
+    saved_trace,
+    turn_costs,
+)
 from harness import RunState
 
 NAME = "kill_resume"
@@ -50,6 +60,13 @@ def _cli(d: Path, scenario: str, run_id: str, *extra: str) -> list[str]:
     ]
 
 
+def _fresh(d: Path) -> Path:
+    """An empty state directory: a rerun in the same workdir starts over (the CLI refuses to run
+    an id it already saved, and the trace appends, so old lines would count twice)."""
+    shutil.rmtree(d, ignore_errors=True)
+    return d
+
+
 @dataclass(frozen=True, kw_only=True)
 class Killed:
     killed_rc: int
@@ -77,18 +94,20 @@ class Measured:
     naive: Write
 
 
-async def _plan(env: Env) -> Killed:
-    d = env.workdir / "kill-resume-plan"
+async def _plan(env: Env, *, saved_cost: bool) -> Killed:
+    d = _fresh(env.workdir / "kill-resume-plan")
     killed = await _process(
         env, "-m", "experiments.crash", "after_tool_result,after_tool_result", "--", *_cli(d, "plan", "kr")
     )
+    if not saved_cost:
+        forget_cost(d, "kr")
     restored = load_saved(d, "kr")
     resumed = await _process(env, "-m", "harness", "--state-dir", str(d), "resume", "kr")
     return Killed(killed_rc=killed, restored=restored, resumed_rc=resumed, final=load_saved(d, "kr"))
 
 
 async def _write(env: Env, *, intents: bool, tag: str) -> Write:
-    d = env.workdir / f"kill-resume-write-{tag}"
+    d = _fresh(env.workdir / f"kill-resume-write-{tag}")
     killed = await _process(
         env,
         "-m",
@@ -106,11 +125,12 @@ async def _write(env: Env, *, intents: bool, tag: str) -> Write:
     return Write(intents=intents, killed_rc=killed, final=load_saved(d, "kw"), delete_executions=len(started))
 
 
-async def measure(env: Env, *, intents: bool = True) -> Measured:
-    """`intents=False` resumes the write-ahead run without its intent record (broken)."""
+async def measure(env: Env, *, intents: bool = True, saved_cost: bool = True) -> Measured:
+    """`intents=False` resumes the write-ahead run without its intent record (broken);
+    `saved_cost=False` resumes the killed plan from a state whose spend was not saved (broken)."""
     reference, plan, wal, naive = await asyncio.gather(
         run_scenario(env, "plan", run_id="kr-reference"),
-        _plan(env),
+        _plan(env, saved_cost=saved_cost),
         _write(env, intents=intents, tag="wal"),
         _write(env, intents=False, tag="naive"),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from experiments import chapter
+from experiments import chapter, ratios
 from experiments.charts import CHAPTER, LIMIT, OURS, cost_bars
 from experiments.profile import Profile, chapter_profile, implied_growth, implied_output
 from experiments.report import Prose, Table, usd
@@ -33,10 +33,18 @@ class Measured:
         return self.floor.state.cost_usd / self.recovered.state.cost_usd
 
 
-async def measure(env: Env, *, stop_on_permanent: bool = True) -> Measured:
-    """`stop_on_permanent=False` feeds the permanent error back in the stopping run too (broken)."""
+async def measure(env: Env, *, stop_on_permanent: bool = True, drain_pending: bool = False) -> Measured:
+    """`stop_on_permanent=False` feeds the permanent error back in the stopping run too (broken);
+    `drain_pending=True` runs the floor's pending call after the cap (broken)."""
     floor, stop, recovered = await asyncio.gather(
-        run_scenario(env, "denied", run_id="denied-floor", max_turns=CH.turns, stop_on_permanent=False),
+        run_scenario(
+            env,
+            "denied",
+            run_id="denied-floor",
+            max_turns=CH.turns,
+            stop_on_permanent=False,
+            drain_pending=drain_pending,
+        ),
         run_scenario(
             env, "denied", run_id="denied-stop", max_turns=CH.turns, stop_on_permanent=stop_on_permanent
         ),
@@ -111,15 +119,16 @@ def prose(m: Measured) -> Prose:
             f"the chapter's in={CH.input_tokens:,} is its profile with growth {growth} per turn "
             f"({CH.turns}·{c.first_prompt} + {CH.turns - 1}·{c.extra_first} + "
             f"{CH.turns * (CH.turns - 1) // 2}·{growth}) and {out_per_turn} out per turn; "
-            f"ours grows {m.profile.growth} per turn from a first prompt of {m.profile.first_prompt}"
+            f"ours grows {m.profile.growth} per turn from a first prompt of {m.profile.first_prompt}; "
+            f"{ratios.permanent_error(c, m.floor, m.recovered).text()}"
         ),
         notes=[
             f"Our floor run follows its own profile to the token: first prompt {m.profile.first_prompt}, "
             f"then +{m.profile.first_growth}, then +{m.profile.growth} per turn, {m.profile.output} out per "
             f"turn → in = {m.profile.input(CH.turns):,}, cost = {usd(m.profile.cost(CH.turns))} at 12 turns.",
             "Tool runs: the chapter's loop checks the cap at the top of each iteration, before the "
-            "pending call runs, so its twelfth call stays pending (11 tool runs) and the run can resume "
-            "with it.",
+            f"pending call runs, so its call of turn {CH.turns} stays pending ({CH.tool_runs} tool runs) and "
+            "the run can resume with it.",
         ],
     )
 

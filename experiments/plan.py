@@ -15,6 +15,11 @@ TITLE = "1 · `plan`, cap 20: three turns, and every turn resends everything"
 CH = chapter.PLAN
 
 
+def chapter_call_tokens() -> list[int]:
+    """The completion tokens the chapter's trace prints for its first two turns (23, 29)."""
+    return [e["completion_tokens"] for e in chapter.trace_events() if e["type"] == "turn"]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Measured:
     run: Run
@@ -30,8 +35,9 @@ class Measured:
     """23 + 29 + the answer's own count."""
 
 
-async def measure(env: Env, *, max_turns: int = 20) -> Measured:
-    r = await run_scenario(env, "plan", run_id="plan", max_turns=max_turns)
+async def measure(env: Env, *, hidden_note: str | None = None) -> Measured:
+    """`hidden_note` is sent with every request but kept out of the transcript (broken)."""
+    r = await run_scenario(env, "plan", run_id="plan", hidden_note=hidden_note)
     calls = [o200k.count(o200k.tool_calls_json(c.wire())) for c in (chapter.LIST_FILES, chapter.READ_ERRORS)]
     return Measured(
         run=r,
@@ -50,7 +56,8 @@ def table(m: Measured) -> Table:
             "turn": i + 1,
             "prompt_tokens": u.prompt_tokens,
             "completion_tokens": u.completion_tokens,
-            "growth": u.prompt_tokens - (m.prompts[i - 1] if i else 0),
+            # Turn 1 has no earlier prompt to grow from: its cell is empty, not the prompt itself.
+            "growth": u.prompt_tokens - m.prompts[i - 1] if i else "",
             "chapter_prompt_tokens": CH.prompt_per_turn[i] if i < len(CH.prompt_per_turn) else "",
         }
         for i, u in enumerate(s.turn_usage)
@@ -92,6 +99,11 @@ def checks(m: Measured) -> dict[str, bool]:
         "output = the two calls' JSON + the answer's own count": s.completion_tokens == m.predicted_output
         and [u.completion_tokens for u in s.turn_usage] == m.counted_replies,
         "each turn's prompt = our count of the transcript sent": m.prompts == m.counted_prompts,
+        # Our counts and the mock's share o200k code; the chapter's printed trace does not.
+        "the two calls' completion tokens = the chapter's printed trace counts": [
+            u.completion_tokens for u in s.turn_usage[:2]
+        ]
+        == chapter_call_tokens(),
         "prompt tokens grow every turn": all(b > a for a, b in zip(m.prompts, m.prompts[1:], strict=False)),
     }
 
@@ -120,8 +132,9 @@ def prose(m: Measured) -> Prose:
             f"Output tokens: the two tool-call replies are the chapter's own calls, "
             f"{' and '.join(map(str, m.call_tokens))} tokens "
             f"of compact `tool_calls` JSON, and the answer is the chapter's own sentence, {answer_out} "
-            f"tokens: {m.predicted_output} in all. The chapter prints {CH.output_tokens}, one more: its "
-            "text reply counts one token beyond its text.",
+            f"tokens: {m.predicted_output} in all. The chapter prints {CH.output_tokens} "
+            f"({CH.output_tokens - m.predicted_output:+d}): its text reply counts "
+            f"{CH.output_tokens - m.predicted_output:+d} beyond its text.",
             "Input tokens: each turn's prompt equals our own count of the request the harness sent "
             f"(transcript so far plus tool definitions): {', '.join(map(str, m.counted_prompts))}. Our "
             "system prompt and tool descriptions are our own, not tuned to the chapter's, so the first "

@@ -2,12 +2,15 @@
 
 Each `Prediction` pairs a figure with its prediction and says how it was derived; `consistent`
 is exact equality at the printed precision (tokens, or micro-dollars), never a tolerance band.
+Its `verdict` says whether the row is a prediction at all: a fit point, or the chapter's own
+printed numbers recombined, agrees by construction and is only `restated`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Literal
 
 import o200k
 from experiments import chapter
@@ -27,6 +30,11 @@ from experiments.runs import Run, reply_tokens
 
 BUDGET = chapter.BUDGET.budget_usd
 
+Verdict = Literal["predicted", "restated", "not predicted"]
+"""predicted: derived from data the figure is not part of; restated: a fit point, or the
+figure's own printed inputs recombined (agrees by construction); not predicted: only bounded
+or checked for whole tokens."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Prediction:
@@ -36,6 +44,7 @@ class Prediction:
     predicted: str
     how: str
     consistent: bool
+    verdict: Verdict
     difference: str = ""
 
 
@@ -45,9 +54,24 @@ def _money(printed: float, predicted: Fraction) -> tuple[bool, str]:
     return diff == 0, "" if diff == 0 else f"{'+' if diff > 0 else '−'}{usd(abs(dollars(diff)))}"
 
 
-def _rounds_to(value: float, printed: float) -> bool:
-    decimals = len(str(printed).split(".")[1]) if "." in str(printed) else 0
-    return round(value, decimals) == printed
+def _decimals(printed: float) -> int:
+    return len(str(printed).split(".")[1]) if "." in str(printed) else 0
+
+
+def rounds_to(value: float, printed: float) -> bool:
+    return round(value, _decimals(printed)) == printed
+
+
+def printed_range(printed: float) -> tuple[Fraction, Fraction]:
+    """[lo, hi): the values that print as `printed` at its own precision (half a last digit)."""
+    half = Fraction(1, 2 * 10 ** _decimals(printed))
+    return Fraction(str(printed)) - half, Fraction(str(printed)) + half
+
+
+def truncates_to(value: Fraction, printed: float) -> bool:
+    """“Above $0.038” printed at three decimals: $0.038 ≤ value < $0.039."""
+    step = Fraction(1, 10 ** _decimals(printed))
+    return Fraction(str(printed)) <= value < Fraction(str(printed)) + step
 
 
 def chapter_predictions(c: Profile) -> list[Prediction]:
@@ -62,6 +86,7 @@ def chapter_predictions(c: Profile) -> list[Prediction]:
             predicted=f"{c.input(n):,}",
             how="the fit (three points, three unknowns, whole tokens)",
             consistent=c.input(n) == t,
+            verdict="restated",
         )
         for n, t in tc.input_by_cap
     ]
@@ -70,22 +95,26 @@ def chapter_predictions(c: Profile) -> list[Prediction]:
             figure="20 turns cost",
             printed=f"> {usd_short(tc.cost_20_above_usd)}",
             predicted=usd(c.cost(20)),
-            how=f"input(20) = {c.input(20):,}, 20 × {c.output} out",
-            consistent=c.cost(20) > tc.cost_20_above_usd,
+            how=f"input(20) = {c.input(20):,}, 20 × {c.output} out; “above” at the printed three "
+            "decimals: in [$0.038, $0.039)",
+            consistent=truncates_to(c.cost_micro(20) / 1_000_000, tc.cost_20_above_usd),
+            verdict="predicted",
         ),
         Prediction(
             figure="input ×, cap 100 / 50",
             printed=f"{tc.input_ratio_100_50}",
             predicted=f"{c.input_ratio(100, 50):.4f}",
-            how="input(100) / input(50)",
-            consistent=_rounds_to(c.input_ratio(100, 50), tc.input_ratio_100_50),
+            how="input(100) / input(50): two of the fit's own points",
+            consistent=rounds_to(c.input_ratio(100, 50), tc.input_ratio_100_50),
+            verdict="restated",
         ),
         Prediction(
             figure="cost ×, cap 100 / 50",
             printed=f"{tc.cost_ratio_100_50}",
             predicted=f"{c.cost_ratio(100, 50):.4f}",
-            how="cost(100) / cost(50)",
-            consistent=_rounds_to(c.cost_ratio(100, 50), tc.cost_ratio_100_50),
+            how="cost(100) / cost(50): the fit's inputs plus the counted output",
+            consistent=rounds_to(c.cost_ratio(100, 50), tc.cost_ratio_100_50),
+            verdict="predicted",
         ),
         Prediction(
             figure=f"budget {usd_short(b.budget_usd)}: spent",
@@ -94,17 +123,20 @@ def chapter_predictions(c: Profile) -> list[Prediction]:
             how="first n with cost(n) ≥ budget (checked before each call)",
             consistent=_money(b.spent_usd, c.cost_micro(n_budget))[0],
             difference=_money(b.spent_usd, c.cost_micro(n_budget))[1],
+            verdict="predicted",
         ),
     ]
     return rows + _trace_and_plan(c, read, delete) + _others(c, kr, dn, dd)
 
 
 def _trace_and_plan(c: Profile, read: int, delete: int) -> list[Prediction]:
+    return _trace(c, delete) + _plan(c, read)
+
+
+def _trace(c: Profile, delete: int) -> list[Prediction]:
     events = [e for e in chapter.trace_events() if e["type"] == "turn"]
     turn2 = c.cost_micro(1) + micro(c.prompt(2), delete)
-    pl = chapter.PLAN
-    out = call_tokens(chapter.LIST_FILES) + read + o200k.count(pl.answer)
-    rows = [
+    return [
         Prediction(
             figure="trace turn 1: prompt, completion, costUsd",
             printed=f"{events[0]['prompt_tokens']}, {events[0]['completion_tokens']}, {events[0]['costUsd']}",
@@ -112,6 +144,7 @@ def _trace_and_plan(c: Profile, read: int, delete: int) -> list[Prediction]:
             how="a; the list_files call's JSON counted",
             consistent=(events[0]["prompt_tokens"], events[0]["completion_tokens"]) == (c.prompt(1), c.output)
             and _money(events[0]["costUsd"], c.cost_micro(1))[0],
+            verdict="predicted",
         ),
         Prediction(
             figure="trace turn 2: prompt, completion, costUsd",
@@ -120,13 +153,22 @@ def _trace_and_plan(c: Profile, read: int, delete: int) -> list[Prediction]:
             how="a + first growth; the delete_file call's JSON counted",
             consistent=(events[1]["prompt_tokens"], events[1]["completion_tokens"]) == (c.prompt(2), delete)
             and _money(events[1]["costUsd"], turn2)[0],
+            verdict="predicted",
         ),
+    ]
+
+
+def _plan(c: Profile, read: int) -> list[Prediction]:
+    pl = chapter.PLAN
+    out = call_tokens(chapter.LIST_FILES) + read + o200k.count(pl.answer)
+    return [
         Prediction(
             figure="plan prompts, turns 1–2",
             printed=", ".join(map(str, pl.prompt_per_turn[:2])),
             predicted=f"{c.prompt(1)}, {c.prompt(2)}",
             how="a, a + first growth",
             consistent=pl.prompt_per_turn[:2] == (c.prompt(1), c.prompt(2)),
+            verdict="predicted",
         ),
         Prediction(
             figure="plan prompt, turn 3",
@@ -135,6 +177,7 @@ def _trace_and_plan(c: Profile, read: int, delete: int) -> list[Prediction]:
             how=f"not predicted: reading errors.log adds {pl.prompt_per_turn[2] - c.prompt(2)}, "
             "which depends on the file",
             consistent=True,
+            verdict="not predicted",
         ),
         Prediction(
             figure="plan output tokens",
@@ -143,6 +186,7 @@ def _trace_and_plan(c: Profile, read: int, delete: int) -> list[Prediction]:
             how=f"{c.output} + {read} + the answer's {o200k.count(pl.answer)}",
             consistent=out == pl.output_tokens,
             difference=f"{pl.output_tokens - out:+d} token",
+            verdict="predicted",
         ),
         Prediction(
             figure="plan cost (and the resumed run's)",
@@ -151,21 +195,19 @@ def _trace_and_plan(c: Profile, read: int, delete: int) -> list[Prediction]:
             how=f"its printed in={pl.input_tokens} and out={pl.output_tokens} at its prices",
             consistent=_money(pl.cost_usd, micro(pl.input_tokens, pl.output_tokens))[0]
             and pl.cost_usd == chapter.KILL_RESUME.resumed_cost_usd,
+            verdict="restated",
         ),
     ]
-    return rows
 
 
 def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
+    te = chapter.TOOL_ERRORS
     read = call_tokens(chapter.READ_ERRORS)
     restored = c.cost_micro(1) + micro(c.prompt(2), read)
     g_denied, o_denied = (
         implied_growth(dn.input_tokens, dn.turns, c),
         implied_output(dn.cost_usd, dn.input_tokens, dn.turns),
     )
-    fatal = micro(c.prompt(1), call_tokens(chapter.READ_TIMEOUT))
-    lo = max(fatal * Fraction("4.65"), Fraction(str(dn.cost_usd)) * 1_000_000 / Fraction("5.25"))
-    hi = min(fatal * Fraction("4.75"), Fraction(str(dn.cost_usd)) * 1_000_000 / Fraction("5.15"))
     extra = micro(c.prompt(2) + c.growth, c.output)
     return [
         Prediction(
@@ -174,6 +216,7 @@ def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
             predicted=usd(dollars(restored)),
             how="plan's first two turns",
             consistent=_money(kr.restored_cost_usd, restored)[0],
+            verdict="predicted",
         ),
         Prediction(
             figure="kill/resume: restored messages",
@@ -181,6 +224,7 @@ def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
             predicted=str(2 + 2 * kr.restored_turns),
             how="system, user, then a call and its result per turn",
             consistent=kr.restored_messages == 2 + 2 * kr.restored_turns,
+            verdict="restated",
         ),
         Prediction(
             figure="denied: tool runs at cap 12",
@@ -188,6 +232,7 @@ def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
             predicted=str(dn.turns - 1),
             how="cap checked before the pending call runs: the last call stays pending",
             consistent=dn.tool_runs == dn.turns - 1,
+            verdict="restated",
         ),
         Prediction(
             figure="denied: input, cost",
@@ -195,14 +240,9 @@ def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
             predicted=f"growth {g_denied} per turn, {o_denied} out per turn",
             how=f"a = {c.first_prompt} and d = {c.extra_first} kept; whole tokens if consistent",
             consistent=g_denied.denominator == 1 and o_denied.denominator == 1,
+            verdict="not predicted",
         ),
-        Prediction(
-            figure="recover: 4.7× the fatal row and 5.2× below denied",
-            printed="4.7×, 5.2×",
-            predicted=f"recovered run in [{usd(dollars(lo))}, {usd(dollars(hi))}]",
-            how=f"fatal row = one turn, {usd(dollars(fatal))}; both ratios bracket the recovered run",
-            consistent=lo <= hi,
-        ),
+        _recover(c, te, dn),
         Prediction(
             figure="dedupe: the repeat's extra cost",
             printed=f"+{usd(dd.extra_usd)}",
@@ -210,23 +250,72 @@ def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
             how="one more turn: prompt a + first growth + g, one call out",
             consistent=_money(dd.extra_usd, extra)[0],
             difference=_money(dd.extra_usd, extra)[1],
+            verdict="predicted",
         ),
+        _dedupe_pct(c, dd),
     ]
 
 
+def _recover(c: Profile, te, dn) -> Prediction:
+    """Its two printed ratios, each ± half a last digit, bracket the recovered run's cost."""
+    fatal = micro(c.prompt(1), call_tokens(chapter.READ_TIMEOUT))
+    vs_fatal, vs_denied = printed_range(te.descriptive_vs_first), printed_range(dn.vs_recovered)
+    denied_micro = Fraction(str(dn.cost_usd)) * 1_000_000
+    lo = max(fatal * vs_fatal[0], denied_micro / vs_denied[1])
+    hi = min(fatal * vs_fatal[1], denied_micro / vs_denied[0])
+    return Prediction(
+        figure=f"recover: {te.descriptive_vs_first}× the fatal row and {dn.vs_recovered}× below denied",
+        printed=f"{te.descriptive_vs_first}×, {dn.vs_recovered}×",
+        predicted=f"recovered run in [{usd(dollars(lo))}, {usd(dollars(hi))}]",
+        how=f"fatal row = one turn, {usd(dollars(fatal))}; both ratios bracket the recovered run",
+        consistent=lo <= hi,
+        verdict="not predicted",
+    )
+
+
+def _dedupe_pct(c: Profile, dd) -> Prediction:
+    """+75% of what? The baseline `once` is two turns: list_files, then an answer the chapter does
+    not print. Which answer lengths make its printed +$0.001050 come out at +75%?"""
+    extra = Fraction(str(dd.extra_usd)) * 1_000_000
+    lo, hi = printed_range(dd.extra_pct)
+    base_lo, base_hi = extra * 100 / hi, extra * 100 / lo
+    fixed = c.cost_micro(1) + c.prompt(2) * IN_MICRO
+    answers = [k for k in range(0, 200) if base_lo < fixed + k * OUT_MICRO <= base_hi]
+    return Prediction(
+        figure=f"dedupe: +{dd.extra_pct}%",
+        printed=f"+{dd.extra_pct}% (+{usd(dd.extra_usd)})",
+        predicted=f"baseline in ({usd(dollars(base_lo))}, {usd(dollars(base_hi))}]: an answer of "
+        + (
+            "no whole number of tokens"
+            if not answers
+            else f"{answers[0]} tokens"
+            if len(answers) == 1
+            else f"{answers[0]}–{answers[-1]} tokens"
+        ),
+        how=f"once = {usd(dollars(c.cost_micro(1)))} for turn 1, then {c.prompt(2)} in + the answer out; "
+        "consistent with its own +$ figure if the (unprinted) answer is that long — which itself is "
+        "not one more turn of the profile (row above)",
+        consistent=bool(answers),
+        verdict="not predicted",
+    )
+
+
 def ours_runaway(p: Profile, caps: dict[int, Run], budget: Run) -> list[Prediction]:
-    """Our runaway figures against what our own profile (fitted at caps 8, 50, 100) predicts."""
+    """Our runaway figures against what our profile (read off turns 1–3 of the cap-8 run) predicts."""
     n_budget = p.soft_budget_turns(BUDGET)
     r20, b = caps[20].state, budget.state
     ratio = caps[100].state.prompt_tokens / caps[50].state.prompt_tokens
     rows = [
         (
-            "runaway input @20",
-            f"{r20.prompt_tokens:,}",
-            f"{p.input(20):,}",
-            "input(20)",
-            r20.prompt_tokens == p.input(20),
-        ),
+            f"runaway input @{n}",
+            f"{r.state.prompt_tokens:,}",
+            f"{p.input(n):,}",
+            f"input({n}) from turns 1–3",
+            r.state.prompt_tokens == p.input(n),
+        )
+        for n, r in sorted(caps.items())
+    ]
+    rows += [
         (
             "20 turns cost",
             usd(r20.cost_usd),
@@ -238,8 +327,8 @@ def ours_runaway(p: Profile, caps: dict[int, Run], budget: Run) -> list[Predicti
             "input ×, cap 100 / 50",
             f"{ratio:.4f}",
             f"{ratio_curve(p.first_prompt / p.growth, p.extra_first / p.growth):.4f}",
-            "ratio_curve(a/g, d/g)",
-            abs(ratio - p.input_ratio(100, 50)) < 1e-12,
+            "ratio_curve(a/g, d/g), a, d, g from turns 1–3",
+            ratio == p.input_ratio(100, 50),
         ),
         (
             f"budget {usd_short(BUDGET)}: turns, spent",
@@ -249,7 +338,10 @@ def ours_runaway(p: Profile, caps: dict[int, Run], budget: Run) -> list[Predicti
             b.turns == n_budget and abs(b.cost_usd - p.cost(n_budget)) < 1e-12,
         ),
     ]
-    return [Prediction(figure=f, printed=a, predicted=b_, how=h, consistent=ok) for f, a, b_, h, ok in rows]
+    return [
+        Prediction(figure=f, printed=a, predicted=b_, how=h, consistent=ok, verdict="predicted")
+        for f, a, b_, h, ok in rows
+    ]
 
 
 def ours_tasks(p: Profile, plan_run: Run, once: Run, repeat: Run, dn: Run) -> list[Prediction]:
@@ -300,7 +392,10 @@ def ours_tasks(p: Profile, plan_run: Run, once: Run, repeat: Run, dn: Run) -> li
             measured_extra == extra,
         ),
     ]
-    return [Prediction(figure=f, printed=a, predicted=b_, how=h, consistent=ok) for f, a, b_, h, ok in rows]
+    return [
+        Prediction(figure=f, printed=a, predicted=b_, how=h, consistent=ok, verdict="predicted")
+        for f, a, b_, h, ok in rows
+    ]
 
 
 def dedupe_gap(c: Profile) -> Fraction:

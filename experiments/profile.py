@@ -20,9 +20,10 @@ first prompt dominates.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import o200k
 from experiments.chapter import LIST_FILES, PRICE_IN_PER_M, PRICE_OUT_PER_M, TURN_CAP, Call
@@ -161,3 +162,10 @@ def ratio_curve(x: float, y: float = 0.0, big: int = 100, small: int = 50) -> fl
         return n * x + (n - 1) * y + n * (n - 1) / 2
 
     return total(big) / total(small)
+
+
+def with_first_prompt(usage: Sequence[Any], a: int) -> Fraction:
+    """A run's cost in micro-dollars had its first prompt been `a` tokens: every turn resends the
+    first prompt, so every prompt moves by `a − usage[0].prompt_tokens`; replies stay the same."""
+    shift = a - usage[0].prompt_tokens if usage else 0
+    return sum((micro(u.prompt_tokens + shift, u.completion_tokens) for u in usage), Fraction(0))

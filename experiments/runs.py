@@ -10,9 +10,10 @@ experiment can also be run with its mechanism broken (the tests do).
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,15 +34,18 @@ from harness import (
     Pricing,
     RunState,
     Tool,
+    ToolContext,
     approve,
     chapter_tools,
     make_sandbox,
     new_run,
+    pending,
     reject,
     run,
 )
 from harness.chapter import Knobs, ListFiles, ReadFile, Research, Taught, every_tool
 from harness.codec import from_json, to_json
+from harness.state import ToolRun
 from harness.tools import schema
 from harness.trace import read_jsonl
 
@@ -87,6 +91,8 @@ class Child:
     model: str = "plan"
     max_turns: int = SUB_AGENT.max_turns
     latency_ms: int | None = None
+    charged: bool = True
+    """False drops the child's spending instead of charging it to the parent (broken, for the tests)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,7 +125,8 @@ def _tools(
         name = child.model + (f"+latency={child.latency_ms}" if child.latency_ms is not None else "")
         files = [ListFiles(sandbox), ReadFile(sandbox)]
         child_model: Model = model.with_name(name) if model is not None else _Unused()
-        tools = [*files, Research(model=child_model, tools=files, max_turns=child.max_turns)]
+        research: Tool = Research(model=child_model, tools=files, max_turns=child.max_turns)
+        tools = [*files, research if child.charged else _Uncharged(research)]
     return [Taught(t, knobs) for t in tools] if knobs != Knobs() else tools
 
 
@@ -146,10 +153,16 @@ async def run_scenario(
     latency_ms: int | None = None,
     scan_seconds: float = 3.0,
     child: Child | None = None,
+    drain_pending: bool = False,
+    drifting_tools: bool = False,
+    hidden_note: str | None = None,
 ) -> Run:
     """Run (or continue `state` of) `scenario` through the harness against the mock; time it.
 
-    `scenario` is the model name; the user's task is `task`, or the scenario's own (`TASKS`)."""
+    `scenario` is the model name; the user's task is `task`, or the scenario's own (`TASKS`).
+    `drain_pending=True` runs a capped run's pending calls after the cap (a broken loop, for the tests);
+    `drifting_tools=True` makes a repeated call's result differ from the first; `hidden_note` is
+    sent with every request but never kept in the transcript (both broken, for the tests)."""
     sandbox = sandbox or make_sandbox(env.workdir / run_id)
     trace = trace if trace is not None else MemoryTrace()
     state = state or new_run(task if task is not None else TASKS[scenario], run_id=run_id)
@@ -165,9 +178,81 @@ async def run_scenario(
     headers = {"x-mock-options": f"latency={latency_ms}"} if latency_ms is not None else None
     started = time.perf_counter()
     async with _client(env) as client:
-        model = OpenAIChat(scenario, client=client, headers=headers)
-        await run(state, model=model, tools=_tools(sandbox, scan_seconds, child, knobs, model), **settings)
+        model: Any = OpenAIChat(scenario, client=client, headers=headers)
+        model = _Whispering(model, hidden_note) if hidden_note else model
+        tools = _tools(sandbox, scan_seconds, child, knobs, model)
+        tools = [_Drifting(t) for t in tools] if drifting_tools else tools
+        await run(state, model=model, tools=tools, **settings)
+        if drain_pending and state.status == "max_turns_exceeded":
+            await _drain(state, tools)
     return Run(state=state, trace=trace, sandbox=sandbox, wall_ms=(time.perf_counter() - started) * 1000)
+
+
+async def _drain(state: RunState, tools: list[Tool]) -> None:
+    """What a loop that runs the pending calls before its cap check leaves: the last turn's calls
+    executed and recorded, though the model never reads their results."""
+    by_name = {t.name: t for t in tools}
+    for call in pending(state):
+        name, args = call["function"]["name"], json.loads(call["function"]["arguments"] or "{}")
+        ctx = ToolContext(run_id=state.run_id, call_id=call["id"], cancel=Cancel(), progress=lambda _: None)
+        try:
+            content, ok = await by_name[name].run(args, ctx), True
+        except Exception as e:  # any failure is recorded as the loop would: a failed run
+            content, ok = str(e), False
+        state.messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+        state.tool_runs.append(ToolRun(tool=name, args=args, call_id=call["id"], ok=ok, ms=0.0))
+
+
+class _Whispering:
+    """A model whose every request carries a system note the run's transcript never records: the
+    provider bills for text the harness cannot account for."""
+
+    def __init__(self, inner: OpenAIChat, note: str) -> None:
+        self.inner, self.note = inner, note
+
+    def _with_note(self, messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        return [*messages, {"role": "system", "content": self.note}]
+
+    async def complete(self, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> Any:
+        return await self.inner.complete(self._with_note(messages), **kwargs)
+
+    def count_prompt_tokens(self, messages: Sequence[Mapping[str, Any]], tools: Any) -> int:
+        return self.inner.count_prompt_tokens(self._with_note(messages), tools)
+
+    def with_name(self, name: str) -> OpenAIChat:
+        return self.inner.with_name(name)
+
+
+class _Drifting:
+    """A tool whose every repeated call returns a little more than the last: the same call no
+    longer gets the same result, so a repeat no longer costs exactly one more identical turn."""
+
+    def __init__(self, inner: Tool) -> None:
+        self.inner, self.calls = inner, 0
+        self.name, self.description, self.parameters = inner.name, inner.description, inner.parameters
+        self.read_only, self.needs_approval = inner.read_only, inner.needs_approval
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        self.calls += 1
+        out = await self.inner.run(args, ctx)
+        return out if self.calls == 1 else f"{out}\n(listed again: call {self.calls})"
+
+
+class _Uncharged:
+    """A tool whose spending is dropped, not charged to the run that called it: a sub-agent
+    whose model calls the parent never pays for (the bug a parent budget check cannot see)."""
+
+    def __init__(self, inner: Tool) -> None:
+        self.inner = inner
+        self.name, self.description, self.parameters = inner.name, inner.description, inner.parameters
+        self.read_only, self.needs_approval = inner.read_only, inner.needs_approval
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        before = ctx.spent_usd
+        try:
+            return await self.inner.run(args, ctx)
+        finally:
+            ctx.spent_usd = before
 
 
 class _Unused:
@@ -223,6 +308,14 @@ def forget_intents(directory: Path, run_id: str) -> None:
     store = FileStore(directory)
     state = store.load(run_id)
     state.intents.clear()
+    store.save(state)
+
+
+def forget_cost(directory: Path, run_id: str) -> None:
+    """What a harness that does not save the spend would restore: the run's cost starts at zero."""
+    store = FileStore(directory)
+    state = store.load(run_id)
+    state.cost_usd = state.tool_cost_usd = 0.0
     store.save(state)
 
 

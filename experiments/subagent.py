@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from experiments import chapter
 from experiments.report import Prose, Table, usd
-from experiments.runs import Child, Env, Run, TraceThen, new_cancel, run_scenario
+from experiments.runs import Child, Env, Run, TraceThen, new_cancel, run_scenario, turn_costs
 
 NAME = "subagent"
 TITLE = "14 · Sub-agent: `research` — own transcript, own limits, one Stop cancels the tree"
@@ -69,8 +69,9 @@ async def _stopped_tree(env: Env) -> tuple[Run, float]:
     return r, (time.perf_counter() - pressed[-1]) * 1000 if pressed else float("nan")
 
 
-async def measure(env: Env, *, runaway_child_cap: int = CHILD_CAP) -> Measured:
-    """`runaway_child_cap` is the runaway child's own cap (a large one takes its cap away: broken)."""
+async def measure(env: Env, *, runaway_child_cap: int = CHILD_CAP, charge_child: bool = True) -> Measured:
+    """`runaway_child_cap` is the runaway child's own cap (a large one takes its cap away: broken);
+    `charge_child=False` drops the budgeted child's spending instead of charging the parent (broken)."""
     normal, runaway_child, (tree, gap), budgeted = await asyncio.gather(
         run_scenario(env, "research", run_id="parent", max_turns=5, child=Child()),
         run_scenario(
@@ -88,7 +89,7 @@ async def measure(env: Env, *, runaway_child_cap: int = CHILD_CAP) -> Measured:
             max_turns=5,
             budget_usd=PARENT_BUDGET_USD,
             hard_budget=True,
-            child=Child(model="runaway", max_turns=runaway_child_cap),
+            child=Child(model="runaway", max_turns=runaway_child_cap, charged=charge_child),
         ),
     )
     return Measured(normal=normal, runaway_child=runaway_child, tree=tree, budgeted=budgeted, stop_gap_ms=gap)
@@ -145,9 +146,20 @@ def checks(m: Measured) -> dict[str, bool]:
         "one Stop cancels the tree": m.tree.state.status == "interrupted"
         and len(tree_stops) == 2
         and all(v["status"] == "interrupted" for v in tree_stops.values()),
-        "a hard parent budget holds with the child's spending": m.budgeted.state.cost_usd
-        <= PARENT_BUDGET_USD,
+        "a hard parent budget holds with the child's spending": _charged(m.budgeted)
+        and m.budgeted.state.cost_usd <= PARENT_BUDGET_USD,
     }
+
+
+def _charged(r: Run) -> bool:
+    """The child spent, and the parent's bill is its own turns plus exactly that spending."""
+    s = r.state
+    child = sum(t.details.get("child_cost_usd", 0.0) for t in s.tool_runs)
+    return (
+        s.tool_cost_usd > 0
+        and abs(s.tool_cost_usd - child) < 1e-12
+        and abs(s.cost_usd - (sum(turn_costs(s)) + child)) < 1e-12
+    )
 
 
 def prose(m: Measured) -> Prose:

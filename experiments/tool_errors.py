@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from experiments import chapter
+from experiments import chapter, ratios
 from experiments.charts import CHAPTER, OURS, cost_bars
-from experiments.profile import micro
+from experiments.profile import chapter_profile, micro
 from experiments.report import Prose, Table, usd
 from experiments.runs import Env, ErrorWording, Run, reply_tokens, request_tokens, run_scenario, summary
 
@@ -86,6 +86,7 @@ def checks(m: Measured) -> dict[str, bool]:
 def prose(m: Measured) -> Prose:
     ratio = m.ratio()
     fatal = m.runs["fatal"].state
+    shift = ratios.tool_errors(chapter_profile(), m.runs["fatal"], m.runs["descriptive"])
     return Prose(
         finding=(
             f"Only the descriptive policy — the error's own sentence, “Call list_files to see what "
@@ -98,7 +99,7 @@ def prose(m: Measured) -> Prose:
         explained=(
             f"the first row is one turn ({fatal.prompt_tokens} in, {fatal.completion_tokens} out = "
             f"{usd(fatal.cost_usd)}); the ratio is four turns over one, so it moves with the first "
-            "prompt's size (arithmetic)"
+            f"prompt's size: {shift.text()}"
         ),
         notes=[
             "Each row's cost equals our own `o200k_base` count of every request the harness sent and "

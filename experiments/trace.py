@@ -60,6 +60,11 @@ def checks(m: Measured) -> dict[str, bool]:
             and abs(e.get("costUsd", -1) - cost) < 1e-12
             for e, (p, c, cost) in zip(turns, m.counted, strict=False)
         ),
+        # Independent of o200k: the chapter's printed counts for the same two calls.
+        "turn lines: completion tokens = the chapter's printed trace": [
+            e.get("completion_tokens") for e in turns
+        ]
+        == [e["completion_tokens"] for e in chapter.trace_events() if e["type"] == "turn"],
         "run_stopped says why, with the turns and the cost": (
             last.get("status"),
             last.get("reason"),

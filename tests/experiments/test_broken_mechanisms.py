@@ -23,7 +23,7 @@ class _LosesRunId(MemoryTrace):
 
 
 BROKEN = [
-    ("plan", {"max_turns": 2}, "three turns, two tool runs, completed with the chapter's answer"),
+    ("plan", {"hidden_note": "Be brief."}, "each turn's prompt = our count of the transcript sent"),
     ("turn_cap", {"cap_slack": 1}, "every capped run stops max_turns_exceeded at its cap"),
     ("budget", {"soft_check": "after_call"}, "soft: turns and spend = what our profile predicts"),
     ("tool_errors", {"descriptive": "generic"}, "only the descriptive policy answers"),
@@ -33,6 +33,16 @@ BROKEN = [
         "permanent error stops failed after one turn, saying why",
     ),
     ("dedupe", {"dedupe": "off"}, "dedupe saves exactly one tool run"),
+    (
+        "dedupe",
+        {"stable_results": False},
+        "the repeat costs exactly one more turn (once's 2nd prompt + g in, one call out)",
+    ),
+    (
+        "permanent_error",
+        {"drain_pending": True},
+        "capped run keeps its last call pending: tool runs = turns − 1",
+    ),
     ("dedupe_writes", {"gate": "all"}, "gate: 3 turns, 2 tool runs, deleted twice"),
     ("approval", {"auto_approve": True}, "stops at turn 2 for delete_file, nothing deleted"),
     # `reject()` always prefixes "Rejected by the user:", and the mock only looks for a keyword:
@@ -44,14 +54,25 @@ BROKEN = [
     ),
     ("rejection_wording", {"reject": lambda reason: reject_with("")}, "the worded rejection gets the truth"),
     ("kill_resume", {"intents": False}, "write-ahead resume asks instead of writing twice"),
+    ("kill_resume", {"saved_cost": False}, "resumed run completes at the uninterrupted cost"),
+    (
+        "kill_resume",
+        {"saved_cost": False},
+        "restored after turn 2 with 6 messages, at the reference's first two turns' cost",
+    ),
     (
         "cancellation",
         {"reaches_tools": False},
         "Stop reaches the tool: it stops mid-scan, the run interrupted with the reason",
     ),
     ("trace", {"trace": _LosesRunId()}, "the run id on every line"),
-    ("latency", {"max_turns": 2}, "every run: three turns, two tool runs, completed"),
+    (
+        "latency",
+        {"deliver_latency": False},
+        "every run took at least N × latency (the latency is paid on every turn)",
+    ),
     ("subagent", {"runaway_child_cap": 1000}, "a runaway child stops at its own cap of 6"),
+    ("subagent", {"charge_child": False}, "a hard parent budget holds with the child's spending"),
     ("arithmetic", {"budget_check": "after_call"}, "our profile predicts our token and cost figures"),
 ]
 

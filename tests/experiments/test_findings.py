@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import replace
 
 import pytest
@@ -58,13 +59,22 @@ def test_finding_holds(name, measured, tmp_path):
     assert name in render([(name, o)])
 
 
+def _whole(cell: str) -> bool:
+    try:
+        return float(cell).is_integer()
+    except ValueError:
+        return False
+
+
 @pytest.mark.parametrize("name", list(REGISTRY))
-def test_counts_stay_integers_in_the_csv(name, measured):
+def test_whole_numbers_are_written_as_integers_in_the_csv(name, measured):
+    """Any column whose every value is a whole number (counts, ms) is written without a `.0`."""
     o = outcome(REGISTRY[name], measured(name))
     rows = list(csv.DictReader(io.StringIO(csv_text(o.table.rows))))
-    for column in ("turns", "tool_runs", "tools", "input_tokens", "output_tokens", "in", "out"):
+    for column in rows[0] if rows else []:
         cells = [r[column] for r in rows if r.get(column)]
-        assert all(c.isdigit() for c in cells), f"{name}.{column}: {cells}"
+        if cells and all(_whole(c) for c in cells):
+            assert all(c.lstrip("-").isdigit() for c in cells), f"{name}.{column}: {cells}"
 
 
 def test_plan_output_is_the_two_calls_and_the_answer(measured):
@@ -119,3 +129,19 @@ def test_a_rerun_changes_only_the_wall_clock_files(measured, measure, env, tmp_p
     assert timed == {"latency", "cancellation"}
     changed = sorted(p.name for p in first.iterdir() if p.read_bytes() != (second / p.name).read_bytes())
     assert {name.split(".")[0] for name in changed} <= timed, changed
+
+
+def test_the_index_lists_every_experiment_in_the_registry(measured):
+    page = render([(n, outcome(REGISTRY[n], measured(n))) for n in REGISTRY])
+    rows = [line for line in page.splitlines() if "`python -m experiments " in line]
+    assert len(rows) == len(REGISTRY)
+    for name, module in REGISTRY.items():
+        row = next((r for r in rows if f"`python -m experiments {name}`" in r), "")
+        assert module.TITLE.split(" · ")[0] in row and f"[table]({name}.md)" in row, name
+
+
+@pytest.mark.parametrize("name", ["tool_errors", "permanent_error", "dedupe"])
+def test_the_index_explains_a_ratio_difference_with_numbers(name, measured):
+    explained = outcome(REGISTRY[name], measured(name)).prose.explained
+    number = r"with the chapter's first prompt \(\d+ tokens for our \d+\) our runs give \d+\.\d\d"
+    assert re.search(number, explained), explained
