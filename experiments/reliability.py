@@ -27,7 +27,8 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.common import RESULTS, ROOT, markdown_table
+from experiments.paths import RESULTS, ROOT
+from experiments.report import markdown_table
 
 NAME = "reliability"
 TITLE = "Reliability: crash matrix, hostile input, load"
