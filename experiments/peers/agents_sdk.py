@@ -25,7 +25,7 @@ from agents import (
 )
 from openai import AsyncOpenAI
 
-from experiments.peers.case import API_KEY, Case, Ending
+from experiments.peers.case import API_KEY, Case, Ending, stop_button
 from experiments.peers.folder import DESCRIPTIONS
 from harness.state import DEFAULT_SYSTEM
 
@@ -77,6 +77,10 @@ async def run(case: Case, scenario: str, cap: int) -> Ending:
     return Ending(how="returned", text=str(result.final_output))
 
 
+def caps(cap: int) -> list[tuple[str, Callable[[Case], Awaitable[Ending]]]]:
+    return [(f"max_turns={cap}", lambda case: run(case, "runaway", cap))]
+
+
 async def tool_error(case: Case, documented: bool) -> Ending:
     try:
         async with _agent(case, "recover", explain_errors=documented) as agent:
@@ -110,17 +114,11 @@ async def approval_resume(case: Case) -> Ending:
     return Ending(how="returned", text=str(result.final_output))
 
 
-async def stop_slow(case: Case, after_s: float) -> Ending:
+async def stop_slow(case: Case, stop: asyncio.Event) -> Ending:
     async with _agent(case, "slow") as agent:
         result = Runner.run_streamed(agent, case.task("slow"), max_turns=5)
-
-        async def press_stop() -> None:
-            await asyncio.sleep(after_s)
-            result.cancel()
-
-        stopper = asyncio.create_task(press_stop())
-        async for _ in result.stream_events():
-            pass
-        stopper.cancel()
+        async with stop_button(stop, result.cancel):
+            async for _ in result.stream_events():
+                pass
     return Ending(how="returned" if result.final_output else "cancelled",
                   text=str(result.final_output or ""))

@@ -24,7 +24,7 @@ from langgraph.prebuilt import ToolNode, create_react_agent
 from langgraph.types import Command, interrupt
 from langgraph.warnings import LangGraphDeprecatedSinceV10
 
-from experiments.peers.case import API_KEY, Case, Ending
+from experiments.peers.case import API_KEY, Case, Ending, stop_button
 from experiments.peers.folder import DESCRIPTIONS
 from harness.state import DEFAULT_SYSTEM
 
@@ -93,8 +93,19 @@ def _ask(case: Case, scenario: str) -> dict[str, Any]:
 
 
 async def run(case: Case, scenario: str, cap: int) -> Ending:
+    return await run_steps(case, scenario, 2 * cap)
+
+
+async def run_steps(case: Case, scenario: str, steps: int) -> Ending:
     async with _graph(case, scenario) as graph:
-        return await _invoke(graph, _ask(case, scenario), 2 * cap)
+        return await _invoke(graph, _ask(case, scenario), steps)
+
+
+def caps(cap: int) -> list[tuple[str, Callable[[Case], Awaitable[Ending]]]]:
+    """The documented setting, 2 * cap (one step for the model node, one for the tools node per
+    turn), and one step either side of it, to show what the arithmetic buys."""
+    return [(f"recursion_limit={steps}", lambda case, steps=steps: run_steps(case, "runaway", steps))
+            for steps in (2 * cap, 2 * cap - 1, 2 * cap + 1)]
 
 
 async def tool_error(case: Case, documented: bool) -> Ending:
@@ -119,12 +130,12 @@ async def approval_resume(case: Case) -> Ending:
             return await _invoke(graph, Command(resume=True), 16, THREAD)
 
 
-async def stop_slow(case: Case, after_s: float) -> Ending:
+async def stop_slow(case: Case, stop: asyncio.Event) -> Ending:
+    """No cancel API of its own: the documented way is to cancel the asyncio task."""
     async with _graph(case, "slow") as graph:
         task = asyncio.create_task(graph.ainvoke(_ask(case, "slow"), {"recursion_limit": 10}))
-        await asyncio.sleep(after_s)
-        task.cancel()
-        try:
-            return _ending(await task)
-        except asyncio.CancelledError:
-            return Ending(how="raised CancelledError (task.cancel())")
+        async with stop_button(stop, task.cancel):
+            try:
+                return _ending(await task)
+            except asyncio.CancelledError:
+                return Ending(how="raised CancelledError (task.cancel())")

@@ -26,7 +26,7 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from experiments.peers.case import API_KEY, Case, Ending
+from experiments.peers.case import API_KEY, Case, Ending, stop_button
 from experiments.peers.folder import DESCRIPTIONS
 from harness.state import DEFAULT_SYSTEM
 
@@ -90,6 +90,10 @@ async def run(case: Case, scenario: str, cap: int) -> Ending:
     return await _run(case, scenario, UsageLimits(request_limit=cap))
 
 
+def caps(cap: int) -> list[tuple[str, Callable[[Case], Awaitable[Ending]]]]:
+    return [(f"request_limit={cap}", lambda case: run(case, "runaway", cap))]
+
+
 async def tool_error(case: Case, documented: bool) -> Ending:
     return await _run(case, "recover", UsageLimits(request_limit=10), explain_errors=documented)
 
@@ -122,13 +126,13 @@ async def approval_resume(case: Case) -> Ending:
     return _ending(result.output)
 
 
-async def stop_slow(case: Case, after_s: float) -> Ending:
+async def stop_slow(case: Case, stop: asyncio.Event) -> Ending:
     try:
         async with _agent(case, "slow") as agent:
             async with agent.iter(case.task("slow"), usage_limits=UsageLimits(request_limit=5)) as run:
-                asyncio.get_running_loop().call_later(after_s, run.cancel)
-                async for _ in run:
-                    pass
+                async with stop_button(stop, run.cancel):
+                    async for _ in run:
+                        pass
     except RunCancelled as e:
         return Ending.raised(e)
     return _ending(run.result.output if run.result else None)
