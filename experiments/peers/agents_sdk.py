@@ -26,8 +26,6 @@ from agents import (
 from openai import AsyncOpenAI
 
 from experiments.peers.case import API_KEY, Case, Ending, stop_button
-from experiments.peers.folder import DESCRIPTIONS
-from harness.state import DEFAULT_SYSTEM
 
 NAME, PACKAGE = "OpenAI Agents SDK", "openai-agents"
 SPEND_LIMITS = "none (only `max_turns`)"
@@ -46,24 +44,24 @@ async def _agent(case: Case, scenario: str, *, explain_errors: bool = False) -> 
     folder = case.folder
     errors = {"failure_error_function": _error_text} if explain_errors else {}
 
-    @function_tool(description_override=DESCRIPTIONS["list_files"], **errors)
+    @function_tool(description_override=folder.describe("list_files"), **errors)
     def list_files() -> str:
         return folder.list_files()
 
-    @function_tool(description_override=DESCRIPTIONS["read_file"], **errors)
+    @function_tool(description_override=folder.describe("read_file"), **errors)
     def read_file(path: str) -> str:
         return folder.read_file(path)
 
-    @function_tool(description_override=DESCRIPTIONS["delete_file"], needs_approval=True)
+    @function_tool(description_override=folder.describe("delete_file"), needs_approval=True)
     def delete_file(path: str) -> str:
         return folder.delete_file(path)
 
-    @function_tool(description_override=DESCRIPTIONS["scan_archive"])
+    @function_tool(description_override=folder.describe("scan_archive"))
     async def scan_archive() -> str:
         return await folder.scan_archive()
 
     async with AsyncOpenAI(base_url=case.base_url, api_key=API_KEY) as client:
-        yield Agent(name="files", instructions=DEFAULT_SYSTEM,
+        yield Agent(name="files", instructions=case.folder.system(),
                     model=OpenAIChatCompletionsModel(model=scenario, openai_client=client),
                     tools=[list_files, read_file, delete_file, scan_archive])
 

@@ -3,11 +3,12 @@
     python experiments/peers/child.py approve MODULE BASE_URL DIR   # resume an approval run
     python experiments/peers/child.py rss MODULE BASE_URL DIR       # run `plan`, report peak RSS
 
-Prints one JSON object: the `Ending`, the process's peak resident set size in KiB and which heavy
-modules (pandas, matplotlib) it imported, which must be none. The `experiments` package's own
-`__init__` imports every experiment (and pandas and matplotlib with them), so it is replaced here
-by a bare package of the same directory: the child imports only `peers/case.py`, `folder.py` and
-the one peer module, and a memory row measures that peer and nothing else of the lab.
+Prints one JSON object: the `Ending`, the process's peak resident set size in KiB and which of
+pandas, matplotlib and the harness it imported (none, or only the harness for `ours`). The
+`experiments` package's own `__init__` imports every experiment (and pandas and matplotlib with
+them), so it is replaced here by a bare package of the same directory: the child imports only
+`peers/case.py`, `folder.py` and the one peer module, and a memory row measures that peer and
+nothing else of the lab.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from importlib import import_module
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("pandas", "matplotlib")
+WATCHED = ("pandas", "matplotlib", "harness")
+"""Modules a memory row must not carry unless they are that peer's own."""
 
 
 def _bare_experiments_package() -> None:
@@ -54,8 +56,8 @@ def main(argv: list[str]) -> int:
             ending = case_module.Ending.raised(e)
     else:
         ending = asyncio.run(peer.run(case, "plan", 20))
-    heavy = sorted(name for name in HEAVY if name in sys.modules)
-    print(json.dumps(asdict(ending) | {"peak_rss_kib": peak_rss_kib(), "heavy": heavy}))
+    imported = sorted(name for name in WATCHED if name in sys.modules)
+    print(json.dumps(asdict(ending) | {"peak_rss_kib": peak_rss_kib(), "imported": imported}))
     return 0
 
 

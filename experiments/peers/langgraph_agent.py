@@ -25,8 +25,6 @@ from langgraph.types import Command, interrupt
 from langgraph.warnings import LangGraphDeprecatedSinceV10
 
 from experiments.peers.case import API_KEY, Case, Ending, stop_button
-from experiments.peers.folder import DESCRIPTIONS
-from harness.state import DEFAULT_SYSTEM
 
 NAME, PACKAGE = "LangGraph", "langgraph"
 SPEND_LIMITS = "none (only `recursion_limit`, in graph steps)"
@@ -38,21 +36,21 @@ THREAD = {"configurable": {"thread_id": "destructive-1"}}
 def _tools(case: Case) -> list[Any]:
     folder = case.folder
 
-    @tool(description=DESCRIPTIONS["list_files"])
+    @tool(description=folder.describe("list_files"))
     def list_files() -> str:
         return folder.list_files()
 
-    @tool(description=DESCRIPTIONS["read_file"])
+    @tool(description=folder.describe("read_file"))
     def read_file(path: str) -> str:
         return folder.read_file(path)
 
-    @tool(description=DESCRIPTIONS["delete_file"])
+    @tool(description=folder.describe("delete_file"))
     def delete_file(path: str) -> str:
         if not interrupt({"tool": "delete_file", "path": path}):
             return "Rejected by the user."
         return folder.delete_file(path)
 
-    @tool(description=DESCRIPTIONS["scan_archive"])
+    @tool(description=folder.describe("scan_archive"))
     async def scan_archive() -> str:
         return await folder.scan_archive()
 
@@ -71,7 +69,7 @@ async def _graph(case: Case, scenario: str, *, handle_tool_errors: bool | None =
             tools = ToolNode(tools, handle_tool_errors=handle_tool_errors)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
-            yield create_react_agent(model, tools, prompt=DEFAULT_SYSTEM, checkpointer=checkpointer)
+            yield create_react_agent(model, tools, prompt=case.folder.system(), checkpointer=checkpointer)
 
 
 def _ending(result: dict[str, Any]) -> Ending:

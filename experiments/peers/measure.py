@@ -260,21 +260,18 @@ def _bare_kib(imports: str) -> int:
 
 
 def memory(lab: Lab, modules: list[ModuleType]) -> list[dict[str, Any]]:
-    """Peak RSS of a fresh process that imports only one peer's module and runs `plan`, minus the
-    same bare interpreter for every row. The lab's tools (`folder.py`) take their sandbox and
-    tool descriptions from the harness, so every row carries the harness's import; it is shown."""
+    """Peak RSS of a fresh process that imports only one peer's module (and the lab's tools, which
+    import nothing heavy) and runs `plan`, minus the same bare interpreter for every row."""
     base = _bare_kib("pass")
-    harness_import = _bare_kib("import harness") - base
     rows = []
     for peer in modules:
         got = lab.child("rss", peer.__name__.rsplit(".", 1)[1], lab.case())
-        if got["heavy"]:
-            raise RuntimeError(f"the memory child for {peer.NAME} imported {got['heavy']}")
+        if set(got["imported"]) - ({"harness"} if _is_ours(peer) else set()):
+            raise RuntimeError(f"the memory child for {peer.NAME} imported {got['imported']}")
         rows.append({"framework": peer.NAME, "answer": got["text"],
                      "peak RSS MiB": round(got["peak_rss_kib"] / 1024, 1),
                      "bare interpreter MiB": round(base / 1024, 1),
-                     "its own MiB": round((got["peak_rss_kib"] - base) / 1024, 1),
-                     "of which harness import MiB": round(harness_import / 1024, 1)})
+                     "its own MiB": round((got["peak_rss_kib"] - base) / 1024, 1)})
     return rows
 
 

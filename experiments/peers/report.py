@@ -86,8 +86,12 @@ def _budget(rows: Rows) -> str:
 def _approval(rows: Rows) -> str:
     ok = _names(rows, lambda r: r["deleted before approval"] == 0 and r["delete_file runs"] == 1
                 and not r["access.log still there after approval"])
-    again = "; ".join(f"{r['framework']} {r['same state resumed again'].split(':')[0]}, "
-                      f"{r['delete_file runs after that']} delete_file runs in all" for r in rows)
+    def second(r: dict[str, Any]) -> str:
+        ran = r["delete_file runs after that"] > r["delete_file runs"]
+        return (f"{r['framework']} {r['same state resumed again'].split(':')[0]} and delete_file "
+                f"{'ran again' if ran else 'did not run'}")
+
+    again = "; ".join(second(r) for r in rows)
     return ("The destructive call stops, survives a new process, runs exactly once after approval and "
             f"access.log is gone from the sandbox in: {ok}. Resuming the same saved state a second "
             f"time: {again}.")
@@ -156,10 +160,10 @@ NOTES = {
                 "with the transcript.",
     "memory": "VmHWM of a child process started as a script, with the lab's `experiments` package "
               "replaced by a bare one, so it imports only that peer's module and the lab's tools "
-              "(no pandas, no matplotlib: the child checks). *Its own* is peak minus a bare "
-              "interpreter, the same base for every row. The lab's tools take their sandbox and "
-              "descriptions from the harness, so every row includes the harness's import (its own "
-              "column, measured as a bare interpreter importing it minus one importing nothing).",
+              "(`case.py`, `folder.py`: standard library only). The child reports what it imported "
+              "and the lab refuses a row that carries pandas, matplotlib, or the harness for a "
+              "framework. *Its own* is peak minus a bare interpreter (`python -c pass`), the same "
+              "base for every row.",
 }
 
 

@@ -18,6 +18,7 @@ from experiments.peers.measure import (  # noqa: E402
     Lab,
     approval,
     cancellation,
+    memory,
     peers,
     tool_errors,
     turn_cap,
@@ -94,3 +95,10 @@ def test_langgraph_approval_survives_a_new_process_deletes_once_and_a_second_res
     assert not row["access.log still there after approval"]
     assert row["answer"] == "Deleted access.log to free space."
     assert row["delete_file runs after that"] == 1
+
+
+def test_a_frameworks_memory_row_carries_neither_the_harness_nor_pandas(lab: Lab) -> None:
+    agents_sdk = next(p for p in peers() if p.NAME == "OpenAI Agents SDK")
+    [row] = memory(lab, [agents_sdk])  # raises if the child imported either
+    assert row["answer"].startswith("errors.log mentions a timeout")
+    assert row["its own MiB"] > 0
