@@ -149,6 +149,12 @@ NOTES = {
                 "run ended with the call unanswered in a state it can resume from, *dropped* otherwise. "
                 "The LangGraph rows one step either side of the documented setting are measured in the "
                 "same run.",
+    "cancellation": f"The lab owns the clock: t0 is the moment the run's coroutine starts, before any "
+                    f"client, agent or graph is built, and Stop is pressed at t0 + {STOP_AT_S} s for "
+                    "every peer the same way (an `asyncio.Event` each peer's module waits on, then calls "
+                    "its own cancel API: `RunResultStreaming.cancel()`, `AgentRun.cancel()`, the task's "
+                    "`cancel()` for LangGraph, `Cancel.set()` for ours). *Stop to end* is the run's end "
+                    "minus the moment Stop was actually pressed; *tool saw it* is read from the tool log.",
     "overhead": "Every round runs each peer once, in turn, the order rotated by one each round; the "
                 "ratio to ours is taken within a round, so the load of this shared machine, which "
                 "drifts between rounds, divides out (the milliseconds drift with it; the ratios are the "
@@ -171,11 +177,11 @@ def chart(tables: dict[str, Rows]) -> Any:
     plt.rcParams.update(STYLE)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
     frame = pd.DataFrame(tables["overhead"])
-    over = frame.pivot(index="run", columns="framework", values="overhead per turn ms")
+    over = frame.pivot(index="run", columns="framework", values="× ours (median)")
     over = over.loc[list(dict.fromkeys(frame["run"])), [p.NAME for p in peers()]]
     colours = ["#ff7f0e", "#9467bd", "#2ca02c", OURS]
     over.plot.bar(ax=left, color=colours, rot=0)
-    left.set_title("overhead per turn (ms)")
+    left.set_title("overhead per turn, × ours (median over rounds)")
     left.set_xlabel("")
     mem = pd.DataFrame(tables["memory"]).set_index("framework")["its own MiB"]
     right.bar(mem.index, mem.values, color=colours)
