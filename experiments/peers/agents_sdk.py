@@ -25,9 +25,7 @@ from agents import (
 )
 from openai import AsyncOpenAI
 
-from experiments.peers.case import API_KEY, Case, Ending
-from experiments.peers.folder import DESCRIPTIONS
-from harness.state import DEFAULT_SYSTEM
+from experiments.peers.case import API_KEY, Case, Ending, stop_button
 
 NAME, PACKAGE = "OpenAI Agents SDK", "openai-agents"
 SPEND_LIMITS = "none (only `max_turns`)"
@@ -46,24 +44,24 @@ async def _agent(case: Case, scenario: str, *, explain_errors: bool = False) -> 
     folder = case.folder
     errors = {"failure_error_function": _error_text} if explain_errors else {}
 
-    @function_tool(description_override=DESCRIPTIONS["list_files"], **errors)
+    @function_tool(description_override=folder.describe("list_files"), **errors)
     def list_files() -> str:
         return folder.list_files()
 
-    @function_tool(description_override=DESCRIPTIONS["read_file"], **errors)
+    @function_tool(description_override=folder.describe("read_file"), **errors)
     def read_file(path: str) -> str:
         return folder.read_file(path)
 
-    @function_tool(description_override=DESCRIPTIONS["delete_file"], needs_approval=True)
+    @function_tool(description_override=folder.describe("delete_file"), needs_approval=True)
     def delete_file(path: str) -> str:
         return folder.delete_file(path)
 
-    @function_tool(description_override=DESCRIPTIONS["scan_archive"])
+    @function_tool(description_override=folder.describe("scan_archive"))
     async def scan_archive() -> str:
         return await folder.scan_archive()
 
     async with AsyncOpenAI(base_url=case.base_url, api_key=API_KEY) as client:
-        yield Agent(name="files", instructions=DEFAULT_SYSTEM,
+        yield Agent(name="files", instructions=case.folder.system(),
                     model=OpenAIChatCompletionsModel(model=scenario, openai_client=client),
                     tools=[list_files, read_file, delete_file, scan_archive])
 
@@ -75,6 +73,10 @@ async def run(case: Case, scenario: str, cap: int) -> Ending:
     except MaxTurnsExceeded as e:
         return Ending.raised(e)
     return Ending(how="returned", text=str(result.final_output))
+
+
+def caps(cap: int) -> list[tuple[str, Callable[[Case], Awaitable[Ending]]]]:
+    return [(f"max_turns={cap}", lambda case: run(case, "runaway", cap))]
 
 
 async def tool_error(case: Case, documented: bool) -> Ending:
@@ -110,17 +112,11 @@ async def approval_resume(case: Case) -> Ending:
     return Ending(how="returned", text=str(result.final_output))
 
 
-async def stop_slow(case: Case, after_s: float) -> Ending:
+async def stop_slow(case: Case, stop: asyncio.Event) -> Ending:
     async with _agent(case, "slow") as agent:
         result = Runner.run_streamed(agent, case.task("slow"), max_turns=5)
-
-        async def press_stop() -> None:
-            await asyncio.sleep(after_s)
-            result.cancel()
-
-        stopper = asyncio.create_task(press_stop())
-        async for _ in result.stream_events():
-            pass
-        stopper.cancel()
+        async with stop_button(stop, result.cancel):
+            async for _ in result.stream_events():
+                pass
     return Ending(how="returned" if result.final_output else "cancelled",
                   text=str(result.final_output or ""))

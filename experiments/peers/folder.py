@@ -3,18 +3,19 @@
 They do what the harness's catalog does (same folder from `harness.make_sandbox`, same texts,
 same descriptions), and each run is appended to a log file beside the sandbox, so tool runs are
 counted across processes (an approval resumed in a new process) without trusting any framework.
+The tool descriptions and the system prompt every peer is given are the harness's, written beside
+the sandbox when it is made, so a framework's process reads them without importing the harness
+(its memory row would otherwise carry ours).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import chapter_tools, make_sandbox
-
-DESCRIPTIONS = {t.name: t.description for t in chapter_tools(Path("."))}
 SCAN_SECONDS, SCAN_FILES, SCAN_EVERY = 3.0, 1200, 200
 
 
@@ -24,19 +25,34 @@ class Folder:
     """The sandbox the tools work in."""
     log: Path
     """One line per tool run: `name:detail`."""
+    given: Path
+    """JSON: the system prompt and the tool descriptions, as the harness has them."""
 
     @classmethod
     def make(cls, directory: Path) -> Folder:
-        """A fresh sandbox and an empty log in `directory`."""
+        """A fresh sandbox, an empty log and the texts every peer is given, in `directory`."""
+        # Imported here: only the lab's own process makes folders; children only open them.
+        from harness import chapter_tools, make_sandbox
+        from harness.state import DEFAULT_SYSTEM
+
         folder = cls.at(directory)
         make_sandbox(folder.root)
         folder.log.write_text("")
+        descriptions = {t.name: t.description for t in chapter_tools(folder.root)}
+        folder.given.write_text(json.dumps({"system": DEFAULT_SYSTEM, "descriptions": descriptions}))
         return folder
 
     @classmethod
     def at(cls, directory: Path) -> Folder:
         """The folder `make` made there, as another process finds it."""
-        return cls(root=directory / "sandbox", log=directory / "tool_runs.log")
+        return cls(root=directory / "sandbox", log=directory / "tool_runs.log",
+                   given=directory / "given.json")
+
+    def system(self) -> str:
+        return str(json.loads(self.given.read_text())["system"])
+
+    def describe(self, tool: str) -> str:
+        return str(json.loads(self.given.read_text())["descriptions"][tool])
 
     def note(self, line: str) -> None:
         with self.log.open("a") as f:

@@ -24,9 +24,7 @@ from langgraph.prebuilt import ToolNode, create_react_agent
 from langgraph.types import Command, interrupt
 from langgraph.warnings import LangGraphDeprecatedSinceV10
 
-from experiments.peers.case import API_KEY, Case, Ending
-from experiments.peers.folder import DESCRIPTIONS
-from harness.state import DEFAULT_SYSTEM
+from experiments.peers.case import API_KEY, Case, Ending, stop_button
 
 NAME, PACKAGE = "LangGraph", "langgraph"
 SPEND_LIMITS = "none (only `recursion_limit`, in graph steps)"
@@ -38,21 +36,21 @@ THREAD = {"configurable": {"thread_id": "destructive-1"}}
 def _tools(case: Case) -> list[Any]:
     folder = case.folder
 
-    @tool(description=DESCRIPTIONS["list_files"])
+    @tool(description=folder.describe("list_files"))
     def list_files() -> str:
         return folder.list_files()
 
-    @tool(description=DESCRIPTIONS["read_file"])
+    @tool(description=folder.describe("read_file"))
     def read_file(path: str) -> str:
         return folder.read_file(path)
 
-    @tool(description=DESCRIPTIONS["delete_file"])
+    @tool(description=folder.describe("delete_file"))
     def delete_file(path: str) -> str:
         if not interrupt({"tool": "delete_file", "path": path}):
             return "Rejected by the user."
         return folder.delete_file(path)
 
-    @tool(description=DESCRIPTIONS["scan_archive"])
+    @tool(description=folder.describe("scan_archive"))
     async def scan_archive() -> str:
         return await folder.scan_archive()
 
@@ -71,7 +69,7 @@ async def _graph(case: Case, scenario: str, *, handle_tool_errors: bool | None =
             tools = ToolNode(tools, handle_tool_errors=handle_tool_errors)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
-            yield create_react_agent(model, tools, prompt=DEFAULT_SYSTEM, checkpointer=checkpointer)
+            yield create_react_agent(model, tools, prompt=case.folder.system(), checkpointer=checkpointer)
 
 
 def _ending(result: dict[str, Any]) -> Ending:
@@ -93,8 +91,19 @@ def _ask(case: Case, scenario: str) -> dict[str, Any]:
 
 
 async def run(case: Case, scenario: str, cap: int) -> Ending:
+    return await run_steps(case, scenario, 2 * cap)
+
+
+async def run_steps(case: Case, scenario: str, steps: int) -> Ending:
     async with _graph(case, scenario) as graph:
-        return await _invoke(graph, _ask(case, scenario), 2 * cap)
+        return await _invoke(graph, _ask(case, scenario), steps)
+
+
+def caps(cap: int) -> list[tuple[str, Callable[[Case], Awaitable[Ending]]]]:
+    """The documented setting, 2 * cap (one step for the model node, one for the tools node per
+    turn), and one step either side of it, to show what the arithmetic buys."""
+    return [(f"recursion_limit={steps}", lambda case, steps=steps: run_steps(case, "runaway", steps))
+            for steps in (2 * cap, 2 * cap - 1, 2 * cap + 1)]
 
 
 async def tool_error(case: Case, documented: bool) -> Ending:
@@ -119,12 +128,12 @@ async def approval_resume(case: Case) -> Ending:
             return await _invoke(graph, Command(resume=True), 16, THREAD)
 
 
-async def stop_slow(case: Case, after_s: float) -> Ending:
+async def stop_slow(case: Case, stop: asyncio.Event) -> Ending:
+    """No cancel API of its own: the documented way is to cancel the asyncio task."""
     async with _graph(case, "slow") as graph:
         task = asyncio.create_task(graph.ainvoke(_ask(case, "slow"), {"recursion_limit": 10}))
-        await asyncio.sleep(after_s)
-        task.cancel()
-        try:
-            return _ending(await task)
-        except asyncio.CancelledError:
-            return Ending(how="raised CancelledError (task.cancel())")
+        async with stop_button(stop, task.cancel):
+            try:
+                return _ending(await task)
+            except asyncio.CancelledError:
+                return Ending(how="raised CancelledError (task.cancel())")

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from experiments.peers.case import Case, Ending
+from experiments.peers.case import Case, Ending, stop_button
 from experiments.peers.folder import Folder
 from harness import (
     Cancel,
@@ -28,6 +28,7 @@ from harness import (
     approve,
     chapter_tools,
     new_run,
+    pending,
 )
 from harness import run as run_harness
 from harness.cancel import Cancelled
@@ -36,8 +37,9 @@ from harness.tools import ErrorPolicy
 
 NAME, PACKAGE = "ours (harness)", "harness-lab"
 SPEND_LIMITS = "`Limits(max_budget_usd=...)`, checked before each call"
-ERROR_SETTING = "errors=\"generic\" (the default is \"descriptive\")"
-"""What `tool_error(documented=True)` switches on."""
+ERROR_SETTING = "contrast row: errors=\"generic\", the deliberately worse wording"
+"""What `tool_error(documented=True)` switches on: for us the default is the documented setting,
+so the second row shows the vague sentence the frameworks send, for contrast."""
 RUN_ID = "destructive-1"
 
 
@@ -70,7 +72,9 @@ def _ending(state: RunState) -> Ending:
     if isinstance(state.interruption, Approval):
         stop = state.interruption
         return Ending(how="interrupted (approval)", text=f"{stop.tool_name}({json.dumps(stop.args)})")
-    return Ending(how=f"{state.status} ({reason_of(state)})", text=state.answer or state.error or "")
+    waiting = ", ".join(f"{c['function']['name']}({c['function']['arguments']})" for c in pending(state))
+    return Ending(how=f"{state.status} ({reason_of(state)})", text=state.answer or state.error or "",
+                  pending=waiting)
 
 
 async def _run(case: Case, scenario: str, state: RunState | None = None, **options: Any) -> Ending:
@@ -83,6 +87,10 @@ async def _run(case: Case, scenario: str, state: RunState | None = None, **optio
 
 async def run(case: Case, scenario: str, cap: int) -> Ending:
     return await _run(case, scenario, limits=Limits(max_turns=cap))
+
+
+def caps(cap: int) -> list[tuple[str, Callable[[Case], Awaitable[Ending]]]]:
+    return [(f"max_turns={cap}", lambda case: run(case, "runaway", cap))]
 
 
 async def tool_error(case: Case, documented: bool) -> Ending:
@@ -106,7 +114,7 @@ async def approval_resume(case: Case) -> Ending:
     return await _run(case, "destructive", state, limits=Limits(max_turns=8), store=store)
 
 
-async def stop_slow(case: Case, after_s: float) -> Ending:
+async def stop_slow(case: Case, stop: asyncio.Event) -> Ending:
     cancel = Cancel()
-    asyncio.get_running_loop().call_later(after_s, cancel.set, "user pressed Stop")
-    return await _run(case, "slow", limits=Limits(max_turns=5), cancel=cancel)
+    async with stop_button(stop, lambda: cancel.set("user pressed Stop")):
+        return await _run(case, "slow", limits=Limits(max_turns=5), cancel=cancel)

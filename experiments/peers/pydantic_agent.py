@@ -26,9 +26,7 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from experiments.peers.case import API_KEY, Case, Ending
-from experiments.peers.folder import DESCRIPTIONS
-from harness.state import DEFAULT_SYSTEM
+from experiments.peers.case import API_KEY, Case, Ending, stop_button
 
 NAME, PACKAGE = "pydantic-ai", "pydantic-ai-slim"
 SPEND_LIMITS = "`UsageLimits`: `cost_limit`, `input/output/total_tokens_limit`, `request_limit`"
@@ -40,7 +38,7 @@ ERROR_SETTING = "the tool raises ModelRetry(str(error))"
 async def _agent(case: Case, scenario: str, *, explain_errors: bool = False) -> AsyncIterator[Agent]:
     async with AsyncOpenAI(base_url=case.base_url, api_key=API_KEY) as client:
         model = OpenAIChatModel(scenario, provider=OpenAIProvider(openai_client=client))
-        agent = Agent(model, instructions=DEFAULT_SYSTEM, output_type=[str, DeferredToolRequests])
+        agent = Agent(model, instructions=case.folder.system(), output_type=[str, DeferredToolRequests])
         _tools(agent, case, explain_errors=explain_errors)
         yield agent
 
@@ -48,11 +46,11 @@ async def _agent(case: Case, scenario: str, *, explain_errors: bool = False) -> 
 def _tools(agent: Agent, case: Case, *, explain_errors: bool) -> None:
     folder = case.folder
 
-    @agent.tool_plain(description=DESCRIPTIONS["list_files"])
+    @agent.tool_plain(description=folder.describe("list_files"))
     def list_files() -> str:
         return folder.list_files()
 
-    @agent.tool_plain(description=DESCRIPTIONS["read_file"])
+    @agent.tool_plain(description=folder.describe("read_file"))
     def read_file(path: str) -> str:
         if not explain_errors:
             return folder.read_file(path)
@@ -61,11 +59,11 @@ def _tools(agent: Agent, case: Case, *, explain_errors: bool) -> None:
         except FileNotFoundError as e:
             raise ModelRetry(str(e)) from e
 
-    @agent.tool_plain(description=DESCRIPTIONS["delete_file"], requires_approval=True)
+    @agent.tool_plain(description=folder.describe("delete_file"), requires_approval=True)
     def delete_file(path: str) -> str:
         return folder.delete_file(path)
 
-    @agent.tool_plain(description=DESCRIPTIONS["scan_archive"])
+    @agent.tool_plain(description=folder.describe("scan_archive"))
     async def scan_archive() -> str:
         return await folder.scan_archive()
 
@@ -88,6 +86,10 @@ async def _run(case: Case, scenario: str, limits: UsageLimits, *, explain_errors
 
 async def run(case: Case, scenario: str, cap: int) -> Ending:
     return await _run(case, scenario, UsageLimits(request_limit=cap))
+
+
+def caps(cap: int) -> list[tuple[str, Callable[[Case], Awaitable[Ending]]]]:
+    return [(f"request_limit={cap}", lambda case: run(case, "runaway", cap))]
 
 
 async def tool_error(case: Case, documented: bool) -> Ending:
@@ -122,13 +124,13 @@ async def approval_resume(case: Case) -> Ending:
     return _ending(result.output)
 
 
-async def stop_slow(case: Case, after_s: float) -> Ending:
+async def stop_slow(case: Case, stop: asyncio.Event) -> Ending:
     try:
         async with _agent(case, "slow") as agent:
             async with agent.iter(case.task("slow"), usage_limits=UsageLimits(request_limit=5)) as run:
-                asyncio.get_running_loop().call_later(after_s, run.cancel)
-                async for _ in run:
-                    pass
+                async with stop_button(stop, run.cancel):
+                    async for _ in run:
+                        pass
     except RunCancelled as e:
         return Ending.raised(e)
     return _ending(run.result.output if run.result else None)

@@ -18,13 +18,14 @@ from experiments.report import markdown_table
 
 Rows = list[dict[str, Any]]
 HEADINGS = {
-    "turn_cap": f"Turn cap: `runaway`, cap {CAP}",
+    "turn_cap": f"Turn cap: `runaway`, cap {CAP} (every reply asks for one more tool call)",
     "tool_errors": "Tool errors: `recover` (the first read raises FileNotFoundError)",
     "budget": f"Budget: ${BUDGET_USD} on `runaway` (outside cap: {OUTSIDE_CAP} requests)",
-    "approval": "Approval: `destructive`, stop, then approve in a new process",
-    "cancellation": f"Cancellation: Stop at {STOP_AT_S} s during `slow`'s 3 s tool",
-    "overhead": "Overhead per turn: client time minus the mock's own time, per request",
-    "memory": "Memory: peak RSS of a fresh process running `plan`",
+    "approval": "Approval: `destructive`, stop, then approve in a new process (and resume once more)",
+    "cancellation": f"Cancellation: the lab presses Stop {STOP_AT_S} s after the run starts, during "
+                    "`slow`'s 3 s tool",
+    "overhead": "Overhead per turn: client time minus the mock's own time, per request, as a ratio to ours",
+    "memory": "Memory: peak RSS of a fresh process that imports one peer and runs `plan`",
 }
 
 
@@ -36,20 +37,39 @@ def _names(rows: Rows, keep: Callable[[dict[str, Any]], bool]) -> str:
     return ", ".join(dict.fromkeys(r["framework"] for r in rows if keep(r))) or "none"
 
 
+def _steps(rows: Rows, steps: int) -> str:
+    row = next((r for r in rows if r["setting"] == f"recursion_limit={steps}"), None)
+    return "not measured" if row is None else f"{row['requests']} requests, {row['caller gets']}"
+
+
 def _turn_cap(rows: Rows) -> str:
-    parts = [f"{r['framework']} {r['requests']} requests / {r['tool runs']} tool runs → {r['caller gets']}"
-             for r in rows]
-    return f"Every peer stops at {CAP} requests, in different shapes: " + "; ".join(parts) + "."
+    main = [r for r in rows if r["setting"] != f"recursion_limit={2 * CAP - 1}"
+            and r["setting"] != f"recursion_limit={2 * CAP + 1}"]
+    counts = ", ".join(sorted({str(r["requests"]) for r in main}))
+    fates = "; ".join(f"{fate} in {_names(main, lambda r, f=fate: r['call of the last reply'] == f)}"
+                      for fate in dict.fromkeys(r["call of the last reply"] for r in main))
+    return (f"At a cap of {CAP} every peer makes {counts} requests; what differs is the call the "
+            f"{CAP}th reply asks for: {fates}. LangGraph's cap is `recursion_limit` in graph steps, "
+            f"two per turn (the model node, then the tools node), so {CAP} turns is {2 * CAP}: its "
+            f"prebuilt agent sees fewer than 2 steps left after the {CAP}th model call and answers "
+            "\"Sorry, need more steps\" instead of running the call. One step less "
+            f"({2 * CAP - 1}): {_steps(rows, 2 * CAP - 1)}; one more ({2 * CAP + 1}): "
+            f"{_steps(rows, 2 * CAP + 1)}.")
 
 
 def _tool_errors(rows: Rows) -> str:
-    default = [r for r in rows if r["setting"] == "default"]
+    frameworks = [r for r in rows if not r["setting"].startswith("contrast")]
+    default = [r for r in frameworks if r["setting"] == "default"]
     silent = _names(default, lambda r: r["text sent back"].startswith("(nothing"))
     vague = _names(default, lambda r: not r["recovers"] and not r["text sent back"].startswith("(nothing"))
-    fixed = _names(rows, lambda r: r["setting"] != "default" and r["recovers"])
+    fixed = _names(frameworks, lambda r: r["setting"] != "default" and r["recovers"])
+    contrast = [r for r in rows if r["setting"].startswith("contrast")]
+    tail = "".join(f" The contrast row ({r['framework']}, {r['setting'].split(': ', 1)[-1]}) "
+                   f"{'recovers' if r['recovers'] else 'does not recover'}, as the chapter predicts for a "
+                   "sentence that does not say what failed." for r in contrast)
     return (f"By default only {_names(default, lambda r: r['recovers'])} recovers: {silent} send nothing "
             f"back and raise, {vague} sends a sentence that does not say what failed. With its documented "
-            f"setting the run recovers in {fixed}, each with its own wording.")
+            f"setting the run recovers in {fixed}, each with its own wording.{tail}")
 
 
 def _budget(rows: Rows) -> str:
@@ -64,15 +84,24 @@ def _budget(rows: Rows) -> str:
 
 
 def _approval(rows: Rows) -> str:
-    ok = _names(rows, lambda r: r["deleted before approval"] == 0 and r["delete_file runs in total"] == 1)
-    return ("The destructive call stops, survives a new process and runs exactly once after approval "
-            f"in: {ok}.")
+    ok = _names(rows, lambda r: r["deleted before approval"] == 0 and r["delete_file runs"] == 1
+                and not r["access.log still there after approval"])
+    def second(r: dict[str, Any]) -> str:
+        ran = r["delete_file runs after that"] > r["delete_file runs"]
+        return (f"{r['framework']} {r['same state resumed again'].split(':')[0]} and delete_file "
+                f"{'ran again' if ran else 'did not run'}")
+
+    again = "; ".join(second(r) for r in rows)
+    return ("The destructive call stops, survives a new process, runs exactly once after approval and "
+            f"access.log is gone from the sandbox in: {ok}. Resuming the same saved state a second "
+            f"time: {again}.")
 
 
 def _cancellation(rows: Rows) -> str:
     parts = [f"{r['framework']} {r['Stop to end ms']} ms" for r in rows]
     saw = _names(rows, lambda r: r["tool saw it"])
-    return "Stop to the end of the run: " + ", ".join(parts) + f"; the tool saw the cancellation in: {saw}."
+    return ("From the moment the lab pressed Stop (the same moment for every peer) to the end of the "
+            "run: " + ", ".join(parts) + f"; the tool saw the cancellation in: {saw}.")
 
 
 def _ratio_to_ours(rows: Rows, column: str, unit: str, group: str | None = None) -> str:
@@ -89,7 +118,14 @@ def _ratio_to_ours(rows: Rows, column: str, unit: str, group: str | None = None)
 
 
 def _overhead(rows: Rows) -> str:
-    return "Overhead per turn — " + _ratio_to_ours(rows, "overhead per turn ms", "ms", "run") + "."
+    parts = []
+    for run in dict.fromkeys(r["run"] for r in rows):
+        subset = [r for r in rows if r["run"] == run]
+        ours = next(r for r in subset if r["framework"].startswith("ours"))
+        others = ", ".join(f"{r['framework']} {r['× ours (median)']:g}× ({r['× ours (min–max)']})"
+                           for r in subset if r is not ours)
+        parts.append(f"{run}: ours {ours['overhead per turn ms']:g} ms; {others}")
+    return "Overhead per turn as a multiple of ours, median over rounds (min–max) — " + "; ".join(parts) + "."
 
 
 def _memory(rows: Rows) -> str:
@@ -108,19 +144,32 @@ NOTES = {
               "price table; the mock's model names have none, so `cost_limit` cannot fire, and 2.68 "
               "warns about that (`CostNotFoundWarning`) only when a run completes, so a runaway stopped "
               "by the outside cap ends without a warning (the warnings column is what the run emitted).",
-    "overhead": "Medians over interleaved rounds (the `rounds` column; every peer once per round, in turn), "
-                "one process, "
-                "the mock on a loopback socket in a thread of the same process. Per-turn overhead is "
-                "(wall time − time the mock spent on the requests) / requests. A run's fixed costs "
-                "(each peer builds a new HTTP client per run; its SSL context alone took ~26 ms in a "
-                "profile of ours) are spread over only 3 turns in `plan`; the `runaway` rows show what "
-                "a turn itself costs, and how that grows with the transcript. The machine is shared, "
-                "so read ratios within one run rather than absolute milliseconds.",
-    "memory": "VmHWM of a child process. Every child imports the lab's `experiments` package "
-              "(pandas, matplotlib, the harness): *lab base* is a child that imports it and runs "
-              "nothing. *Its own* is peak minus that base; for our harness, whose import is inside "
-              "the base, the harness's own import (a bare interpreter importing it, minus one "
-              "importing nothing) is added back.",
+    "turn_cap": "*Call of the last reply* is read from the tool log and the state the run ended in: "
+                "*ran* when the tool ran as often as the model was asked, *pending, resumable* when the "
+                "run ended with the call unanswered in a state it can resume from, *dropped* otherwise. "
+                "The LangGraph rows one step either side of the documented setting are measured in the "
+                "same run.",
+    "cancellation": f"The lab owns the clock: t0 is the moment the run's coroutine starts, before any "
+                    f"client, agent or graph is built, and Stop is pressed at t0 + {STOP_AT_S} s for "
+                    "every peer the same way (an `asyncio.Event` each peer's module waits on, then calls "
+                    "its own cancel API: `RunResultStreaming.cancel()`, `AgentRun.cancel()`, the task's "
+                    "`cancel()` for LangGraph, `Cancel.set()` for ours). *Stop to end* is the run's end "
+                    "minus the moment Stop was actually pressed; *tool saw it* is read from the tool log.",
+    "overhead": "Every round runs each peer once, in turn, the order rotated by one each round; the "
+                "ratio to ours is taken within a round, so the load of this shared machine, which "
+                "drifts between rounds, divides out (the milliseconds drift with it; the ratios are the "
+                "figures). One process, the mock on a loopback socket in a thread of the same process. "
+                "Per-turn overhead is (wall time − time the mock spent on the requests) / requests. A "
+                "run's fixed costs (each peer builds a new HTTP client per run; LangGraph also builds "
+                "and compiles its graph with `create_react_agent` in every run) are spread over only 3 "
+                "turns in `plan`; the `runaway` rows show what a turn itself costs, and how that grows "
+                "with the transcript.",
+    "memory": "VmHWM of a child process started as a script, with the lab's `experiments` package "
+              "replaced by a bare one, so it imports only that peer's module and the lab's tools "
+              "(`case.py`, `folder.py`: standard library only). The child reports what it imported "
+              "and the lab refuses a row that carries pandas, matplotlib, or the harness for a "
+              "framework. *Its own* is peak minus a bare interpreter (`python -c pass`), the same "
+              "base for every row.",
 }
 
 
@@ -128,11 +177,11 @@ def chart(tables: dict[str, Rows]) -> Any:
     plt.rcParams.update(STYLE)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
     frame = pd.DataFrame(tables["overhead"])
-    over = frame.pivot(index="run", columns="framework", values="overhead per turn ms")
+    over = frame.pivot(index="run", columns="framework", values="× ours (median)")
     over = over.loc[list(dict.fromkeys(frame["run"])), [p.NAME for p in peers()]]
     colours = ["#ff7f0e", "#9467bd", "#2ca02c", OURS]
     over.plot.bar(ax=left, color=colours, rot=0)
-    left.set_title("overhead per turn (ms)")
+    left.set_title("overhead per turn, × ours (median over rounds)")
     left.set_xlabel("")
     mem = pd.DataFrame(tables["memory"]).set_index("framework")["its own MiB"]
     right.bar(mem.index, mem.values, color=colours)
