@@ -91,7 +91,20 @@ class Settings:
         return Knobs(feed_back_permanent=self.feed_back_permanent)
 
 
+class NotACliRun(ValueError):
+    """A run saved through the Python API: the CLI does not know its model and tools."""
+
+
+def _cli_run(state: RunState) -> bool:
+    return "settings" in state.meta or "scenario" in state.meta
+
+
 def settings_of(state: RunState) -> Settings:
+    if not _cli_run(state):
+        raise NotACliRun(
+            f"run {state.run_id} was started from Python, not by this CLI, which does not know its "
+            "model and tools: continue it with harness.approve/reject and harness.run in Python"
+        )
     raw, meta = state.meta.get("settings"), state.meta
     if raw is None and "scenario" in meta:  # a run saved by the schema-1 CLI kept flat keys
         names = {f.name for f in dataclasses.fields(Settings)}
@@ -113,7 +126,7 @@ def summary_line(state: RunState, label: str) -> str:
 
 
 def _label(state: RunState) -> str:
-    if "settings" not in state.meta and "scenario" not in state.meta:
+    if not _cli_run(state):
         return "(not a CLI run)"  # saved through the Python API into the same folder
     s = settings_of(state)
     return f"{s.scenario}, cap {s.max_turns if s.max_turns is not None else 'none'}"
@@ -131,16 +144,24 @@ def _report(state: RunState) -> list[str]:
         call = safe(f"{stop.tool_name}({json.dumps(stop.args)})")
         lines.append(f"   stopped: interrupted / approval -> {call}{doubt}")
         cid = _quoted(stop.call_id)
-        lines.append(f"   decide:  harness approve {rid} {cid}   |   "
-                     f"harness reject {rid} {cid} --reason \"...\"")
+        lines.append(_next_step(state, f"decide:  harness approve {rid} {cid}   |   "
+                                       f"harness reject {rid} {cid} --reason \"...\""))
     elif isinstance(stop, CancelledBy):
         lines.append(f"   interrupted / cancelled: {safe(stop.reason)}")
-        lines.append(f"   resume:  harness resume {rid}")
+        lines.append(_next_step(state, f"resume:  harness resume {rid}"))
     else:
-        lines.append(f"   stopped: {state.status} ({safe(reason_of(state))}); "
-                     f"raise the limit and run: harness resume {rid} --max-turns N --budget USD")
+        lines.append(f"   stopped: {state.status} ({safe(reason_of(state))})")
+        limit = f"raise the limit and run: harness resume {rid} --max-turns N --budget USD"
+        lines.append(_next_step(state, limit))
     lines.append(f"   run id: {rid}")
     return lines
+
+
+def _next_step(state: RunState, command: str) -> str:
+    if _cli_run(state):
+        return f"   {command}"
+    return ("   continue it from Python (harness.approve / reject, then harness.run): "
+            "the CLI does not know its tools")
 
 
 def _quoted(call_id: str) -> str:
@@ -238,7 +259,7 @@ def _cmd_resume(args: argparse.Namespace, store: FileStore, checkpoint) -> int:
 def _cmd_show(args: argparse.Namespace, store: FileStore, checkpoint) -> int:
     state = store.load(args.run_id)
     print("\n".join(_report(state)))
-    for c in pending(state):
+    for c in pending(state) if state.resumable or state.status == "running" else ():
         print(safe(f"   pending: {c['id']} {c['function']['name']}({c['function']['arguments']})"))
     runs = ", ".join(r.label for r in state.tool_runs)
     print(safe(f"   tool runs: {runs or 'none'}"))

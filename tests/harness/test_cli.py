@@ -79,6 +79,33 @@ def test_show_prints_a_run_saved_through_the_python_api(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("(not a CLI run)")
 
 
+def test_a_python_api_run_says_how_to_continue_it_and_the_cli_refuses_clearly(mock_url, tmp_path, capsys):
+    import asyncio
+
+    from harness import ModelClient, OpenAIChat, chapter_tools, make_sandbox, new_run, run
+
+    async def go():
+        async with ModelClient(mock_url) as client:
+            return await run(new_run("t", run_id="pyd"), model=OpenAIChat("destructive", client=client),
+                             tools=chapter_tools(make_sandbox(tmp_path / "sb")), store=FileStore(tmp_path))
+
+    assert asyncio.run(go()).status == "interrupted"
+    argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
+    assert main([*argv, "show", "pyd"]) == 3
+    out = capsys.readouterr().out
+    assert "continue it from Python" in out and "harness approve" not in out
+    assert main([*argv, "approve", "pyd"]) == 2
+    assert "was started from Python" in capsys.readouterr().err
+
+
+def test_show_lists_no_pending_call_for_a_final_run(mock_url, tmp_path, capsys):
+    argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
+    assert main([*argv, "run", "--scenario", "denied", "--errors", "fatal", "--run-id", "f1"]) == 1
+    capsys.readouterr()
+    main([*argv, "show", "f1"])
+    assert "pending:" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "-0.5", "1e999", "lots"])
 def test_run_refuses_a_budget_that_is_not_a_sum_of_money(tmp_path, capsys, value):
     with pytest.raises(SystemExit) as exit_:
