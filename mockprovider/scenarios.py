@@ -48,7 +48,7 @@ def text(content: str) -> Reply:
 
 
 def asks(call_id: str, name: str, args: Mapping[str, Any] | None = None) -> Reply:
-    arguments = json.dumps(args or {}, separators=(",", ":"))
+    arguments = json.dumps(args, separators=(",", ":")) if args else "{}"  # most calls: no arguments
     return Reply(tool_calls=(ToolCall(id=call_id, name=name, arguments=arguments),))
 
 

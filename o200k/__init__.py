@@ -106,7 +106,9 @@ def count(text: str) -> int:
 
 
 def _encode_len(text: str) -> int:
-    return len(encoding().encode(text, disallowed_special=()))
+    # encode_ordinary is encode(text, disallowed_special=()) without its special-token set
+    # arguments: with no special token allowed, both read every text as ordinary text.
+    return len(encoding().encode_ordinary(text))
 
 
 _count_cached = lru_cache(maxsize=16384)(_encode_len)  # at most 16,384 texts of <= 4,096 chars
@@ -184,7 +186,12 @@ _calls_tokens_cached = lru_cache(maxsize=4096)(_calls_tokens)
 def tool_calls_tokens(calls: Iterable[Mapping[str, Any]]) -> int:
     """`count(tool_calls_json(calls))`, cached for calls of bounded size: a reply's calls come
     back in the next prompt, and the same calls are counted again every turn after that."""
-    fields = _fields(calls)
+    return call_fields_tokens(_fields(calls))
+
+
+def call_fields_tokens(fields: _CallFields) -> int:
+    """`tool_calls_tokens` of calls given as their (id, name, arguments) strings: a server
+    that holds its own calls as fields need not build their wire dicts only to count them."""
     if sum(len(i) + len(n) + len(a) for i, n, a in fields) <= CACHED_UP_TO:
         return _calls_tokens_cached(fields)
     return _calls_tokens(fields)

@@ -1,0 +1,32 @@
+"""`wire.render` writes a completion from a template: its bytes must be JSONResponse's own."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.responses import JSONResponse
+
+from mockprovider import wire
+from mockprovider.scenarios import ToolCall
+
+CALLS = (
+    ToolCall(id="c1", name="list_files", arguments="{}"),
+    ToolCall(id='c"2\\', name="read_\u00e9", arguments='{"path":"caf\u00e9\\n\u2028.log"}'),
+)
+
+
+@pytest.mark.parametrize(
+    ("content", "calls", "finish"),
+    [
+        ("plain answer", (), "stop"),
+        ("", (), "length"),
+        ('quotes " and \\ and \n\t\u0001 controls, caf\u00e9 \U0001f600 \u2028', (), "stop"),
+        (None, CALLS[:1], "tool_calls"),
+        (None, CALLS, "length"),
+    ],
+)
+def test_render_is_byte_for_byte_what_jsonresponse_renders(content, calls, finish) -> None:
+    c = wire.Completion(
+        id="chatcmpl-\u00e9x", created=1_700_000_000, model='runaway+fault="x"', content=content,
+        tool_calls=calls, finish_reason=finish, prompt_tokens=123_456, completion_tokens=7,
+    )
+    assert wire.render(c) == JSONResponse(wire.body(c)).body
