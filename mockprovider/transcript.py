@@ -87,7 +87,7 @@ def missing(param: str) -> APIError:
     return invalid(f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter")
 
 
-def _content_chars(value: Any, param: str) -> int:
+def _content_chars(value: Any, i: int) -> int:
     if value is None:
         return 0
     if isinstance(value, str):
@@ -96,12 +96,14 @@ def _content_chars(value: Any, param: str) -> int:
         isinstance(p, dict) and isinstance(p.get("text", ""), str) for p in value
     ):
         return sum(len(p.get("text", "")) for p in value)
+    param = f"messages[{i}].content"
     raise invalid(f"Invalid type for '{param}': expected a string, an array of parts, or null.", param=param)
 
 
-def _check_tool_calls(calls: Any, param: str) -> tuple[list[str], int]:
+def _check_tool_calls(calls: Any, i: int) -> tuple[list[str], int]:
     """The call ids and the characters of their names and arguments."""
     if not isinstance(calls, list):
+        param = f"messages[{i}].tool_calls"
         raise invalid(f"Invalid type for '{param}': expected an array.", param=param)
     ids, chars = [], 0
     for j, call in enumerate(calls):
@@ -113,7 +115,7 @@ def _check_tool_calls(calls: Any, param: str) -> tuple[list[str], int]:
             and isinstance(fn.get("name"), str)
             and isinstance(fn.get("arguments"), str)
         ):
-            p = f"{param}[{j}]"
+            p = f"messages[{i}].tool_calls[{j}]"
             raise invalid(
                 f"Invalid '{p}': a tool call needs a string 'id' and a 'function' with string "
                 "'name' and 'arguments'.",
@@ -124,40 +126,50 @@ def _check_tool_calls(calls: Any, param: str) -> tuple[list[str], int]:
     return ids, chars
 
 
+_ROLES = frozenset(ROLES)
+
+
 def check_message(m: Any, i: int, calls: set[str]) -> int:
-    """Check `messages[i]`, adding the call ids it makes to `calls`; its text length."""
-    p = f"messages[{i}]"
+    """Check `messages[i]`, adding the call ids it makes to `calls`; its text length.
+
+    Parameter names are built only for an error: every message of every request passes here.
+    """
     if not isinstance(m, dict):
-        raise invalid(f"Invalid type for '{p}': expected an object.", param=p)
+        raise invalid(f"Invalid type for 'messages[{i}]': expected an object.", param=f"messages[{i}]")
     role = m.get("role")
-    if role not in ROLES:
+    if not (isinstance(role, str) and role in _ROLES):  # a str first: an unhashable role is a 400
         raise invalid(
-            f"Invalid value for '{p}.role': {role!r}. Supported values are: "
+            f"Invalid value for 'messages[{i}].role': {role!r}. Supported values are: "
             + ", ".join(repr(r) for r in ROLES) + ".",
-            param=f"{p}.role",
+            param=f"messages[{i}].role",
             code="invalid_value",
         )
-    chars = _content_chars(m.get("content"), f"{p}.content")
+    chars = _content_chars(m.get("content"), i)
     name = m.get("name", "")
     if not isinstance(name, str):
-        raise invalid(f"Invalid type for '{p}.name': expected a string.", param=f"{p}.name")
+        raise invalid(f"Invalid type for 'messages[{i}].name': expected a string.", param=f"messages[{i}].name")
     # Checked on every role: the token count reads tool_calls wherever they appear.
     if m.get("tool_calls") is not None:
-        ids, call_chars = _check_tool_calls(m["tool_calls"], f"{p}.tool_calls")
+        ids, call_chars = _check_tool_calls(m["tool_calls"], i)
         calls.update(ids)
         chars += call_chars
     if role == "tool":
-        call_id = m.get("tool_call_id")
-        if not isinstance(call_id, str):
-            raise missing(f"{p}.tool_call_id")
-        if call_id not in calls:
-            raise invalid(
-                f"Invalid parameter: '{p}' with role 'tool' answers tool_call_id {call_id!r}, "
-                "which no preceding assistant message's 'tool_calls' contains.",
-                param=f"{p}.tool_call_id",
-            )
-        chars += len(call_id)
+        chars += _check_answer(m, i, calls)
     return chars + len(name)
+
+
+def _check_answer(m: dict[str, Any], i: int, calls: set[str]) -> int:
+    """A tool message's `tool_call_id` must answer an earlier call; its length."""
+    call_id = m.get("tool_call_id")
+    if not isinstance(call_id, str):
+        raise missing(f"messages[{i}].tool_call_id")
+    if call_id not in calls:
+        raise invalid(
+            f"Invalid parameter: 'messages[{i}]' with role 'tool' answers tool_call_id {call_id!r}, "
+            "which no preceding assistant message's 'tool_calls' contains.",
+            param=f"messages[{i}].tool_call_id",
+        )
+    return len(call_id)
 
 
 # --- reading and counting ------------------------------------------------------------------
