@@ -132,7 +132,8 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
     options = faults.apply(config.defaults, getattr(script, "options", ""), param="model")
     options = faults.apply(options, request.path_params.get("options", ""), param="base_url")
     options = faults.apply(options, suffix, param="model")
-    options = faults.apply(options, request.headers.get("x-mock-options", ""), param="x-mock-options")
+    header = request.headers["x-mock-options"] if "x-mock-options" in request.headers else ""  # see attempt_of
+    options = faults.apply(options, header, param="x-mock-options")
     return script, options
 
 
