@@ -132,7 +132,8 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
     options = faults.apply(config.defaults, getattr(script, "options", ""), param="model")
     options = faults.apply(options, request.path_params.get("options", ""), param="base_url")
     options = faults.apply(options, suffix, param="model")
-    header = request.headers["x-mock-options"] if "x-mock-options" in request.headers else ""  # see attempt_of
+    headers = request.headers  # `in` first, as in faults.attempt_of: the header is usually absent
+    header = headers["x-mock-options"] if "x-mock-options" in headers else ""
     options = faults.apply(options, header, param="x-mock-options")
     return script, options
 

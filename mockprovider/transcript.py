@@ -147,7 +147,8 @@ def check_message(m: Any, i: int, calls: set[str]) -> int:
     chars = _content_chars(m.get("content"), i)
     name = m.get("name", "")
     if not isinstance(name, str):
-        raise invalid(f"Invalid type for 'messages[{i}].name': expected a string.", param=f"messages[{i}].name")
+        p = f"messages[{i}].name"
+        raise invalid(f"Invalid type for '{p}': expected a string.", param=p)
     # Checked on every role: the token count reads tool_calls wherever they appear.
     if m.get("tool_calls") is not None:
         ids, call_chars = _check_tool_calls(m["tool_calls"], i)

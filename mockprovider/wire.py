@@ -182,7 +182,7 @@ def render(c: Completion) -> bytes:
         f'{{"id":{_STR(c.id)},"object":"chat.completion","created":{c.created},"model":{_STR(c.model)},'
         f'"choices":[{{"index":0,"message":{message},"logprobs":null,"finish_reason":{_STR(c.finish_reason)}}}],'
         f'{usage},"system_fingerprint":"fp_mockprovider"}}'
-    ).encode("utf-8")
+    ).encode()
 
 
 def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
