@@ -259,8 +259,8 @@ class _Loop:
             return self.end(Approval(call_id=call_id, tool_name=name, args=args, in_doubt=in_doubt))
         # An approval covers this call once (saved together with the intent below).
         s.approved = [a for a in s.approved if a.call_id != call_id]
-        sig = signature(name, args)
-        if self.dedupes(tool) and sig in s.cache:
+        sig = signature(name, args) if self.dedupes(tool) else None  # canonical JSON: only when used
+        if sig is not None and sig in s.cache:
             return self.reuse(call, s.cache[sig])
         if not tool.read_only:
             s.intents[call_id] = Intent(call_id=call_id, tool=name, args=args)
@@ -283,7 +283,7 @@ class _Loop:
         self.save()
         self.hook("after_tool_result")
 
-    async def execute(self, call: dict[str, Any], tool: Tool, args: dict[str, Any], sig: str) -> None:
+    async def execute(self, call: dict[str, Any], tool: Tool, args: dict[str, Any], sig: str | None) -> None:
         s, call_id = self.s, call["id"]
         self.emit("tool_start", toolName=tool.name, args=call["function"]["arguments"], callId=call_id)
         ctx = ToolContext(
@@ -313,7 +313,7 @@ class _Loop:
         self.answer(call, str(content))
         if not tool.read_only:
             s.cache = {}  # replaced, never cleared in place: the store journals only its growth
-        if error is None and self.dedupes(tool):
+        if error is None and sig is not None:
             s.cache[sig] = len(s.messages) - 1
         self.save()
         self.hook("after_tool_result")

@@ -404,7 +404,4 @@ class MemoryStore(_JournaledStore):
             raise FileNotFoundError(f"no saved run {run_id!r}; saved runs: {known}")
         return self.snapshots[run_id].encode(), "".join(self.journals[run_id]).encode(), f"memory:{run_id}"
 
-    def stored_bytes(self, run_id: str) -> int:
-        return len(self.snapshots[run_id]) + sum(len(x) for x in self.journals[run_id])
-
 

@@ -43,3 +43,8 @@ class APIError(Exception):
 def invalid(message: str, *, param: str | None = None, code: str | None = None) -> APIError:
     """400: the request itself is wrong."""
     return APIError(400, message, param=param, code=code)
+
+
+def missing(param: str) -> APIError:
+    """400: a required parameter is absent."""
+    return invalid(f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter")

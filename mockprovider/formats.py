@@ -20,7 +20,7 @@ from starlette.responses import Response, StreamingResponse
 
 import o200k
 from mockprovider import scenarios, wire
-from mockprovider.errors import APIError, invalid
+from mockprovider.errors import APIError, invalid, missing
 from mockprovider.faults import Options
 from mockprovider.pipeline import Config, delay_or_fault, injected, resolve
 
@@ -68,10 +68,6 @@ def suffix(completion: wire.Completion) -> str:
 # --- request fields every format checks the same way -----------------------------------------
 
 
-def missing(param: str) -> APIError:
-    return invalid(f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter")
-
-
 def body_object(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise invalid("Invalid request body: expected a JSON object.")
@@ -85,24 +81,6 @@ def model_of(body: dict[str, Any]) -> str:
     if not isinstance(model, str) or not model:
         raise invalid("Invalid 'model': expected a non-empty string.", param="model")
     return model
-
-
-def positive_int(body: dict[str, Any], key: str) -> int | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise invalid(f"Invalid '{key}': expected an integer >= 1, got {value!r}.", param=key)
-    return value
-
-
-def flag(body: dict[str, Any], key: str) -> bool:
-    value = body.get(key)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise invalid(f"Invalid '{key}': expected a boolean.", param=key)
-    return value
 
 
 def string(value: Any, param: str) -> str:

@@ -28,17 +28,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from mockprovider import wire
-from mockprovider.errors import APIError, invalid
+from mockprovider.errors import APIError, invalid, missing
 from mockprovider.formats import (
     ChatShaped,
     body_object,
     chat_tool,
     event_stream,
-    flag,
     json_response,
-    missing,
     model_of,
-    positive_int,
     scripted_turn,
     sse_event,
     string,
@@ -46,6 +43,7 @@ from mockprovider.formats import (
     tool_call,
 )
 from mockprovider.pipeline import config_of, read_json
+from mockprovider.validation import flag, positive_int
 
 ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import o200k
-from mockprovider.errors import APIError, invalid
+from mockprovider.errors import invalid, missing
 from mockprovider.scenarios import Conversation
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
@@ -81,10 +81,6 @@ class Transcript:
 
 
 # --- the checks (one message at a time; a tool message may answer only an earlier call) ------
-
-
-def missing(param: str) -> APIError:
-    return invalid(f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter")
 
 
 def _content_chars(value: Any, i: int) -> int:

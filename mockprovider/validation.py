@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mockprovider import transcript
-from mockprovider.errors import APIError, invalid
-from mockprovider.transcript import ROLES, Known, Transcript, missing
+from mockprovider.errors import APIError, invalid, missing
+from mockprovider.transcript import ROLES, Known, Transcript
 
 __all__ = ["ROLES", "ChatRequest", "chat_request", "parse_json"]
 
@@ -46,17 +46,30 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def positive_int(body: dict[str, Any], key: str) -> int | None:
+    """`body[key]` if it is an integer >= 1; None if absent or null; a 400 otherwise."""
+    value = body.get(key)
+    if value is None:
+        return None
+    if not _is_int(value) or value < 1:
+        raise invalid(f"Invalid '{key}': expected an integer >= 1, got {value!r}.", param=key)
+    return value
+
+
+def flag(body: dict[str, Any], key: str) -> bool:
+    """`body[key]` if it is a boolean; False if absent or null; a 400 otherwise."""
+    value = body.get(key)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise invalid(f"Invalid '{key}': expected a boolean.", param=key)
+    return value
+
+
 def _max_tokens(body: dict[str, Any]) -> int | None:
     """`max_completion_tokens` wins over the older `max_tokens`; both must be valid if given."""
-    given = {}
-    for key in ("max_completion_tokens", "max_tokens"):
-        value = body.get(key)
-        if value is None:
-            continue
-        if not _is_int(value) or value < 1:
-            raise invalid(f"Invalid '{key}': expected an integer >= 1, got {value!r}.", param=key)
-        given[key] = value
-    return next(iter(given.values()), None)
+    newer, older = positive_int(body, "max_completion_tokens"), positive_int(body, "max_tokens")
+    return newer if newer is not None else older
 
 
 def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
@@ -75,11 +88,7 @@ def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
         raise invalid("Invalid 'tools': expected an array of objects.", param="tools")
-    stream = body.get("stream", False)
-    if stream is None:
-        stream = False
-    if not isinstance(stream, bool):
-        raise invalid("Invalid 'stream': expected a boolean.", param="stream")
+    stream = flag(body, "stream")
     options = body.get("stream_options")
     if options is not None and not isinstance(options, dict):
         raise invalid("Invalid 'stream_options': expected an object.", param="stream_options")
