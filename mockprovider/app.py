@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.middleware import Middleware
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 import o200k
 from mockprovider import anthropic_api, faults, memo, responses_api, scenarios, transcript, wire
@@ -47,7 +49,8 @@ async def _stream(completion: wire.Completion, req: ChatRequest, options: Option
     yield wire.sse("[DONE]")
 
 
-async def chat_completions(request: Request) -> Response:
+async def _chat(request: Request) -> Response | bytes:
+    """The chat endpoint's answer: a Response for streams and faults, else the JSON body's bytes."""
     config = config_of(request)
     body, known = parse_json(await read_raw(request, config), memo.parse)
     req = chat_request(body, known)
@@ -68,7 +71,26 @@ async def chat_completions(request: Request) -> Response:
             media_type="text/event-stream",
             headers={"cache-control": "no-cache"},
         )
-    return Response(wire.render(completion), media_type="application/json")
+    return wire.render(completion)
+
+
+_JSON = (b"content-type", b"application/json")
+
+
+async def chat_completions(scope: Scope, receive: Receive, send: Send) -> None:
+    """POST /v1/chat/completions as a bare ASGI app.
+
+    Most requests end in a plain JSON reply, sent here directly: Starlette's Request/Response
+    wrapping around a function endpoint was a fifth of a short request's time (measured). An
+    `APIError` raised inside still reaches the app's exception handlers, as any endpoint's does.
+    """
+    out = await _chat(Request(scope, receive, send))
+    if isinstance(out, bytes):
+        headers = [(b"content-length", str(len(out)).encode()), _JSON]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": out})
+    else:
+        await out(scope, receive, send)
 
 
 async def models(request: Request) -> Response:
@@ -119,11 +141,47 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return APIError(500, f"Internal error in the mock: {type(exc).__name__}", type="server_error").response()
 
 
+class _Bare:
+    """An ASGI callable Starlette routes to as it is (a plain function it would wrap)."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+
+class ChatLane:
+    """Middleware: `POST /v1/chat/completions`, the request an agent loop sends every turn,
+    goes straight to its endpoint, past the router and the exception middleware.
+
+    Those layers were ~40 µs of a turn-1 request's ~1 ms over loopback (measured: the same bare
+    endpoint behind them and behind this lane). What the endpoint raises is answered by the
+    app's own handlers, as behind the router; anything else still reaches the server-error
+    handler, which sits outside this middleware. Every other request takes the usual path.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not (scope["type"] == "http" and scope["path"] == "/v1/chat/completions"
+                and scope["method"] == "POST" and not scope.get("root_path")):
+            await self.app(scope, receive, send)
+            return
+        try:
+            await chat_completions(scope, receive, send)
+        except (APIError, ClientGone) as exc:
+            handler = _api_error if isinstance(exc, APIError) else _client_gone
+            response = await handler(Request(scope, receive, send), exc)
+            await response(scope, receive, send)
+
+
 # The other wire formats build on the shared steps above, so they are imported only now.
 
 ROUTES = [
-    Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-    Route("/o/{options}/v1/chat/completions", chat_completions, methods=["POST"]),
+    Route("/v1/chat/completions", _Bare(chat_completions), methods=["POST"]),
+    Route("/o/{options}/v1/chat/completions", _Bare(chat_completions), methods=["POST"]),
     Route("/v1/models", models, methods=["GET"]),
     Route("/o/{options}/v1/models", models, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
@@ -150,6 +208,7 @@ def create_app(
     o200k.encoding()  # load the ranks now, not during the first request
     app = Starlette(
         routes=ROUTES,
+        middleware=[Middleware(ChatLane)],
         exception_handlers={
             APIError: _api_error,
             ClientGone: _client_gone,

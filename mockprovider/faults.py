@@ -132,9 +132,7 @@ def apply(base: Options, text: str, *, param: str) -> Options:
 def attempt_of(headers: Mapping[str, str]) -> int:
     """The client's own count of this request's retries (0 for the first try)."""
     for name in ("x-lab-attempt", "x-stainless-retry-count"):
-        # `in` first: most requests send neither, and Starlette's `Headers.get` raises and
-        # catches a KeyError for an absent name (measured: ~2.5x the cost of the `in` test).
-        value = headers[name] if name in headers else None
+        value = headers.get(name)
         # Plain ASCII digits only (isdigit() alone admits "²"), and few enough for int().
         if value is not None and _ATTEMPT.fullmatch(value.strip()):
             return int(value)

@@ -49,6 +49,24 @@ def config_of(request: Request) -> Config:
     return request.app.state.config
 
 
+_HEADERS = "mockprovider.headers"
+
+
+def header_map(request: Request) -> Mapping[str, str]:
+    """The request's headers as a dict, built once per request.
+
+    Starlette's `request.headers` scans its list on every lookup and a request looks up about
+    six names, most of them absent. The first of repeated names wins, as in `Headers.get`.
+    """
+    scope = request.scope
+    headers = scope.get(_HEADERS)
+    if headers is None:
+        headers = scope[_HEADERS] = {
+            k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])
+        }
+    return headers
+
+
 # --- the steps every wire format shares ----------------------------------------------------
 
 
@@ -56,8 +74,9 @@ def authorize(request: Request, config: Config) -> None:
     if config.api_key is None:
         return
     # Anthropic's clients send the key as x-api-key; every other client as a bearer token.
-    key = request.headers.get("x-api-key")
-    given = f"Bearer {key}" if key is not None else request.headers.get("authorization", "")
+    headers = header_map(request)
+    key = headers.get("x-api-key")
+    given = f"Bearer {key}" if key is not None else headers.get("authorization", "")
     if not given:
         raise APIError(
             401,
@@ -70,7 +89,7 @@ def authorize(request: Request, config: Config) -> None:
 
 
 def _check_content_type(request: Request) -> None:
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    media = header_map(request).get("content-type", "").split(";")[0].strip().lower()
     if media != "application/json":
         raise APIError(
             415,
@@ -84,16 +103,21 @@ def _too_large(limit: int) -> APIError:
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length", "")
+    declared = header_map(request).get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)
-    chunks, size = [], 0
-    async for chunk in request.stream():
+    # ASGI messages read directly: Request.stream()'s generator was a tenth of a short request.
+    chunks, size, more = [], 0, True
+    while more:
+        message = await request.receive()
+        if message["type"] != "http.request":  # http.disconnect: nobody is left to answer
+            raise ClientGone
+        chunk, more = message.get("body", b""), message.get("more_body", False)
         size += len(chunk)
         if size > limit:
             raise _too_large(limit)
         chunks.append(chunk)
-    return b"".join(chunks)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 async def read_raw(request: Request, config: Config) -> bytes:
@@ -132,14 +156,13 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
     options = faults.apply(config.defaults, getattr(script, "options", ""), param="model")
     options = faults.apply(options, request.path_params.get("options", ""), param="base_url")
     options = faults.apply(options, suffix, param="model")
-    headers = request.headers  # `in` first, as in faults.attempt_of: the header is usually absent
-    header = headers["x-mock-options"] if "x-mock-options" in headers else ""
-    options = faults.apply(options, header, param="x-mock-options")
+    options = faults.apply(options, header_map(request).get("x-mock-options", ""), param="x-mock-options")
     return script, options
 
 
 class ClientGone(Exception):
-    """The client disconnected while its request waited: nothing more is done for it."""
+    """The client disconnected before its body arrived or while its request waited: nothing
+    more is done for it."""
 
 
 async def _wait_unless_gone(request: Request, seconds: float) -> None:
@@ -165,7 +188,7 @@ async def delay_or_fault(request: Request, model: str, turn: int, options: Optio
 
     Raises `ClientGone` if the client leaves during the wait, so its prompt is never counted.
     """
-    attempt = faults.attempt_of(request.headers)
+    attempt = faults.attempt_of(header_map(request))
     fault = options.fault_for(turn, attempt)
     log.info("model=%s turn=%d attempt=%d status=%s", model, turn, attempt, fault.kind if fault else "ok")
     if options.latency_ms:

@@ -128,11 +128,13 @@ _ROLES = frozenset(ROLES)
 def check_message(m: Any, i: int, calls: set[str]) -> int:
     """Check `messages[i]`, adding the call ids it makes to `calls`; its text length.
 
-    Parameter names are built only for an error: every message of every request passes here.
+    Parameter names are built only for an error: every message of every request passes here,
+    so the common shapes (a string content, no name) are tested first.
     """
     if not isinstance(m, dict):
         raise invalid(f"Invalid type for 'messages[{i}]': expected an object.", param=f"messages[{i}]")
-    role = m.get("role")
+    get = m.get
+    role = get("role")
     if not (isinstance(role, str) and role in _ROLES):  # a str first: an unhashable role is a 400
         raise invalid(
             f"Invalid value for 'messages[{i}].role': {role!r}. Supported values are: "
@@ -140,19 +142,22 @@ def check_message(m: Any, i: int, calls: set[str]) -> int:
             param=f"messages[{i}].role",
             code="invalid_value",
         )
-    chars = _content_chars(m.get("content"), i)
-    name = m.get("name", "")
-    if not isinstance(name, str):
-        p = f"messages[{i}].name"
-        raise invalid(f"Invalid type for '{p}': expected a string.", param=p)
+    content = get("content")
+    chars = len(content) if type(content) is str else _content_chars(content, i)
+    if "name" in m:
+        name = m["name"]
+        if not isinstance(name, str):
+            p = f"messages[{i}].name"
+            raise invalid(f"Invalid type for '{p}': expected a string.", param=p)
+        chars += len(name)
     # Checked on every role: the token count reads tool_calls wherever they appear.
-    if m.get("tool_calls") is not None:
-        ids, call_chars = _check_tool_calls(m["tool_calls"], i)
+    if (tool_calls := get("tool_calls")) is not None:
+        ids, call_chars = _check_tool_calls(tool_calls, i)
         calls.update(ids)
         chars += call_chars
     if role == "tool":
         chars += _check_answer(m, i, calls)
-    return chars + len(name)
+    return chars
 
 
 def _check_answer(m: dict[str, Any], i: int, calls: set[str]) -> int:

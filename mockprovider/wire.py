@@ -9,8 +9,8 @@ always equals non-streamed usage.
 from __future__ import annotations
 
 import json
-import os
 import time
+from random import getrandbits
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
@@ -120,7 +120,7 @@ def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | 
         cut = content != full
     finish: FinishReason = "length" if cut else ("tool_calls" if calls else "stop")
     return Completion(
-        id=f"chatcmpl-{os.urandom(12).hex()}",
+        id=f"chatcmpl-{getrandbits(96):024x}",  # unique, not secret: no system call per reply
         created=int(time.time()),
         model=model,
         content=content,

@@ -133,15 +133,23 @@ def text_of(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def _tokens_of(value: Any) -> int:
+    """`count(text_of(value))`, with the common case (a short string) first."""
+    if type(value) is str and len(value) <= CACHED_UP_TO:
+        return _count_cached(value) if value else 0
+    return count(text_of(value))
+
+
 def message_tokens(message: Mapping[str, Any]) -> int:
     """Tokens one message adds to a prompt (see the module docstring)."""
-    n = PER_MESSAGE + count(text_of(message.get("role"))) + count(text_of(message.get("content")))
-    if message.get("name"):
-        n += count(text_of(message["name"])) + PER_NAME
-    if message.get("tool_call_id"):
-        n += count(text_of(message["tool_call_id"]))
-    if message.get("tool_calls"):
-        n += tool_calls_tokens(message["tool_calls"])
+    get = message.get
+    n = PER_MESSAGE + _tokens_of(get("role")) + _tokens_of(get("content"))
+    if name := get("name"):
+        n += _tokens_of(name) + PER_NAME
+    if call_id := get("tool_call_id"):
+        n += _tokens_of(call_id)
+    if calls := get("tool_calls"):
+        n += tool_calls_tokens(calls)
     return n
 
 
@@ -150,14 +158,11 @@ _CallFields = tuple[tuple[str, str, str], ...]
 
 
 def _fields(calls: Iterable[Mapping[str, Any]]) -> _CallFields:
-    return tuple(
-        (
-            text_of(c.get("id")),
-            text_of((c.get("function") or {}).get("name")),
-            text_of((c.get("function") or {}).get("arguments")),
-        )
-        for c in calls
-    )
+    fields = []
+    for c in calls:
+        fn = c.get("function") or {}
+        fields.append((text_of(c.get("id")), text_of(fn.get("name")), text_of(fn.get("arguments"))))
+    return tuple(fields)
 
 
 def _calls_json(fields: _CallFields) -> str:
