@@ -129,10 +129,10 @@ def apply(base: Options, text: str, *, param: str) -> Options:
     return replace(base, faults=(*faults, *base.faults), **updates)
 
 
-def attempt_of(headers: Mapping[str, str]) -> int:
-    """The client's own count of this request's retries (0 for the first try)."""
-    for name in ("x-lab-attempt", "x-stainless-retry-count"):
-        value = headers.get(name)
+def attempt_of(*values: str | None) -> int:
+    """The client's own count of this request's retries (0 for the first try), from the first of
+    its headers (`x-lab-attempt`, `x-stainless-retry-count`) that holds one."""
+    for value in values:
         # Plain ASCII digits only (isdigit() alone admits "²"), and few enough for int().
         if value is not None and _ATTEMPT.fullmatch(value.strip()):
             return int(value)

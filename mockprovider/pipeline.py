@@ -52,19 +52,22 @@ def config_of(request: Request) -> Config:
 _HEADERS = "mockprovider.headers"
 
 
-def header_map(request: Request) -> Mapping[str, str]:
-    """The request's headers as a dict, built once per request.
+def header_map(request: Request) -> Mapping[bytes, bytes]:
+    """The request's headers as a dict of raw (lower-case) names to values, built once per request.
 
-    Starlette's `request.headers` scans its list on every lookup and a request looks up about
-    six names, most of them absent. The first of repeated names wins, as in `Headers.get`.
+    Starlette's `request.headers` decodes and scans its list on every lookup, and a request looks
+    up about six names, most of them absent. The first of repeated names wins, as in `Headers.get`.
     """
     scope = request.scope
     headers = scope.get(_HEADERS)
     if headers is None:
-        headers = scope[_HEADERS] = {
-            k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])
-        }
+        headers = scope[_HEADERS] = dict(reversed(scope["headers"]))
     return headers
+
+
+def header(request: Request, name: bytes) -> str | None:
+    value = header_map(request).get(name)
+    return None if value is None else value.decode("latin-1")
 
 
 # --- the steps every wire format shares ----------------------------------------------------
@@ -74,9 +77,8 @@ def authorize(request: Request, config: Config) -> None:
     if config.api_key is None:
         return
     # Anthropic's clients send the key as x-api-key; every other client as a bearer token.
-    headers = header_map(request)
-    key = headers.get("x-api-key")
-    given = f"Bearer {key}" if key is not None else headers.get("authorization", "")
+    key = header(request, b"x-api-key")
+    given = f"Bearer {key}" if key is not None else header(request, b"authorization") or ""
     if not given:
         raise APIError(
             401,
@@ -89,7 +91,7 @@ def authorize(request: Request, config: Config) -> None:
 
 
 def _check_content_type(request: Request) -> None:
-    media = header_map(request).get("content-type", "").split(";")[0].strip().lower()
+    media = (header(request, b"content-type") or "").split(";")[0].strip().lower()
     if media != "application/json":
         raise APIError(
             415,
@@ -103,7 +105,7 @@ def _too_large(limit: int) -> APIError:
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
-    declared = header_map(request).get("content-length", "")
+    declared = header_map(request).get(b"content-length", b"")
     if declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)
     # ASGI messages read directly: Request.stream()'s generator was a tenth of a short request.
@@ -116,8 +118,10 @@ async def _read_body(request: Request, limit: int) -> bytes:
         size += len(chunk)
         if size > limit:
             raise _too_large(limit)
+        if not (more or chunks):
+            return chunk  # the whole body in one message, as a short request comes
         chunks.append(chunk)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return b"".join(chunks)
 
 
 async def read_raw(request: Request, config: Config) -> bytes:
@@ -152,11 +156,17 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
             param="model",
             code="model_not_found",
         )
-    # Only file scenarios carry options (checked when the file was loaded); a built-in has none.
-    options = faults.apply(config.defaults, getattr(script, "options", ""), param="model")
-    options = faults.apply(options, request.path_params.get("options", ""), param="base_url")
-    options = faults.apply(options, suffix, param="model")
-    options = faults.apply(options, header_map(request).get("x-mock-options", ""), param="x-mock-options")
+    # Each source's options apply over the ones before; most requests set none at all.
+    options = config.defaults
+    sources = (
+        (getattr(script, "options", ""), "model"),  # a file scenario's, checked when it was loaded
+        (request.path_params.get("options", ""), "base_url"),
+        (suffix, "model"),
+        (header(request, b"x-mock-options"), "x-mock-options"),
+    )
+    for text, param in sources:
+        if text:
+            options = faults.apply(options, text, param=param)
     return script, options
 
 
@@ -188,7 +198,7 @@ async def delay_or_fault(request: Request, model: str, turn: int, options: Optio
 
     Raises `ClientGone` if the client leaves during the wait, so its prompt is never counted.
     """
-    attempt = faults.attempt_of(header_map(request))
+    attempt = faults.attempt_of(header(request, b"x-lab-attempt"), header(request, b"x-stainless-retry-count"))
     fault = options.fault_for(turn, attempt)
     log.info("model=%s turn=%d attempt=%d status=%s", model, turn, attempt, fault.kind if fault else "ok")
     if options.latency_ms:

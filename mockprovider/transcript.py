@@ -1,15 +1,16 @@
-"""A request's messages read once: checked, their turn and tool text derived, then counted.
+"""A request's messages read once: checked, counted, their turn and tool text derived.
 
 Reading starts from what `memo` already knows (`Known`: a remembered transcript the request's
 messages begin with, and its `Summary`) and reads only the messages after it:
 
     summary(messages) = extend(summary(messages[:L]), messages[L:])
 
-It is split in two so that the cheap part answers bad input at once and the expensive part
-can wait for the provider's latency and be skipped for a client that has gone: `read`
-(checks, turn, tool text; on the event loop) and `prompt_tokens` (the o200k count, by the
-formula's additivity only of the new messages; large texts on a worker thread so that they
-never block other requests).
+Each new message is checked and counted in one pass (`read`), its fields read once, while the
+new text stays within `INLINE_CHARS`: that is what nearly every agent turn sends, and counting it
+costs microseconds (its texts are mostly cached). Text past that is counted later, by
+`prompt_tokens`: after the provider's latency, so it is skipped for a client that has gone, and
+on a worker thread, so that it never blocks other requests. Both are exact by the formula's
+additivity.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from mockprovider.scenarios import Conversation
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
-OFFLOAD_CHARS = 32_768
-"""New text above this many characters is counted on a worker thread (~1.5 ms of encoding)."""
+INLINE_CHARS = 32_768
+"""New text up to this many characters is counted while it is read (at most ~1.5 ms of encoding);
+the messages past it are counted after the latency, on a worker thread."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,18 +64,21 @@ class Known:
 
 @dataclass(frozen=True, kw_only=True)
 class Transcript:
-    """A checked request transcript whose new part is not counted yet."""
+    """A checked request transcript, counted up to `counted`."""
 
     messages: list[dict[str, Any]]
-    start: Summary
-    """The summary of the first `known` messages (EMPTY when none)."""
     known: int
+    """How many leading messages a remembered transcript covered (read from memory, not here)."""
     remember: Callable[[Summary], None] | None
     turn: int
     tool_text: str | None
     calls: frozenset[str]
-    new_chars: int
-    """Characters of text in the messages past `known` (what counting will encode)."""
+    counted: int
+    """`messages[:counted]` are counted in `tokens`; the rest wait for `prompt_tokens`."""
+    tokens: int
+    """Prompt tokens of `messages[:counted]` (no tools)."""
+    rest_chars: int
+    """Characters of text in `messages[counted:]`: what counting them will encode."""
 
     def conversation(self) -> Conversation:
         """What a scenario sees."""
@@ -96,20 +101,19 @@ def _content_chars(value: Any, i: int) -> int:
     raise invalid(f"Invalid type for '{param}': expected a string, an array of parts, or null.", param=param)
 
 
-def _check_tool_calls(calls: Any, i: int) -> tuple[list[str], int]:
-    """The call ids and the characters of their names and arguments."""
+def _check_tool_calls(calls: Any, i: int) -> tuple[o200k.CallFields, int]:
+    """The calls' (id, name, arguments) and the characters of their texts."""
     if not isinstance(calls, list):
         param = f"messages[{i}].tool_calls"
         raise invalid(f"Invalid type for '{param}': expected an array.", param=param)
-    ids, chars = [], 0
+    fields, chars = [], 0
     for j, call in enumerate(calls):
         fn = call.get("function") if isinstance(call, dict) else None
         if not (
-            isinstance(call, dict)
-            and isinstance(call.get("id"), str)
-            and isinstance(fn, dict)
-            and isinstance(fn.get("name"), str)
-            and isinstance(fn.get("arguments"), str)
+            isinstance(fn, dict)
+            and isinstance(call_id := call.get("id"), str)
+            and isinstance(name := fn.get("name"), str)
+            and isinstance(arguments := fn.get("arguments"), str)
         ):
             p = f"messages[{i}].tool_calls[{j}]"
             raise invalid(
@@ -117,19 +121,20 @@ def _check_tool_calls(calls: Any, i: int) -> tuple[list[str], int]:
                 "'name' and 'arguments'.",
                 param=p,
             )
-        ids.append(call["id"])
-        chars += len(call["id"]) + len(fn["name"]) + len(fn["arguments"])
-    return ids, chars
+        fields.append((call_id, name, arguments))
+        chars += len(call_id) + len(name) + len(arguments)
+    return tuple(fields), chars
 
 
 _ROLES = frozenset(ROLES)
 
 
-def check_message(m: Any, i: int, calls: set[str]) -> int:
-    """Check `messages[i]`, adding the call ids it makes to `calls`; its text length.
+def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int | None]:
+    """Check `messages[i]`, adding the call ids it makes to `calls`: its text length, and its
+    tokens if that text fits in `room` characters (None: counted later).
 
-    Parameter names are built only for an error: every message of every request passes here,
-    so the common shapes (a string content, no name) are tested first.
+    Every message of every request passes here, so each field is read once, the common shapes
+    are tested first, and parameter names are built only for an error.
     """
     if not isinstance(m, dict):
         raise invalid(f"Invalid type for 'messages[{i}]': expected an object.", param=f"messages[{i}]")
@@ -144,25 +149,28 @@ def check_message(m: Any, i: int, calls: set[str]) -> int:
         )
     content = get("content")
     chars = len(content) if type(content) is str else _content_chars(content, i)
-    if "name" in m:
-        name = m["name"]
+    name = get("name")
+    if name is not None or "name" in m:
         if not isinstance(name, str):
             p = f"messages[{i}].name"
             raise invalid(f"Invalid type for '{p}': expected a string.", param=p)
         chars += len(name)
     # Checked on every role: the token count reads tool_calls wherever they appear.
+    call_fields: o200k.CallFields = ()
     if (tool_calls := get("tool_calls")) is not None:
-        ids, call_chars = _check_tool_calls(tool_calls, i)
-        calls.update(ids)
+        call_fields, call_chars = _check_tool_calls(tool_calls, i)
+        calls.update(f[0] for f in call_fields)
         chars += call_chars
+    call_id = get("tool_call_id")
     if role == "tool":
-        chars += _check_answer(m, i, calls)
-    return chars
+        chars += _check_answer(call_id, i, calls)
+    if chars > room:
+        return chars, None
+    return chars, o200k.fields_tokens(role, content, name, call_id, call_fields)
 
 
-def _check_answer(m: dict[str, Any], i: int, calls: set[str]) -> int:
+def _check_answer(call_id: Any, i: int, calls: set[str]) -> int:
     """A tool message's `tool_call_id` must answer an earlier call; its length."""
-    call_id = m.get("tool_call_id")
     if not isinstance(call_id, str):
         raise missing(f"messages[{i}].tool_call_id")
     if call_id not in calls:
@@ -178,18 +186,25 @@ def _check_answer(m: dict[str, Any], i: int, calls: set[str]) -> int:
 
 
 def read(messages: Any, known: Known | None = None) -> Transcript:
-    """Check `messages` and derive turn and tool text, reading only what `known` does not cover."""
+    """Check and count `messages`, and derive turn and tool text, reading only what `known`
+    does not cover; new text past `INLINE_CHARS` is left for `prompt_tokens` to count."""
     if messages is None:
         raise missing("messages")
     if not isinstance(messages, list) or not messages:
         raise invalid("Invalid 'messages': expected a non-empty array of messages.", param="messages")
     count, start = (known.count, known.summary) if known and known.summary else (0, EMPTY)
-    turn, tool_text, calls, new_chars = start.turn, start.tool_text, start.calls, 0
+    turn, tool_text, calls = start.turn, start.tool_text, start.calls
+    tokens, counted, room, rest = start.tokens, count, INLINE_CHARS, 0
     if count < len(messages):
         open_calls = set(calls)
         for i in range(count, len(messages)):
             m = messages[i]
-            new_chars += check_message(m, i, open_calls)
+            chars, n = read_message(m, i, open_calls, room)
+            room -= chars
+            if n is not None and counted == i:
+                tokens, counted = tokens + n, i + 1
+            else:
+                rest += chars
             role = m["role"]
             if role == "assistant":
                 turn += 1
@@ -198,8 +213,8 @@ def read(messages: Any, known: Known | None = None) -> Transcript:
                 tool_text = text if tool_text is None else f"{tool_text}\n{text}"
         calls = frozenset(open_calls)
     return Transcript(
-        messages=messages, start=start, known=count, remember=known.remember if known else None,
-        turn=turn, tool_text=tool_text, calls=calls, new_chars=new_chars,
+        messages=messages, known=count, remember=known.remember if known else None,
+        turn=turn, tool_text=tool_text, calls=calls, counted=counted, tokens=tokens, rest_chars=rest,
     )
 
 
@@ -215,19 +230,22 @@ prompts queues instead of crowding the event loop off the CPU."""
 
 
 async def prompt_tokens(t: Transcript, tools: Sequence[Mapping[str, Any]] | None) -> int:
-    """`o200k.prompt_tokens(t.messages, tools)`, counting only the new messages; remembers `t`.
+    """`o200k.prompt_tokens(t.messages, tools)`: `t.tokens` plus the messages `read` left
+    uncounted and the tools (a worker thread counts them when they are large); remembers `t`.
 
     Both additivity properties of the formula make this exact: a transcript's count is its
-    known prefix's count plus its new messages' own, and tools add their own count.
+    counted prefix's count plus its other messages' own, and tools add their own count.
     """
-    new = t.messages[t.known :] if t.known else t.messages
-    size = t.new_chars + (len(json.dumps(tools)) if tools else 0)
-    if size > OFFLOAD_CHARS:
-        loop = asyncio.get_running_loop()
-        new_tokens, tools_tokens = await loop.run_in_executor(_COUNTERS, _tokens, new, tools)
+    rest = t.messages[t.counted :]
+    if not rest and not tools:
+        total, tools_tokens = t.tokens, 0
     else:
-        new_tokens, tools_tokens = _tokens(new, tools)
-    total = t.start.tokens + new_tokens
-    if new and t.remember:
+        if t.rest_chars + (len(json.dumps(tools)) if tools else 0) > INLINE_CHARS:
+            loop = asyncio.get_running_loop()
+            rest_tokens, tools_tokens = await loop.run_in_executor(_COUNTERS, _tokens, rest, tools)
+        else:
+            rest_tokens, tools_tokens = _tokens(rest, tools)
+        total = t.tokens + rest_tokens
+    if t.remember and t.known < len(t.messages):
         t.remember(Summary(tokens=total, turn=t.turn, tool_text=t.tool_text, calls=t.calls))
     return total + tools_tokens

@@ -21,9 +21,8 @@ __all__ = ["ROLES", "ChatRequest", "chat_request", "parse_json"]
 @dataclass(frozen=True, kw_only=True)
 class ChatRequest:
     model: str
-    messages: list[dict[str, Any]]
     transcript: Transcript
-    """The messages checked, with their turn and tool text (counted later, see transcript.py)."""
+    """The messages checked and (most of them) counted, with their turn and tool text."""
     tools: list[dict[str, Any]] | None
     max_tokens: int | None
     stream: bool
@@ -97,7 +96,6 @@ def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
         raise APIError(400, "This scripted provider produces exactly one choice; 'n' must be 1.", param="n")
     return ChatRequest(
         model=model,
-        messages=messages.messages,
         transcript=messages,
         tools=tools,
         max_tokens=_max_tokens(body),

@@ -133,6 +133,10 @@ def text_of(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+CallFields = tuple[tuple[str, str, str], ...]
+"""(id, name, arguments) of each call: all that `tool_calls_json` keeps of a call."""
+
+
 def _tokens_of(value: Any) -> int:
     """`count(text_of(value))`, with the common case (a short string) first."""
     if type(value) is str and len(value) <= CACHED_UP_TO:
@@ -143,21 +147,26 @@ def _tokens_of(value: Any) -> int:
 def message_tokens(message: Mapping[str, Any]) -> int:
     """Tokens one message adds to a prompt (see the module docstring)."""
     get = message.get
-    n = PER_MESSAGE + _tokens_of(get("role")) + _tokens_of(get("content"))
-    if name := get("name"):
+    calls = get("tool_calls")
+    return fields_tokens(get("role"), get("content"), get("name"), get("tool_call_id"), _fields(calls) if calls else ())
+
+
+def fields_tokens(role: Any, content: Any, name: Any, tool_call_id: Any, calls: CallFields) -> int:
+    """`message_tokens` of a message given as its fields, its tool calls as (id, name, arguments):
+    a server that has read the fields to check them need not look them up again to count."""
+    n = PER_MESSAGE + _tokens_of(role) + _tokens_of(content)
+    if name:
         n += _tokens_of(name) + PER_NAME
-    if call_id := get("tool_call_id"):
-        n += _tokens_of(call_id)
-    if calls := get("tool_calls"):
-        n += tool_calls_tokens(calls)
+    if tool_call_id:
+        n += _tokens_of(tool_call_id)
+    if calls:
+        n += call_fields_tokens(calls)
     return n
 
 
-_CallFields = tuple[tuple[str, str, str], ...]
-"""(id, name, arguments) of each call: all that `tool_calls_json` keeps of a call."""
 
 
-def _fields(calls: Iterable[Mapping[str, Any]]) -> _CallFields:
+def _fields(calls: Iterable[Mapping[str, Any]]) -> CallFields:
     fields = []
     for c in calls:
         fn = c.get("function") or {}
@@ -165,7 +174,7 @@ def _fields(calls: Iterable[Mapping[str, Any]]) -> _CallFields:
     return tuple(fields)
 
 
-def _calls_json(fields: _CallFields) -> str:
+def _calls_json(fields: CallFields) -> str:
     return json.dumps(
         [{"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in fields],
         ensure_ascii=False,
@@ -181,7 +190,7 @@ def tool_calls_json(calls: Iterable[Mapping[str, Any]]) -> str:
     return _calls_json(_fields(calls))
 
 
-def _calls_tokens(fields: _CallFields) -> int:
+def _calls_tokens(fields: CallFields) -> int:
     return count(_calls_json(fields))
 
 
@@ -194,7 +203,7 @@ def tool_calls_tokens(calls: Iterable[Mapping[str, Any]]) -> int:
     return call_fields_tokens(_fields(calls))
 
 
-def call_fields_tokens(fields: _CallFields) -> int:
+def call_fields_tokens(fields: CallFields) -> int:
     """`tool_calls_tokens` of calls given as their (id, name, arguments) strings: a server
     that holds its own calls as fields need not build their wire dicts only to count them."""
     if sum(len(i) + len(n) + len(a) for i, n, a in fields) <= CACHED_UP_TO:

@@ -1,4 +1,8 @@
-"""Work for a client that has gone is dropped; large prompts are counted off the event loop."""
+"""Work for a client that has gone is dropped; large prompts are counted off the event loop.
+
+New text up to `transcript.INLINE_CHARS` is counted as it is read (microseconds, mostly cached
+counts); the encoding past it is what waits for the latency and runs on a worker thread.
+"""
 
 from __future__ import annotations
 
@@ -49,16 +53,16 @@ def events() -> Iterator[Events]:
 
 
 @pytest.fixture
-def counted(monkeypatch) -> list[int]:
-    """The length of every transcript the mock counts (the hook is the counting step itself)."""
+def encoded(monkeypatch) -> list[int]:
+    """The length of every long text the mock encodes (the hook is the encoder call itself)."""
     calls: list[int] = []
-    original = transcript.prompt_tokens
+    original = o200k._encode_len
 
-    async def recording(t, tools):
-        calls.append(len(t.messages))
-        return await original(t, tools)
+    def recording(text: str) -> int:
+        calls.append(len(text))
+        return original(text)
 
-    monkeypatch.setattr(transcript, "prompt_tokens", recording)
+    monkeypatch.setattr(o200k, "_encode_len", recording)
     return calls
 
 
@@ -75,33 +79,36 @@ def _post_raw(url: str, body: dict) -> socket.socket:
     return sock
 
 
-def test_a_client_that_leaves_during_the_latency_is_never_counted(events, counted):
+def test_a_large_prompt_from_a_client_that_leaves_during_the_latency_is_never_encoded(events, encoded):
+    large = {"role": "user", "content": "left before the answer " * (transcript.INLINE_CHARS // 10)}
     with serve_in_thread() as url:
         sent = time.monotonic()
-        sock = _post_raw(url, {"model": "plan+latency=3000", "messages": [USER]})
+        sock = _post_raw(url, {"model": "plan+latency=3000", "messages": [large]})
         assert events.seen["turn=0 attempt=0"].wait(10), "the request never reached the latency wait"
         sock.close()
         assert events.seen["dropped"].wait(10), "the mock never noticed the client had gone"
         # Noticed during the wait, not after it: the 3 s latency had not run out.
         assert time.monotonic() - sent < 3.0
-        assert counted == []
-        # The control: the same request from a client that stays is answered and counted.
+        assert len(large["content"]) not in encoded
+        # The control: the same request from a client that stays is answered and encoded once.
         with httpx.Client(base_url=url) as client:
-            response = client.post("/chat/completions", json={"model": "plan+latency=50", "messages": [USER]})
-        assert response.status_code == 200 and counted == [1]
+            response = client.post("/chat/completions", json={"model": "plan+latency=50", "messages": [large]})
+        assert response.status_code == 200
+        assert encoded.count(len(large["content"])) == 1
+        assert response.json()["usage"]["prompt_tokens"] == o200k.prompt_tokens([large])
 
 
 def test_a_large_prompt_is_counted_on_a_worker_thread_and_exactly(monkeypatch):
     threads: list[str] = []
-    original = o200k.message_tokens
+    original = o200k.fields_tokens
 
-    def recording(message):
+    def recording(*fields):
         threads.append(threading.current_thread().name)
-        return original(message)
+        return original(*fields)
 
-    monkeypatch.setattr(o200k, "message_tokens", recording)
+    monkeypatch.setattr(o200k, "fields_tokens", recording)
     small = [USER]
-    large = [{"role": "user", "content": "the quick brown fox " * (transcript.OFFLOAD_CHARS // 10)}]
+    large = [{"role": "user", "content": "the quick brown fox " * (transcript.INLINE_CHARS // 10)}]
     with serve_in_thread() as url, httpx.Client(base_url=url) as client:
         for messages in (small, large):
             response = client.post("/chat/completions", json={"model": "plan", "messages": messages})
