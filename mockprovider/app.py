@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.middleware import Middleware
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 

@@ -25,7 +25,6 @@ faults stateless: "429 on the first two attempts of turn 1" needs no memory on t
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 

@@ -198,7 +198,9 @@ async def delay_or_fault(request: Request, model: str, turn: int, options: Optio
 
     Raises `ClientGone` if the client leaves during the wait, so its prompt is never counted.
     """
-    attempt = faults.attempt_of(header(request, b"x-lab-attempt"), header(request, b"x-stainless-retry-count"))
+    attempt = faults.attempt_of(
+        header(request, b"x-lab-attempt"), header(request, b"x-stainless-retry-count")
+    )
     fault = options.fault_for(turn, attempt)
     log.info("model=%s turn=%d attempt=%d status=%s", model, turn, attempt, fault.kind if fault else "ok")
     if options.latency_ms:

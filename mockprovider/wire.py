@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import time
-from random import getrandbits
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from random import getrandbits
 from typing import Any, Literal
 
 import o200k

@@ -148,7 +148,8 @@ def message_tokens(message: Mapping[str, Any]) -> int:
     """Tokens one message adds to a prompt (see the module docstring)."""
     get = message.get
     calls = get("tool_calls")
-    return fields_tokens(get("role"), get("content"), get("name"), get("tool_call_id"), _fields(calls) if calls else ())
+    fields = _fields(calls) if calls else ()
+    return fields_tokens(get("role"), get("content"), get("name"), get("tool_call_id"), fields)
 
 
 def fields_tokens(role: Any, content: Any, name: Any, tool_call_id: Any, calls: CallFields) -> int:

@@ -92,7 +92,8 @@ def test_a_large_prompt_from_a_client_that_leaves_during_the_latency_is_never_en
         assert len(large["content"]) not in encoded
         # The control: the same request from a client that stays is answered and encoded once.
         with httpx.Client(base_url=url) as client:
-            response = client.post("/chat/completions", json={"model": "plan+latency=50", "messages": [large]})
+            body = {"model": "plan+latency=50", "messages": [large]}
+            response = client.post("/chat/completions", json=body)
         assert response.status_code == 200
         assert encoded.count(len(large["content"])) == 1
         assert response.json()["usage"]["prompt_tokens"] == o200k.prompt_tokens([large])
