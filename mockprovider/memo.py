@@ -29,7 +29,8 @@ from typing import Any
 
 from mockprovider.transcript import Known, Summary
 
-_scan = make_scanner(json.JSONDecoder())  # json.loads' own scanner (C), one value per call
+_DECODER = json.JSONDecoder()  # what json.loads uses, called without its per-call checks
+_scan = make_scanner(_DECODER)  # json.loads' own scanner (C), one value per call
 _WHITESPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, as json.decoder defines it
 
 KEY_CHARS = 2048
@@ -210,6 +211,8 @@ def parse(raw: bytes, memory: Memory = MEMORY) -> tuple[Any, Known | None]:
     Raises `ValueError` or `RecursionError` exactly where `json.loads` does.
     """
     if len(raw) < KEY_CHARS:
+        if raw[:1] == b"{" and raw[1:2] != b"\x00":  # what json.detect_encoding reads as UTF-8
+            return _DECODER.decode(raw.decode("utf-8", "surrogatepass")), None
         return json.loads(raw), None
     try:
         if json.detect_encoding(raw) != "utf-8":

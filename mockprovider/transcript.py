@@ -200,11 +200,11 @@ def read(messages: Any, known: Known | None = None) -> Transcript:
         for i in range(count, len(messages)):
             m = messages[i]
             chars, n = read_message(m, i, open_calls, room)
-            room -= chars
-            if n is not None and counted == i:
-                tokens, counted = tokens + n, i + 1
-            else:
+            room -= chars  # once a message does not fit, none after it does: counted is a prefix
+            if n is None:
                 rest += chars
+            else:
+                tokens, counted = tokens + n, i + 1
             role = m["role"]
             if role == "assistant":
                 turn += 1

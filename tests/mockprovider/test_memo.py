@@ -44,6 +44,33 @@ BROKEN = [
 ]
 
 
+SHORT = json.dumps({"model": "plan", "messages": [{"role": "user", "content": "hi ü"}]}, ensure_ascii=False)
+"""Below memo.KEY_CHARS: parsed without json.loads' encoding detection when it starts with '{'."""
+SHORT_BODIES = [
+    SHORT.encode(),
+    b"{}",
+    b"{ }",
+    SHORT.encode() + b" \n",
+    SHORT.encode("utf-16-le"),  # '{' then a zero byte: detected as UTF-16
+    SHORT.encode("utf-16"),
+    b"\xef\xbb\xbf" + SHORT.encode(),
+]
+SHORT_BROKEN = [b"{", b"{,}", SHORT.encode() + b"x", SHORT.encode()[:-1], SHORT.encode().replace(b"hi", b"h\xff")]
+
+
+@pytest.mark.parametrize("body", SHORT_BODIES)
+def test_a_short_body_parses_as_json_loads_parses_it(body):
+    assert memo.parse(body) == (json.loads(body), None)
+
+
+@pytest.mark.parametrize("body", SHORT_BROKEN)
+def test_a_short_broken_body_fails_as_json_loads_fails(body):
+    with pytest.raises((ValueError, RecursionError)) as expected:
+        json.loads(body)
+    with pytest.raises(type(expected.value)):
+        memo.parse(body)
+
+
 @pytest.mark.parametrize("remembered", [False, True])
 def test_parse_answers_what_json_loads_answers(remembered):
     memory = Memory()
