@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from random import getrandbits
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import o200k
 from mockprovider.scenarios import Reply, ToolCall
@@ -23,8 +23,11 @@ FinishReason = Literal["stop", "tool_calls", "length"]
 _UNLIMITED = 1 << 62
 
 
-@dataclass(frozen=True, kw_only=True)
-class Completion:
+class Completion(NamedTuple):
+    """A reply as every wire format renders it. A NamedTuple, not a frozen dataclass, as are the
+    other records built for every request (`ChatRequest`, `Transcript`): as immutable, and
+    measured ~1% of a short request's time cheaper to build."""
+
     id: str
     created: int
     model: str

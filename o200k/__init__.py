@@ -140,7 +140,7 @@ CallFields = tuple[tuple[str, str, str], ...]
 def _tokens_of(value: Any) -> int:
     """`count(text_of(value))`, with the common case (a short string) first."""
     if type(value) is str and len(value) <= CACHED_UP_TO:
-        return _count_cached(value) if value else 0
+        return _count_cached(value)  # "" too: it encodes to no tokens
     return count(text_of(value))
 
 
