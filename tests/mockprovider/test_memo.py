@@ -55,7 +55,9 @@ SHORT_BODIES = [
     SHORT.encode("utf-16"),
     b"\xef\xbb\xbf" + SHORT.encode(),
 ]
-SHORT_BROKEN = [b"{", b"{,}", SHORT.encode() + b"x", SHORT.encode()[:-1], SHORT.encode().replace(b"hi", b"h\xff")]
+SHORT_BROKEN = [
+    b"{", b"{,}", SHORT.encode() + b"x", SHORT.encode()[:-1], SHORT.encode().replace(b"hi", b"h\xff"),
+]
 
 
 @pytest.mark.parametrize("body", SHORT_BODIES)

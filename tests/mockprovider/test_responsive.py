@@ -99,6 +99,21 @@ def test_a_large_prompt_from_a_client_that_leaves_during_the_latency_is_never_en
         assert response.json()["usage"]["prompt_tokens"] == o200k.prompt_tokens([large])
 
 
+def test_a_client_that_leaves_before_its_body_arrives_is_dropped(events):
+    with serve_in_thread() as url:
+        parts = urlsplit(url)
+        head = (
+            f"POST {parts.path}/chat/completions HTTP/1.1\r\nhost: {parts.netloc}\r\n"
+            "content-type: application/json\r\ncontent-length: 1000\r\n\r\n"
+        ).encode()
+        with socket.create_connection((parts.hostname, parts.port)) as sock:
+            sock.sendall(head + b'{"model": "plan", "mess')  # 977 bytes short
+        assert events.seen["dropped"].wait(10), "the mock never noticed the client had gone"
+        with httpx.Client(base_url=url) as client:  # and it still serves the next one
+            response = client.post("/chat/completions", json={"model": "plan", "messages": [USER]})
+        assert response.status_code == 200
+
+
 def test_a_large_prompt_is_counted_on_a_worker_thread_and_exactly(monkeypatch):
     threads: list[str] = []
     original = o200k.fields_tokens

@@ -1,0 +1,46 @@
+"""`POST /v1/chat/completions` skips the router (app.ChatLane) and answers as if it had not."""
+
+from __future__ import annotations
+
+import pytest
+from openai import InternalServerError, OpenAI
+from starlette.testclient import TestClient
+
+import o200k
+from mockprovider import wire
+from mockprovider.app import create_app
+from mockprovider.server import serve_in_thread
+
+MESSAGES = [{"role": "user", "content": "Which file mentions a timeout?"}]
+
+
+def test_an_unexpected_error_in_the_chat_endpoint_is_an_openai_shaped_500(monkeypatch):
+    def broken(completion):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(wire, "render", broken)
+    with serve_in_thread() as url, OpenAI(base_url=url, api_key="k", max_retries=0) as client:
+        with pytest.raises(InternalServerError) as raised:
+            client.chat.completions.create(model="plan", messages=MESSAGES)
+    assert raised.value.status_code == 500
+    assert raised.value.body["type"] == "server_error" and "RuntimeError" in raised.value.body["message"]
+
+
+@pytest.mark.parametrize(
+    ("root_path", "path"),
+    [
+        ("", "/v1/chat/completions"),  # the lane
+        ("/proxy", "/proxy/v1/chat/completions"),  # behind a proxy's prefix: the router
+        ("", "/o/latency=0/v1/chat/completions"),  # options in the path: the router
+    ],
+)
+def test_a_chat_request_is_answered_alike_by_the_lane_and_by_the_router(root_path, path):
+    with TestClient(create_app(), root_path=root_path) as client:
+        ok = client.post(path, json={"model": "plan", "messages": MESSAGES})
+        bad = client.post(path, json={"model": "plan", "messages": []})
+        unknown = client.post(path, json={"model": "nope", "messages": MESSAGES})
+    assert ok.status_code == 200 and ok.headers["content-type"] == "application/json"
+    assert ok.json()["usage"]["prompt_tokens"] == o200k.prompt_tokens(MESSAGES)
+    assert ok.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "list_files"
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "messages"
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "model_not_found"
