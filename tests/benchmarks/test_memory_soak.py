@@ -106,8 +106,8 @@ class Soak:
     seconds: float
     """Wall time of the prompts after the warm-up."""
     server_cpu_s: float
-    """The server's CPU time over the same prompts: the wall time on an idle machine is about
-    half of it (two cores), whatever else the machine was doing."""
+    """The server's CPU time over the same prompts: it moves far less than the wall time with
+    the machine's other load, and on an idle machine the wall time is about half of it (two cores)."""
     baseline_rss: int
     peak_rss: int
     """VmHWM over the soak (reset after the warm-up)."""
