@@ -142,6 +142,10 @@ def _throughput_rows(rows: list[dict]) -> list[dict]:
     ]
 
 
+def _memory_rows(figures: dict) -> list[dict]:
+    return [{"figure": k, "value": f"{v:,}"} for k, v in figures.items()]
+
+
 SECTIONS = {
     "floor": (
         "Mock vs floor, the agent-loop case",
@@ -167,6 +171,15 @@ SECTIONS = {
         "CPU column is the cores the client itself used: on a 2-core machine the client and the "
         "workers share the CPU, so 2 workers cannot double 1.",
         _throughput_rows,
+    ),
+    "memory soak": (
+        "Memory under 10,000 distinct 1 MB prompts",
+        "`python -m mockprovider` as its own process; the test process sends it ~1 MB prompts, each "
+        "different from the others in its first characters, over a few keep-alive loopback connections. "
+        "The server's RSS is read from /proc: the baseline after a warm-up, the peak (VmHWM) over the "
+        "soak. The cap adds the transcript memory's budget, the requests in flight and room for the "
+        "allocator (tests/benchmarks/test_memory_soak.py gives the reasoning).",
+        _memory_rows,
     ),
 }
 

@@ -1,9 +1,10 @@
-"""Memory stays bounded however many distinct large prompts the mock reads.
+"""Memory stays bounded however many distinct large prompts the mock reads: the quick version.
 
 The mock remembers transcripts (mockprovider/memo.py) and token counts (o200k); both are
-bounded. Ten thousand distinct 1 MB prompts would take ~8 minutes of o200k encoding on this
-machine (~20 MB/s), so the test sends 100: keeping them (text and parsed) would need ~200 MB,
-more than the cap it asserts.
+bounded. This test sends 100 distinct 1 MB prompts in-process: keeping them (text and parsed)
+would need ~200 MB, more than the cap it asserts. The full-size soak, 10,000 distinct 1 MB
+prompts to a real `python -m mockprovider` process with its RSS read from /proc, is
+tests/benchmarks/test_memory_soak.py (minutes of o200k encoding, so it runs under `make bench`).
 """
 
 from __future__ import annotations
