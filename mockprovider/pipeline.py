@@ -66,7 +66,9 @@ def header_map(request: Request) -> Mapping[bytes, bytes]:
 
 
 def header(request: Request, name: bytes) -> str | None:
-    value = header_map(request).get(name)
+    """One header's value, decoded as Starlette decodes it; None if absent."""
+    headers = request.scope.get(_HEADERS) or header_map(request)
+    value = headers.get(name)
     return None if value is None else value.decode("latin-1")
 
 
@@ -196,13 +198,16 @@ async def _wait_unless_gone(request: Request, seconds: float) -> None:
 async def delay_or_fault(request: Request, model: str, turn: int, options: Options) -> Fault | None:
     """Wait the configured latency; the fault that answers this (turn, attempt), if any.
 
-    Raises `ClientGone` if the client leaves during the wait, so its prompt is never counted.
+    Raises `ClientGone` if the client leaves during the wait, so its prompt's text past what
+    reading counted is never counted.
     """
-    attempt = faults.attempt_of(
-        header(request, b"x-lab-attempt"), header(request, b"x-stainless-retry-count")
-    )
-    fault = options.fault_for(turn, attempt)
-    log.info("model=%s turn=%d attempt=%d status=%s", model, turn, attempt, fault.kind if fault else "ok")
+    fault = None
+    if options.faults or log.isEnabledFor(logging.INFO):  # the attempt matters to nothing else
+        attempt = faults.attempt_of(
+            header(request, b"x-lab-attempt"), header(request, b"x-stainless-retry-count")
+        )
+        fault = options.fault_for(turn, attempt)
+        log.info("model=%s turn=%d attempt=%d status=%s", model, turn, attempt, fault.kind if fault else "ok")
     if options.latency_ms:
         await _wait_unless_gone(request, options.latency_ms / 1000)
     return fault

@@ -148,7 +148,7 @@ def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int |
             code="invalid_value",
         )
     content = get("content")
-    chars = len(content) if type(content) is str else _content_chars(content, i)
+    chars = len(content) if type(content) is str else 0 if content is None else _content_chars(content, i)
     name = get("name")
     if name is not None or "name" in m:
         if not isinstance(name, str):

@@ -76,7 +76,7 @@ def _cut(text: str, limit: int) -> tuple[str, int]:
 
 
 def _calls_tokens(calls: tuple[ToolCall, ...]) -> int:
-    return o200k.call_fields_tokens(tuple((c.id, c.name, c.arguments) for c in calls))
+    return o200k.call_fields_tokens(tuple([(c.id, c.name, c.arguments) for c in calls]))
 
 
 def _cut_calls(calls: tuple[ToolCall, ...], limit: int) -> tuple[ToolCall, ...]:

@@ -207,9 +207,10 @@ def tool_calls_tokens(calls: Iterable[Mapping[str, Any]]) -> int:
 def call_fields_tokens(fields: CallFields) -> int:
     """`tool_calls_tokens` of calls given as their (id, name, arguments) strings: a server
     that holds its own calls as fields need not build their wire dicts only to count them."""
-    if sum(len(i) + len(n) + len(a) for i, n, a in fields) <= CACHED_UP_TO:
-        return _calls_tokens_cached(fields)
-    return _calls_tokens(fields)
+    size = 0
+    for i, n, a in fields:  # a loop, not sum() of a generator: this runs for every message with calls
+        size += len(i) + len(n) + len(a)
+    return _calls_tokens_cached(fields) if size <= CACHED_UP_TO else _calls_tokens(fields)
 
 
 def tools_tokens(tools: Iterable[Mapping[str, Any]] | None) -> int:
