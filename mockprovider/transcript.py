@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import o200k
@@ -148,6 +149,9 @@ def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int |
             code="invalid_value",
         )
     content = get("content")
+    if type(content) is str and len(m) == 2 and role != "tool" and len(content) <= o200k.CACHED_UP_TO:
+        chars = len(content)  # {"role", "content"}, short, answering no call: most messages
+        return chars, (_plain_tokens(role, content) if chars <= room else None)
     chars = len(content) if type(content) is str else 0 if content is None else _content_chars(content, i)
     name = get("name")
     if name is not None or "name" in m:
@@ -167,6 +171,13 @@ def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int |
     if chars > room:
         return chars, None
     return chars, o200k.fields_tokens(role, content, name, call_id, call_fields)
+
+
+@lru_cache(maxsize=8192)  # of texts up to o200k.CACHED_UP_TO characters: bounded memory
+def _plain_tokens(role: str, content: str) -> int:
+    # A plain message comes back in every later request of its run (and a system prompt in
+    # every run): one lookup instead of counting its role and its content again.
+    return o200k.fields_tokens(role, content, None, None, ())
 
 
 def _check_answer(call_id: Any, i: int, calls: set[str]) -> int:

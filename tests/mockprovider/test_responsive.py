@@ -11,6 +11,7 @@ import logging
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
@@ -123,7 +124,7 @@ def test_a_large_prompt_is_counted_on_a_worker_thread_and_exactly(monkeypatch):
         return original(*fields)
 
     monkeypatch.setattr(o200k, "fields_tokens", recording)
-    small = [USER]
+    small = [{"role": "user", "content": f"Which file mentions a timeout? ({uuid.uuid4()})"}]  # uncached
     large = [{"role": "user", "content": "the quick brown fox " * (transcript.INLINE_CHARS // 10)}]
     with serve_in_thread() as url, httpx.Client(base_url=url) as client:
         for messages in (small, large):
