@@ -92,11 +92,11 @@ def authorize(request: Request, config: Config) -> None:
         raise APIError(401, "Incorrect API key provided.", code="invalid_api_key")
 
 
-def _check_content_type(request: Request) -> None:
-    value = header(request, b"content-type")
-    if value == "application/json":  # as every client we know sends it
+def _check_content_type(headers: Mapping[bytes, bytes]) -> None:
+    value = headers.get(b"content-type", b"")
+    if value == b"application/json":  # as every client we know sends it
         return
-    media = (value or "").split(";")[0].strip().lower()
+    media = value.decode("latin-1").split(";")[0].strip().lower()
     if media != "application/json":
         raise APIError(
             415,
@@ -109,8 +109,7 @@ def _too_large(limit: int) -> APIError:
     return APIError(413, f"Request body is larger than the limit of {limit} bytes.", code="request_too_large")
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = header_map(request).get(b"content-length", b"")
+async def _read_body(request: Request, declared: bytes, limit: int) -> bytes:
     if declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)
     # ASGI messages read directly: Request.stream()'s generator was a tenth of a short request.
@@ -132,8 +131,9 @@ async def _read_body(request: Request, limit: int) -> bytes:
 async def read_raw(request: Request, config: Config) -> bytes:
     """The request's body, after auth, content type and the size cap."""
     authorize(request, config)
-    _check_content_type(request)
-    raw = await _read_body(request, config.max_body_bytes)
+    headers = header_map(request)
+    _check_content_type(headers)
+    raw = await _read_body(request, headers.get(b"content-length", b""), config.max_body_bytes)
     if config.journal is not None:
         headers = headers_of(request.headers.items())
         config.journal.record_raw(method=request.method, path=request.url.path, headers=headers, raw=raw)

@@ -102,8 +102,8 @@ def _content_chars(value: Any, i: int) -> int:
     raise invalid(f"Invalid type for '{param}': expected a string, an array of parts, or null.", param=param)
 
 
-def _check_tool_calls(calls: Any, i: int) -> tuple[o200k.CallFields, int]:
-    """The calls' (id, name, arguments) and the characters of their texts."""
+def _check_tool_calls(calls: Any, i: int, ids: set[str]) -> tuple[o200k.CallFields, int]:
+    """The calls' (id, name, arguments) and the characters of their texts; their ids go to `ids`."""
     if not isinstance(calls, list):
         param = f"messages[{i}].tool_calls"
         raise invalid(f"Invalid type for '{param}': expected an array.", param=param)
@@ -123,11 +123,14 @@ def _check_tool_calls(calls: Any, i: int) -> tuple[o200k.CallFields, int]:
                 param=p,
             )
         fields.append((call_id, name, arguments))
+        ids.add(call_id)
         chars += len(call_id) + len(name) + len(arguments)
     return tuple(fields), chars
 
 
 _ROLES = frozenset(ROLES)
+_PLAIN_ROLES = _ROLES - {"tool"}
+"""Roles a {role, content} message may have: a tool message must answer a call."""
 
 
 def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int | None]:
@@ -149,9 +152,6 @@ def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int |
             code="invalid_value",
         )
     content = get("content")
-    if type(content) is str and len(m) == 2 and role != "tool" and len(content) <= o200k.CACHED_UP_TO:
-        chars = len(content)  # {"role", "content"}, short, answering no call: most messages
-        return chars, (_plain_tokens(role, content) if chars <= room else None)
     chars = len(content) if type(content) is str else 0 if content is None else _content_chars(content, i)
     name = get("name")
     if name is not None or "name" in m:
@@ -162,8 +162,7 @@ def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int |
     # Checked on every role: the token count reads tool_calls wherever they appear.
     call_fields: o200k.CallFields = ()
     if (tool_calls := get("tool_calls")) is not None:
-        call_fields, call_chars = _check_tool_calls(tool_calls, i)
-        calls.update(f[0] for f in call_fields)
+        call_fields, call_chars = _check_tool_calls(tool_calls, i, calls)
         chars += call_chars
     call_id = get("tool_call_id")
     if role == "tool":
@@ -173,11 +172,12 @@ def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int |
     return chars, o200k.fields_tokens(role, content, name, call_id, call_fields)
 
 
-@lru_cache(maxsize=8192)  # of texts up to o200k.CACHED_UP_TO characters: bounded memory
-def _plain_tokens(role: str, content: str) -> int:
-    # A plain message comes back in every later request of its run (and a system prompt in
-    # every run): one lookup instead of counting its role and its content again.
-    return o200k.fields_tokens(role, content, None, None, ())
+@lru_cache(maxsize=8192)
+def _short_tokens(role: str, content: str | None, call_id: str | None, calls: o200k.CallFields) -> int:
+    # Called only for texts of at most o200k.CACHED_UP_TO characters in all, so the memory is
+    # bounded. A message comes back in every later request of its run, and a system prompt in
+    # every run: one lookup instead of counting its fields again.
+    return o200k.fields_tokens(role, content, None, call_id, calls)
 
 
 def _check_answer(call_id: Any, i: int, calls: set[str]) -> int:
@@ -204,28 +204,60 @@ def read(messages: Any, known: Known | None = None) -> Transcript:
     if not isinstance(messages, list) or not messages:
         raise invalid("Invalid 'messages': expected a non-empty array of messages.", param="messages")
     count, start = (known.count, known.summary) if known and known.summary else (0, EMPTY)
-    turn, tool_text, calls = start.turn, start.tool_text, start.calls
+    remember = known.remember if known else None
+    if count == len(messages):  # a resent transcript: all of it is known
+        return Transcript(
+            messages=messages, known=count, remember=remember, turn=start.turn, tool_text=start.tool_text,
+            calls=start.calls, counted=count, tokens=start.tokens, rest_chars=0,
+        )
+    return _read_new(messages, count, start, remember)
+
+
+def _read_new(
+    messages: list[Any], count: int, start: Summary, remember: Callable[[Summary], None] | None
+) -> Transcript:
+    """`read` of `messages[count:]`, after `start`.
+
+    One loop with the three shapes an agent loop sends written out (a plain message, a tool
+    answer, an assistant's tool calls), so that a short request runs few functions: that was
+    a fiftieth of a turn-1 request's time over loopback (measured). Anything else, including
+    every malformed message, goes through `read_message`.
+    """
+    turn, tool_text, calls = start.turn, start.tool_text, set(start.calls)
     tokens, counted, room, rest = start.tokens, count, INLINE_CHARS, 0
-    if count < len(messages):
-        open_calls = set(calls)
-        for i in range(count, len(messages)):
-            m = messages[i]
-            chars, n = read_message(m, i, open_calls, room)
-            room -= chars  # once a message does not fit, none after it does: counted is a prefix
+    for i in range(count, len(messages)):
+        m = messages[i]
+        size = len(m) if type(m) is dict else 0
+        role, content = (m.get("role"), m.get("content")) if size else (None, None)
+        call_id, fields, n = None, (), None
+        if size == 2 and type(content) is str and type(role) is str and role in _PLAIN_ROLES:
+            chars = len(content)
+        elif size == 3 and role == "tool" and type(content) is str and type(m.get("tool_call_id")) is str:
+            call_id = m["tool_call_id"]
+            chars = len(content) + _check_answer(call_id, i, calls)
+        elif size == 3 and role == "assistant" and "content" in m and content is None \
+                and type(m.get("tool_calls")) is list:
+            fields, chars = _check_tool_calls(m["tool_calls"], i, calls)
+        else:
+            chars, n = read_message(m, i, calls, room)
+            content = m.get("content")
+        if chars <= room:
             if n is None:
-                rest += chars
-            else:
-                tokens, counted = tokens + n, i + 1
-            role = m["role"]
-            if role == "assistant":
-                turn += 1
-            elif role == "tool":
-                text = o200k.text_of(m.get("content"))
-                tool_text = text if tool_text is None else f"{tool_text}\n{text}"
-        calls = frozenset(open_calls)
+                short = chars <= o200k.CACHED_UP_TO
+                n = (_short_tokens(role, content, call_id, fields) if short
+                     else o200k.fields_tokens(role, content, None, call_id, fields))
+            tokens, counted = tokens + n, i + 1
+        else:  # once a message does not fit, none after it does: `counted` is a prefix
+            rest += chars
+        room -= chars
+        if role == "assistant":
+            turn += 1
+        elif role == "tool":
+            text = content if type(content) is str else o200k.text_of(content)
+            tool_text = text if tool_text is None else f"{tool_text}\n{text}"
     return Transcript(
-        messages=messages, known=count, remember=known.remember if known else None,
-        turn=turn, tool_text=tool_text, calls=calls, counted=counted, tokens=tokens, rest_chars=rest,
+        messages=messages, known=count, remember=remember, turn=turn, tool_text=tool_text,
+        calls=frozenset(calls), counted=counted, tokens=tokens, rest_chars=rest,
     )
 
 

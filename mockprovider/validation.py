@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from mockprovider import transcript
@@ -85,9 +86,10 @@ def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
         raise invalid("Invalid 'model': expected a non-empty string.", param="model")
     messages = transcript.read(body.get("messages"), known)
     tools = body.get("tools")
-    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+    if tools is not None and not (isinstance(tools, list) and all(map(isinstance, tools, repeat(dict)))):
         raise invalid("Invalid 'tools': expected an array of objects.", param="tools")
-    stream = flag(body, "stream")
+    # Most bodies carry none of the optional fields below: each is looked at only when present.
+    stream = flag(body, "stream") if "stream" in body else False
     options = body.get("stream_options")
     if options is not None and not isinstance(options, dict):
         raise invalid("Invalid 'stream_options': expected an object.", param="stream_options")
@@ -98,7 +100,7 @@ def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
         model=model,
         transcript=messages,
         tools=tools,
-        max_tokens=_max_tokens(body),
+        max_tokens=_max_tokens(body) if "max_tokens" in body or "max_completion_tokens" in body else None,
         stream=stream,
         include_usage=bool(stream and options and options.get("include_usage")),
     )

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from operator import attrgetter
 from random import getrandbits
 from typing import Any, Literal, NamedTuple
 
@@ -75,8 +76,11 @@ def _cut(text: str, limit: int) -> tuple[str, int]:
     return enc.decode(ids[:limit]), min(limit, len(ids))
 
 
+_FIELDS = attrgetter("id", "name", "arguments")
+
+
 def _calls_tokens(calls: tuple[ToolCall, ...]) -> int:
-    return o200k.call_fields_tokens(tuple([(c.id, c.name, c.arguments) for c in calls]))
+    return o200k.call_fields_tokens(tuple(map(_FIELDS, calls)))
 
 
 def _cut_calls(calls: tuple[ToolCall, ...], limit: int) -> tuple[ToolCall, ...]:
@@ -173,11 +177,11 @@ def render(c: Completion) -> bytes:
     through the encoder's own escaping, so the bytes are the same (tests/mockprovider/test_wire.py).
     """
     content = "null" if c.content is None else _STR(c.content)
-    calls = ",".join(
+    calls = ",".join([
         f'{{"id":{_STR(t.id)},"type":"function","function":{{"name":{_STR(t.name)},'
         f'"arguments":{_STR(t.arguments)}}}}}'
         for t in c.tool_calls
-    )
+    ])
     message = f'{{"role":"assistant","content":{content},"refusal":null'
     message += f',"tool_calls":[{calls}]}}' if c.tool_calls else "}"
     usage = _USAGE.format(c.prompt_tokens, c.completion_tokens, c.prompt_tokens + c.completion_tokens)
