@@ -240,7 +240,6 @@ def _read_new(
             fields, chars = _check_tool_calls(m["tool_calls"], i, calls)
         else:
             chars, n = read_message(m, i, calls, room)
-            content = m.get("content")
         if chars <= room:
             if n is None:
                 short = chars <= o200k.CACHED_UP_TO
