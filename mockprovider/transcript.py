@@ -167,6 +167,8 @@ def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int |
     call_id = get("tool_call_id")
     if role == "tool":
         chars += _check_answer(call_id, i, calls)
+    elif call_id is not None:  # not checked on other roles, but counted: its size decides where
+        chars += len(call_id) if type(call_id) is str else len(json.dumps(call_id))
     # A non-tool message's tool_call_id is not checked, and the count may fail on it (a list of
     # parts without string texts): counted later, after every check has answered, as before.
     if chars > room or not (call_id is None or type(call_id) is str):
