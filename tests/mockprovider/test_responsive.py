@@ -115,7 +115,9 @@ def test_a_client_that_leaves_before_its_body_arrives_is_dropped(events):
         assert response.status_code == 200
 
 
-def test_a_large_prompt_is_counted_on_a_worker_thread_and_exactly(monkeypatch):
+@pytest.fixture
+def counting_threads(monkeypatch) -> list[str]:
+    """The name of the thread of each message count (`o200k.fields_tokens` call), in order."""
     threads: list[str] = []
     original = o200k.fields_tokens
 
@@ -124,6 +126,11 @@ def test_a_large_prompt_is_counted_on_a_worker_thread_and_exactly(monkeypatch):
         return original(*fields)
 
     monkeypatch.setattr(o200k, "fields_tokens", recording)
+    return threads
+
+
+def test_a_large_prompt_is_counted_on_a_worker_thread_and_exactly(counting_threads):
+    threads = counting_threads
     small = [{"role": "user", "content": f"Which file mentions a timeout? ({uuid.uuid4()})"}]  # uncached
     large = [{"role": "user", "content": "the quick brown fox " * (transcript.INLINE_CHARS // 10)}]
     with serve_in_thread() as url, httpx.Client(base_url=url) as client:
@@ -134,3 +141,19 @@ def test_a_large_prompt_is_counted_on_a_worker_thread_and_exactly(monkeypatch):
     server_side = [name for name in threads if name != threading.main_thread().name]
     assert len(server_side) == 2
     assert not server_side[0].startswith("o200k") and server_side[1].startswith("o200k")
+
+
+LONG = "the quick brown fox " * (transcript.INLINE_CHARS // 10)
+
+
+@pytest.mark.parametrize("call_id", [LONG, ["a fox"] * 20_000])
+def test_a_large_tool_call_id_on_a_non_tool_message_is_counted_on_a_worker_thread(counting_threads, call_id):
+    """Not checked on other roles than 'tool', but counted on all of them: its size counts too."""
+    threads = counting_threads
+    messages = [{"role": "user", "content": "hi", "tool_call_id": call_id}]
+    with serve_in_thread() as url, httpx.Client(base_url=url) as client:
+        response = client.post("/chat/completions", json={"model": "plan", "messages": messages})
+    assert response.status_code == 200, response.text
+    assert response.json()["usage"]["prompt_tokens"] == o200k.prompt_tokens(messages)
+    server_side = [name for name in threads if name != threading.main_thread().name]
+    assert len(server_side) == 1 and server_side[0].startswith("o200k"), server_side
