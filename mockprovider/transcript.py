@@ -176,11 +176,14 @@ def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int |
     return chars, o200k.fields_tokens(role, content, name, call_id, call_fields)
 
 
-@lru_cache(maxsize=8192)
+SHORT_CHARS = 1024
+"""Messages whose texts total at most this many characters have their counts cached whole."""
+
+
+@lru_cache(maxsize=4096)  # at most 4,096 x 1,024 characters (~16 MB even at 4 bytes a character)
 def _short_tokens(role: str, content: str | None, call_id: str | None, calls: o200k.CallFields) -> int:
-    # Called only for texts of at most o200k.CACHED_UP_TO characters in all, so the memory is
-    # bounded. A message comes back in every later request of its run, and a system prompt in
-    # every run: one lookup instead of counting its fields again.
+    # A message comes back in every later request of its run, and a system prompt in every run:
+    # one lookup instead of counting each of its fields again.
     return o200k.fields_tokens(role, content, None, call_id, calls)
 
 
@@ -248,7 +251,7 @@ def _read_new(
                 room = min(room, chars - 1)
         if chars <= room:
             if n is None:
-                short = chars <= o200k.CACHED_UP_TO
+                short = chars <= SHORT_CHARS
                 n = (_short_tokens(role, content, call_id, fields) if short
                      else o200k.fields_tokens(role, content, None, call_id, fields))
             tokens, counted = tokens + n, i + 1

@@ -121,16 +121,22 @@ def clear_cache() -> None:
 
 
 def text_of(value: Any) -> str:
-    """Content may be a string, None, or a list of OpenAI content parts."""
+    """Content may be a string, None, or a list of OpenAI content parts; any other JSON value
+    (a field nobody checked, say) is read as its compact JSON, so counting never fails on one."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "".join(
-            p.get("text", "") if isinstance(p, Mapping) else str(p) for p in value
-        )
+        return "".join(_part_text(p) for p in value)
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, Mapping):
+        text = part.get("text", "")
+        return text if isinstance(text, str) else text_of(text)  # (the join raised on it before)
+    return str(part)
 
 
 CallFields = tuple[tuple[str, str, str], ...]
