@@ -81,8 +81,9 @@ async def chat_completions(scope: Scope, receive: Receive, send: Send) -> None:
     """POST /v1/chat/completions as a bare ASGI app.
 
     Most requests end in a plain JSON reply, sent here directly: Starlette's Request/Response
-    wrapping around a function endpoint was a fifth of a short request's time (measured). An
-    `APIError` raised inside still reaches the app's exception handlers, as any endpoint's does.
+    wrapping around a function endpoint took ~25 µs of a ~60 µs endpoint parsing a turn-1 body
+    (measured in a loop, no socket). An `APIError` raised inside reaches the app's exception
+    handlers (behind the router) or `ChatLane`'s (in front of it).
     """
     out = await _chat(Request(scope, receive, send))
     if isinstance(out, bytes):

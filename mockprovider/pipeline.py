@@ -112,7 +112,8 @@ def _too_large(limit: int) -> APIError:
 async def _read_body(request: Request, declared: bytes, limit: int) -> bytes:
     if declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)
-    # ASGI messages read directly: Request.stream()'s generator was a tenth of a short request.
+    # ASGI messages read directly, without Request.stream()'s async generator: a short body
+    # comes in one message and is returned as it is.
     chunks, size, more = [], 0, True
     while more:
         message = await request.receive()
