@@ -135,7 +135,7 @@ _PLAIN_ROLES = _ROLES - {"tool"}
 
 def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int | None]:
     """Check `messages[i]`, adding the call ids it makes to `calls`: its text length, and its
-    tokens if that text fits in `room` characters and counting it cannot fail (None: counted later).
+    tokens if that text fits in `room` characters (None: counted later).
 
     Every message of every request passes here, so each field is read once, the common shapes
     are tested first, and parameter names are built only for an error.
@@ -169,9 +169,7 @@ def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int |
         chars += _check_answer(call_id, i, calls)
     elif call_id is not None:  # not checked on other roles, but counted: its size decides where
         chars += len(call_id) if type(call_id) is str else len(json.dumps(call_id))
-    # A non-tool message's tool_call_id is not checked, and the count may fail on it (a list of
-    # parts without string texts): counted later, after every check has answered, as before.
-    if chars > room or not (call_id is None or type(call_id) is str):
+    if chars > room:
         return chars, None
     return chars, o200k.fields_tokens(role, content, name, call_id, call_fields)
 
@@ -247,8 +245,6 @@ def _read_new(
             fields, chars = _check_tool_calls(m["tool_calls"], i, calls)
         else:
             chars, n = read_message(m, i, calls, room)
-            if n is None:  # left for prompt_tokens, and so is every message after it
-                room = min(room, chars - 1)
         if chars <= room:
             if n is None:
                 short = chars <= SHORT_CHARS

@@ -59,7 +59,7 @@ def _general(ms: list[Any]) -> tuple[int, int, str | None, frozenset[str]]:
     tokens, turn, tool_text = transcript.EMPTY.tokens, 0, None
     for i, m in enumerate(ms):
         _, n = transcript.read_message(m, i, open_calls, 1 << 60)
-        tokens += o200k.message_tokens(m) if n is None else n  # None: a tool_call_id left to the formula
+        tokens += n
         if m["role"] == "assistant":
             turn += 1
         elif m["role"] == "tool":
@@ -77,10 +77,8 @@ def _outcome(read: Any, ms: list[Any]) -> Any:
 
 def _fast(ms: list[Any]) -> Any:
     t = transcript.read(ms)
-    # All of it short enough to count inline, but for a non-string tool_call_id (and what follows it).
-    assert t.counted == len(ms) or not isinstance(ms[t.counted].get("tool_call_id"), str | None)
-    tokens = t.tokens + sum(map(o200k.message_tokens, ms[t.counted :]))
-    return tokens, t.turn, t.tool_text, t.calls
+    assert t.counted == len(ms)  # all of it short enough to count inline
+    return t.tokens, t.turn, t.tool_text, t.calls
 
 
 @st.composite
