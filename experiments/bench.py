@@ -14,6 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from experiments import NAMES
 from experiments.paths import RESULTS
 from experiments.report import markdown_table
 
@@ -210,7 +211,8 @@ def render(report: dict, *, experiments_s: float | None = None) -> str:
         k: v for b in report["benchmarks"] for k, v in (b.get("extra_info") or {}).items() if k != "turns"
     }
     if experiments_s is not None:
-        extra["`python -m experiments`, all 14, wall seconds (target < 60)"] = round(experiments_s, 1)
+        label = f"`python -m experiments`, all {len(NAMES)}, wall seconds (target < 60)"
+        extra[label] = round(experiments_s, 1)
     parts = [
         "# Benchmarks\n",
         "Medians from one `make bench` run on this machine; compare ratios, not absolute times.\n",

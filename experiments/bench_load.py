@@ -16,9 +16,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 from experiments.bench_floor import request_body
-from experiments.servers import server_process
-from mockprovider.server import free_port
+from experiments.servers import mock_server
 
 CLIENT = Path(__file__).with_name("bench_client.py")
 """Run by path, so its process imports nothing but the standard library."""
@@ -59,15 +60,13 @@ def measure(
     *, workers: int, turn: int, connections: int, seconds: float, loop: str = "auto", http: str = "auto"
 ) -> Throughput:
     """Requests per second of one mock (`workers` processes) under the client above."""
-    port = free_port()
-    argv = [sys.executable, "-m", "mockprovider", "--port", str(port), "--quiet",
-            "--workers", str(workers), "--loop", loop, "--http", http]
     with (
         tempfile.NamedTemporaryFile(suffix=".json") as body,
-        server_process(argv, health_url=f"http://127.0.0.1:{port}/healthz", name="the mock") as server,
+        mock_server("--workers", str(workers), "--loop", loop, "--http", http) as (url, server),
     ):
         Path(body.name).write_bytes(request_body(turn))
-        client = [sys.executable, str(CLIENT), "127.0.0.1", str(port), body.name]
+        address = httpx.URL(url)
+        client = [sys.executable, str(CLIENT), address.host, str(address.port), body.name]
         client += [str(connections), str(seconds)]
         linux = sys.platform.startswith("linux")
         cpu = _cpu_s(server.pid) if linux else 0.0

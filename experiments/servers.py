@@ -52,21 +52,19 @@ def server_process(
 
 
 @contextmanager
+def mock_server(*options: str, host: str = "127.0.0.1") -> Iterator[tuple[str, subprocess.Popen]]:
+    """Run `python -m mockprovider --quiet <options>` as its own process on a free loopback port;
+    yield its `/v1` URL and the process (for its pid)."""
+    port = free_port(host)
+    argv = [sys.executable, "-m", "mockprovider", "--host", host, "--port", str(port), "--quiet", *options]
+    health = f"http://{host}:{port}/healthz"
+    name = f"the mock ({' '.join(options) or 'default options'})"
+    with server_process(argv, health_url=health, name=name) as proc:
+        yield f"http://{host}:{port}/v1", proc
+
+
+@contextmanager
 def mock_process(*, host: str = "127.0.0.1", workers: int = 1) -> Iterator[str]:
     """Run `python -m mockprovider` as its own process(es) and yield its `/v1` URL."""
-    port = free_port(host)
-    argv = [
-        sys.executable,
-        "-m",
-        "mockprovider",
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--quiet",
-        "--workers",
-        str(workers),
-    ]
-    health = f"http://{host}:{port}/healthz"
-    with server_process(argv, health_url=health, name=f"the mock ({workers} worker(s))"):
-        yield f"http://{host}:{port}/v1"
+    with mock_server("--workers", str(workers), host=host) as (url, _):
+        yield url

@@ -22,8 +22,11 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-PRICE_IN, PRICE_OUT = 2.0 / 1e6, 12.0 / 1e6
-"""The chapter's prices, applied to the tokens the mock billed."""
+from harness import Pricing, Usage
+
+PRICING = Pricing()
+"""The harness's default prices (the chapter's $2 in / $12 out per million), applied to the
+tokens the mock billed, so every framework's row is priced exactly as ours."""
 BODY_LIMIT = 2_000_000
 """Bodies above this are journalled as empty (the mock itself refuses them with 413)."""
 DRAIN_S = 5.0
@@ -51,7 +54,7 @@ class Entry:
 
     @property
     def cost_usd(self) -> float:
-        return self.prompt_tokens * PRICE_IN + self.completion_tokens * PRICE_OUT
+        return PRICING.cost(Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens))
 
     def tool_texts(self) -> dict[str, str]:
         """Every tool message in this request, by the call id it answers."""

@@ -48,9 +48,8 @@ import httpx
 import pytest
 
 import o200k
-from experiments.servers import server_process
+from experiments.servers import mock_server
 from mockprovider import memo
-from mockprovider.server import free_port
 
 PROMPTS = 10_000
 CONNECTIONS = 3
@@ -188,11 +187,8 @@ async def _soak(url: str, pid: int, prompts: int) -> Soak:
 
 def run_soak(prompts: int = PROMPTS) -> Soak:
     """Start `python -m mockprovider` on a free loopback port and soak it with `prompts` prompts."""
-    port = free_port()
-    argv = [sys.executable, "-m", "mockprovider", "--host", "127.0.0.1", "--port", str(port), "--quiet",
-            "--max-body-bytes", str(len(body(0)) + 1000)]
-    with server_process(argv, health_url=f"http://127.0.0.1:{port}/healthz", name="the mock") as server:
-        return asyncio.run(_soak(f"http://127.0.0.1:{port}/v1", server.pid, prompts))
+    with mock_server("--max-body-bytes", str(len(body(0)) + 1000)) as (url, server):
+        return asyncio.run(_soak(url, server.pid, prompts))
 
 
 @pytest.mark.slow

@@ -17,8 +17,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from experiments.servers import mock_process
-
 FULL = os.environ.get("RELIABILITY_FULL") == "1"
 """True under `make reliability`: the whole matrix and the full-size fuzz and load."""
 
@@ -82,11 +80,6 @@ class RequestLog(logging.Handler):
     def per_turn(self) -> Counter[int]:
         with self._lock:
             return Counter(turn for turn, _, _ in self.requests)
-
-
-def mock_server(workers: int = 1, host: str = "127.0.0.1"):
-    """`python -m mockprovider --workers N` as its own process(es); yields its `/v1` URL."""
-    return mock_process(host=host, workers=workers)
 
 
 # --- what every answer of the mock must look like ----------------------------------------------

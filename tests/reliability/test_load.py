@@ -16,8 +16,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from reliability_support import FULL, mock_server
+from reliability_support import FULL
 
+from experiments.servers import mock_process
 from harness import Limits, ModelClient, OpenAIChat, chapter_tools, make_sandbox, new_run, run
 
 RUNS, CAP = (200, 50) if FULL else (20, 10)
@@ -69,7 +70,7 @@ async def _swarm(base_url: str, sandbox: Path) -> tuple[list, TimingTransport, f
 @pytest.mark.parametrize("workers", [1, 2])
 def test_concurrent_runaway_runs_through_one_mock_have_zero_errors(workers, tmp_path, ledger):
     sandbox = make_sandbox(tmp_path / "sandbox")
-    with mock_server(workers=workers) as url:
+    with mock_process(workers=workers) as url:
         states, transport, wall_s = asyncio.run(_swarm(url, sandbox))
     bills = {round(s.cost_usd, 12) for s in states}
     stopped = [s for s in states if (s.status, s.turns) == ("max_turns_exceeded", CAP)]
