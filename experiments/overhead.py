@@ -54,6 +54,7 @@ async def raw_loop(base_url: str, sandbox: Path, turns: int) -> float:
         for _ in range(turns):
             reply = await http.post("/chat/completions", json={"model": "runaway", "messages": messages,
                                                                "tools": body_tools})
+            reply.raise_for_status()  # a refused body must fail the measurement, not be timed
             message = reply.json()["choices"][0]["message"]
             call = message["tool_calls"][0]
             messages.append({"role": "assistant", "content": message["content"], "tool_calls": [call]})
