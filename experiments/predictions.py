@@ -29,6 +29,8 @@ from experiments.report import usd, usd_short
 from experiments.runs import Run, reply_tokens
 
 BUDGET = chapter.BUDGET.budget_usd
+DENIED_PENDING = f"denied: tool runs at cap {chapter.DENIED.turns}"
+"""The row that follows from the chapter's order of checks rather than from the profile."""
 
 Verdict = Literal["predicted", "restated", "not predicted"]
 """predicted: derived from data the figure is not part of; restated: a fit point, or the
@@ -227,7 +229,7 @@ def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
             verdict="restated",
         ),
         Prediction(
-            figure="denied: tool runs at cap 12",
+            figure=DENIED_PENDING,
             printed=str(dn.tool_runs),
             predicted=str(dn.turns - 1),
             how="cap checked before the pending call runs: the last call stays pending",
@@ -378,7 +380,7 @@ def ours_tasks(p: Profile, plan_run: Run, once: Run, repeat: Run, dn: Run) -> li
             two == p.cost_micro(1) + micro(p.prompt(2), read),
         ),
         (
-            "denied: tool runs at cap 12",
+            DENIED_PENDING,
             str(dn.tool_runs),
             str(dn.state.turns - 1),
             "the last call stays pending",
