@@ -29,6 +29,8 @@ from experiments.predictions import (
     ours_tasks,
 )
 from experiments.profile import (
+    IN_MICRO,
+    OUT_MICRO,
     Profile,
     call_tokens,
     chapter_profile,
@@ -226,9 +228,10 @@ def prose(m: Measured) -> Prose:
         notes=[
             "input(n) = n·a + (n−1)·d + g·n(n−1)/2, with d = (turn 2's growth) − g, is linear in (a, d, g): "
             "three printed totals solve it exactly, and a solution in whole tokens is itself the first "
-            "check that the figures are one model. Costs are integer micro-dollars (2 per input token, "
-            "12 per output token), so a prediction either equals a printed figure or it does not.",
-            "The chapter's plan answer (“errors.log mentions a timeout: worker 7 timed out after 30000 ms.”) "
+            f"check that the figures are one model. Costs are integer micro-dollars ({IN_MICRO} per input "
+            f"token, {OUT_MICRO} per output token), so a prediction either equals a printed figure or it "
+            "does not.",
+            f"The chapter's plan answer (“{chapter.PLAN.answer}”) "
             f"is {o200k.count(chapter.PLAN.answer)} tokens of `o200k_base`; its output of "
             f"{chapter.PLAN.output_tokens} needs "
             f"{chapter.PLAN.output_tokens - m.chapter.output - call_tokens(chapter.READ_ERRORS)}. "
