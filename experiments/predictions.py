@@ -288,7 +288,8 @@ def _dedupe_pct(c: Profile) -> Prediction:
     lo, hi = printed_range(dd.extra_pct)
     base_lo, base_hi = extra * 100 / hi, extra * 100 / lo
     fixed = c.cost_micro(1) + c.prompt(2) * IN_MICRO
-    answers = [k for k in range(0, 200) if base_lo < fixed + k * OUT_MICRO <= base_hi]
+    # every whole k with base_lo < fixed + k·OUT_MICRO ≤ base_hi (no arbitrary upper bound on k)
+    answers = list(range(max(0, (base_lo - fixed) // OUT_MICRO + 1), (base_hi - fixed) // OUT_MICRO + 1))
     return Prediction(
         figure=f"dedupe: +{dd.extra_pct}%",
         printed=f"+{dd.extra_pct}% (+{usd(dd.extra_usd)})",
