@@ -125,7 +125,8 @@ def prose(m: Measured) -> Prose:
         notes=[
             f"Our floor run follows its own profile to the token: first prompt {m.profile.first_prompt}, "
             f"then +{m.profile.first_growth}, then +{m.profile.growth} per turn, {m.profile.output} out per "
-            f"turn → in = {m.profile.input(CH.turns):,}, cost = {usd(m.profile.cost(CH.turns))} at 12 turns.",
+            f"turn → in = {m.profile.input(CH.turns):,}, cost = {usd(m.profile.cost(CH.turns))} "
+            f"at {CH.turns} turns.",
             "Tool runs: the chapter's loop checks the cap at the top of each iteration, before the "
             f"pending call runs, so its call of turn {CH.turns} stays pending ({CH.tool_runs} tool runs) and "
             "the run can resume with it.",

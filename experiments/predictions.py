@@ -29,6 +29,8 @@ from experiments.report import usd, usd_short
 from experiments.runs import Run, reply_tokens
 
 BUDGET = chapter.BUDGET.budget_usd
+DENIED_PENDING = f"denied: tool runs at cap {chapter.DENIED.turns}"
+"""The row that follows from the chapter's order of checks rather than from the profile."""
 
 Verdict = Literal["predicted", "restated", "not predicted"]
 """predicted: derived from data the figure is not part of; restated: a fit point, or the
@@ -58,27 +60,33 @@ def _decimals(printed: float) -> int:
     return len(str(printed).split(".")[1]) if "." in str(printed) else 0
 
 
+def _step(printed: float) -> Fraction:
+    """One unit of `printed`'s last printed digit."""
+    return Fraction(1, 10 ** _decimals(printed))
+
+
 def rounds_to(value: float, printed: float) -> bool:
     return round(value, _decimals(printed)) == printed
 
 
 def printed_range(printed: float) -> tuple[Fraction, Fraction]:
     """[lo, hi): the values that print as `printed` at its own precision (half a last digit)."""
-    half = Fraction(1, 2 * 10 ** _decimals(printed))
+    half = _step(printed) / 2
     return Fraction(str(printed)) - half, Fraction(str(printed)) + half
 
 
 def truncates_to(value: Fraction, printed: float) -> bool:
     """“Above $0.038” printed at three decimals: $0.038 ≤ value < $0.039."""
-    step = Fraction(1, 10 ** _decimals(printed))
-    return Fraction(str(printed)) <= value < Fraction(str(printed)) + step
+    return Fraction(str(printed)) <= value < Fraction(str(printed)) + _step(printed)
 
 
 def chapter_predictions(c: Profile) -> list[Prediction]:
     """Each figure the chapter prints, against what its own profile predicts."""
-    tc, b, kr, dn, dd = chapter.TURN_CAP, chapter.BUDGET, chapter.KILL_RESUME, chapter.DENIED, chapter.DEDUPE
-    read, delete = call_tokens(chapter.READ_ERRORS), call_tokens(chapter.DELETE_ACCESS)
+    tc, b = chapter.TURN_CAP, chapter.BUDGET
     n_budget = c.soft_budget_turns(b.budget_usd)
+    budget_ok, budget_diff = _money(b.spent_usd, c.cost_micro(n_budget))
+    above_usd = tc.cost_20_above_usd
+    above = Fraction(str(above_usd))
     rows = [
         Prediction(
             figure=f"runaway input @{n}",
@@ -95,8 +103,8 @@ def chapter_predictions(c: Profile) -> list[Prediction]:
             figure="20 turns cost",
             printed=f"> {usd_short(tc.cost_20_above_usd)}",
             predicted=usd(c.cost(20)),
-            how=f"input(20) = {c.input(20):,}, 20 × {c.output} out; “above” at the printed three "
-            "decimals: in [$0.038, $0.039)",
+            how=f"input(20) = {c.input(20):,}, 20 × {c.output} out; “above” at the printed "
+            f"precision: in [{usd_short(float(above))}, {usd_short(float(above + _step(above_usd)))})",
             consistent=truncates_to(c.cost_micro(20) / 1_000_000, tc.cost_20_above_usd),
             verdict="predicted",
         ),
@@ -121,19 +129,16 @@ def chapter_predictions(c: Profile) -> list[Prediction]:
             printed=usd(b.spent_usd),
             predicted=f"{usd(c.cost(n_budget))} at {n_budget} turns",
             how="first n with cost(n) ≥ budget (checked before each call)",
-            consistent=_money(b.spent_usd, c.cost_micro(n_budget))[0],
-            difference=_money(b.spent_usd, c.cost_micro(n_budget))[1],
+            consistent=budget_ok,
+            difference=budget_diff,
             verdict="predicted",
         ),
     ]
-    return rows + _trace_and_plan(c, read, delete) + _others(c, kr, dn, dd)
+    return rows + _trace(c) + _plan(c) + _others(c)
 
 
-def _trace_and_plan(c: Profile, read: int, delete: int) -> list[Prediction]:
-    return _trace(c, delete) + _plan(c, read)
-
-
-def _trace(c: Profile, delete: int) -> list[Prediction]:
+def _trace(c: Profile) -> list[Prediction]:
+    delete = call_tokens(chapter.DELETE_ACCESS)
     events = [e for e in chapter.trace_events() if e["type"] == "turn"]
     turn2 = c.cost_micro(1) + micro(c.prompt(2), delete)
     return [
@@ -158,8 +163,8 @@ def _trace(c: Profile, delete: int) -> list[Prediction]:
     ]
 
 
-def _plan(c: Profile, read: int) -> list[Prediction]:
-    pl = chapter.PLAN
+def _plan(c: Profile) -> list[Prediction]:
+    pl, read = chapter.PLAN, call_tokens(chapter.READ_ERRORS)
     out = call_tokens(chapter.LIST_FILES) + read + o200k.count(pl.answer)
     return [
         Prediction(
@@ -200,8 +205,8 @@ def _plan(c: Profile, read: int) -> list[Prediction]:
     ]
 
 
-def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
-    te = chapter.TOOL_ERRORS
+def _others(c: Profile) -> list[Prediction]:
+    kr, dn, dd = chapter.KILL_RESUME, chapter.DENIED, chapter.DEDUPE
     read = call_tokens(chapter.READ_ERRORS)
     restored = c.cost_micro(1) + micro(c.prompt(2), read)
     g_denied, o_denied = (
@@ -209,6 +214,7 @@ def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
         implied_output(dn.cost_usd, dn.input_tokens, dn.turns),
     )
     extra = micro(c.prompt(2) + c.growth, c.output)
+    extra_ok, extra_diff = _money(dd.extra_usd, extra)
     return [
         Prediction(
             figure="kill/resume: restored cost",
@@ -227,7 +233,7 @@ def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
             verdict="restated",
         ),
         Prediction(
-            figure="denied: tool runs at cap 12",
+            figure=DENIED_PENDING,
             printed=str(dn.tool_runs),
             predicted=str(dn.turns - 1),
             how="cap checked before the pending call runs: the last call stays pending",
@@ -242,22 +248,23 @@ def _others(c: Profile, kr, dn, dd) -> list[Prediction]:
             consistent=g_denied.denominator == 1 and o_denied.denominator == 1,
             verdict="not predicted",
         ),
-        _recover(c, te, dn),
+        _recover(c),
         Prediction(
             figure="dedupe: the repeat's extra cost",
             printed=f"+{usd(dd.extra_usd)}",
             predicted=f"+{usd(dollars(extra))}",
             how="one more turn: prompt a + first growth + g, one call out",
-            consistent=_money(dd.extra_usd, extra)[0],
-            difference=_money(dd.extra_usd, extra)[1],
+            consistent=extra_ok,
+            difference=extra_diff,
             verdict="predicted",
         ),
-        _dedupe_pct(c, dd),
+        _dedupe_pct(c),
     ]
 
 
-def _recover(c: Profile, te, dn) -> Prediction:
+def _recover(c: Profile) -> Prediction:
     """Its two printed ratios, each ± half a last digit, bracket the recovered run's cost."""
+    te, dn = chapter.TOOL_ERRORS, chapter.DENIED
     fatal = micro(c.prompt(1), call_tokens(chapter.READ_TIMEOUT))
     vs_fatal, vs_denied = printed_range(te.descriptive_vs_first), printed_range(dn.vs_recovered)
     denied_micro = Fraction(str(dn.cost_usd)) * 1_000_000
@@ -273,14 +280,16 @@ def _recover(c: Profile, te, dn) -> Prediction:
     )
 
 
-def _dedupe_pct(c: Profile, dd) -> Prediction:
+def _dedupe_pct(c: Profile) -> Prediction:
     """+75% of what? The baseline `once` is two turns: list_files, then an answer the chapter does
     not print. Which answer lengths make its printed +$0.001050 come out at +75%?"""
+    dd = chapter.DEDUPE
     extra = Fraction(str(dd.extra_usd)) * 1_000_000
     lo, hi = printed_range(dd.extra_pct)
     base_lo, base_hi = extra * 100 / hi, extra * 100 / lo
     fixed = c.cost_micro(1) + c.prompt(2) * IN_MICRO
-    answers = [k for k in range(0, 200) if base_lo < fixed + k * OUT_MICRO <= base_hi]
+    # every whole k with base_lo < fixed + k·OUT_MICRO ≤ base_hi (no arbitrary upper bound on k)
+    answers = list(range(max(0, (base_lo - fixed) // OUT_MICRO + 1), (base_hi - fixed) // OUT_MICRO + 1))
     return Prediction(
         figure=f"dedupe: +{dd.extra_pct}%",
         printed=f"+{dd.extra_pct}% (+{usd(dd.extra_usd)})",
@@ -378,7 +387,7 @@ def ours_tasks(p: Profile, plan_run: Run, once: Run, repeat: Run, dn: Run) -> li
             two == p.cost_micro(1) + micro(p.prompt(2), read),
         ),
         (
-            "denied: tool runs at cap 12",
+            DENIED_PENDING,
             str(dn.tool_runs),
             str(dn.state.turns - 1),
             "the last call stays pending",

@@ -62,3 +62,11 @@ def test_caps_that_fit_no_whole_profile_turn_a_check_false_not_raise(measured):
     assert arithmetic._fit_or_none(caps) is None
     check = "our caps 8, 20, 50 fit one whole-token profile, the one turns 1–3 show"
     assert arithmetic.checks(replace(measured, caps_fit=None))[check] is False
+
+
+def test_the_pending_order_check_fails_when_its_row_is_missing(measured, monkeypatch):
+    """A check over the rows of one name must not pass vacuously when no row has that name."""
+    check = "a capped run keeps its last call pending (denied: tool runs = turns − 1)"
+    assert arithmetic.checks(measured)[check] is True
+    monkeypatch.setattr(arithmetic, "DENIED_PENDING", "a row no prediction carries")
+    assert arithmetic.checks(measured)[check] is False

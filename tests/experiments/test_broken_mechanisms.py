@@ -74,6 +74,11 @@ BROKEN = [
     ("subagent", {"runaway_child_cap": 1000}, "a runaway child stops at its own cap of 6"),
     ("subagent", {"charge_child": False}, "a hard parent budget holds with the child's spending"),
     ("arithmetic", {"budget_check": "after_call"}, "our profile predicts our token and cost figures"),
+    (
+        "arithmetic",
+        {"drain_pending": True},
+        "a capped run keeps its last call pending (denied: tool runs = turns − 1)",
+    ),
 ]
 
 
