@@ -178,8 +178,6 @@ class ChatLane:
             await response(scope, receive, send)
 
 
-# The other wire formats build on the shared steps above, so they are imported only now.
-
 ROUTES = [
     Route("/v1/chat/completions", _Bare(chat_completions), methods=["POST"]),
     Route("/o/{options}/v1/chat/completions", _Bare(chat_completions), methods=["POST"]),

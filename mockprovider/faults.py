@@ -44,7 +44,7 @@ SYNTAX = (
 _ATTEMPT = re.compile(r"[0-9]{1,9}")
 _FAULT = re.compile(
     # Digits are bounded: int() refuses strings over 4,300 digits, and no turn is that long.
-    r"^(?P<kind>" + "|".join(FAULT_KINDS) + r")(?:@(?P<turn>[0-9]{1,9}))?(?:x(?P<times>[0-9]{1,9}))?$"
+    r"(?P<kind>" + "|".join(FAULT_KINDS) + r")(?:@(?P<turn>[0-9]{1,9}))?(?:x(?P<times>[0-9]{1,9}))?"
 )
 
 
@@ -93,7 +93,7 @@ def _number(key: str, value: str, *, param: str) -> float:
 
 
 def _fault(value: str, *, param: str) -> Fault:
-    m = _FAULT.match(value)
+    m = _FAULT.fullmatch(value)  # not match() with '$', which also passes a trailing newline
     if not m:
         raise invalid(f"bad fault {value!r}; {SYNTAX}", param=param)
     return Fault(

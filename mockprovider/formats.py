@@ -18,8 +18,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-import o200k
-from mockprovider import scenarios, wire
+from mockprovider import scenarios, transcript, wire
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.faults import Options
 from mockprovider.pipeline import Config, delay_or_fault, injected, resolve
@@ -54,7 +53,7 @@ async def scripted_turn(request: Request, config: Config, req: ChatShaped) -> Tu
     completion = wire.complete(
         script(conversation),
         model=req.model,
-        prompt_tokens=o200k.prompt_tokens(req.messages, req.tools),
+        prompt_tokens=await transcript.count(req.messages, req.tools),
         max_tokens=req.max_tokens,
     )
     return Turn(completion=completion, options=options)

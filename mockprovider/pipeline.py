@@ -254,5 +254,3 @@ async def injected(request: Request, fault: Fault, options: Options) -> APIError
         case _:
             assert_never(fault.kind)
 
-
-# --- endpoints -----------------------------------------------------------------------------

@@ -276,6 +276,15 @@ _COUNTERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="o200k")
 prompts queues instead of crowding the event loop off the CPU."""
 
 
+async def count(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> int:
+    """`o200k.prompt_tokens(messages, tools)` for messages not read here (another wire format's,
+    translated): like `prompt_tokens`, on a worker thread when their text is large."""
+    if len(json.dumps(messages)) + (len(json.dumps(tools)) if tools else 0) > INLINE_CHARS:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(_COUNTERS, o200k.prompt_tokens, messages, tools)
+    return o200k.prompt_tokens(messages, tools)
+
+
 async def prompt_tokens(t: Transcript, tools: Sequence[Mapping[str, Any]] | None) -> int:
     """`o200k.prompt_tokens(t.messages, tools)`: `t.tokens` plus the messages `read` left
     uncounted and the tools (a worker thread counts them when they are large); remembers `t`.

@@ -171,8 +171,6 @@ def fields_tokens(role: Any, content: Any, name: Any, tool_call_id: Any, calls: 
     return n
 
 
-
-
 def _fields(calls: Iterable[Mapping[str, Any]]) -> CallFields:
     fields = []
     for c in calls:

@@ -116,7 +116,10 @@ def test_options_parse_and_later_sources_override_earlier_ones():
 
 @pytest.mark.parametrize(
     "text",
-    ["latency=abc", "latency=-1", "latency=nan", "rate=inf", "fault=teapot", "fault=429@x", "nokey", "foo=1"],
+    [
+        "latency=abc", "latency=-1", "latency=nan", "rate=inf",
+        "fault=teapot", "fault=429@x", "fault=500\n", "nokey", "foo=1",
+    ],
 )
 def test_bad_option_strings_raise_400_naming_the_source(text):
     with pytest.raises(APIError) as info:

@@ -157,3 +157,23 @@ def test_a_large_tool_call_id_on_a_non_tool_message_is_counted_on_a_worker_threa
     assert response.json()["usage"]["prompt_tokens"] == o200k.prompt_tokens(messages)
     server_side = [name for name in threads if name != threading.main_thread().name]
     assert len(server_side) == 1 and server_side[0].startswith("o200k"), server_side
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/responses", {"model": "plan", "input": LONG}),
+        ("/messages", {"model": "plan", "max_tokens": 50, "messages": [{"role": "user", "content": LONG}]}),
+    ],
+)
+def test_a_large_prompt_in_another_wire_format_is_counted_on_a_worker_thread(counting_threads, path, body):
+    """The Responses and Messages routes count their translated conversation as the chat route
+    does: a large one off the event loop (it was encoded on it, blocking every other request)."""
+    threads = counting_threads
+    with serve_in_thread() as url, httpx.Client(base_url=url) as client:
+        response = client.post(path, json=body)
+    assert response.status_code == 200, response.text
+    usage = response.json()["usage"]
+    assert usage.get("input_tokens") == o200k.prompt_tokens([{"role": "user", "content": LONG}])
+    server_side = [name for name in threads if name != threading.main_thread().name]
+    assert server_side and all(name.startswith("o200k") for name in server_side), server_side
