@@ -276,13 +276,18 @@ _COUNTERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="o200k")
 prompts queues instead of crowding the event loop off the CPU."""
 
 
+async def _off_the_loop_if_large(size: int, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)`, on a worker thread when `size` characters of text are more than INLINE_CHARS."""
+    if size > INLINE_CHARS:
+        return await asyncio.get_running_loop().run_in_executor(_COUNTERS, fn, *args)
+    return fn(*args)
+
+
 async def count(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> int:
     """`o200k.prompt_tokens(messages, tools)` for messages not read here (another wire format's,
     translated): like `prompt_tokens`, on a worker thread when their text is large."""
-    if len(json.dumps(messages)) + (len(json.dumps(tools)) if tools else 0) > INLINE_CHARS:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(_COUNTERS, o200k.prompt_tokens, messages, tools)
-    return o200k.prompt_tokens(messages, tools)
+    size = len(json.dumps(messages)) + (len(json.dumps(tools)) if tools else 0)
+    return await _off_the_loop_if_large(size, o200k.prompt_tokens, messages, tools)
 
 
 async def prompt_tokens(t: Transcript, tools: Sequence[Mapping[str, Any]] | None) -> int:
@@ -296,11 +301,8 @@ async def prompt_tokens(t: Transcript, tools: Sequence[Mapping[str, Any]] | None
     if not rest and not tools:
         total, tools_tokens = t.tokens, 0
     else:
-        if t.rest_chars + (len(json.dumps(tools)) if tools else 0) > INLINE_CHARS:
-            loop = asyncio.get_running_loop()
-            rest_tokens, tools_tokens = await loop.run_in_executor(_COUNTERS, _tokens, rest, tools)
-        else:
-            rest_tokens, tools_tokens = _tokens(rest, tools)
+        size = t.rest_chars + (len(json.dumps(tools)) if tools else 0)
+        rest_tokens, tools_tokens = await _off_the_loop_if_large(size, _tokens, rest, tools)
         total = t.tokens + rest_tokens
     if t.remember and t.known < len(t.messages):
         t.remember(Summary(tokens=total, turn=t.turn, tool_text=t.tool_text, calls=t.calls))
