@@ -131,9 +131,15 @@ def _apply(data: dict, rec: dict) -> None:
             and rec["set"].keys() <= {*IN_PLACE, "cache"} and rec["add"].keys() <= set(APPEND_ONLY)):
         raise ValueError("unexpected keys")
     data.update(rec["set"])
+    # In place: `data` is freshly parsed, and copying every list per record made a load
+    # quadratic in the journal's length.
     for f, items in rec["add"].items():
-        data[f] = data[f] + items
-    data["cache"] = {**data["cache"], **rec.get("cache_add", {})}
+        if not isinstance(items, list):
+            raise TypeError(f"add.{f} is not a list")
+        data[f].extend(items)
+    if not isinstance(added := rec.get("cache_add", {}), dict):
+        raise TypeError("cache_add is not an object")
+    data["cache"].update(added)
 
 
 def _replay(source: str, snapshot: bytes, journal: bytes) -> tuple[RunState, str, int]:

@@ -156,6 +156,27 @@ def test_a_field_of_the_wrong_type_is_refused_on_load(tmp_path, fields):
         FileStore(tmp_path).load("r1")
 
 
+@pytest.mark.parametrize(
+    "edit",
+    [{"add": {"messages": "x"}}, {"add": {"messages": {"role": "user"}}}, {"cache_add": [["k", 1]]},
+     {"set": []}, {"seq": 7}],
+    ids=["add_string", "add_object", "cache_add_pairs", "set_list", "seq_gap"],
+)
+def test_a_journal_record_edited_by_hand_is_a_clear_error(tmp_path, edit):
+    store = FileStore(tmp_path)
+    s = new_run("t", run_id="r1")
+    store.save(s)
+    s.messages.append({"role": "assistant", "content": "hi"})
+    store.save(s)
+    journal = tmp_path / "r1.journal"
+    record = json.loads(journal.read_bytes())
+    record.update(edit)
+    journal.write_text(json.dumps(record) + "\n")
+    with pytest.raises(StateFileError, match="journal line 1 is damaged"):
+        FileStore(tmp_path).load("r1")
+    assert json.loads(journal.read_bytes()) == record
+
+
 def test_a_failing_write_never_replaces_the_good_file(tmp_path):
     """A full disk (here: a file-size limit) makes the save raise; the last good run stays."""
     script = f"""
