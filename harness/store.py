@@ -45,7 +45,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Protocol
 
-from harness.codec import StateFileError, dumps, from_data, to_dict
+from harness.codec import StateFileError, dumps_data, from_data, to_dict
 from harness.state import RunState, check_run_id
 
 APPEND_ONLY = ("messages", "turn_usage", "tool_runs", "rejections")
@@ -123,7 +123,7 @@ def _record(state: RunState, cursor: _Cursor) -> str:
         body["set"]["cache"] = dict(state.cache)
     elif len(state.cache) > known:
         body["cache_add"] = dict(islice(state.cache.items(), known, None))
-    return dumps(body) + "\n"
+    return dumps_data(body) + "\n"  # its parts are plain data already
 
 
 def _apply(data: dict, rec: dict) -> None:
@@ -201,7 +201,7 @@ class _JournaledStore:
     def _compact(self, state: RunState) -> None:
         self._cursors.pop(state.run_id, None)
         generation = secrets.token_hex(8)
-        text = dumps(_snapshot_dict(state, generation))
+        text = dumps_data(_snapshot_dict(state, generation))
         self._write_snapshot(state.run_id, text)
         cursor = _Cursor(state=weakref.ref(state), generation=generation, snapshot_bytes=len(text))
         cursor.advance(state)
