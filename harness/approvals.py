@@ -11,7 +11,7 @@ that never took place.
 
 from __future__ import annotations
 
-from harness.state import Approval, Approved, Rejection, RunState, args_digest, pending
+from harness.state import Approval, Approved, Rejection, RunState, args_digest, is_approved, pending
 
 
 class DecisionLost(ValueError):
@@ -48,9 +48,7 @@ def _target(state: RunState, call_id: str | None) -> dict:
             f"call {call_id!r} is not pending in run {state.run_id}; pending: {', '.join(calls) or 'none'}"
         )
     call = calls[call_id]
-    name, arguments = call["function"]["name"], call["function"]["arguments"]
-    digest = args_digest(name, arguments)
-    if any(a.call_id == call_id and a.tool_name == name and a.digest == digest for a in state.approved):
+    if is_approved(state, call):
         raise DecisionLost(
             f"call {call_id!r} of run {state.run_id} is already approved as it reads now; "
             "this decision lost and changed nothing"

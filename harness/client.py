@@ -116,10 +116,12 @@ def _parse(data: Any) -> tuple[dict[str, Any], str, Usage]:
                           "arguments": _str(c["function"]["arguments"], "function.arguments")}}
             for c in raw["tool_calls"]
         ]
-        ids = [c["id"] for c in message["tool_calls"]]
-        if dup := next((i for n, i in enumerate(ids) if i in ids[:n]), None):
-            # Answers are matched to calls by id: a reused id would swallow the second call.
-            raise ValueError(f"tool call id {dup!r} is reused within one reply")
+        seen: set[str] = set()  # a set: thousands of calls (a hostile reply) stay linear
+        for c in message["tool_calls"]:
+            if c["id"] in seen:
+                # Answers are matched to calls by id: a reused id would swallow the second call.
+                raise ValueError(f"tool call id {c['id']!r} is reused within one reply")
+            seen.add(c["id"])
     u = data["usage"]
     usage = Usage(prompt_tokens=_tokens(u, "prompt_tokens"),
                   completion_tokens=_tokens(u, "completion_tokens"))

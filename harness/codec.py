@@ -45,8 +45,13 @@ def to_dict(obj: Any) -> Any:
 
 
 def dumps(obj: Any) -> str:
+    return dumps_data(to_dict(obj))
+
+
+def dumps_data(data: Any) -> str:
+    """`dumps` of data that is plain JSON already (no dataclasses): not walked a second time."""
     # ASCII-escaped, so a lone surrogate (an undecodable byte from argv, say) round-trips too.
-    return json.dumps(to_dict(obj), separators=(",", ":"), allow_nan=False)
+    return json.dumps(data, separators=(",", ":"), allow_nan=False)
 
 
 def to_json(state: RunState) -> str:

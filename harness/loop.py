@@ -69,7 +69,7 @@ from harness.state import (
     RunState,
     Stop,
     ToolRun,
-    args_digest,
+    is_approved,
     pending,
     reason_of,
 )
@@ -234,9 +234,7 @@ class _Loop:
         auto = self.policy.auto_approve
         if auto is True or (not isinstance(auto, bool) and tool.name in auto):
             return True
-        digest = args_digest(tool.name, call["function"]["arguments"])
-        return any(a.call_id == call["id"] and a.tool_name == tool.name and a.digest == digest
-                   for a in self.s.approved)
+        return is_approved(self.s, call)
 
     # --- steps 4-6: one pending call ---------------------------------------------------------
 

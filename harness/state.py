@@ -175,6 +175,13 @@ class Approved:
     """`args_digest` of the call when it was approved."""
 
 
+def is_approved(state: RunState, call: dict[str, Any]) -> bool:
+    """Whether a person approved `call` as it reads now: same id, same tool, same arguments."""
+    name = call["function"]["name"]
+    digest = args_digest(name, call["function"]["arguments"])
+    return any(a.call_id == call["id"] and a.tool_name == name and a.digest == digest for a in state.approved)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Rejection:
     call_id: CallId

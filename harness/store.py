@@ -45,7 +45,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Protocol
 
-from harness.codec import StateFileError, dumps, from_data, to_dict
+from harness.codec import StateFileError, dumps_data, from_data, to_dict
 from harness.state import RunState, check_run_id
 
 APPEND_ONLY = ("messages", "turn_usage", "tool_runs", "rejections")
@@ -123,7 +123,7 @@ def _record(state: RunState, cursor: _Cursor) -> str:
         body["set"]["cache"] = dict(state.cache)
     elif len(state.cache) > known:
         body["cache_add"] = dict(islice(state.cache.items(), known, None))
-    return dumps(body) + "\n"
+    return dumps_data(body) + "\n"  # its parts are plain data already
 
 
 def _apply(data: dict, rec: dict) -> None:
@@ -131,9 +131,15 @@ def _apply(data: dict, rec: dict) -> None:
             and rec["set"].keys() <= {*IN_PLACE, "cache"} and rec["add"].keys() <= set(APPEND_ONLY)):
         raise ValueError("unexpected keys")
     data.update(rec["set"])
+    # In place: `data` is freshly parsed, and copying every list per record made a load
+    # quadratic in the journal's length.
     for f, items in rec["add"].items():
-        data[f] = data[f] + items
-    data["cache"] = {**data["cache"], **rec.get("cache_add", {})}
+        if not isinstance(items, list):
+            raise TypeError(f"add.{f} is not a list")
+        data[f].extend(items)
+    if not isinstance(added := rec.get("cache_add", {}), dict):
+        raise TypeError("cache_add is not an object")
+    data["cache"].update(added)
 
 
 def _replay(source: str, snapshot: bytes, journal: bytes) -> tuple[RunState, str, int]:
@@ -195,7 +201,7 @@ class _JournaledStore:
     def _compact(self, state: RunState) -> None:
         self._cursors.pop(state.run_id, None)
         generation = secrets.token_hex(8)
-        text = dumps(_snapshot_dict(state, generation))
+        text = dumps_data(_snapshot_dict(state, generation))
         self._write_snapshot(state.run_id, text)
         cursor = _Cursor(state=weakref.ref(state), generation=generation, snapshot_bytes=len(text))
         cursor.advance(state)

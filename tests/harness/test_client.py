@@ -198,3 +198,17 @@ def test_a_nonsense_retry_after_falls_back_to_backoff(value):
     transport, seen = _scripted(httpx.Response(429, headers={"retry-after": value}, json={}),
                                 httpx.Response(200, json=OK))
     assert _complete(transport).attempts == 2
+
+
+def test_an_id_reused_anywhere_in_a_long_reply_makes_it_malformed():
+    """Checked for every call, not just near the start (and in linear time: 20,000 calls took
+    23 s of CPU when each id was compared with every earlier one)."""
+    calls = [{"id": f"c{n}", "function": {"name": "f", "arguments": "{}"}} for n in range(5000)]
+    calls.append({"id": "c4999", "function": {"name": "f", "arguments": "{}"}})
+    transport, seen = _scripted(*[_reply({"content": None, "tool_calls": calls})] * 2)
+    with pytest.raises(ProviderError, match="tool call id 'c4999' is reused within one reply"):
+        _complete(transport, max_retries=1)
+    assert len(seen) == 2
+    distinct = calls[:-1]
+    transport, _ = _scripted(_reply({"content": None, "tool_calls": distinct}))
+    assert len(_complete(transport).message["tool_calls"]) == 5000

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from harness import FileStore, MemoryStore, StateFileError, new_run
+from harness import FileStore, MemoryStore, RunState, StateFileError, new_run
 from harness.codec import to_json
 
 
@@ -64,18 +64,29 @@ def test_a_crash_mid_append_leaves_a_torn_line_that_load_ignores(tmp_path):
     assert FileStore(tmp_path).load("r1").turns == 4
 
 
-def test_a_save_writes_what_the_turn_added_not_what_the_run_holds(tmp_path):
-    """Journal records stay the size of one turn however long the run grows."""
+def _journal_growth(tmp_path, edit, saves: int) -> tuple[FileStore, RunState, list[int]]:
+    """A saved run edited by `edit(run, n)` then saved, `saves` times: the store, the run, and the
+    change in the journal's size at each save (negative where a compaction emptied it)."""
     store = FileStore(tmp_path)
     s = new_run("t", run_id="r1")
     store.save(s)
+    journal = tmp_path / "r1.journal"
     sizes = []
-    for turn in range(400):
-        s.messages.append({"role": "assistant", "content": f"turn {turn} " + "x" * 200})
-        s.turns += 1
-        before = (tmp_path / "r1.journal").stat().st_size
+    for n in range(saves):
+        edit(s, n)
+        before = journal.stat().st_size
         store.save(s)
-        sizes.append((tmp_path / "r1.journal").stat().st_size - before)
+        sizes.append(journal.stat().st_size - before)
+    return store, s, sizes
+
+
+def test_a_save_writes_what_the_turn_added_not_what_the_run_holds(tmp_path):
+    """Journal records stay the size of one turn however long the run grows."""
+    def turn(s: RunState, n: int) -> None:
+        s.messages.append({"role": "assistant", "content": f"turn {n} " + "x" * 200})
+        s.turns += 1
+
+    _, s, sizes = _journal_growth(tmp_path, turn, 400)
     appended = [n for n in sizes if n > 0]
     assert max(appended) < 2 * min(appended)  # each record is about one turn's bytes
     assert any(n < 0 for n in sizes)  # the journal outgrew the snapshot and was folded into it
@@ -154,6 +165,27 @@ def test_a_field_of_the_wrong_type_is_refused_on_load(tmp_path, fields):
     (tmp_path / "r1.json").write_bytes(_damaged(**fields))
     with pytest.raises(StateFileError):
         FileStore(tmp_path).load("r1")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [{"add": {"messages": "x"}}, {"add": {"messages": {"role": "user"}}}, {"cache_add": [["k", 1]]},
+     {"set": []}, {"seq": 7}],
+    ids=["add_string", "add_object", "cache_add_pairs", "set_list", "seq_gap"],
+)
+def test_a_journal_record_edited_by_hand_is_a_clear_error(tmp_path, edit):
+    store = FileStore(tmp_path)
+    s = new_run("t", run_id="r1")
+    store.save(s)
+    s.messages.append({"role": "assistant", "content": "hi"})
+    store.save(s)
+    journal = tmp_path / "r1.journal"
+    record = json.loads(journal.read_bytes())
+    record.update(edit)
+    journal.write_text(json.dumps(record) + "\n")
+    with pytest.raises(StateFileError, match="journal line 1 is damaged"):
+        FileStore(tmp_path).load("r1")
+    assert json.loads(journal.read_bytes()) == record
 
 
 def test_a_failing_write_never_replaces_the_good_file(tmp_path):
@@ -235,15 +267,10 @@ def test_edits_that_are_not_appends_are_saved_whole(tmp_path, store_kind):
 
 
 def test_the_dedupe_cache_is_journaled_by_its_growth(tmp_path):
-    store = FileStore(tmp_path)
-    s = new_run("t", run_id="r1")
-    store.save(s)
-    sizes = []
-    for n in range(300):
+    def read(s: RunState, n: int) -> None:
         s.cache[f"read_file:{n}"] = n
-        before = (tmp_path / "r1.journal").stat().st_size
-        store.save(s)
-        sizes.append((tmp_path / "r1.journal").stat().st_size - before)
+
+    store, s, sizes = _journal_growth(tmp_path, read, 300)
     grown = [n for n in sizes if n > 0]
     assert max(grown) < 2 * min(grown)
     s.cache = {}  # a write replaces it
