@@ -20,11 +20,11 @@ import httpx
 
 from harness import (
     Cancel,
-    FileStore,
     Limits,
     MemoryStore,
     ModelClient,
     OpenAIChat,
+    SQLiteStore,
     Store,
     ToolContext,
     chapter_tools,
@@ -37,7 +37,7 @@ TASK = "Which file mentions a timeout?"
 STORES: dict[str, Callable[[Path], Store | None]] = {
     "none": lambda _: None,
     "memory": lambda _: MemoryStore(),
-    "file": lambda folder: FileStore(folder / "state"),
+    "sqlite": lambda folder: SQLiteStore.in_folder(folder / "state"),
 }
 
 

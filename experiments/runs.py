@@ -24,7 +24,6 @@ from experiments.chapter import SUB_AGENT
 from experiments.report import usd
 from harness import (
     Cancel,
-    FileStore,
     Limits,
     MemoryTrace,
     Model,
@@ -33,6 +32,7 @@ from harness import (
     Policy,
     Pricing,
     RunState,
+    SQLiteStore,
     Tool,
     ToolContext,
     approve,
@@ -300,12 +300,12 @@ def copy_of(state: RunState) -> RunState:
 
 
 def load_saved(directory: Path, run_id: str) -> RunState:
-    return FileStore(directory).load(run_id)
+    return SQLiteStore.in_folder(directory).load(run_id)
 
 
 def forget_intents(directory: Path, run_id: str) -> None:
     """What a harness without write-ahead intents would see on disk: nothing says a write started."""
-    store = FileStore(directory)
+    store = SQLiteStore.in_folder(directory)
     state = store.load(run_id)
     state.intents.clear()
     store.save(state)
@@ -313,7 +313,7 @@ def forget_intents(directory: Path, run_id: str) -> None:
 
 def forget_cost(directory: Path, run_id: str) -> None:
     """What a harness that does not save the spend would restore: the run's cost starts at zero."""
-    store = FileStore(directory)
+    store = SQLiteStore.in_folder(directory)
     state = store.load(run_id)
     state.cost_usd = state.tool_cost_usd = 0.0
     store.save(state)

@@ -2,7 +2,7 @@
 
     async with OpenAIChat("plan") as model:
         state = await run(new_run("Which file mentions a timeout?"), model=model,
-                          tools=chapter_tools(make_sandbox("sandbox")), store=FileStore("state"))
+                          tools=chapter_tools(make_sandbox("sandbox")), store=SQLiteStore("state/harness.db"))
 
 The core (`loop`, `state`, `usage`, `tools`, `model`, `store`, `trace`, `approvals`) knows
 nothing of the chapter's demo; `chapter` holds its tools, sandbox and the designs it argues
@@ -28,7 +28,7 @@ from harness.state import (
     new_run,
     pending,
 )
-from harness.store import FileStore, MemoryStore, Store
+from harness.store import MemoryStore, SQLiteStore, Store, open_store
 from harness.tools import PermanentToolError, Tool, ToolContext
 from harness.trace import JsonlTrace, MemoryTrace, TraceSink
 from harness.usage import Limits, Pricing, Usage
@@ -41,7 +41,6 @@ __all__ = [
     "Completed",
     "Completion",
     "Failed",
-    "FileStore",
     "JsonlTrace",
     "Limits",
     "MaxBudget",
@@ -57,6 +56,7 @@ __all__ = [
     "Progress",
     "ProviderError",
     "RunState",
+    "SQLiteStore",
     "StateFileError",
     "Stop",
     "Store",
@@ -68,6 +68,7 @@ __all__ = [
     "chapter_tools",
     "make_sandbox",
     "new_run",
+    "open_store",
     "pending",
     "reject",
     "run",

@@ -1,17 +1,23 @@
-"""`python -m harness` / `harness`: run a scenario, then approve, reject, resume or show it.
+"""`python -m harness` / `harness`: run a scenario, then approve, reject, resume, list or show it.
 
-Runs live in a state folder (`--state-dir`, else $HARNESS_STATE_DIR, else ./state): one run's
-snapshot and journal per id, its sandbox under `sandboxes/<id>/`, its trace under
-`traces/<id>.jsonl`. The settings a run was started with (`Settings`) are kept in the run, so
-`resume` needs only the id. Ctrl-C cancels the run through its signal: it is saved
-`interrupted/cancelled` and the command that resumes it is printed. Exit status: 0 completed,
-1 failed, 2 a usage error or a bad file, 3 stopped but resumable, 4 refused: another live
-process owns the run, or the call already had a decision (this one lost and changed nothing).
+Runs are kept in a store named by one URL (`--store`, else $HARNESS_STORE, else the SQLite
+database `harness.db` in the state folder); the state folder (`--state-dir`, else
+$HARNESS_STATE_DIR, else ./state) holds each new run's sandbox under `sandboxes/<id>/` and its
+trace under `traces/<id>.jsonl`, and the run records both paths, so `approve RUN --store
+postgresql://…` from another folder acts on the files of the run it approves. The settings a
+run was started with (`Settings`) are kept in the run, so `resume` needs only the id. Ctrl-C
+cancels the run through its signal: it is saved `interrupted/cancelled` and the command that
+resumes it is printed. Exit status: 0 completed, 1 failed, 2 a usage error, a bad store URL or
+a bad saved run (nothing written), 3 stopped but resumable, 4 refused: another live process
+owns the run, this process lost its lease (fenced), or the call already had a decision (this
+one lost and changed nothing).
 
-One writer per run: `run`, `resume`, `approve` and `reject` claim the run (an OS lock on
-`<id>.lock`, see `harness.store`) before they load it and hold it to the end; a run whose
-owner died is free again and recovered as usual. Everything a provider or a file controls is
-printed with control characters escaped (`\x1b`), so a hostile id cannot redraw the screen.
+One writer per run: `run`, `resume`, `approve` and `reject` claim the run's lease (see
+`harness.store`) before they load it and hold it to the end; a run whose owner died is taken
+over after the lease (at once when the owner was a process of this host that is gone).
+`harness list` and `harness show RUN --json` read runs for programs (`SHOW_JSON_VERSION`).
+Everything a provider or a file controls is printed with control characters escaped (`\x1b`),
+so a hostile id cannot redraw the screen.
 
 This is where the chapter's demo is wired to the core: the scenario is the model name, the
 tools are the chapter's catalog over the run's sandbox, and the mock's options travel as a
@@ -28,12 +34,14 @@ import math
 import os
 import re
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from harness import listing
 from harness.approvals import DecisionLost, approve, reject
 from harness.cancel import Cancel
 from harness.chapter import Knobs, chapter_tools, every_tool, make_sandbox
@@ -41,8 +49,9 @@ from harness.client import ModelClient
 from harness.codec import StateFileError, decode, to_dict
 from harness.loop import Policy, Progress, run
 from harness.model import OpenAIChat
-from harness.state import Approval, CancelledBy, RunState, new_run, pending, reason_of
-from harness.store import FileStore, RunOwned
+from harness.state import Approval, CancelledBy, RunState, Status, new_run, pending, reason_of
+from harness.store import DEFAULT_FILE, Fenced, LedgerConflict, RunOwned, SqlStore, open_store
+from harness.store.sqlite import SQLiteStore
 from harness.trace import JsonlTrace
 from harness.usage import BudgetCheck, Limits
 
@@ -106,6 +115,8 @@ def settings_of(state: RunState) -> Settings:
             "model and tools: continue it with harness.approve/reject and harness.run in Python"
         )
     raw, meta = state.meta.get("settings"), state.meta
+    if isinstance(raw, dict) and "scenario" not in raw:
+        raise StateFileError(f"run {state.run_id} has settings without a scenario; refusing to guess one")
     if raw is None and "scenario" in meta:  # a run saved by the schema-1 CLI kept flat keys
         names = {f.name for f in dataclasses.fields(Settings)}
         raw = {k: v for k, v in meta.items() if k in names}
@@ -169,10 +180,25 @@ def _quoted(call_id: str) -> str:
     return call_id if re.fullmatch(r"[A-Za-z0-9._:-]+", call_id) else repr(safe(call_id))
 
 
-async def _drive(state: RunState, store: FileStore, base_url: str | None,
+def _run_paths(state: RunState, state_dir: Path) -> tuple[Path, Path]:
+    """The run's sandbox and trace: as the run recorded them, else under the state folder."""
+    paths = []
+    for key, default in (("sandbox", state_dir / "sandboxes" / state.run_id),
+                         ("trace", state_dir / "traces" / f"{state.run_id}.jsonl")):
+        recorded = state.meta.get(key)
+        if recorded is None:
+            paths.append(default)
+        elif isinstance(recorded, str) and Path(recorded).is_absolute() and "\0" not in recorded:
+            paths.append(Path(recorded))
+        else:
+            raise StateFileError(f"run {state.run_id} records a {key} that is not an absolute path: {recorded!r}")
+    return paths[0], paths[1]
+
+
+async def _drive(state: RunState, store: SqlStore, args: argparse.Namespace,
                  checkpoint: Callable[[str], None] | None) -> RunState:
     s = settings_of(state)
-    sandbox = store.directory / "sandboxes" / state.run_id
+    sandbox, trace = _run_paths(state, args.state_dir)
     if sandbox.parent.is_symlink():
         raise ValueError(f"{sandbox.parent} is a symlink; the harness writes only into real folders")
     if not sandbox.is_dir() or sandbox.is_symlink():
@@ -185,15 +211,14 @@ async def _drive(state: RunState, store: FileStore, base_url: str | None,
 
     cancel = _ctrl_c_cancels()
     headers = {"x-mock-options": s.mock_options} if s.mock_options else None
-    async with ModelClient(base_url) as client:
+    async with ModelClient(args.base_url) as client:
         model = OpenAIChat(s.scenario, client=client, headers=headers)
         research = model.with_name("plan") if s.scenario == "research" else None
         tools = chapter_tools(sandbox, scan_seconds=s.scan_seconds, research=research, knobs=s.knobs())
         try:
             return await run(
                 state, model=model, tools=tools, limits=s.limits(), policy=s.policy(), cancel=cancel,
-                store=store, trace=JsonlTrace(store.directory / "traces" / f"{state.run_id}.jsonl"),
-                on_progress=on_progress, checkpoint=checkpoint,
+                store=store, trace=JsonlTrace(trace), on_progress=on_progress, checkpoint=checkpoint,
             )
         finally:
             asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
@@ -214,40 +239,53 @@ def _ctrl_c_cancels() -> Cancel:
     return cancel
 
 
-def _finish(state: RunState, store: FileStore, args: argparse.Namespace, checkpoint) -> int:
+def _finish(state: RunState, store: SqlStore, args: argparse.Namespace, checkpoint) -> int:
     if not getattr(args, "no_resume", False):
-        state = asyncio.run(_drive(state, store, args.base_url, checkpoint))
+        state = asyncio.run(_drive(state, store, args, checkpoint))
     else:
         store.save(state)
     print("\n".join(_report(state)), flush=True)
     return EXIT.get(state.status, 3)
 
 
-def _cmd_run(args: argparse.Namespace, store: FileStore, checkpoint) -> int:
+def _cmd_run(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
     names = {f.name for f in dataclasses.fields(Settings)}
     given = {k: v for k, v in vars(args).items() if k in names}
     settings = Settings(**{**given, "auto_approve": tuple(sorted(args.auto_approve))})
     state = new_run(args.task, run_id=args.run_id, meta={"settings": to_dict(settings)})
+    state_dir = args.state_dir.absolute()
+    state.meta["sandbox"] = str(state_dir / "sandboxes" / state.run_id)
+    state.meta["trace"] = str(state_dir / "traces" / f"{state.run_id}.jsonl")
     with store.claim(state.run_id):
-        if store.path(state.run_id).exists():
-            raise SystemExit(f"harness: run {state.run_id} already exists in {store.directory}")
+        if store.exists(state.run_id):
+            raise SystemExit(f"harness: run {state.run_id} already exists in {safe(store.label)}")
         return _finish(state, store, args, checkpoint)
 
 
-def _cmd_decide(args: argparse.Namespace, store: FileStore, checkpoint) -> int:
+def _cmd_decide(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
     with store.claim(args.run_id):
         state = store.load(args.run_id)
+        last = state.meta.get("last_decision")
+        if args.call_id is None and not isinstance(state.stop, Approval) and isinstance(last, dict):
+            raise DecisionLost(
+                f"run {state.run_id} is no longer waiting: call {safe(last.get('call_id'))!r} was already "
+                f"{safe(last.get('verdict'))} by {safe(last.get('by'))}; this decision lost and changed nothing"
+            )
         if args.command == "approve":
-            approve(state, args.call_id)
+            call_id, verdict = approve(state, args.call_id), "approved"
         else:
-            reject(state, args.call_id, reason=args.reason, unsafe_empty=args.unsafe_empty)
+            call_id = reject(state, args.call_id, reason=args.reason, unsafe_empty=args.unsafe_empty)
+            verdict = "rejected"
+        state.meta["last_decision"] = {"call_id": call_id, "verdict": verdict,
+                                       "by": f"process {os.getpid()} on {socket.gethostname()}",
+                                       "at": round(time.time(), 3)}
         return _finish(state, store, args, checkpoint)
 
 
-def _cmd_resume(args: argparse.Namespace, store: FileStore, checkpoint) -> int:
+def _cmd_resume(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
     with store.claim(args.run_id):
         state = store.load(args.run_id)
-        # "running" on disk, with the claim ours, means the process that ran it died: resume it.
+        # "running" in the store, with the claim ours, means the process that ran it died: resume it.
         if not (state.resumable or state.status == "running"):
             raise SystemExit(f"harness: run {state.run_id} is {state.status}; nothing to resume")
         changes = {k: getattr(args, k) for k in ("max_turns", "budget") if hasattr(args, k)}
@@ -256,8 +294,11 @@ def _cmd_resume(args: argparse.Namespace, store: FileStore, checkpoint) -> int:
         return _finish(state, store, args, checkpoint)
 
 
-def _cmd_show(args: argparse.Namespace, store: FileStore, checkpoint) -> int:
+def _cmd_show(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
     state = store.load(args.run_id)
+    if args.json:
+        print(json.dumps(listing.show_json(state, store), ensure_ascii=True))
+        return EXIT.get(state.status, 3)
     print("\n".join(_report(state)))
     for c in pending(state) if state.resumable or state.status == "running" else ():
         print(safe(f"   pending: {c['id']} {c['function']['name']}({c['function']['arguments']})"))
@@ -268,6 +309,17 @@ def _cmd_show(args: argparse.Namespace, store: FileStore, checkpoint) -> int:
         for m in state.messages:
             print(safe(json.dumps(m, ensure_ascii=False)))
     return EXIT.get(state.status, 3)
+
+
+def _cmd_list(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
+    print("\n".join(safe(line) for line in listing.list_lines(store, args.status, as_json=args.json)))
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
+    lines, damaged = listing.import_state(Path(args.directory), store)
+    print("\n".join(safe(line) for line in lines))
+    return 2 if damaged else 0
 
 
 def _turns(value: str) -> int:
@@ -324,6 +376,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
     p.add_argument("--state-dir", type=Path, default=None,
                    help="where runs are saved (default: $HARNESS_STATE_DIR or ./state)")
+    p.add_argument("--store", default=None, metavar="URL",
+                   help="sqlite:///path/harness.db or postgresql://user@host/db "
+                        "(default: $HARNESS_STORE, else STATE_DIR/harness.db)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible /v1 URL (default: $LLM_BASE_URL)")
     sub = p.add_subparsers(dest="command", required=True)
     _run_parser(sub)
@@ -343,21 +398,37 @@ def _parser() -> argparse.ArgumentParser:
     w = sub.add_parser("show", help="print a saved run")
     w.add_argument("run_id")
     w.add_argument("--messages", action="store_true")
+    w.add_argument("--json", action="store_true",
+                   help=f"the run as one versioned JSON object (version {listing.SHOW_JSON_VERSION})")
+    ls = sub.add_parser("list", help="one line per saved run: id, status, turns, cost, waiting call")
+    ls.add_argument("--status", choices=get_args(Status), default=None)
+    ls.add_argument("--json", action="store_true", help="one JSON object per line")
+    i = sub.add_parser("import-state", help="move the runs of an old state folder (<id>.json files) in")
+    i.add_argument("directory")
     return p
 
 
-COMMANDS = {"run": _cmd_run, "approve": _cmd_decide, "reject": _cmd_decide,
-            "resume": _cmd_resume, "show": _cmd_show}
+COMMANDS = {"run": _cmd_run, "approve": _cmd_decide, "reject": _cmd_decide, "resume": _cmd_resume,
+            "show": _cmd_show, "list": _cmd_list, "import-state": _cmd_import}
+
+
+def open_cli_store(args: argparse.Namespace, checkpoint: Callable[[str], None] | None) -> SqlStore:
+    """The store the command names: --store, else $HARNESS_STORE, else the state folder's SQLite."""
+    url = args.store or os.environ.get("HARNESS_STORE")
+    store = open_store(url) if url else SQLiteStore(args.state_dir / DEFAULT_FILE)
+    store.checkpoint = checkpoint
+    return store
 
 
 def main(argv: Sequence[str] | None = None, *, checkpoint: Callable[[str], None] | None = None) -> int:
     """CLI entry point; `checkpoint` is the loop's test hook (see harness.loop)."""
     args = _parser().parse_args(argv)
-    state_dir = args.state_dir or Path(os.environ.get("HARNESS_STATE_DIR") or "state")
-    store = FileStore(state_dir, checkpoint=checkpoint)
+    args.state_dir = args.state_dir or Path(os.environ.get("HARNESS_STATE_DIR") or "state")
+    store = None
     try:
+        store = open_cli_store(args, checkpoint)
         return COMMANDS[args.command](args, store, checkpoint)
-    except (RunOwned, DecisionLost) as e:
+    except (RunOwned, DecisionLost, Fenced, LedgerConflict) as e:
         print(f"harness: refused: {safe(e)}", file=sys.stderr)
         return REFUSED
     except (FileNotFoundError, ValueError) as e:
@@ -369,3 +440,6 @@ def main(argv: Sequence[str] | None = None, *, checkpoint: Callable[[str], None]
     except OSError as e:  # a planted symlink (ELOOP), a folder we may not write: a clear error
         print(f"harness: {safe(e)}", file=sys.stderr)
         return 2
+    finally:
+        if store is not None:
+            store.close()

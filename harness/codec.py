@@ -14,14 +14,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import types
 from functools import cache
+from itertools import accumulate
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from harness import state as st
 from harness.state import SCHEMA_VERSION, RunState
 
 SUPPORTED_VERSIONS = (1, SCHEMA_VERSION)
+
+MAX_DEPTH = 256
+"""Deepest nesting of arrays and objects a saved run may hold. Deeper text is refused before
+it is parsed: Python's parser and every walk over the data recurse, and a run edited to be
+100,000 levels deep must be a clear error, not a RecursionError."""
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
 
 
 class StateFileError(ValueError):
@@ -58,8 +67,25 @@ def to_json(state: RunState) -> str:
     return dumps(state)
 
 
+def check_depth(text: str | bytes, source: str, *, wrapper: int = 0) -> None:
+    """`StateFileError` when `text` nests arrays/objects deeper than `MAX_DEPTH` (not counting
+    `wrapper` outer levels that hold the values, such as the list around a run's item rows)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text))
+    if len(brackets) <= MAX_DEPTH:
+        return
+    deepest = max(accumulate(1 if c in "[{" else -1 for c in brackets), default=0) - wrapper
+    if deepest > MAX_DEPTH:
+        raise StateFileError(
+            f"{source} nests {deepest} levels deep; a saved run may nest at most {MAX_DEPTH}; "
+            "nothing was changed"
+        )
+
+
 def from_json(text: str | bytes, *, source: str = "run state") -> RunState:
     """Parse a saved run; `StateFileError` naming `source` and the problem otherwise."""
+    check_depth(text, source)
     try:
         data = json.loads(text)
     except ValueError as e:

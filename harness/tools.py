@@ -61,6 +61,13 @@ class ToolContext:
     spent_usd: float = 0.0
     """Money the tool spent on model calls (a sub-agent's); the loop adds it to the run's cost."""
 
+    @property
+    def idempotency_key(self) -> str:
+        """`<run id>:<call id>`, the same in every process that runs or re-runs this call: pass it
+        to a downstream system (an `Idempotency-Key` header, a unique column) so an effect
+        repeated after a crash is recognised there. The harness's own tool ledger keys on it."""
+        return f"{self.run_id}:{self.call_id}"
+
 
 @runtime_checkable
 class Tool(Protocol):

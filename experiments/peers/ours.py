@@ -1,7 +1,7 @@
 """Our harness at the same exits: the one module that calls it, so an API change is ported here.
 
 Its own catalog over the same sandbox, each tool wrapped only to note its runs in the shared log
-(so every row counts tool runs the same way), `Limits` for turns and money, `FileStore` +
+(so every row counts tool runs the same way), `Limits` for turns and money, `SQLiteStore` +
 `approve` for a resume in another process, and `Cancel` for Stop.
 """
 
@@ -17,12 +17,12 @@ from experiments.peers.case import Case, Ending, stop_button
 from experiments.peers.folder import Folder
 from harness import (
     Cancel,
-    FileStore,
     Limits,
     ModelClient,
     OpenAIChat,
     Policy,
     RunState,
+    SQLiteStore,
     Tool,
     ToolContext,
     approve,
@@ -104,11 +104,11 @@ def budgets(usd: float, outside_cap: int) -> list[tuple[str, Callable[[Case], Aw
 
 
 async def approval_stop(case: Case) -> Ending:
-    return await _run(case, "destructive", limits=Limits(max_turns=8), store=FileStore(case.state_file))
+    return await _run(case, "destructive", limits=Limits(max_turns=8), store=SQLiteStore.in_folder(case.state_file))
 
 
 async def approval_resume(case: Case) -> Ending:
-    store = FileStore(case.state_file)
+    store = SQLiteStore.in_folder(case.state_file)
     state = store.load(RUN_ID)
     approve(state)
     return await _run(case, "destructive", state, limits=Limits(max_turns=8), store=store)

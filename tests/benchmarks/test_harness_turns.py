@@ -37,7 +37,7 @@ def test_raw_loop_runaway(benchmark, mock_url, sandbox, turns):
 
 
 @pytest.mark.parametrize("turns", TURNS)
-@pytest.mark.parametrize("store", ["memory", "file"])
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
 def test_harness_runaway(benchmark, mock_url, sandbox, turns, store):
     seconds = benchmark.pedantic(lambda: asyncio.run(harness_loop(mock_url, sandbox, turns, store)), rounds=5)
     benchmark.extra_info["turns"] = turns

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness import FileStore, approve, reject
+from harness import SQLiteStore, approve, reject
 from harness.state import Approval
 
 DELETED = "Deleted access.log to free space."
@@ -10,7 +10,7 @@ DECLINED = "I did not delete anything: you declined the deletion."
 
 
 def _stopped(drive, tmp_path):
-    store = FileStore(tmp_path / "state")
+    store = SQLiteStore.in_folder(tmp_path / "state")
     s = drive("destructive", store=store)
     assert (s.status, s.turns) == ("interrupted", 2)
     assert s.interruption == Approval(call_id="c2", tool_name="delete_file", args={"path": "access.log"})
@@ -75,11 +75,11 @@ def test_an_approval_does_not_cover_the_call_once_its_saved_arguments_change(moc
     argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
     assert main([*argv, "run", "--scenario", "destructive", "--run-id", "r1"]) == 3
     assert main([*argv, "approve", "r1", "c2", "--no-resume"]) == 3
-    store = FileStore(tmp_path)
+    store = SQLiteStore.in_folder(tmp_path)
     s = store.load("r1")
     (edited,) = [c for c in s.messages[-1]["tool_calls"] if c["id"] == "c2"]
     edited["function"]["arguments"] = '{"path": "errors.log"}'
-    FileStore(tmp_path).save(s)
+    SQLiteStore.in_folder(tmp_path).save(s)
     assert main([*argv, "resume", "r1"]) == 3  # a fresh decision, not the old yes
     s = store.load("r1")
     assert s.interruption == Approval(call_id="c2", tool_name="delete_file", args={"path": "errors.log"})

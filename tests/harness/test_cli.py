@@ -5,8 +5,9 @@ import subprocess
 import sys
 
 import pytest
+from rows_support import damage, rows
 
-from harness import FileStore
+from harness import SQLiteStore, new_run
 from harness.cli import main
 
 SUMMARY = re.compile(
@@ -47,7 +48,7 @@ def test_ctrl_c_saves_the_run_as_cancelled_and_says_how_to_resume(mock_url, tmp_
     assert child.returncode == 3, err
     assert "interrupted / cancelled: user pressed Ctrl-C" in out
     assert "harness resume s1" in out
-    assert FileStore(tmp_path).load("s1").status == "interrupted"
+    assert SQLiteStore.in_folder(tmp_path).load("s1").status == "interrupted"
     assert main([*argv, "resume", "s1"]) == 0
     assert "status=completed" in capsys.readouterr().out
 
@@ -64,17 +65,18 @@ def test_show_prints_a_saved_run(mock_url, tmp_path, capsys):
     assert json.loads(out.splitlines()[-1])["role"] == "assistant"
 
 
-def test_a_corrupt_state_file_is_reported_and_left_alone(tmp_path, capsys):
-    (tmp_path / "bad.json").write_text("{not json")
+def test_a_corrupt_saved_run_is_reported_and_left_alone(tmp_path, capsys):
+    SQLiteStore.in_folder(tmp_path).save(new_run("t", run_id="bad"))
+    damage(tmp_path / "harness.db", "bad", {}, raw_head="{not json")
     assert main(["--state-dir", str(tmp_path), "resume", "bad"]) == 2
     assert "is not valid JSON" in capsys.readouterr().err
-    assert (tmp_path / "bad.json").read_text() == "{not json"
+    assert rows(tmp_path / "harness.db", "bad")[0] == "{not json"
 
 
 def test_show_prints_a_run_saved_through_the_python_api(tmp_path, capsys):
     from harness import new_run
 
-    FileStore(tmp_path).save(new_run("t", run_id="lib1"))
+    SQLiteStore.in_folder(tmp_path).save(new_run("t", run_id="lib1"))
     assert main(["--state-dir", str(tmp_path), "show", "lib1"]) == 3
     assert capsys.readouterr().out.startswith("(not a CLI run)")
 
@@ -87,7 +89,7 @@ def test_a_python_api_run_says_how_to_continue_it_and_the_cli_refuses_clearly(mo
     async def go():
         async with ModelClient(mock_url) as client:
             return await run(new_run("t", run_id="pyd"), model=OpenAIChat("destructive", client=client),
-                             tools=chapter_tools(make_sandbox(tmp_path / "sb")), store=FileStore(tmp_path))
+                             tools=chapter_tools(make_sandbox(tmp_path / "sb")), store=SQLiteStore.in_folder(tmp_path))
 
     assert asyncio.run(go()).status == "interrupted"
     argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
@@ -135,7 +137,7 @@ DAMAGE = {
     "usage of 400 digits": ({"usage": {"prompt_tokens": 10**400, "completion_tokens": 0}},
                             "usage.prompt_tokens"),
     "no messages": ({"messages": [], "stop": {"type": "completed"}}, "messages"),
-    "messages not a list": ({"messages": {"role": "user"}}, "messages"),
+    "a message row not an object": ({"messages": [["role", "user"]]}, "messages[0]"),
     "empty call id": ({"approved": [{"call_id": "", "tool_name": "delete_file", "digest": "x"}]},
                       "approved[0].call_id"),
     "approval stop without id": ({"stop": {"type": "approval", "call_id": "", "tool_name": "t", "args": {}}},
@@ -155,17 +157,13 @@ DAMAGE = {
 def test_a_damaged_state_file_is_a_clear_error_never_a_traceback(name, mock_url, tmp_path, capsys):
     argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
     assert main([*argv, "run", "--scenario", "plan", "--run-id", "r1", "--max-turns", "1"]) == 3
-    store = FileStore(tmp_path)
-    data = json.loads(store.path("r1").read_text())
-    data.pop("journal_seq", None)
+    db = tmp_path / "harness.db"
     changes, field = DAMAGE[name]
-    data.update(changes)
-    store.path("r1").write_text(json.dumps(data))
-    store.journal_path("r1").write_bytes(b"")
-    before = store.path("r1").read_bytes()
+    damage(db, "r1", changes)
+    before = rows(db, "r1")
     capsys.readouterr()
     for command in (["show", "r1", "--messages"], ["resume", "r1"], ["approve", "r1", "c1"]):
         assert main([*argv, *command]) == 2, command
         err = capsys.readouterr().err
         assert err.startswith("harness: ") and field in err and "Traceback" not in err, err
-    assert store.path("r1").read_bytes() == before
+    assert rows(db, "r1") == before

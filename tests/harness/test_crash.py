@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from harness import FileStore
+from harness import SQLiteStore
 from harness.cli import main
 from harness.state import Approval
 from harness.trace import read_jsonl
@@ -54,7 +54,7 @@ def test_killed_after_turn_two_resumes_in_a_new_process_with_the_same_bill(
     common = ["--state-dir", str(tmp_path), "--base-url", mock_url]
     run = ["run", "--scenario", "plan", "--run-id", "k1"]
     _kill_at(["after_tool_result", "after_tool_result"], [*common, *run])
-    store = FileStore(tmp_path)
+    store = SQLiteStore.in_folder(tmp_path)
     died = store.load("k1")
     assert (died.status, died.turns, len(died.messages)) == ("running", 2, 6)
     runs = [(r.tool, r.args) for r in died.tool_runs]
@@ -77,12 +77,11 @@ def test_killed_after_turn_two_resumes_in_a_new_process_with_the_same_bill(
 def test_killed_mid_save_leaves_the_previous_version_and_resumes(mock_url, tmp_path):
     common = ["--state-dir", str(tmp_path), "--base-url", mock_url]
     run = ["run", "--scenario", "plan", "--run-id", "k3"]
-    # the save of read_file's result: a journal line torn in half
+    # inside the transaction saving read_file's result, before it commits
     _kill_at(["after_model_reply", "after_model_reply", "mid_save"], [*common, *run])
-    assert not (tmp_path / "k3.journal").read_bytes().endswith(b"\n")
-    died = FileStore(tmp_path).load("k3")
+    died = SQLiteStore.in_folder(tmp_path).load("k3")
     assert (died.turns, len(died.tool_runs), len(died.messages)) == (2, 1, 5)
-    assert FileStore(tmp_path).run_ids() == ["k3"]
+    assert SQLiteStore.in_folder(tmp_path).run_ids() == ["k3"]
     resumed = _cli(*common, "resume", "k3")
     assert resumed.returncode == 0 and "turns=3  tools=2" in resumed.stdout
 
@@ -92,13 +91,13 @@ def test_killed_between_a_writes_intent_and_its_result_resumes_in_doubt(mock_url
     run = ["run", "--scenario", "double_delete", "--run-id", "k2", "--auto-approve", "delete_file"]
     _kill_at(["after_intent", "before_save"], [*common, *run])  # the delete ran; its result was not saved
     assert not (tmp_path / "sandboxes" / "k2" / "access.log").exists()
-    died = FileStore(tmp_path).load("k2")
+    died = SQLiteStore.in_folder(tmp_path).load("k2")
     assert list(died.intents) == ["c1"] and died.tool_runs == []
 
     resumed = _cli(*common, "resume", "k2")
     assert resumed.returncode == 3, resumed.stderr
     assert "IN DOUBT" in resumed.stdout
-    s = FileStore(tmp_path).load("k2")
+    s = SQLiteStore.in_folder(tmp_path).load("k2")
     assert s.interruption == Approval(call_id="c1", tool_name="delete_file", args={"path": "access.log"},
                                       in_doubt=True)
     starts = [e for e in read_jsonl(tmp_path / "traces" / "k2.jsonl") if e["type"] == "tool_start"]
@@ -106,6 +105,6 @@ def test_killed_between_a_writes_intent_and_its_result_resumes_in_doubt(mock_url
 
     decided = _cli(*common, "reject", "k2", "c1", "--reason", "it was already deleted")
     assert decided.returncode == 0, decided.stderr
-    s = FileStore(tmp_path).load("k2")
+    s = SQLiteStore.in_folder(tmp_path).load("k2")
     assert s.answer == "Done: access.log is deleted."
     assert [(r.call_id, r.ok) for r in s.tool_runs] == [("c2", False)]  # c1 never re-run

@@ -1,4 +1,4 @@
-"""One writer per run: the file store's claim, the CLI's refusal (exit 4), compare-and-set verdicts.
+"""One writer per run: the store's lease, the CLI's refusal (exit 4), compare-and-set verdicts.
 
 The multi-process races themselves (approve ‖ approve, resume while running, …) are in
 tests/reliability/test_races.py; here are the pieces they rest on.
@@ -11,15 +11,15 @@ import sys
 
 import pytest
 
-from harness import FileStore, approve, new_run, reject
+from harness import SQLiteStore, approve, new_run, reject
 from harness.approvals import DecisionLost
 from harness.cli import REFUSED, main
 from harness.store import RunOwned
 
 HOLD = """
 import sys
-from harness import FileStore
-with FileStore(sys.argv[1]).claim("r1"):
+from harness import SQLiteStore
+with SQLiteStore.in_folder(sys.argv[1]).claim("r1"):
     print("claimed", flush=True)
     sys.stdin.readline()
 """
@@ -36,7 +36,7 @@ def test_a_second_claim_is_refused_at_once_naming_the_holder(tmp_path):
     child = _holder(tmp_path)
     try:
         with pytest.raises(RunOwned, match=rf"owned by process {child.pid} .* since 20\d\d-.*retry") as info:
-            with FileStore(tmp_path).claim("r1"):
+            with SQLiteStore.in_folder(tmp_path).claim("r1"):
                 pass
         assert info.value.holder["pid"] == child.pid
     finally:
@@ -47,12 +47,12 @@ def test_a_dead_owner_holds_nothing(tmp_path):
     child = _holder(tmp_path)
     os.kill(child.pid, signal.SIGKILL)
     child.communicate()
-    with FileStore(tmp_path).claim("r1"):  # the OS dropped the lock with the process
+    with SQLiteStore.in_folder(tmp_path).claim("r1"):  # a gone process of this host holds no lease
         pass
 
 
 def test_a_store_that_did_not_claim_the_run_may_not_save_it_while_another_owns_it(tmp_path):
-    owner, other = FileStore(tmp_path), FileStore(tmp_path)
+    owner, other = SQLiteStore.in_folder(tmp_path), SQLiteStore.in_folder(tmp_path)
     state = new_run("t", run_id="r1")
     other.save(state)  # nobody owns it: the single-process Python API just works
     with owner.claim("r1"):
@@ -63,16 +63,6 @@ def test_a_store_that_did_not_claim_the_run_may_not_save_it_while_another_owns_i
             with other.claim("r1"):
                 pass
     other.save(state)
-
-
-def test_the_lock_file_is_never_followed_through_a_symlink(tmp_path):
-    target = tmp_path / "elsewhere"
-    target.write_text("keep")
-    (tmp_path / "r1.lock").symlink_to(target)
-    with pytest.raises(OSError):
-        with FileStore(tmp_path).claim("r1"):
-            pass
-    assert target.read_text() == "keep"
 
 
 def test_the_cli_refuses_a_run_another_process_owns_with_exit_4(mock_url, tmp_path, capsys):
@@ -103,7 +93,7 @@ def test_a_second_verdict_on_a_decided_call_loses_and_says_why(mock_url, tmp_pat
     capsys.readouterr()
     assert main([*argv, "reject", "r1", "c2", "--reason", "no"]) == REFUSED
     assert "already has a result" in capsys.readouterr().err
-    state = FileStore(tmp_path).load("r1")
+    state = SQLiteStore.in_folder(tmp_path).load("r1")
     assert not state.rejections and not (tmp_path / "sandboxes" / "r1" / "access.log").exists()
 
 

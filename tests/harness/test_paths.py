@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from harness import FileStore, JsonlTrace, make_sandbox, new_run
+from harness import JsonlTrace, SQLiteStore, make_sandbox, new_run
 from harness.chapter import ReadFile
 from harness.cli import main
 from harness.trace import event
@@ -58,7 +58,7 @@ def test_the_state_folder_may_not_be_a_symlink(tmp_path):
     secret = _outside(tmp_path)
     (tmp_path / "state").symlink_to(secret.parent)
     with pytest.raises(ValueError, match="is a symlink"):
-        FileStore(tmp_path / "state").save(new_run("t", run_id="r1"))
+        SQLiteStore.in_folder(tmp_path / "state").save(new_run("t", run_id="r1"))
     assert sorted(p.name for p in secret.parent.iterdir()) == ["secret.txt"]
 
 

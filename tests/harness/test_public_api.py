@@ -14,7 +14,7 @@ PUBLIC = {
     # the seams
     "Model", "Completion", "OpenAIChat", "ModelClient", "ProviderError",
     "Tool", "ToolContext", "PermanentToolError",
-    "Store", "FileStore", "MemoryStore", "StateFileError", "TraceSink", "JsonlTrace", "MemoryTrace",
+    "Store", "SQLiteStore", "MemoryStore", "open_store", "StateFileError", "TraceSink", "JsonlTrace", "MemoryTrace",
     "Cancel", "Cancelled",
     # money
     "Limits", "Pricing", "Usage",

@@ -1,284 +1,246 @@
+"""The store contract, against every store: SQLite (the default), PostgreSQL (a real throwaway
+server) and the in-memory one. What a save writes, what a load refuses, who may write."""
+
 import json
-import os
-import subprocess
-import sys
+import math
 
 import pytest
+from rows_support import damage, rows
 
-from harness import FileStore, MemoryStore, RunState, StateFileError, new_run
-from harness.codec import to_json
+from harness import MemoryStore, RunState, SQLiteStore, StateFileError, new_run, open_store
+from harness.codec import MAX_DEPTH
+from harness.store import RunOwned, StoreError
+
+KINDS = ["sqlite", "postgres", "memory"]
 
 
-def test_file_store_saves_atomically_and_loads(tmp_path):
-    store = FileStore(tmp_path)
+@pytest.fixture(params=KINDS)
+def make_store(request, tmp_path):
+    """Factory: a new store object on the same database each call (another process, in effect)."""
+    opened = []
+
+    def make(**kwargs):
+        if request.param == "sqlite":
+            store = SQLiteStore(tmp_path / "harness.db", **kwargs)
+        elif request.param == "postgres":
+            store = open_store(request.getfixturevalue("pg_url"), **kwargs)
+        else:
+            store = opened[0] if opened else MemoryStore(**kwargs)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in {id(s): s for s in opened}.values():
+        store.close()
+
+
+def _turn(s: RunState, n: int) -> None:
+    s.messages.append({"role": "assistant", "content": f"turn {n} " + "x" * 200})
+    s.turns += 1
+
+
+def test_a_saved_run_loads_equal_in_another_store_object(make_store):
+    store = make_store()
     s = new_run("t", run_id="r1")
     store.save(s)
-    s.turns = 2
-    store.save(s)
-    assert store.load("r1") == s
-    assert sorted(os.listdir(tmp_path)) == ["r1.journal", "r1.json"]  # no temp file left behind
+    for n in range(3):
+        _turn(s, n)
+        store.save(s)
+    assert make_store().load("r1") == s
     assert store.run_ids() == ["r1"]
 
 
-def test_a_crash_mid_save_leaves_the_previous_version(tmp_path):
-    class Died(Exception):
-        pass
-
-    def die(name: str) -> None:
-        assert name == "mid_save"
-        raise Died
-
-    FileStore(tmp_path).save(new_run("t", run_id="r1"))
-    s = new_run("t", run_id="r1")
-    s.turns = 7
-    with pytest.raises(Died):
-        FileStore(tmp_path, checkpoint=die).save(s)  # a snapshot: dies before the rename
-    assert FileStore(tmp_path).load("r1").turns == 0
-    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
-
-
-def test_a_crash_mid_append_leaves_a_torn_line_that_load_ignores(tmp_path):
-    class Died(Exception):
-        pass
-
-    def die(name: str) -> None:
-        raise Died
-
-    store = FileStore(tmp_path)
-    s = new_run("t", run_id="r1")
-    store.save(s)
-    s.turns = 1
-    store.save(s)  # a journal record
-    s.turns = 2
-    store.checkpoint = die
-    with pytest.raises(Died):
-        store.save(s)  # dies half-way through the line
-    assert not (tmp_path / "r1.journal").read_bytes().endswith(b"\n")
-    again = FileStore(tmp_path)
-    loaded = again.load("r1")
-    assert loaded.turns == 1
-    loaded.turns = 3
-    again.save(loaded)  # the first save after a load is a snapshot: the torn tail is gone
-    loaded.turns = 4
-    again.save(loaded)
-    assert FileStore(tmp_path).load("r1").turns == 4
-
-
-def _journal_growth(tmp_path, edit, saves: int) -> tuple[FileStore, RunState, list[int]]:
-    """A saved run edited by `edit(run, n)` then saved, `saves` times: the store, the run, and the
-    change in the journal's size at each save (negative where a compaction emptied it)."""
-    store = FileStore(tmp_path)
-    s = new_run("t", run_id="r1")
-    store.save(s)
-    journal = tmp_path / "r1.journal"
-    sizes = []
-    for n in range(saves):
-        edit(s, n)
-        before = journal.stat().st_size
-        store.save(s)
-        sizes.append(journal.stat().st_size - before)
-    return store, s, sizes
-
-
 def test_a_save_writes_what_the_turn_added_not_what_the_run_holds(tmp_path):
-    """Journal records stay the size of one turn however long the run grows."""
-    def turn(s: RunState, n: int) -> None:
-        s.messages.append({"role": "assistant", "content": f"turn {n} " + "x" * 200})
-        s.turns += 1
-
-    _, s, sizes = _journal_growth(tmp_path, turn, 400)
-    appended = [n for n in sizes if n > 0]
-    assert max(appended) < 2 * min(appended)  # each record is about one turn's bytes
-    assert any(n < 0 for n in sizes)  # the journal outgrew the snapshot and was folded into it
-    total = sum(p.stat().st_size for p in tmp_path.iterdir())
-    assert FileStore(tmp_path).load("r1") == s
-    assert total < 3 * len(to_json(s))
-
-
-def test_another_object_of_the_same_run_is_saved_whole(tmp_path):
-    store = FileStore(tmp_path)
-    first = new_run("t", run_id="r1")
-    store.save(first)
-    second = new_run("other task", run_id="r1")  # same id and list lengths, different content
-    store.save(second)
-    assert FileStore(tmp_path).load("r1").messages == second.messages
-
-
-@pytest.mark.parametrize(
-    ("content", "message"),
-    [
-        (b'{"run_id": "r1", "schema_version": 1, "messages": [', "not valid JSON"),
-        (b'{"hello": "world"}', "not a harness run"),
-        (b'{"run_id": "r1", "schema_version": 99}', r"schema_version 99; this harness supports \[1, 2\]"),
-        (b'{"run_id": "r1", "schema_version": 1, "messages": []}', "damaged harness run"),
-        (b"\xff\xfe garbage", "not UTF-8"),
-    ],
-)
-def test_a_bad_state_file_gives_a_clear_error_and_is_left_untouched(tmp_path, content, message):
-    path = tmp_path / "r1.json"
-    path.write_bytes(content)
-    before = path.stat()
-    with pytest.raises(StateFileError, match=message):
-        FileStore(tmp_path).load("r1")
-    assert path.read_bytes() == content
-    assert path.stat().st_mtime_ns == before.st_mtime_ns
-
-
-def test_missing_run_names_the_saved_ones(tmp_path):
-    FileStore(tmp_path).save(new_run("t", run_id="a1"))
-    with pytest.raises(FileNotFoundError, match="saved runs: a1"):
-        FileStore(tmp_path).load("zz")
-
-
-def test_run_ids_must_be_safe_file_names(tmp_path):
-    with pytest.raises(ValueError, match="not a safe name"):
-        FileStore(tmp_path).path("../etc/passwd")
-
-
-def test_memory_store_round_trips_through_json():
-    store = MemoryStore()
-    s = new_run("t", run_id="m1")
-    store.save(s)
-    s.turns = 5  # later mutation does not leak into the saved copy
-    assert store.load("m1").turns == 0
-    assert json.loads(store.snapshots["m1"])["run_id"] == "m1"
-    fresh = MemoryStore()
-    fresh.save(s)
-    s.turns = 6
-    fresh.save(s)  # the same object again: a journal record, not a snapshot
-    assert len(fresh.journals["m1"]) == 1 and fresh.load("m1").turns == 6
-
-
-def _damaged(**fields) -> bytes:
-    data = json.loads(to_json(new_run("t", run_id="r1")))
-    data.update(fields)
-    return json.dumps(data).encode()
-
-
-@pytest.mark.parametrize(
-    "fields",
-    [{"intents": []}, {"messages": "x"}, {"messages": [1]}, {"schema_version": True},
-     {"turns": "3"}, {"stop": {"type": "sleeping"}}, {"approved": {}}],
-    ids=lambda f: next(iter(f)),
-)
-def test_a_field_of_the_wrong_type_is_refused_on_load(tmp_path, fields):
-    (tmp_path / "r1.json").write_bytes(_damaged(**fields))
-    with pytest.raises(StateFileError):
-        FileStore(tmp_path).load("r1")
-
-
-@pytest.mark.parametrize(
-    "edit",
-    [{"add": {"messages": "x"}}, {"add": {"messages": {"role": "user"}}}, {"cache_add": [["k", 1]]},
-     {"set": []}, {"seq": 7}],
-    ids=["add_string", "add_object", "cache_add_pairs", "set_list", "seq_gap"],
-)
-def test_a_journal_record_edited_by_hand_is_a_clear_error(tmp_path, edit):
-    store = FileStore(tmp_path)
+    """Per save, the statements SQLite runs carry about one turn's bytes however long the run is."""
+    store = SQLiteStore(tmp_path / "harness.db")
+    written: list[int] = []
     s = new_run("t", run_id="r1")
     store.save(s)
-    s.messages.append({"role": "assistant", "content": "hi"})
-    store.save(s)
-    journal = tmp_path / "r1.journal"
-    record = json.loads(journal.read_bytes())
-    record.update(edit)
-    journal.write_text(json.dumps(record) + "\n")
-    with pytest.raises(StateFileError, match="journal line 1 is damaged"):
-        FileStore(tmp_path).load("r1")
-    assert json.loads(journal.read_bytes()) == record
-
-
-def test_a_failing_write_never_replaces_the_good_file(tmp_path):
-    """A full disk (here: a file-size limit) makes the save raise; the last good run stays."""
-    script = f"""
-import resource, signal
-from pathlib import Path
-from harness import FileStore, new_run
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-store = FileStore({str(tmp_path)!r})
-store.save(new_run("t", run_id="r1"))
-size = Path({str(tmp_path)!r}, "r1.json").stat().st_size
-resource.setrlimit(resource.RLIMIT_FSIZE, (size + 100, size + 100))
-big = new_run("x" * 10_000, run_id="r1")
-try:
-    store.save(big)
-except OSError as e:
-    print("refused:", e.errno)
-"""
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("refused:")
-    assert FileStore(tmp_path).load("r1").messages[-1]["content"] == "t"
-
-
-def test_records_left_behind_by_a_crash_before_the_journal_was_emptied_are_not_replayed(tmp_path):
-    """A crash between a snapshot's rename and the journal's truncation: the old records stay."""
-    store = FileStore(tmp_path)
-    s = new_run("t", run_id="r1")
-    store.save(s)
-    for turn in range(3):
-        s.messages.append({"role": "assistant", "content": f"turn {turn}"})
-        s.turns += 1
+    store._conn.set_trace_callback(lambda sql: written.append(len(sql)))
+    sizes = []
+    for n in range(300):
+        _turn(s, n)
+        written.clear()
         store.save(s)
-    stale = (tmp_path / "r1.journal").read_bytes()
-    s.messages.append({"role": "assistant", "content": "next"})
-    s.turns = 10
-    FileStore(tmp_path).save(s)  # another store: a snapshot of a new generation
-    (tmp_path / "r1.journal").write_bytes(stale)  # as if the truncation never happened
-    loaded = FileStore(tmp_path).load("r1")
-    assert loaded == s and loaded.turns == 10
+        sizes.append(sum(written))
+    assert max(sizes) < 1.5 * min(sizes)
+    assert SQLiteStore(tmp_path / "harness.db").load("r1") == s
 
 
-def test_a_failed_append_makes_the_next_save_a_snapshot(tmp_path):
-    class Full(OSError):
-        pass
-
-    calls = []
-
-    def full_once(name: str) -> None:
-        calls.append(name)
-        if len(calls) == 1:
-            raise Full("no space left on device")
-
-    store = FileStore(tmp_path)
-    s = new_run("t", run_id="r1")
-    store.save(s)
-    s.turns = 1
-    store.checkpoint = full_once
-    with pytest.raises(Full):
-        store.save(s)  # half a line is on disk
-    s.turns = 3
-    store.save(s)
-    assert FileStore(tmp_path).load("r1").turns == 3
-
-
-@pytest.mark.parametrize("store_kind", ["file", "memory"])
-def test_edits_that_are_not_appends_are_saved_whole(tmp_path, store_kind):
-    """The contract: lists grow in place; any other edit replaces the list (or its last item)."""
-    store = FileStore(tmp_path) if store_kind == "file" else MemoryStore()
+def test_edits_that_are_not_appends_are_saved_whole(make_store):
+    store = make_store()
     s = new_run("t", run_id="r1")
     store.save(s)
     s.messages[-1] = {"role": "user", "content": "the last item replaced"}
     store.save(s)
-    assert store.load("r1").messages[-1]["content"] == "the last item replaced"
+    assert make_store().load("r1").messages[-1]["content"] == "the last item replaced"
     s.messages = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}, *s.messages]
     store.save(s)
-    assert store.load("r1").messages == s.messages
+    assert make_store().load("r1").messages == s.messages
+    other = new_run("other task", run_id="r1")  # same id and list lengths, different object
+    store.save(other)
+    assert make_store().load("r1").messages == other.messages
 
 
-def test_the_dedupe_cache_is_journaled_by_its_growth(tmp_path):
-    def read(s: RunState, n: int) -> None:
-        s.cache[f"read_file:{n}"] = n
-
-    store, s, sizes = _journal_growth(tmp_path, read, 300)
-    grown = [n for n in sizes if n > 0]
-    assert max(grown) < 2 * min(grown)
-    s.cache = {}  # a write replaces it
+def test_a_later_mutation_does_not_leak_into_the_saved_copy(make_store):
+    store = make_store()
+    s = new_run("t", run_id="m1")
     store.save(s)
-    assert FileStore(tmp_path).load("r1").cache == {}
+    s.turns = 5
+    assert store.load("m1").turns == 0
 
 
-def test_a_lone_surrogate_from_argv_round_trips(tmp_path):
-    s = new_run("bad byte: \udcff", run_id="r1")
-    FileStore(tmp_path).save(s)
-    assert FileStore(tmp_path).load("r1").messages[-1]["content"] == "bad byte: \udcff"
+def test_missing_run_names_the_saved_ones(make_store):
+    make_store().save(new_run("t", run_id="a1"))
+    with pytest.raises(FileNotFoundError, match="saved runs: a1"):
+        make_store().load("zz")
+
+
+def test_run_ids_must_be_safe_names(make_store):
+    with pytest.raises(ValueError, match="not a safe name"):
+        make_store().load("../etc/passwd")
+
+
+def test_a_lone_surrogate_from_argv_round_trips(make_store):
+    make_store().save(new_run("bad byte: \udcff", run_id="r1"))
+    assert make_store().load("r1").messages[-1]["content"] == "bad byte: \udcff"
+
+
+@pytest.mark.parametrize(
+    ("changes", "raw", "message"),
+    [
+        ({}, '{"schema_version": 2, "messages": [', "not valid JSON"),
+        ({"schema_version": 99}, None, r"schema_version 99; this harness supports \[1, 2\]"),
+        ({"intents": []}, None, "intents"),
+        ({"turns": "3"}, None, "turns"),
+        ({"stop": {"type": "sleeping"}}, None, "stop"),
+        ({"messages": [1]}, None, r"messages\[0\]"),
+    ],
+    ids=["head_not_json", "newer_run_schema", "intents_list", "turns_string", "stop_unknown", "message_int"],
+)
+def test_a_row_edited_by_hand_is_a_clear_error_and_is_left_untouched(tmp_path, changes, raw, message):
+    db = tmp_path / "harness.db"
+    SQLiteStore(db).save(new_run("t", run_id="r1"))
+    damage(db, "r1", changes, raw_head=raw)
+    before = rows(db, "r1")
+    with pytest.raises(StateFileError, match=message):
+        SQLiteStore(db).load("r1")
+    assert rows(db, "r1") == before
+
+
+def _nested(depth: int) -> dict:
+    value: object = "x"
+    for _ in range(depth - 2):  # the message object and its content list are two levels
+        value = [value]
+    return {"role": "user", "content": [value]}
+
+
+@pytest.mark.parametrize("depth", [*range(MAX_DEPTH - 3, MAX_DEPTH + 4), 2_000, 100_000])
+def test_nesting_deeper_than_the_documented_limit_is_a_clear_error(tmp_path, depth):
+    db = tmp_path / "harness.db"
+    SQLiteStore(db).save(new_run("t", run_id="r1"))
+    text = json.dumps([_nested(depth)]) if depth < 1000 else None
+    if text is None:  # too deep for json.dumps itself: written as text
+        text = '[{"role":"user","content":' + "[" * (depth - 1) + "]" * (depth - 1) + "}]"
+    damage(db, "r1", {"messages": json.loads(text) if depth < 1000 else []})
+    if depth >= 1000:
+        import sqlite3
+
+        with sqlite3.connect(db) as conn:
+            conn.execute("INSERT INTO run_items VALUES ('r1', 'messages', 0, ?)", (text[1:-1],))
+    if depth <= MAX_DEPTH:
+        assert SQLiteStore(db).load("r1").messages[0]["role"] == "user"
+    else:
+        with pytest.raises(StateFileError, match=f"nests {depth} levels deep; .* at most {MAX_DEPTH}"):
+            SQLiteStore(db).load("r1")
+
+
+def test_a_database_of_a_newer_layout_is_refused_and_not_written(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "harness.db"
+    SQLiteStore(db).save(new_run("t", run_id="r1"))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE harness_schema SET version = 7")
+    before = db.read_bytes()
+    with pytest.raises(StoreError, match="layout version 7"):
+        SQLiteStore(db)
+    assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "folder"])
+def test_a_special_file_in_place_of_the_database_is_refused_without_blocking(tmp_path, kind):
+    import os
+
+    db = tmp_path / "harness.db"
+    if kind == "fifo":
+        os.mkfifo(db)
+    elif kind == "symlink":
+        db.symlink_to(tmp_path / "elsewhere.db")
+    else:
+        db.mkdir()
+    with pytest.raises(StoreError, match="harness.db is (not a regular file|a symlink)"):
+        SQLiteStore(db)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("mysql://u:hunter2@h/db", "unknown store URL scheme 'mysql'"),
+        ("sqlite://host/x.db", "malformed store URL"),
+        ("sqlite:///", "names no database file"),
+        ("just-a-name", "malformed store URL"),
+        ("postgresql://u:hunter2@127.0.0.1:1/db?connect_timeout=1", "cannot reach postgresql://u:\\*\\*\\*@"),
+        ("postgresql://u:hunter2@127.0.0.1:1", "name the database"),
+    ],
+)
+def test_a_bad_store_url_is_one_line_naming_the_problem_with_the_password_masked(url, message):
+    with pytest.raises(StoreError, match=message) as info:
+        open_store(url)
+    assert "hunter2" not in str(info.value) and "\n" not in str(info.value)
+
+
+# --- one writer per run ------------------------------------------------------------------
+
+
+def test_a_second_claim_is_refused_at_once_naming_the_holder(make_store):
+    owner, other = make_store(), make_store()
+    with owner.claim("r1"):
+        with pytest.raises(RunOwned, match=r"owned by process \d+ on .* since 20\d\d-"):
+            with other.claim("r1"):
+                pass
+    with other.claim("r1"):  # released: free again
+        pass
+
+
+def test_a_store_that_did_not_claim_the_run_may_not_save_it_while_another_owns_it(make_store):
+    owner, other = make_store(), make_store()
+    state = new_run("t", run_id="r1")
+    other.save(state)  # nobody owns it: the single-process Python API just works
+    with owner.claim("r1"):
+        owner.save(state)
+        if not isinstance(owner, MemoryStore):  # one in-memory store is one object: it is the owner
+            with pytest.raises(RunOwned):
+                other.save(state)
+    other.save(state)
+
+
+@pytest.mark.parametrize("since", ["1e300", "Infinity", "NaN", '"yesterday"', "-1e300"])
+def test_a_lease_row_with_a_nonsense_time_reads_as_unknown(tmp_path, since):
+    import os
+    import socket
+    import sqlite3
+    import time
+
+    db = tmp_path / "harness.db"
+    SQLiteStore(db)
+    holder = f'{{"pid": {os.getpid()}, "host": "{socket.gethostname()}", "since": {since}}}'
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO leases VALUES ('r1', 3, 'someone', ?, ?)", (holder, time.time() + 60))
+    with pytest.raises(RunOwned, match="since an unknown time"):
+        with SQLiteStore(db).claim("r1"):
+            pass
+
+
+def test_math_is_finite_guard_matches_what_json_can_carry():
+    assert not math.isfinite(json.loads("1e999"))

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from reliability_support import FULL, ROOT, RequestLog
 
-from harness import FileStore, RunState
+from harness import RunState, SQLiteStore
 from harness.cli import main as harness_main
 from harness.state import Approval
 from harness.trace import read_jsonl
@@ -113,7 +113,7 @@ def _start_stage(plan: Plan, directory: Path, url: str, record: list[str] | None
     if not plan.approve_first:
         return list(plan.run_argv)
     assert _in_process(directory, url, *plan.run_argv) == 3
-    state = FileStore(directory).load(RUN)
+    state = SQLiteStore.in_folder(directory).load(RUN)
     assert isinstance(state.interruption, Approval) and not state.interruption.in_doubt
     return list(_decide(state, directory))
 
@@ -127,13 +127,13 @@ def _reference(plan: Plan, directory: Path, url: str, *, decline: bool) -> tuple
     else:
         argv = _start_stage(plan, directory, url)
         assert _in_process(directory, url, *argv, record=boundaries) == 0
-    return FileStore(directory).load(RUN), boundaries
+    return SQLiteStore.in_folder(directory).load(RUN), boundaries
 
 
 def _recover(plan: Plan, directory: Path, url: str, case: Case) -> RunState:
-    store = FileStore(directory)
+    store = SQLiteStore.in_folder(directory)
     for _ in range(6):
-        if not store.path(RUN).exists():
+        if not store.exists(RUN):
             argv: tuple[str, ...] = plan.run_argv
         else:
             state = store.load(RUN)
@@ -166,8 +166,8 @@ def _crash_case(
     rc = _cli(directory, url, *argv, crash_at=boundaries[: index + 1])
     if rc != -9:
         case.problems.append(f"the process was not killed (exit {rc})")
-    store = FileStore(directory)
-    if store.path(RUN).exists():
+    store = SQLiteStore.in_folder(directory)
+    if store.exists(RUN):
         died = store.load(RUN)  # raises if a kill ever left a corrupt file
         case.saved_turns, case.had_intent = died.turns, bool(died.intents)
     elif plan.approve_first or "after_model_reply" in boundaries[:index]:

@@ -4,7 +4,7 @@ A tiny fake provider (`httpx.MockTransport` behind `ModelClient(transport=...)`)
 reply by turn. Every case must end in a clear status with a message: a broken body is retried
 (bounded) and then `failed`; malformed arguments and unknown tools go back to the model as
 tool errors under the error policy; a reused call id neither loses a call nor borrows another
-call's approval or result. In every case the FileStore copy of the run loads and equals it.
+call's approval or result. In every case the SQLite copy of the run loads and equals it.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from hypothesis import strategies as st
 from reliability_support import FULL
 
 from harness import (
-    FileStore,
     Limits,
     MemoryTrace,
     ModelClient,
     OpenAIChat,
     Policy,
     RunState,
+    SQLiteStore,
     approve,
     chapter_tools,
     make_sandbox,
@@ -98,16 +98,6 @@ class Outcome:
         return [m for m in self.state.messages if m["role"] == "tool"]
 
 
-class CountingStore(FileStore):
-    def __init__(self, directory: Path) -> None:
-        super().__init__(directory)
-        self.saves = 0
-
-    def save(self, state: RunState) -> None:
-        super().save(state)
-        self.saves += 1
-
-
 def drive(script: Script, directory: Path, *, state: RunState | None = None,
           client: dict[str, Any] | None = None, **options: Any) -> Outcome:
     """Run the harness against the scripted provider; the run must save a loadable copy of itself."""
@@ -122,7 +112,7 @@ def drive(script: Script, directory: Path, *, state: RunState | None = None,
         sizes.append(len(request.content))
         return script(turn, attempt)
 
-    store = CountingStore(directory / "runs")
+    store = SQLiteStore.in_folder(directory / "runs")
     sandbox = directory / "sandbox"
     if not sandbox.is_dir():
         make_sandbox(sandbox)

@@ -22,7 +22,7 @@ from pathlib import Path
 from reliability_support import FULL, ROOT
 
 from experiments.crash import HOLDING, READY
-from harness import FileStore, RunState
+from harness import RunState, SQLiteStore
 from harness.cli import REFUSED
 from harness.cli import main as harness_main
 from harness.state import Approval
@@ -83,7 +83,7 @@ def _together(directory: Path, url: str, *commands: tuple[str, ...]) -> list[End
 def _stopped_for_approval(directory: Path, url: str, *, approved: bool = False) -> str:
     """A destructive run waiting for its delete (approved but not resumed, if asked); the call id."""
     assert harness_main(_argv(directory, url, "run", "--scenario", "destructive", "--run-id", RUN)) == 3
-    stop = FileStore(directory).load(RUN).interruption
+    stop = SQLiteStore.in_folder(directory).load(RUN).interruption
     assert isinstance(stop, Approval) and stop.tool_name == "delete_file"
     if approved:
         assert harness_main(_argv(directory, url, "approve", RUN, stop.call_id, "--no-resume")) == 3
@@ -95,7 +95,7 @@ def _problems(directory: Path, ended: list[Ended], *, winners: int = 1) -> tuple
     problems = []
     events = read_jsonl(directory / "traces" / f"{RUN}.jsonl")
     deletes = sum(1 for e in events if e["type"] == "tool_start" and e["toolName"] == "delete_file")
-    state = FileStore(directory).load(RUN)
+    state = SQLiteStore.in_folder(directory).load(RUN)
     gone = not (directory / "sandboxes" / RUN / "access.log").exists()
     recorded = any(r.tool == "delete_file" and r.ok for r in state.tool_runs)
     if deletes > 1:

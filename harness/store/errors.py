@@ -1,0 +1,61 @@
+"""What a store refuses, and why: errors that carry values a person can act on."""
+
+from __future__ import annotations
+
+import math
+import time
+
+
+class StoreError(ValueError):
+    """The store cannot be used as given: a malformed URL, an unreachable database, a schema
+    of a newer version, a path that is not a regular file. Nothing was written."""
+
+
+def when(since: object) -> str:
+    """A lease's start as UTC text; anything odd in the row (`1e300`, NaN, a string) is unknown."""
+    if isinstance(since, bool) or not isinstance(since, int | float) or not math.isfinite(since):
+        return "an unknown time"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
+    except (OverflowError, OSError, ValueError):
+        return "an unknown time"
+
+
+class RunOwned(Exception):
+    """Another live process holds the run's lease; carries who, since when, and what to do."""
+
+    def __init__(self, run_id: str, holder: dict[str, object]) -> None:
+        self.run_id, self.holder = run_id, holder
+        pid, host = holder.get("pid", "?"), holder.get("host")
+        command = holder.get("command")
+        what = f" ({command})" if isinstance(command, str) and command else ""
+        where = f" on {host}" if isinstance(host, str) and host else ""
+        super().__init__(
+            f"run {run_id} is owned by process {pid}{where}{what} since {when(holder.get('since'))}; "
+            "wait for it to stop, then retry (if that process is gone, its lease expires and a "
+            "retry recovers the run)"
+        )
+
+
+class Fenced(Exception):
+    """This process's lease on a run was taken over (it was paused past the lease): every
+    write it attempts from now on is refused, and none was applied."""
+
+    def __init__(self, run_id: str, epoch: int, now: int | None) -> None:
+        self.run_id, self.epoch, self.now = run_id, epoch, now
+        by = f"epoch {now}" if now is not None else "no one (the lease was released)"
+        super().__init__(
+            f"run {run_id}: this process held it at epoch {epoch}, but the lease expired and the run "
+            f"now belongs to {by}; this write was refused and nothing more will be written by this process"
+        )
+
+
+class LedgerConflict(Exception):
+    """A tool call was about to start while the ledger shows it already started and unfinished."""
+
+    def __init__(self, run_id: str, call_id: str) -> None:
+        self.run_id, self.call_id = run_id, call_id
+        super().__init__(
+            f"call {call_id!r} of run {run_id} is already started in the tool ledger by another writer; "
+            "it was not started a second time"
+        )

@@ -1,0 +1,81 @@
+"""`PostgresStore`: runs shared by processes on several machines (psycopg 3 and its pool).
+
+The same tables and transactions as SQLite (`harness.store.sql`); what differs: a lease read
+inside a save locks its row (`FOR UPDATE`), so a takeover waits for a save in flight and then
+sees it; and lease times come from the database's clock, so hosts need not agree on the time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from functools import cache
+
+from harness.store.errors import StoreError
+from harness.store.sql import SqlStore, Tx
+from harness.store.url import mask_url
+
+
+@cache
+def _pg(sql: str) -> str:
+    return sql.replace("?", "%s")  # the store's statements carry no literal question marks
+
+
+class _PgTx:
+    def __init__(self, conn) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: tuple = ()) -> int:
+        return self.conn.execute(_pg(sql), params).rowcount
+
+    def executemany(self, sql: str, rows: list[tuple]) -> None:
+        with self.conn.cursor() as cur:
+            cur.executemany(_pg(sql), rows)
+
+    def fetchall(self, sql: str, params: tuple = ()) -> list[tuple]:
+        return self.conn.execute(_pg(sql), params).fetchall()
+
+    def now(self) -> float:
+        return float(self.conn.execute("SELECT EXTRACT(EPOCH FROM clock_timestamp())").fetchone()[0])
+
+
+class PostgresStore(SqlStore):
+    """Runs in a PostgreSQL database named by a `postgresql://` URL."""
+
+    for_update = " FOR UPDATE"
+
+    def __init__(self, url: str, *, lease_seconds: float | None = None, max_connections: int = 4,
+                 connect_seconds: float = 10.0) -> None:
+        super().__init__(lease_seconds=lease_seconds)
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError:
+            raise StoreError("a postgresql:// store needs psycopg: pip install 'harness-lab[postgres]'") from None
+        self._errors = psycopg.Error
+        self.label = mask_url(url)
+        try:
+            self._pool = ConnectionPool(url, min_size=1, max_size=max(2, max_connections), open=False,
+                                        timeout=connect_seconds, kwargs={"connect_timeout": int(connect_seconds)})
+            self._pool.open(wait=True, timeout=connect_seconds)
+        except Exception as e:  # noqa: BLE001 - psycopg's and the pool's errors: one clear line
+            raise StoreError(f"cannot reach {self.label} ({_first_line(e, url)}); nothing was written") from None
+        self._create_schema()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[Tx]:
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield _PgTx(conn)
+        except self._errors as e:
+            raise StoreError(f"{self.label}: {_first_line(e, '')}; this transaction was rolled back") from None
+        except TimeoutError as e:  # the pool found no connection in time
+            raise StoreError(f"{self.label}: {e}; nothing was written") from None
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _first_line(error: Exception, url: str) -> str:
+    text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return text.replace(url, mask_url(url)) if url else text

@@ -1,0 +1,135 @@
+"""A run as rows: one head (the small fields that change in place) and one row per item of
+each list that only ever grows. A save writes the head and the items added since the last
+save of the same object, so it costs what the turn added, not what the run holds.
+
+`Tracker` remembers, per run, what a store has written of one live `RunState` object; any
+edit that is not an append (a list replaced, its last item swapped, another object of the
+same run) makes the next save a rewrite of the whole run. `assemble` turns rows back into a
+checked `RunState` (depth-bounded, every field checked against its type hint).
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from dataclasses import dataclass, field, fields
+
+from harness.codec import StateFileError, check_depth, dumps_data, from_data, to_dict
+from harness.state import RunState
+
+APPEND_ONLY = ("messages", "turn_usage", "tool_runs", "rejections")
+"""The lists of a run that only ever grow: one row per item."""
+HEAD = tuple(f.name for f in fields(RunState) if f.name not in (*APPEND_ONLY, "run_id"))
+"""Small fields that change in place: written whole at every save."""
+
+
+def head_json(state: RunState) -> str:
+    return dumps_data({f: to_dict(getattr(state, f)) for f in HEAD})
+
+
+def item_json(name: str, item: object) -> str:
+    # Messages are plain JSON already: passed through, not walked.
+    return dumps_data(item if name == "messages" else to_dict(item))
+
+
+@dataclass(kw_only=True)
+class Delta:
+    """What one save writes: the head, new items per list (from `start`), ledger changes."""
+
+    rewrite: bool
+    head: str
+    items: dict[str, tuple[int, list[str]]]
+    """Per list: the index of its first new item, and the new items as JSON."""
+    started: list[tuple[str, str, str]] = field(default_factory=list)
+    """Intents opened since the last save: (call id, tool, args JSON)."""
+    finished: list[str] = field(default_factory=list)
+    """Intents closed by a recorded result."""
+    abandoned: list[str] = field(default_factory=list)
+    """Intents dropped without a result (a person decided the in-doubt call again)."""
+
+
+@dataclass(kw_only=True)
+class _Cursor:
+    state: weakref.ref[RunState]
+    lists: dict[str, tuple[list, int, object]]
+    intents: frozenset[str]
+
+    def follows(self, state: RunState) -> bool:
+        if self.state() is not state:
+            return False
+        for f, (obj, n, last) in self.lists.items():
+            now = getattr(state, f)
+            if now is not obj or len(now) < n or (n and now[n - 1] is not last):
+                return False
+        return True
+
+
+class Tracker:
+    """What has been written of each live run object, so a save sends only what is new."""
+
+    def __init__(self) -> None:
+        self._cursors: dict[str, _Cursor] = {}
+
+    def delta(self, state: RunState, written_intents: frozenset[str] | None = None) -> Delta:
+        """The rows for saving `state`; `written_intents` is what the database holds open when
+        this tracker does not know (a rewrite)."""
+        cursor = self._cursors.get(state.run_id)
+        rewrite = cursor is None or not cursor.follows(state)
+        items = {}
+        for f in APPEND_ONLY:
+            start = 0 if rewrite else cursor.lists[f][1]
+            items[f] = (start, [item_json(f, x) for x in getattr(state, f)[start:]])
+        before = (written_intents or frozenset()) if rewrite else cursor.intents
+        now = frozenset(state.intents)
+        runs = state.tool_runs if rewrite else state.tool_runs[cursor.lists["tool_runs"][1]:]
+        results = {r.call_id for r in runs}
+        gone = sorted(before - now)
+        return Delta(
+            rewrite=rewrite, head=head_json(state), items=items,
+            started=[(c, state.intents[c].tool, dumps_data(to_dict(state.intents[c].args)))
+                     for c in sorted(now - before)],
+            finished=[c for c in gone if c in results], abandoned=[c for c in gone if c not in results],
+        )
+
+    def written(self, state: RunState) -> None:
+        """`state` is now in the database exactly as it is in memory."""
+        lists = {f: (getattr(state, f), len(getattr(state, f)), (getattr(state, f) or [None])[-1])
+                 for f in APPEND_ONLY}
+        self._cursors[state.run_id] = _Cursor(state=weakref.ref(state), lists=lists,
+                                              intents=frozenset(state.intents))
+
+    def forget(self, run_id: str) -> None:
+        """A save failed half-way or was refused: the next save rewrites the run."""
+        self._cursors.pop(run_id, None)
+
+
+def assemble(run_id: str, head: str, items: list[tuple[str, int, str]], source: str) -> RunState:
+    """The run that a head and its item rows (field, seq, body; ordered) describe."""
+    check_depth(head, source)
+    try:
+        data = json.loads(head)
+    except ValueError as e:
+        raise StateFileError(f"{source}: the head row is not valid JSON ({e}); nothing was changed") from None
+    if not isinstance(data, dict):
+        raise StateFileError(f"{source}: the head row is not a JSON object; nothing was changed")
+    data["run_id"] = run_id
+    groups: dict[str, list[str]] = {f: [] for f in APPEND_ONLY}
+    for name, seq, body in items:
+        if name not in groups:
+            raise StateFileError(f"{source}: an item row names an unknown list {name!r}; nothing was changed")
+        if seq != len(groups[name]):
+            raise StateFileError(
+                f"{source}: item rows of {name} skip from {len(groups[name]) - 1} to {seq}; nothing was changed"
+            )
+        groups[name].append(body)
+    for name, bodies in groups.items():
+        text = "[" + ",".join(bodies) + "]"
+        check_depth(text, f"{source} ({name})", wrapper=1)
+        try:
+            data[name] = json.loads(text)
+        except ValueError as e:
+            raise StateFileError(f"{source}: a row of {name} is not valid JSON ({e}); nothing was changed") from None
+    state = from_data(data, source=source)
+    if state.run_id != run_id:
+        raise StateFileError(f"{source} holds run {state.run_id!r}, not {run_id!r}")
+    return state

@@ -1,0 +1,349 @@
+"""The database store, once for every SQL engine: schema, lease, fenced saves, ledger, reads.
+
+Tables (`SCHEMA`): `runs` (one head row per run, plus the columns `harness list` shows),
+`run_items` (one row per item of a list that only grows), `leases` (who may write a run, until
+when, at which epoch) and `tool_ledger` (one row per started write, `UNIQUE(run_id, tool_call_id)`).
+
+**One writer per run.** `claim(run_id)` takes the run's lease row: free, expired, or held by
+a process of this host that is gone. It bumps the run's *epoch*, and a heartbeat thread renews
+the lease every third of `lease_seconds`. Every save is one transaction that first renews the
+lease `WHERE owner = me AND epoch = mine`; if another process took the run over (this one was
+paused past its lease), that matches no row, and the save raises `Fenced` having written
+nothing. A save outside a claim (the Python API in one process) is refused only while another
+process holds a live lease.
+
+**The tool ledger** is written in the same transaction as the run: an intent opens a row (a
+second open intent for the same call is refused: `LedgerConflict`); its result closes it.
+
+The engine-specific parts (how to connect, placeholders, the database's clock) live in
+`sqlite.py` and `postgres.py`; `Engine` is what they provide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from harness.codec import StateFileError
+from harness.state import Approval, RunState, check_run_id
+from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreError
+from harness.store.rows import APPEND_ONLY, Delta, Tracker, assemble
+
+DB_SCHEMA_VERSION = 1
+"""The layout of the tables; a database written by a newer layout is refused, not guessed at."""
+DEFAULT_LEASE_SECONDS = 30.0
+"""How long a claim outlives its holder's last heartbeat (`HARNESS_LEASE_SECONDS`)."""
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS harness_schema (version INTEGER NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS runs (
+        run_id TEXT PRIMARY KEY, head TEXT NOT NULL, status TEXT NOT NULL, turns INTEGER NOT NULL,
+        cost_usd DOUBLE PRECISION NOT NULL, waiting_call TEXT, waiting_tool TEXT,
+        updated_at DOUBLE PRECISION NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS run_items (
+        run_id TEXT NOT NULL, field TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+        PRIMARY KEY (run_id, field, seq))""",
+    """CREATE TABLE IF NOT EXISTS leases (
+        run_id TEXT PRIMARY KEY, epoch INTEGER NOT NULL, owner TEXT, holder TEXT,
+        until DOUBLE PRECISION NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS tool_ledger (
+        run_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, tool TEXT NOT NULL, args TEXT NOT NULL,
+        state TEXT NOT NULL, attempt INTEGER NOT NULL, epoch INTEGER NOT NULL,
+        UNIQUE (run_id, tool_call_id))""",
+)
+
+
+class Tx(Protocol):
+    """One open transaction: `?` placeholders, rows as tuples."""
+
+    def execute(self, sql: str, params: tuple = ()) -> int: ...
+    def executemany(self, sql: str, rows: list[tuple]) -> None: ...
+    def fetchall(self, sql: str, params: tuple = ()) -> list[tuple]: ...
+    def now(self) -> float: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSummary:
+    """One line of `harness list`."""
+
+    run_id: str
+    status: str
+    turns: int
+    cost_usd: float
+    waiting_call: str | None
+    waiting_tool: str | None
+    updated_at: float
+
+
+@dataclass(kw_only=True)
+class _Claim:
+    owner: str
+    epoch: int
+    stop: threading.Event
+
+
+class SqlStore:
+    """The shared logic; subclasses give `_transaction()` and `label`."""
+
+    label = "database"
+    for_update = ""
+    """Appended to a lease read inside a transaction (PostgreSQL locks the row)."""
+
+    def __init__(self, *, lease_seconds: float | None = None) -> None:
+        if lease_seconds is None:
+            lease_seconds = float(os.environ.get("HARNESS_LEASE_SECONDS") or DEFAULT_LEASE_SECONDS)
+        if not lease_seconds > 0:
+            raise StoreError(f"lease_seconds must be > 0, got {lease_seconds!r}")
+        self.lease_seconds = lease_seconds
+        self._tracker = Tracker()
+        self._claims: dict[str, _Claim] = {}
+        self.saves = 0
+        self.checkpoint: Callable[[str], None] | None = None
+        """Test hook: called with "mid_save" inside every save's transaction, before it commits."""
+
+    # --- engine seam ---------------------------------------------------------------------
+
+    def _transaction(self) -> contextlib.AbstractContextManager[Tx]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release connections (claims end with their `with` blocks)."""
+
+    def _create_schema(self) -> None:
+        with self._transaction() as tx:
+            for statement in SCHEMA:
+                tx.execute(statement)
+            rows = tx.fetchall("SELECT version FROM harness_schema")
+            if not rows:
+                tx.execute("INSERT INTO harness_schema (version) VALUES (?)", (DB_SCHEMA_VERSION,))
+            elif rows[0][0] != DB_SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.label} has table layout version {rows[0][0]!r}; this harness reads version "
+                    f"{DB_SCHEMA_VERSION} only (a newer harness wrote it?); nothing was written"
+                )
+
+    def _check_schema(self, tx: Tx) -> None:
+        rows = tx.fetchall("SELECT version FROM harness_schema")
+        if rows and rows[0][0] != DB_SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.label} has table layout version {rows[0][0]!r}; this harness reads version "
+                f"{DB_SCHEMA_VERSION} only; nothing was written"
+            )
+
+    # --- the lease -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def claim(self, run_id: str) -> Iterator[None]:
+        """Own `run_id` while the block runs; `RunOwned` at once if a live process owns it."""
+        check_run_id(run_id)
+        owner = secrets.token_hex(8)
+        holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": round(time.time(), 3),
+                  "command": " ".join(sys.argv)[:500]}
+        with self._transaction() as tx:
+            epoch = self._take(tx, run_id, owner, holder)
+        claim = _Claim(owner=owner, epoch=epoch, stop=threading.Event())
+        self._claims[run_id] = claim
+        beat = threading.Thread(target=self._heartbeat, args=(run_id, claim), daemon=True,
+                                name=f"lease-{run_id}")
+        beat.start()
+        try:
+            yield
+        finally:
+            claim.stop.set()
+            beat.join()
+            self._claims.pop(run_id, None)
+            with contextlib.suppress(Exception):  # an unreachable database: the lease expires
+                with self._transaction() as tx:
+                    tx.execute("UPDATE leases SET owner = NULL, holder = NULL, until = 0 "
+                               "WHERE run_id = ? AND owner = ? AND epoch = ?", (run_id, owner, epoch))
+
+    def _take(self, tx: Tx, run_id: str, owner: str, holder: dict[str, object]) -> int:
+        tx.execute("INSERT INTO leases (run_id, epoch, owner, holder, until) VALUES (?, 0, NULL, NULL, 0) "
+                   "ON CONFLICT (run_id) DO NOTHING", (run_id,))
+        ((epoch, current, raw, until),) = tx.fetchall(
+            "SELECT epoch, owner, holder, until FROM leases WHERE run_id = ?" + self.for_update, (run_id,))
+        if current is not None and until > tx.now() and not _gone(_holder(raw)):
+            raise RunOwned(run_id, _holder(raw))
+        tx.execute("UPDATE leases SET epoch = ?, owner = ?, holder = ?, until = ? WHERE run_id = ?",
+                   (epoch + 1, owner, json.dumps(holder), tx.now() + self.lease_seconds, run_id))
+        return epoch + 1
+
+    def _heartbeat(self, run_id: str, claim: _Claim) -> None:
+        while not claim.stop.wait(self.lease_seconds / 3):
+            with contextlib.suppress(Exception):  # a blip: the next beat, or fencing, decides
+                with self._transaction() as tx:
+                    tx.execute("UPDATE leases SET until = ? WHERE run_id = ? AND owner = ? AND epoch = ?",
+                               (tx.now() + self.lease_seconds, run_id, claim.owner, claim.epoch))
+
+    def _fence(self, tx: Tx, run_id: str) -> int:
+        """Inside a save: renew our lease, or refuse (`Fenced`, `RunOwned`); the epoch written."""
+        claim = self._claims.get(run_id)
+        if claim is not None:
+            if tx.execute("UPDATE leases SET until = ? WHERE run_id = ? AND owner = ? AND epoch = ?",
+                          (tx.now() + self.lease_seconds, run_id, claim.owner, claim.epoch)) != 1:
+                rows = tx.fetchall("SELECT epoch, owner FROM leases WHERE run_id = ?", (run_id,))
+                raise Fenced(run_id, claim.epoch, rows[0][0] if rows and rows[0][1] else None)
+            return claim.epoch
+        rows = tx.fetchall("SELECT epoch, owner, holder, until FROM leases WHERE run_id = ?" + self.for_update,
+                           (run_id,))
+        if rows and rows[0][1] is not None and rows[0][3] > tx.now() and not _gone(_holder(rows[0][2])):
+            raise RunOwned(run_id, _holder(rows[0][2]))
+        return rows[0][0] if rows else 0
+
+    # --- saving --------------------------------------------------------------------------
+
+    def save(self, state: RunState) -> None:
+        check_run_id(state.run_id)
+        try:
+            with self._transaction() as tx:
+                self._check_schema(tx)
+                epoch = self._fence(tx, state.run_id)
+                open_intents = None
+                if not self._tracker_follows(state):
+                    open_intents = frozenset(r[0] for r in tx.fetchall(
+                        "SELECT tool_call_id FROM tool_ledger WHERE run_id = ? AND state = 'intent'",
+                        (state.run_id,)))
+                delta = self._tracker.delta(state, open_intents)
+                self._write(tx, state, delta, epoch)
+                if self.checkpoint is not None:
+                    self.checkpoint("mid_save")
+        except BaseException:
+            self._tracker.forget(state.run_id)
+            raise
+        self._tracker.written(state)
+        self.saves += 1
+
+    def _tracker_follows(self, state: RunState) -> bool:
+        cursor = self._tracker._cursors.get(state.run_id)
+        return cursor is not None and cursor.follows(state)
+
+    def _write(self, tx: Tx, state: RunState, delta: Delta, epoch: int) -> None:
+        rid = state.run_id
+        if delta.rewrite:
+            tx.execute("DELETE FROM run_items WHERE run_id = ?", (rid,))
+        rows = [(rid, f, start + i, body) for f in APPEND_ONLY
+                for start, bodies in [delta.items[f]] for i, body in enumerate(bodies)]
+        if rows:
+            tx.executemany("INSERT INTO run_items (run_id, field, seq, body) VALUES (?, ?, ?, ?)", rows)
+        waiting = state.stop if isinstance(state.stop, Approval) else None
+        tx.execute(
+            "INSERT INTO runs (run_id, head, status, turns, cost_usd, waiting_call, waiting_tool, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET head = excluded.head, "
+            "status = excluded.status, turns = excluded.turns, cost_usd = excluded.cost_usd, "
+            "waiting_call = excluded.waiting_call, waiting_tool = excluded.waiting_tool, "
+            "updated_at = excluded.updated_at",
+            (rid, delta.head, state.status, state.turns, state.cost_usd,
+             waiting.call_id if waiting else None, waiting.tool_name if waiting else None, time.time()),
+        )
+        for call_id, tool, args in delta.started:
+            opened = tx.execute(
+                "INSERT INTO tool_ledger (run_id, tool_call_id, tool, args, state, attempt, epoch) "
+                "VALUES (?, ?, ?, ?, 'intent', 1, ?) ON CONFLICT (run_id, tool_call_id) DO UPDATE SET "
+                "state = 'intent', attempt = tool_ledger.attempt + 1, tool = excluded.tool, "
+                "args = excluded.args, epoch = excluded.epoch WHERE tool_ledger.state <> 'intent'",
+                (rid, call_id, tool, args, epoch))
+            if opened != 1:
+                raise LedgerConflict(rid, call_id)
+        for ids, to in ((delta.finished, "done"), (delta.abandoned, "abandoned")):
+            for call_id in ids:
+                tx.execute("UPDATE tool_ledger SET state = ? WHERE run_id = ? AND tool_call_id = ?",
+                           (to, rid, call_id))
+
+    # --- reading -------------------------------------------------------------------------
+
+    def load(self, run_id: str) -> RunState:
+        check_run_id(run_id)
+        with self._transaction() as tx:
+            self._check_schema(tx)
+            head = tx.fetchall("SELECT head FROM runs WHERE run_id = ?", (run_id,))
+            if not head:
+                ids = [r[0] for r in tx.fetchall("SELECT run_id FROM runs ORDER BY run_id LIMIT 21")]
+                known = ", ".join(ids[:20]) + (", …" if len(ids) > 20 else "") or "none"
+                raise FileNotFoundError(f"no saved run {run_id!r} in {self.label}; saved runs: {known}")
+            items = tx.fetchall("SELECT field, seq, body FROM run_items WHERE run_id = ? ORDER BY field, seq",
+                                (run_id,))
+        for name, seq, body in items:
+            if not (isinstance(name, str) and isinstance(seq, int) and isinstance(body, str)):
+                raise StateFileError(f"{self.label} run {run_id}: an item row has the wrong column types")
+        state = assemble(run_id, head[0][0], items, f"{self.label} run {run_id}")
+        self._tracker.written(state)
+        return state
+
+    def exists(self, run_id: str) -> bool:
+        with self._transaction() as tx:
+            return bool(tx.fetchall("SELECT 1 FROM runs WHERE run_id = ?", (check_run_id(run_id),)))
+
+    def run_ids(self) -> list[str]:
+        with self._transaction() as tx:
+            return [r[0] for r in tx.fetchall("SELECT run_id FROM runs ORDER BY run_id")]
+
+    def list_runs(self, status: str | None = None) -> list[RunSummary]:
+        where, params = (" WHERE status = ?", (status,)) if status else ("", ())
+        with self._transaction() as tx:
+            rows = tx.fetchall("SELECT run_id, status, turns, cost_usd, waiting_call, waiting_tool, updated_at "
+                               "FROM runs" + where + " ORDER BY updated_at, run_id", params)
+        return [RunSummary(run_id=r[0], status=r[1], turns=r[2], cost_usd=r[3], waiting_call=r[4],
+                           waiting_tool=r[5], updated_at=r[6]) for r in rows]
+
+    def ledger(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's tool ledger rows: call id, tool, state (intent/done/abandoned), attempt, epoch."""
+        with self._transaction() as tx:
+            rows = tx.fetchall("SELECT tool_call_id, tool, state, attempt, epoch FROM tool_ledger "
+                               "WHERE run_id = ? ORDER BY tool_call_id", (check_run_id(run_id),))
+        return [dict(zip(("call_id", "tool", "state", "attempt", "epoch"), r, strict=True)) for r in rows]
+
+    def lease(self, run_id: str) -> dict[str, Any] | None:
+        """The run's lease row as read now (epoch, holder, seconds left), or None."""
+        with self._transaction() as tx:
+            rows = tx.fetchall("SELECT epoch, owner, holder, until FROM leases WHERE run_id = ?",
+                               (check_run_id(run_id),))
+            now = tx.now()
+        if not rows:
+            return None
+        epoch, owner, raw, until = rows[0]
+        return {"epoch": epoch, "held": owner is not None and until > now, "holder": _holder(raw),
+                "seconds_left": max(0.0, until - now) if owner is not None else 0.0}
+
+
+def _holder(raw: object) -> dict[str, object]:
+    """A lease's holder as its holder wrote it; anything unreadable is an empty holder."""
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _gone(holder: dict[str, object]) -> bool:
+    """Whether the holder was a process of this host that no longer exists (its lease can go at
+    once instead of after it expires: a SIGKILLed worker does not keep its runs)."""
+    pid = holder.get("pid")
+    if holder.get("host") != socket.gethostname() or isinstance(pid, bool) or not isinstance(pid, int):
+        return False
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):
+        return False
+    return _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A killed child not yet reaped by its parent still has a pid: it holds nothing."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False

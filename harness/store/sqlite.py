@@ -1,0 +1,121 @@
+"""`SQLiteStore`: the embedded default (stdlib `sqlite3`, WAL), one database file per state folder.
+
+A save is one `BEGIN IMMEDIATE` transaction, so writers on this machine queue for a moment
+instead of interleaving, and WAL lets readers (`harness list`, `show`) read meanwhile. The
+database file and its `-wal`/`-shm` companions must be regular files: a FIFO, a device or a
+symlink in their place is refused before anything opens it (opening a FIFO would block).
+`MemoryStore` is the same store on a private in-memory database: tests and embedding get the
+same promises with nothing on disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from harness.store.errors import StoreError
+from harness.store.sql import SqlStore, Tx
+
+DEFAULT_FILE = "harness.db"
+"""The database's name inside a state folder."""
+
+
+class _SqliteTx:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: tuple = ()) -> int:
+        return self.conn.execute(sql, params).rowcount
+
+    def executemany(self, sql: str, rows: list[tuple]) -> None:
+        self.conn.executemany(sql, rows)
+
+    def fetchall(self, sql: str, params: tuple = ()) -> list[tuple]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def now(self) -> float:
+        return time.time()  # one machine: its clock is the database's
+
+
+class SQLiteStore(SqlStore):
+    """Runs in one SQLite database file (created with its folder on first use)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, lease_seconds: float | None = None,
+                 busy_seconds: float = 30.0) -> None:
+        super().__init__(lease_seconds=lease_seconds)
+        self.path = Path(path)
+        self.label = str(self.path)
+        self._lock = threading.RLock()  # the heartbeat thread shares the connection
+        self._conn = self._connect(busy_seconds)
+        self._create_schema()
+
+    @classmethod
+    def in_folder(cls, directory: str | os.PathLike[str], **kwargs) -> SQLiteStore:
+        """The store the CLI uses for a state folder: `<directory>/harness.db`."""
+        return cls(Path(directory) / DEFAULT_FILE, **kwargs)
+
+    def _connect(self, busy_seconds: float) -> sqlite3.Connection:
+        folder = self.path.parent
+        if folder.is_symlink():
+            raise StoreError(f"{folder} is a symlink; the harness writes only into real folders")
+        folder.mkdir(parents=True, exist_ok=True)
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            _regular_or_absent(Path(f"{self.path}{suffix}"))
+        try:
+            conn = sqlite3.connect(self.path, timeout=busy_seconds, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            # Every committed save survives a power cut too, as the old fsync'd files did.
+            conn.execute("PRAGMA synchronous=FULL")
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path} is not a usable SQLite database ({e}); nothing was written") from None
+        return conn
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[Tx]:
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as e:
+                raise StoreError(f"{self.path}: cannot start a transaction ({e}); nothing was written") from None
+            try:
+                yield _SqliteTx(self._conn)
+                self._conn.execute("COMMIT")
+            except BaseException as e:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+                if isinstance(e, sqlite3.Error):
+                    raise StoreError(f"{self.path}: {e}; this save was rolled back, nothing of it written") from None
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _regular_or_absent(path: Path) -> None:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+        raise StoreError(f"{path} is {kind}; a run database must be a regular file; nothing was opened")
+
+
+class MemoryStore(SQLiteStore):
+    """The same store on a private in-memory database: every load is a real round trip."""
+
+    def __init__(self, *, lease_seconds: float | None = None) -> None:
+        SqlStore.__init__(self, lease_seconds=lease_seconds)
+        self.path = Path(":memory:")
+        self.label = "memory"
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._create_schema()
