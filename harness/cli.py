@@ -191,7 +191,9 @@ def _run_paths(state: RunState, state_dir: Path) -> tuple[Path, Path]:
         elif isinstance(recorded, str) and Path(recorded).is_absolute() and "\0" not in recorded:
             paths.append(Path(recorded))
         else:
-            raise StateFileError(f"run {state.run_id} records a {key} that is not an absolute path: {recorded!r}")
+            raise StateFileError(
+                f"run {state.run_id} records a {key} that is not an absolute path: {recorded!r}"
+            )
     return paths[0], paths[1]
 
 
@@ -269,7 +271,8 @@ def _cmd_decide(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
         if args.call_id is None and not isinstance(state.stop, Approval) and isinstance(last, dict):
             raise DecisionLost(
                 f"run {state.run_id} is no longer waiting: call {safe(last.get('call_id'))!r} was already "
-                f"{safe(last.get('verdict'))} by {safe(last.get('by'))}; this decision lost and changed nothing"
+                f"{safe(last.get('verdict'))} by {safe(last.get('by'))}; "
+                "this decision lost and changed nothing"
             )
         if args.command == "approve":
             call_id, verdict = approve(state, args.call_id), "approved"

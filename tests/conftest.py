@@ -30,4 +30,4 @@ def keyed_mock_url() -> Iterator[str]:
 def serve_mock() -> Callable[..., AbstractContextManager[str]]:
     """Factory: `with serve_mock(max_body_bytes=...) as url:` serves a mock built with those options."""
     return serve_in_thread
-pytest_plugins = ("pgserver",)
+pytest_plugins = ("pgserver", "store_support")

@@ -104,7 +104,8 @@ def budgets(usd: float, outside_cap: int) -> list[tuple[str, Callable[[Case], Aw
 
 
 async def approval_stop(case: Case) -> Ending:
-    return await _run(case, "destructive", limits=Limits(max_turns=8), store=SQLiteStore.in_folder(case.state_file))
+    store = SQLiteStore.in_folder(case.state_file)
+    return await _run(case, "destructive", limits=Limits(max_turns=8), store=store)
 
 
 async def approval_resume(case: Case) -> Ending:

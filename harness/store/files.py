@@ -80,7 +80,9 @@ def read_run(directory: Path, run_id: str) -> RunState:
         except (ValueError, AttributeError, TypeError, KeyError) as e:
             if isinstance(e, StateFileError):
                 raise
-            raise StateFileError(f"{path}: journal line {n} is damaged ({e}); the files were left untouched") from None
+            raise StateFileError(
+                f"{path}: journal line {n} is damaged ({e}); the files were left untouched"
+            ) from None
     state = from_data(data, source=str(path))
     if state.run_id != run_id:
         raise StateFileError(f"{path} holds run {state.run_id!r}, not {run_id!r}")

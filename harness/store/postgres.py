@@ -51,15 +51,20 @@ class PostgresStore(SqlStore):
             import psycopg
             from psycopg_pool import ConnectionPool
         except ImportError:
-            raise StoreError("a postgresql:// store needs psycopg: pip install 'harness-lab[postgres]'") from None
+            raise StoreError(
+                "a postgresql:// store needs psycopg: pip install 'harness-lab[postgres]'"
+            ) from None
         self._errors = psycopg.Error
         self.label = mask_url(url)
         try:
             self._pool = ConnectionPool(url, min_size=1, max_size=max(2, max_connections), open=False,
-                                        timeout=connect_seconds, kwargs={"connect_timeout": int(connect_seconds)})
+                                        timeout=connect_seconds,
+                                        kwargs={"connect_timeout": int(connect_seconds)})
             self._pool.open(wait=True, timeout=connect_seconds)
         except Exception as e:  # noqa: BLE001 - psycopg's and the pool's errors: one clear line
-            raise StoreError(f"cannot reach {self.label} ({_first_line(e, url)}); nothing was written") from None
+            raise StoreError(
+                f"cannot reach {self.label} ({_first_line(e, url)}); nothing was written"
+            ) from None
         self._create_schema()
 
     @contextlib.contextmanager
@@ -68,7 +73,9 @@ class PostgresStore(SqlStore):
             with self._pool.connection() as conn, conn.transaction():
                 yield _PgTx(conn)
         except self._errors as e:
-            raise StoreError(f"{self.label}: {_first_line(e, '')}; this transaction was rolled back") from None
+            raise StoreError(
+                f"{self.label}: {_first_line(e, '')}; this transaction was rolled back"
+            ) from None
         except TimeoutError as e:  # the pool found no connection in time
             raise StoreError(f"{self.label}: {e}; nothing was written") from None
 

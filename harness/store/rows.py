@@ -119,7 +119,8 @@ def assemble(run_id: str, head: str, items: list[tuple[str, int, str]], source: 
             raise StateFileError(f"{source}: an item row names an unknown list {name!r}; nothing was changed")
         if seq != len(groups[name]):
             raise StateFileError(
-                f"{source}: item rows of {name} skip from {len(groups[name]) - 1} to {seq}; nothing was changed"
+                f"{source}: item rows of {name} skip from {len(groups[name]) - 1} to {seq}; "
+                "nothing was changed"
             )
         groups[name].append(body)
     for name, bodies in groups.items():
@@ -128,7 +129,9 @@ def assemble(run_id: str, head: str, items: list[tuple[str, int, str]], source: 
         try:
             data[name] = json.loads(text)
         except ValueError as e:
-            raise StateFileError(f"{source}: a row of {name} is not valid JSON ({e}); nothing was changed") from None
+            raise StateFileError(
+                f"{source}: a row of {name} is not valid JSON ({e}); nothing was changed"
+            ) from None
     state = from_data(data, source=source)
     if state.run_id != run_id:
         raise StateFileError(f"{source} holds run {state.run_id!r}, not {run_id!r}")

@@ -193,8 +193,8 @@ class SqlStore:
                 rows = tx.fetchall("SELECT epoch, owner FROM leases WHERE run_id = ?", (run_id,))
                 raise Fenced(run_id, claim.epoch, rows[0][0] if rows and rows[0][1] else None)
             return claim.epoch
-        rows = tx.fetchall("SELECT epoch, owner, holder, until FROM leases WHERE run_id = ?" + self.for_update,
-                           (run_id,))
+        rows = tx.fetchall(
+            "SELECT epoch, owner, holder, until FROM leases WHERE run_id = ?" + self.for_update, (run_id,))
         if rows and rows[0][1] is not None and rows[0][3] > tx.now() and not _gone(_holder(rows[0][2])):
             raise RunOwned(run_id, _holder(rows[0][2]))
         return rows[0][0] if rows else 0
@@ -236,10 +236,11 @@ class SqlStore:
             tx.executemany("INSERT INTO run_items (run_id, field, seq, body) VALUES (?, ?, ?, ?)", rows)
         waiting = state.stop if isinstance(state.stop, Approval) else None
         tx.execute(
-            "INSERT INTO runs (run_id, head, status, turns, cost_usd, waiting_call, waiting_tool, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET head = excluded.head, "
-            "status = excluded.status, turns = excluded.turns, cost_usd = excluded.cost_usd, "
-            "waiting_call = excluded.waiting_call, waiting_tool = excluded.waiting_tool, "
+            "INSERT INTO runs (run_id, head, status, turns, cost_usd, waiting_call, waiting_tool, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+            "head = excluded.head, status = excluded.status, turns = excluded.turns, "
+            "cost_usd = excluded.cost_usd, waiting_call = excluded.waiting_call, "
+            "waiting_tool = excluded.waiting_tool, "
             "updated_at = excluded.updated_at",
             (rid, delta.head, state.status, state.turns, state.cost_usd,
              waiting.call_id if waiting else None, waiting.tool_name if waiting else None, time.time()),
@@ -289,8 +290,8 @@ class SqlStore:
     def list_runs(self, status: str | None = None) -> list[RunSummary]:
         where, params = (" WHERE status = ?", (status,)) if status else ("", ())
         with self._transaction() as tx:
-            rows = tx.fetchall("SELECT run_id, status, turns, cost_usd, waiting_call, waiting_tool, updated_at "
-                               "FROM runs" + where + " ORDER BY updated_at, run_id", params)
+            rows = tx.fetchall("SELECT run_id, status, turns, cost_usd, waiting_call, waiting_tool, "
+                               "updated_at FROM runs" + where + " ORDER BY updated_at, run_id", params)
         return [RunSummary(run_id=r[0], status=r[1], turns=r[2], cost_usd=r[3], waiting_call=r[4],
                            waiting_tool=r[5], updated_at=r[6]) for r in rows]
 

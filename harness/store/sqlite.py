@@ -74,7 +74,9 @@ class SQLiteStore(SqlStore):
             # Every committed save survives a power cut too, as the old fsync'd files did.
             conn.execute("PRAGMA synchronous=FULL")
         except sqlite3.DatabaseError as e:
-            raise StoreError(f"{self.path} is not a usable SQLite database ({e}); nothing was written") from None
+            raise StoreError(
+                f"{self.path} is not a usable SQLite database ({e}); nothing was written"
+            ) from None
         return conn
 
     @contextlib.contextmanager
@@ -83,7 +85,9 @@ class SQLiteStore(SqlStore):
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.DatabaseError as e:
-                raise StoreError(f"{self.path}: cannot start a transaction ({e}); nothing was written") from None
+                raise StoreError(
+                    f"{self.path}: cannot start a transaction ({e}); nothing was written"
+                ) from None
             try:
                 yield _SqliteTx(self._conn)
                 self._conn.execute("COMMIT")
@@ -91,7 +95,9 @@ class SQLiteStore(SqlStore):
                 with contextlib.suppress(sqlite3.Error):
                     self._conn.execute("ROLLBACK")
                 if isinstance(e, sqlite3.Error):
-                    raise StoreError(f"{self.path}: {e}; this save was rolled back, nothing of it written") from None
+                    raise StoreError(
+                        f"{self.path}: {e}; this save was rolled back, nothing of it written"
+                    ) from None
                 raise
 
     def close(self) -> None:

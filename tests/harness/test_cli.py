@@ -89,7 +89,8 @@ def test_a_python_api_run_says_how_to_continue_it_and_the_cli_refuses_clearly(mo
     async def go():
         async with ModelClient(mock_url) as client:
             return await run(new_run("t", run_id="pyd"), model=OpenAIChat("destructive", client=client),
-                             tools=chapter_tools(make_sandbox(tmp_path / "sb")), store=SQLiteStore.in_folder(tmp_path))
+                             tools=chapter_tools(make_sandbox(tmp_path / "sb")),
+                             store=SQLiteStore.in_folder(tmp_path))
 
     assert asyncio.run(go()).status == "interrupted"
     argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]

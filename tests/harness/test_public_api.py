@@ -14,7 +14,8 @@ PUBLIC = {
     # the seams
     "Model", "Completion", "OpenAIChat", "ModelClient", "ProviderError",
     "Tool", "ToolContext", "PermanentToolError",
-    "Store", "SQLiteStore", "MemoryStore", "open_store", "StateFileError", "TraceSink", "JsonlTrace", "MemoryTrace",
+    "Store", "SQLiteStore", "MemoryStore", "open_store", "StateFileError",
+    "TraceSink", "JsonlTrace", "MemoryTrace",
     "Cancel", "Cancelled",
     # money
     "Limits", "Pricing", "Usage",

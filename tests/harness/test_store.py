@@ -11,28 +11,6 @@ from harness import MemoryStore, RunState, SQLiteStore, StateFileError, new_run,
 from harness.codec import MAX_DEPTH
 from harness.store import RunOwned, StoreError
 
-KINDS = ["sqlite", "postgres", "memory"]
-
-
-@pytest.fixture(params=KINDS)
-def make_store(request, tmp_path):
-    """Factory: a new store object on the same database each call (another process, in effect)."""
-    opened = []
-
-    def make(**kwargs):
-        if request.param == "sqlite":
-            store = SQLiteStore(tmp_path / "harness.db", **kwargs)
-        elif request.param == "postgres":
-            store = open_store(request.getfixturevalue("pg_url"), **kwargs)
-        else:
-            store = opened[0] if opened else MemoryStore(**kwargs)
-        opened.append(store)
-        return store
-
-    yield make
-    for store in {id(s): s for s in opened}.values():
-        store.close()
-
 
 def _turn(s: RunState, n: int) -> None:
     s.messages.append({"role": "assistant", "content": f"turn {n} " + "x" * 200})

@@ -1,0 +1,36 @@
+"""The `make_store` fixture: a factory of store objects on one database, for each store kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import MemoryStore, SQLiteStore, open_store
+
+
+@pytest.fixture(params=["sqlite", "postgres", "memory"])
+def make_store(request, tmp_path):
+    """Factory: a new store object on the same database each call (another process, in effect);
+    the in-memory store has one database per object, so it hands back the same one."""
+    opened = []
+
+    def make(**kwargs):
+        if request.param == "sqlite":
+            store = SQLiteStore(tmp_path / "harness.db", **kwargs)
+        elif request.param == "postgres":
+            store = open_store(request.getfixturevalue("pg_url"), **kwargs)
+        else:
+            store = opened[0] if opened else MemoryStore(**kwargs)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in {id(s): s for s in opened}.values():
+        store.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request, tmp_path) -> str:
+    """A URL naming a fresh database of each kind that several processes can share."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'shared' / 'harness.db'}"
+    return request.getfixturevalue("pg_url")
