@@ -60,9 +60,14 @@ def pg_server() -> Iterator[str]:
 @pytest.fixture
 def pg_url(pg_server: str) -> Iterator[str]:
     """A URL for a new, empty database on the session's server (one per test)."""
+    yield new_database(pg_server)
+
+
+def new_database(server: str) -> str:
+    """A new empty database on `server`; its URL."""
     import psycopg
 
     name = f"t{os.urandom(6).hex()}"
-    with psycopg.connect(pg_server, autocommit=True) as conn:
+    with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    yield pg_server.replace("/postgres?", f"/{name}?")
+    return server.replace("/postgres?", f"/{name}?")
