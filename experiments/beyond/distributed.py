@@ -203,7 +203,7 @@ def main() -> int:
         for faults in (False, True):
             for n in WORKERS:
                 rows.append(measure_row(server, mock_url, n, rng, faults=faults))
-            print(f"distributed: {table(rows[-1:])[0]}", flush=True)
+                print(f"distributed: {table(rows[-1:])[0]}", flush=True)
     write(rows)
     return 0 if all(r.lost == 0 and r.effects_not_once == 0 for r in rows) else 1
 
