@@ -208,7 +208,7 @@ class SqlStore:
                 self._check_schema(tx)
                 epoch = self._fence(tx, state.run_id)
                 open_intents = None
-                if not self._tracker_follows(state):
+                if not self._tracker.follows(state):
                     open_intents = frozenset(r[0] for r in tx.fetchall(
                         "SELECT tool_call_id FROM tool_ledger WHERE run_id = ? AND state = 'intent'",
                         (state.run_id,)))
@@ -221,10 +221,6 @@ class SqlStore:
             raise
         self._tracker.written(state)
         self.saves += 1
-
-    def _tracker_follows(self, state: RunState) -> bool:
-        cursor = self._tracker._cursors.get(state.run_id)
-        return cursor is not None and cursor.follows(state)
 
     def _write(self, tx: Tx, state: RunState, delta: Delta, epoch: int) -> None:
         rid = state.run_id
