@@ -53,7 +53,11 @@ class SQLiteStore(SqlStore):
         self.label = str(self.path)
         self._lock = threading.RLock()  # the heartbeat thread shares the connection
         self._conn = self._connect(busy_seconds)
-        self._create_schema()
+        try:
+            self._create_schema()
+        except BaseException:
+            self._conn.close()
+            raise
 
     @classmethod
     def in_folder(cls, directory: str | os.PathLike[str], **kwargs) -> SQLiteStore:
