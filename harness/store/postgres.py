@@ -75,7 +75,7 @@ class PostgresStore(SqlStore):
             raise
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[Tx]:
+    def _transaction(self, *, write: bool = True) -> Iterator[Tx]:
         try:
             with self._pool.connection() as conn, conn.transaction():
                 yield _PgTx(conn)

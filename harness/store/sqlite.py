@@ -84,10 +84,12 @@ class SQLiteStore(SqlStore):
         return conn
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[Tx]:
+    def _transaction(self, *, write: bool = True) -> Iterator[Tx]:
         with self._lock:
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
+                # A writer takes the write lock up front (no upgrade deadlock); WAL lets readers
+                # read beside it.
+                self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             except sqlite3.DatabaseError as e:
                 raise StoreError(
                     f"{self.path}: cannot start a transaction ({e}); nothing was written"
