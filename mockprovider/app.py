@@ -21,7 +21,16 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import o200k
-from mockprovider import anthropic_api, faults, memo, responses_api, scenarios, transcript, wire
+from mockprovider import (
+    anthropic_api,
+    faults,
+    gemini_api,
+    memo,
+    responses_api,
+    scenarios,
+    transcript,
+    wire,
+)
 from mockprovider.errors import APIError
 from mockprovider.faults import Options
 from mockprovider.journal import Journal
@@ -187,6 +196,7 @@ ROUTES = [
     Route("/journal", request_journal, methods=["GET"]),
     *responses_api.ROUTES,
     *anthropic_api.ROUTES,
+    *gemini_api.ROUTES,
 ]
 
 
