@@ -26,6 +26,7 @@ from mockprovider import (
     faults,
     gemini_api,
     memo,
+    ollama_api,
     responses_api,
     scenarios,
     transcript,
@@ -197,6 +198,7 @@ ROUTES = [
     *responses_api.ROUTES,
     *anthropic_api.ROUTES,
     *gemini_api.ROUTES,
+    *ollama_api.ROUTES,
 ]
 
 

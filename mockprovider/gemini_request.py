@@ -8,8 +8,8 @@
 - `tools[].functionDeclarations`       → chat function definitions
 
 A `functionResponse` answers the `functionCall` with its `id`; without one (google-genai's
-automatic function calling sends none), the earliest unanswered call of its `name`. One that
-answers nothing is a 400, as in every format. A call sent back without an id is named
+automatic function calling sends none), the earliest unanswered call of its `name` (`pairing`).
+One that answers nothing is a 400, as in every format. A call sent back without an id is named
 `call_{turn}_{index}`. A response object holding a single string (`{"result": "…"}`, as
 automatic function calling wraps a function's return) is that string as the tool's text; any
 other object is its compact JSON. Field names are read in lowerCamelCase and, as Google's JSON
@@ -23,6 +23,7 @@ from typing import Any
 
 from mockprovider.errors import invalid, missing
 from mockprovider.formats import ChatShaped, body_object, chat_tool, string, tool_call
+from mockprovider.pairing import Calls
 
 ROLES = ("user", "model")
 DATA = ("text", "functionCall", "functionResponse")
@@ -111,42 +112,7 @@ def response_text(response: Any, q: str) -> str:
     return json.dumps(response, separators=(",", ":"), ensure_ascii=False)
 
 
-class _Calls:
-    """The calls made so far, and which of them are still unanswered, in order."""
-
-    def __init__(self) -> None:
-        self.ids: set[str] = set()
-        self.pending: list[tuple[str, str]] = []
-
-    def add(self, call_id: str, name: str) -> None:
-        self.ids.add(call_id)
-        self.pending.append((call_id, name))
-
-    def answer(self, reply: dict[str, Any], q: str) -> str:
-        """The id of the call `reply` answers; a 400 if it answers none."""
-        name = string(reply.get("name"), f"{q}.name")
-        call_id = reply.get("id")
-        if call_id is not None:
-            if string(call_id, f"{q}.id") not in self.ids:
-                raise invalid(
-                    f"Invalid value at '{q}.id': functionResponse answers {call_id!r}, which no earlier "
-                    "functionCall part in 'contents' has as its id.",
-                    param=f"{q}.id",
-                )
-            self.pending = [(i, n) for i, n in self.pending if i != call_id]
-            return call_id
-        for k, (pending_id, pending_name) in enumerate(self.pending):
-            if pending_name == name:
-                del self.pending[k]
-                return pending_id
-        raise invalid(
-            f"Invalid value at '{q}': functionResponse for {name!r} answers no earlier functionCall "
-            "part of that name that is still unanswered in 'contents'.",
-            param=q,
-        )
-
-
-def _model(parts: list[tuple[str, Any, str]], turn: int, calls: _Calls) -> dict[str, Any]:
+def _model(parts: list[tuple[str, Any, str]], turn: int, calls: Calls) -> dict[str, Any]:
     texts, tool_calls = [], []
     for kind, value, q in parts:
         if kind == "text":
@@ -167,14 +133,15 @@ def _model(parts: list[tuple[str, Any, str]], turn: int, calls: _Calls) -> dict[
     return message
 
 
-def _user(parts: list[tuple[str, Any, str]], calls: _Calls) -> list[dict[str, Any]]:
+def _user(parts: list[tuple[str, Any, str]], calls: Calls) -> list[dict[str, Any]]:
     results, texts = [], []
     for kind, value, q in parts:
         if kind == "text":
             texts.append(string(value, q))
         elif kind == "functionResponse":
             reply = _object(value, q)
-            call_id = calls.answer(reply, q)
+            name, call_id = string(reply.get("name"), f"{q}.name"), reply.get("id")
+            call_id = calls.answer(None if call_id is None else string(call_id, f"{q}.id"), name, q)
             results.append({"role": "tool", "tool_call_id": call_id,
                             "content": response_text(reply.get("response"), f"{q}.response")})
         else:
@@ -190,7 +157,7 @@ def contents_messages(value: Any) -> list[dict[str, Any]]:
         raise invalid("Invalid value at 'contents': expected a non-empty array of contents.",
                       param="contents")
     out: list[dict[str, Any]] = []
-    calls, turn = _Calls(), 0
+    calls, turn = Calls(result="functionResponse", call="functionCall part"), 0
     for i, content in enumerate(value):
         p = f"contents[{i}]"
         content = _object(content, p)

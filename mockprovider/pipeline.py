@@ -131,11 +131,12 @@ async def _read_body(request: Request, declared: bytes, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def read_raw(request: Request, config: Config) -> bytes:
-    """The request's body, after auth, content type and the size cap."""
+async def read_raw(request: Request, config: Config, *, any_content_type: bool = False) -> bytes:
+    """The request's body, after auth, content type (unless `any_content_type`) and the size cap."""
     authorize(request, config)
     headers = header_map(request)
-    _check_content_type(headers)
+    if not any_content_type:
+        _check_content_type(headers)
     raw = await _read_body(request, headers.get(b"content-length", b""), config.max_body_bytes)
     if config.journal is not None:
         headers = headers_of(request.headers.items())
