@@ -2,9 +2,9 @@
 
 `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, and the same under
 `/v1/` (where google-genai posts when given only a base URL); `GET /v1beta/models` lists every
-scenario (`GET /v1/models` stays OpenAI's listing). The request becomes the chat conversation
-it stands for (`gemini_request`), so the turn index is the number of `model` contents and
-`promptTokenCount` is the chat formula over that conversation.
+scenario and `GET /v1beta/models/{model}` describes one (`GET /v1/models` stays OpenAI's). The
+request becomes the chat conversation it stands for (`gemini_request`), so the turn index is the
+number of `model` contents and `promptTokenCount` is the chat formula over that conversation.
 
 A stream is server-sent events with `?alt=sse` (as google-genai asks for it), otherwise one
 JSON array whose elements arrive one by one; each element is a `GenerateContentResponse`
@@ -30,7 +30,7 @@ from mockprovider import attempts, scenarios, wire
 from mockprovider.errors import APIError, invalid
 from mockprovider.formats import event_stream, json_response, scripted_turn, suffix
 from mockprovider.gemini_request import generate_request
-from mockprovider.pipeline import authorize, config_of, read_raw
+from mockprovider.pipeline import authorize, config_of, read_raw, resolve
 
 STATUS = {
     400: "INVALID_ARGUMENT",
@@ -179,18 +179,37 @@ async def generate(request: Request) -> Response:
         return error_response(e)
 
 
+def _model(name: str, script: scenarios.Scenario) -> dict[str, Any]:
+    return {"name": f"models/{name}", "version": "mockprovider", "displayName": name,
+            "description": scenarios.describe(script), "supportedGenerationMethods": list(METHODS)}
+
+
 async def list_models(request: Request) -> Response:
     try:
         config = config_of(request)
         authorize(request, config)
     except APIError as e:
         return error_response(e)
-    models = [
-        {"name": f"models/{name}", "version": "mockprovider", "displayName": name,
-         "description": scenarios.describe(script), "supportedGenerationMethods": list(METHODS)}
-        for name, script in config.scenarios.items()
-    ]
-    return json_response({"models": models})
+    return json_response({"models": [_model(name, script) for name, script in config.scenarios.items()]})
+
+
+async def get_model(request: Request) -> Response:
+    try:
+        config = config_of(request)
+        authorize(request, config)
+        name = request.path_params["model"]
+        script, _ = resolve(request, config, name)
+    except APIError as e:
+        return error_response(e)
+    return json_response(_model(name, script))
+
+
+async def not_found(request: Request) -> Response:
+    """Any other path under /v1beta: a 404 in Google's shape, naming what is served."""
+    return error_response(APIError(
+        404, f"{request.method} {request.url.path}: not served here; this mock serves "
+             "models/{model}:generateContent, models/{model}:streamGenerateContent and models.",
+    ))
 
 
 # Every method reaches `generate`, so a wrong one is refused in Google's shape too.
@@ -200,4 +219,6 @@ ROUTES = [
     *(Route(f"{prefix}/{version}/models/{{model}}:{{method}}", generate, methods=_ANY)
       for prefix in _PREFIXES for version in ("v1beta", "v1")),
     *(Route(f"{prefix}/v1beta/models", list_models, methods=["GET"]) for prefix in _PREFIXES),
+    *(Route(f"{prefix}/v1beta/models/{{model}}", get_model, methods=["GET"]) for prefix in _PREFIXES),
+    *(Route(f"{prefix}/v1beta/{{path:path}}", not_found, methods=_ANY) for prefix in _PREFIXES),
 ]

@@ -337,6 +337,14 @@ async def show(request: Request) -> Response:
         return error_response(e)
 
 
+async def not_found(request: Request) -> Response:
+    """Any other path under /api: a 404 in Ollama's shape, naming what is served."""
+    return error_response(APIError(
+        404, f"{request.method} {request.url.path}: not served here; this mock serves /api/chat, "
+             "/api/tags and /api/show.",
+    ))
+
+
 # Every method reaches the endpoints, so a wrong one is refused in Ollama's shape too.
 _ANY = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 ROUTES = [
@@ -346,5 +354,6 @@ ROUTES = [
         Route(f"{prefix}/api/chat", chat, methods=_ANY),
         Route(f"{prefix}/api/tags", tags, methods=["GET"]),
         Route(f"{prefix}/api/show", show, methods=_ANY),
+        Route(f"{prefix}/api/{{path:path}}", not_found, methods=_ANY),
     )
 ]

@@ -6,6 +6,7 @@ import json
 import logging
 
 import httpx
+import openai
 import pytest
 from formats_support import FUZZ, JSON_VALUE, TEXT, post_generated
 from google import genai
@@ -177,10 +178,46 @@ def test_both_api_versions_serve_generate_content(mock_url, version):
     assert [(c.id, c.name) for c in reply.function_calls] == [("c1", "list_files")]
 
 
-def test_models_are_listed_under_v1beta(mock_url):
+def test_models_are_listed_and_described_under_v1beta(mock_url):
     with _client(mock_url, api_version="v1beta") as client:
         names = [m.name for m in client.models.list()]
+        plan = client.models.get(model="plan")
+        with pytest.raises(errors.ClientError) as caught:
+            client.models.get(model="plann")
     assert "models/plan" in names and "models/runaway" in names
+    assert plan.name == "models/plan" and plan.description.startswith("List, read, answer")
+    assert (caught.value.code, caught.value.status) == (404, "NOT_FOUND")
+
+
+CITY = {"name": "city", "turns": [
+    {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Zürich"}},
+                    {"name": "get_time", "id": "time-1", "arguments": {}}]},
+    [{"if": {"tool_result_contains": "rain"}, "content": "Take an umbrella."}, {"content": "Enjoy the sun."}],
+]}
+
+
+@pytest.mark.parametrize(("weather", "answer"), [("rain", "Take an umbrella."), ("sun", "Enjoy the sun.")])
+def test_a_scenario_file_answers_as_on_the_chat_route(serve_mock, weather, answer):
+    question = [{"role": "user", "content": "Umbrella?"}]
+    with serve_mock(scenario_files=[CITY]) as url, _client(url) as client:
+        first = client.models.generate_content(model="city", contents="Umbrella?")
+        calls = first.function_calls
+        answers = [types.Part.from_function_response(name=c.name, response={"result": weather})
+                   for c in calls]
+        contents = [types.Content(role="user", parts=[types.Part(text="Umbrella?")]),
+                    first.candidates[0].content, types.Content(role="user", parts=answers)]
+        second = client.models.generate_content(model="city", contents=contents)
+        with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as chat:
+            chat_first = chat.chat.completions.create(model="city", messages=question)
+            fed_back = [*question, chat_first.choices[0].message.model_dump(exclude_none=True),
+                        *({"role": "tool", "tool_call_id": c.id, "content": weather}
+                          for c in chat_first.choices[0].message.tool_calls)]
+            chat_second = chat.chat.completions.create(model="city", messages=fed_back)
+    assert [(c.id, c.name, c.args) for c in calls] == [
+        ("call_0_0", "get_weather", {"city": "Zürich"}), ("time-1", "get_time", {})]
+    assert second.text == answer
+    assert first.usage_metadata.candidates_token_count == chat_first.usage.completion_tokens
+    assert second.usage_metadata.prompt_token_count == chat_second.usage.prompt_tokens
 
 
 ANSWER_TURN = [
@@ -377,6 +414,7 @@ def test_transport_level_errors_are_google_shaped_too(serve_mock):
         ("POST", path, {"json": ok(padding="x" * limit), "headers": key}, 413, "INVALID_ARGUMENT"),
         ("GET", path, {"headers": key}, 405, "UNIMPLEMENTED"),
         ("POST", "/v1beta/models/plan:embedContent", {"json": ok(), "headers": key}, 404, "NOT_FOUND"),
+        ("POST", "/v1beta/cachedContents", {"json": {}, "headers": key}, 404, "NOT_FOUND"),
         ("POST", "/v1beta/models/plan:streamGenerateContent?alt=proto", {"json": ok(), "headers": key},
          400, "INVALID_ARGUMENT"),
     ]

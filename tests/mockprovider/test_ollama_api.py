@@ -7,6 +7,7 @@ import logging
 
 import httpx
 import ollama
+import openai
 import pytest
 from formats_support import FUZZ, JSON_VALUE, TEXT, post_generated
 from hypothesis import given
@@ -184,6 +185,29 @@ def test_tool_call_ids_are_honoured_when_the_request_carries_them(mock_url):
     assert reply["prompt_eval_count"] == o200k.prompt_tokens(chat, [])
 
 
+CITY = {"name": "city", "turns": [
+    {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Zürich"}},
+                    {"name": "get_time", "id": "time-1", "arguments": {}}]},
+    [{"if": {"tool_result_contains": "rain"}, "content": "Take an umbrella."}, {"content": "Enjoy the sun."}],
+]}
+
+
+@pytest.mark.parametrize(("weather", "answer"), [("rain", "Take an umbrella."), ("sun", "Enjoy the sun.")])
+def test_a_scenario_file_answers_with_its_calls_and_its_condition(serve_mock, weather, answer):
+    question = [{"role": "user", "content": "Umbrella?"}]
+    with serve_mock(scenario_files=[CITY]) as url, ollama.Client(host=_root(url)) as client:
+        first = client.chat(model="city", messages=question)
+        calls = first.message.tool_calls
+        results = [{"role": "tool", "tool_name": c.function.name, "content": weather} for c in calls]
+        second = client.chat(model="city", messages=[*question, first.message, *results])
+        with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as chat:
+            chat_first = chat.chat.completions.create(model="city", messages=question)
+    assert [(c.function.name, dict(c.function.arguments)) for c in calls] == [
+        ("get_weather", {"city": "Zürich"}), ("get_time", {})]
+    assert second.message.content == answer
+    assert first.eval_count == chat_first.usage.completion_tokens
+
+
 # --- faults: the ollama client does not retry, so the fault reaches the caller ---------------------
 
 
@@ -290,6 +314,7 @@ def test_transport_level_errors_are_ollama_shaped_too(serve_mock):
         ("GET", "/api/chat", {"headers": key}, 405),
         ("POST", "/api/show", {"json": {}, "headers": key}, 400),
         ("GET", "/api/tags", {}, 401),
+        ("POST", "/api/generate", {"json": {"model": "plan", "prompt": "hi"}, "headers": key}, 404),
     ]
     with serve_mock(max_body_bytes=limit, api_key="secret") as url, httpx.Client(base_url=_root(url)) as http:
         for method, path, kwargs, status in cases:
