@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import o200k
+from mockprovider.attempts import MAX_ENTRIES, RECENT_S, Attempts
 from mockprovider.scenarios import ANSWER_PLAN
 
 QUESTION = "Which file mentions a timeout?"
@@ -300,6 +301,16 @@ def test_the_client_retries_past_a_fault_as_it_retries_the_real_service(mock_url
         f"model={model} turn=0 attempt=1 status={kind}",
         f"model={model} turn=0 attempt=2 status=ok",
     ]
+
+
+def test_a_repeat_counts_as_the_next_attempt_until_it_is_stale_and_memory_stays_bounded():
+    seen = Attempts()
+    assert [seen.count(b"a", t) for t in (0.0, 1.0, 2.0)] == [0, 1, 2]
+    assert seen.count(b"b", 2.0) == 0
+    assert seen.count(b"a", 2.0 + RECENT_S + 1) == 0, "a repeat long after is a new request"
+    for k in range(MAX_ENTRIES + 1):
+        seen.count(str(k).encode(), 10.0)
+    assert seen.count(b"b", 10.0) == 0, "the oldest entries went first"
 
 
 def test_a_client_that_does_not_retry_sees_the_fault_as_the_real_service_would_send_it(mock_url):
