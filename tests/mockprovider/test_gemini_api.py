@@ -15,7 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import o200k
+from mockprovider.anthropic_api import messages_request
 from mockprovider.attempts import MAX_ENTRIES, RECENT_S, Attempts
+from mockprovider.gemini_request import generate_request
 from mockprovider.scenarios import ANSWER_PLAN
 
 QUESTION = "Which file mentions a timeout?"
@@ -256,6 +258,39 @@ def test_without_alt_sse_the_stream_is_one_json_array_of_the_same_responses(mock
     assert without_ids(array.json()) == without_ids(events)
     assert "".join(e["candidates"][0]["content"]["parts"][0]["text"] for e in events) == ANSWER_PLAN
     assert events[-1]["candidates"][0]["finishReason"] == "STOP"
+
+
+def test_a_request_reads_into_the_transcript_the_anthropic_reader_makes_of_the_same_exchange():
+    # One transcript shape for every format: checks made on it (unanswered calls, tools offered)
+    # then hold in every format alike.
+    gemini = generate_request({
+        "systemInstruction": {"parts": [{"text": SYSTEM}]},
+        "contents": [
+            {"role": "user", "parts": [{"text": QUESTION}]},
+            {"role": "model", "parts": [{"text": "Listing."}, {"functionCall": {
+                "id": "c1", "name": "read_file", "args": {"path": "errors.log"}}}]},
+            {"role": "user", "parts": [
+                {"functionResponse": {"name": "read_file", "response": {"result": "ok"}}},
+                {"text": "go on"}]},
+        ],
+        "tools": [{"functionDeclarations": [{"name": "read_file", "description": DESCRIPTIONS["read_file"],
+                                             "parameters": SCHEMAS["read_file"]}]}],
+        "generationConfig": {"maxOutputTokens": 7},
+    }, model="plan", stream=False)
+    claude = messages_request({
+        "model": "plan", "max_tokens": 7, "system": SYSTEM,
+        "messages": [
+            {"role": "user", "content": QUESTION},
+            {"role": "assistant", "content": [{"type": "text", "text": "Listing."}, {
+                "type": "tool_use", "id": "c1", "name": "read_file", "input": {"path": "errors.log"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "ok"},
+                                         {"type": "text", "text": "go on"}]},
+        ],
+        "tools": [{"name": "read_file", "description": DESCRIPTIONS["read_file"],
+                   "input_schema": SCHEMAS["read_file"]}],
+    })
+    assert gemini.messages == claude.messages
+    assert (gemini.tools, gemini.max_tokens) == (claude.tools, claude.max_tokens)
 
 
 # --- keys, faults and retries ----------------------------------------------------------------

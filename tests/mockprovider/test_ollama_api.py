@@ -14,6 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import o200k
+from mockprovider.anthropic_api import messages_request
+from mockprovider.ollama_api import chat_request
 from mockprovider.scenarios import ANSWER_PLAN
 
 QUESTION = "Which file mentions a timeout?"
@@ -206,6 +208,37 @@ def test_a_scenario_file_answers_with_its_calls_and_its_condition(serve_mock, we
         ("get_weather", {"city": "Zürich"}), ("get_time", {})]
     assert second.message.content == answer
     assert first.eval_count == chat_first.usage.completion_tokens
+
+
+def test_a_request_reads_into_the_transcript_the_anthropic_reader_makes_of_the_same_exchange():
+    # One transcript shape for every format: checks made on it (unanswered calls, tools offered)
+    # then hold in every format alike.
+    call = {"id": "c1", "function": {"name": "read_file", "arguments": {"path": "errors.log"}}}
+    read = chat_request({
+        "model": "plan:latest", "options": {"num_predict": 7},
+        "messages": [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": QUESTION},
+            {"role": "assistant", "content": "Listing.", "tool_calls": [call]},
+            {"role": "tool", "tool_name": "read_file", "content": "ok"},
+            {"role": "user", "content": "go on"},
+        ],
+        "tools": TOOLS[1:],
+    })
+    claude = messages_request({
+        "model": "plan", "max_tokens": 7, "system": SYSTEM,
+        "messages": [
+            {"role": "user", "content": QUESTION},
+            {"role": "assistant", "content": [{"type": "text", "text": "Listing."}, {
+                "type": "tool_use", "id": "c1", "name": "read_file", "input": {"path": "errors.log"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "ok"},
+                                         {"type": "text", "text": "go on"}]},
+        ],
+        "tools": [{"name": "read_file", "description": "Read one file.",
+                   "input_schema": TOOLS[1]["function"]["parameters"]}],
+    })
+    assert (read.model, read.stream) == ("plan", True)
+    assert (read.messages, read.tools, read.max_tokens) == (claude.messages, claude.tools, claude.max_tokens)
 
 
 # --- faults: the ollama client does not retry, so the fault reaches the caller ---------------------
