@@ -12,7 +12,8 @@ carrying one token of text (or every function call at once, as Gemini sends them
 last one the `finishReason` and `usageMetadata`. `finishReason` is STOP for text and function
 calls alike and MAX_TOKENS when `generationConfig.maxOutputTokens` cut the reply.
 
-The key may come as `x-goog-api-key` or `?key=`. Every error, the shared steps' included, is
+`:countTokens` answers what `promptTokenCount` of the same request would be. The key may come
+as `x-goog-api-key` or `?key=`. Every error, the shared steps' included, is
 in Google's shape `{"error": {"code", "message", "status"}}` with its status names.
 """
 
@@ -26,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mockprovider import attempts, scenarios, wire
+from mockprovider import attempts, scenarios, transcript, wire
 from mockprovider.errors import APIError, invalid
 from mockprovider.formats import event_stream, json_response, scripted_turn, suffix
 from mockprovider.gemini_request import generate_request
@@ -45,7 +46,7 @@ STATUS = {
     504: "DEADLINE_EXCEEDED",
 }
 FINISH_REASONS = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS"}
-METHODS = ("generateContent", "streamGenerateContent")
+METHODS = ("generateContent", "streamGenerateContent", "countTokens")
 
 
 def error_response(e: APIError) -> Response:
@@ -158,6 +159,8 @@ async def _generate(request: Request) -> Response:
     config = config_of(request)
     raw = await read_raw(request, config)
     model = request.path_params["model"]
+    if method == "countTokens":
+        return await _count_tokens(request, _parse(raw), model)
     req = generate_request(_parse(raw), model=model, stream=stream)
     attempts.fill_in(request, raw)
     turn = await scripted_turn(request, config, req)
@@ -170,6 +173,18 @@ async def _generate(request: Request) -> Response:
     if alt == "sse":
         return event_stream(sse_events(turn.completion), turn.options)
     return event_stream(array_events(turn.completion), turn.options, media_type="application/json")
+
+
+async def _count_tokens(request: Request, body: Any, model: str) -> Response:
+    """What `promptTokenCount` of the same request would be: `contents` alone, or a whole
+    `generateContentRequest` (with its systemInstruction and tools)."""
+    if isinstance(body, dict) and body.get("generateContentRequest") is not None:
+        body = body["generateContentRequest"]
+    req = generate_request(body, model=model, stream=False)
+    resolve(request, config_of(request), model)  # an unknown model is a 404 here too
+    total = await transcript.count(req.messages, req.tools)
+    return json_response({"totalTokens": total,
+                          "promptTokensDetails": [{"modality": "TEXT", "tokenCount": total}]})
 
 
 async def generate(request: Request) -> Response:
@@ -208,7 +223,7 @@ async def not_found(request: Request) -> Response:
     """Any other path under /v1beta: a 404 in Google's shape, naming what is served."""
     return error_response(APIError(
         404, f"{request.method} {request.url.path}: not served here; this mock serves "
-             "models/{model}:generateContent, models/{model}:streamGenerateContent and models.",
+             "models/{model}:generateContent, :streamGenerateContent, :countTokens and models.",
     ))
 
 

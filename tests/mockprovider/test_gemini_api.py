@@ -223,6 +223,20 @@ def test_a_scenario_file_answers_as_on_the_chat_route(serve_mock, weather, answe
     assert second.usage_metadata.prompt_token_count == chat_second.usage.prompt_tokens
 
 
+def test_count_tokens_is_what_the_same_request_bills_as_its_prompt(mock_url):
+    with _client(mock_url) as client:
+        counted = client.models.count_tokens(model="plan", contents=QUESTION)
+        billed = client.models.generate_content(model="plan", contents=QUESTION)
+    assert counted.total_tokens == billed.usage_metadata.prompt_token_count
+    declaration = {"name": "list_files", "parameters": SCHEMAS["list_files"]}
+    body = {"systemInstruction": {"parts": [{"text": SYSTEM}]}, "contents": [{"parts": [{"text": QUESTION}]}],
+            "tools": [{"functionDeclarations": [declaration]}]}
+    with httpx.Client(base_url=_root(mock_url)) as http:
+        whole = http.post("/v1beta/models/plan:countTokens", json={"generateContentRequest": body}).json()
+        prompt = http.post("/v1beta/models/plan:generateContent", json=body).json()["usageMetadata"]
+    assert whole["totalTokens"] == prompt["promptTokenCount"] > counted.total_tokens
+
+
 ANSWER_TURN = [
     types.Content(role="user", parts=[types.Part(text=QUESTION)]),
     types.Content(role="model", parts=[types.Part(text="Listing.")]),
