@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -172,6 +173,19 @@ def test_automatic_function_calling_runs_the_tools_and_reaches_the_answer(mock_u
             text = chat.send_message(QUESTION).text
     assert text == ANSWER_PLAN
     assert ran == [("list_files", {}), ("read_file", {"path": "errors.log"})]
+
+
+def test_the_async_client_drives_plan_as_the_sync_one_does(mock_url):
+    # Agent frameworks (Google's ADK among them) call the async client.
+    async def drive() -> list[types.GenerateContentResponse]:
+        async with _client(mock_url).aio as client:
+            return [await client.models.generate_content(model="plan", contents=QUESTION),
+                    *[chunk async for chunk in await client.models.generate_content_stream(
+                        model="plan", contents=[c.model_dump(exclude_none=True) for c in ANSWER_TURN])]]
+
+    first, *chunks = asyncio.run(drive())
+    assert [(c.id, c.name) for c in first.function_calls] == [("c1", "list_files")]
+    assert "".join(c.text for c in chunks) == ANSWER_PLAN
 
 
 @pytest.mark.parametrize("version", ["v1", "v1beta"])

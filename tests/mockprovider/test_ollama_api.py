@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -109,6 +110,19 @@ def test_streamed_and_plain_replies_are_the_same(mock_url):
         return r.message.model_dump(), r.done_reason, r.prompt_eval_count, r.eval_count
 
     assert [essence(r) for r in streamed] == [essence(r) for r in plain]
+
+
+def test_the_async_client_drives_plan_as_the_sync_one_does(mock_url):
+    async def drive() -> tuple[ollama.ChatResponse, list[ollama.ChatResponse]]:
+        client = ollama.AsyncClient(host=_root(mock_url))
+        first = await client.chat(model="plan", messages=[{"role": "user", "content": QUESTION}], tools=TOOLS)
+        parts = [part async for part in await client.chat(model="plan", messages=ANSWER_TURN, stream=True)]
+        await client.close()
+        return first, parts
+
+    first, parts = asyncio.run(drive())
+    assert first.message.tool_calls[0].function.name == "list_files"
+    assert "".join(p.message.content for p in parts) == ANSWER_PLAN and parts[-1].done
 
 
 def test_durations_add_up_and_the_latency_is_in_the_prompt_evaluation(mock_url):
