@@ -1,0 +1,43 @@
+"""The worked example: a plain `openai` SDK loop as an exitkit adapter (see docs/exitkit.md)."""
+
+import asyncio
+import json
+
+from openai import AsyncOpenAI
+
+from exitkit import Outcome
+
+
+class PlainLoop:
+    name = "plain openai loop"
+    limits = frozenset({"max_turns", "cancel"})  # no budget, approvals or resume: the report says so
+
+    async def run(self, job):
+        tools = {t.name: t for t in job.tools}
+        schemas = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                     "parameters": t.parameters}} for t in job.tools]
+        messages = [{"role": "system", "content": job.system}, {"role": "user", "content": job.task}]
+        async with AsyncOpenAI(base_url=job.base_url, api_key=job.api_key) as client:
+            for _ in range(job.limits.max_turns or 50):
+                reply = await client.chat.completions.create(model=job.model, messages=messages,
+                                                             tools=schemas)
+                message = reply.choices[0].message
+                messages.append(message.model_dump(exclude_none=True))
+                if not message.tool_calls:
+                    return Outcome(status="completed", answer=message.content or "")
+                for call in message.tool_calls:
+                    args = json.loads(call.function.arguments or "{}")
+                    work = asyncio.ensure_future(tools[call.function.name].call(**args))
+                    stop = asyncio.ensure_future(job.cancel.wait())
+                    await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+                    stop.cancel()
+                    if job.cancel.is_set():  # Stop pressed: cancel the tool, end the run
+                        work.cancel()
+                        await asyncio.gather(work, return_exceptions=True)
+                        return Outcome(status="cancelled")
+                    try:
+                        result = work.result()
+                    except Exception as e:  # a tool error is data: tell the model what failed
+                        result = f"Error: {e}"
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        return Outcome(status="max_turns")
