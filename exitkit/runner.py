@@ -25,6 +25,7 @@ from typing import Any
 from exitkit.contract import Decision, Outcome, decision_to_json
 from exitkit.journal import Entry, Journal
 from exitkit.ledger import Event
+from exitkit.raw import replay
 from exitkit.setup import Setup
 
 RUN_TIMEOUT_S = 120.0
@@ -126,6 +127,15 @@ class Kit:
             outcome = Outcome(status="returned", answer=str(outcome))
         return Run(outcome=outcome, entries=seen, events=setup.ledger.events(), started=started, ended=ended,
                    stop_pressed=pressed[0] if pressed else None)
+
+    async def replay(self, bodies: list[dict[str, Any]]) -> Run:
+        """The bare `httpx` floor: the same bodies, sent one after another, in a journal window."""
+        with self.journal.window() as seen:
+            started = time.perf_counter()
+            ok = await replay(self.base_url, bodies)
+            ended = time.perf_counter()
+        return Run(outcome=Outcome(status="replayed", answer=f"{ok} of {len(bodies)} ok"), entries=seen,
+                   events=[], started=started, ended=ended)
 
     def child(self, spec: str, setup: Setup, command: str = "resume", decision: Decision | None = None,
               *, guard: int | None = None) -> Run:

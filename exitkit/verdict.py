@@ -84,4 +84,6 @@ class Result:
 
     @property
     def cell(self) -> str:
+        if self.summary.startswith(self.verdict):
+            return self.summary.upper()[: len(self.verdict)] + self.summary[len(self.verdict):]
         return f"{self.verdict.upper()} · {self.summary}"
