@@ -30,7 +30,7 @@ def pick(only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[str]:
     return [c for c in CASES if (not only or c in only) and c not in skip]
 
 
-async def _one(kit: Kit, adapter: Any, who: Declared, case: str, fast: bool) -> Result:
+async def run_case(kit: Kit, adapter: Any, who: Declared, case: str, fast: bool) -> Result:
     try:
         if case == "overhead":
             return await overhead(kit, adapter, who, fast=fast)
@@ -45,7 +45,7 @@ async def _all(kit: Kit, loaded: list[tuple[Any, Declared]], cases: list[str], f
     for adapter, who in loaded:
         for case in cases:
             started = time.monotonic()
-            result = await _one(kit, adapter, who, case, fast)
+            result = await run_case(kit, adapter, who, case, fast)
             log(f"{who.name} · {TITLES[case]}: {result.cell} ({time.monotonic() - started:.1f} s)")
             results.append(result)
     return results

@@ -159,21 +159,24 @@ async def approval(kit: Kit, adapter: Any, who: Declared) -> Result:
     await kit.measure(adapter, declined, guard=OUTSIDE_CAP)
     rejected = kit.child(who.spec, declined, decision=Reject(REASON), guard=OUTSIDE_CAP)
     reason_text = _sent_back(rejected, "c2") or ""
-    checks = {
-        "stops before the effect": _deletions(stop) == 0 and bool(stop.requests),
-        "runs once when approved in a new process": _deletions(approved) == 1,
-        "not again on a second resume": _deletions(again) == 1,
-        "the rejection's reason reaches the model": REASON in reason_text,
-        "the answer does not claim the deletion": bool(rejected.last_text())
-        and CLAIMS_DELETION not in rejected.last_text() and _deletions(rejected) == 0,
+    said = rejected.last_text()
+    checks = {  # name: (holds, what the cell says when it does not)
+        "stops before the effect": (_deletions(stop) == 0 and bool(stop.requests), "ran before approval"),
+        "runs once when approved in a new process": (_deletions(approved) == 1,
+                                                     f"ran {_deletions(approved)}× when approved"),
+        "not again on a second resume": (_deletions(again) == 1, "ran again on a second resume"),
+        "the rejection's reason reaches the model": (REASON in reason_text, "rejection reason not sent"),
+        "the answer does not claim the deletion": (
+            bool(said) and CLAIMS_DELETION not in said and _deletions(rejected) == 0,
+            "answer claims the deletion"),
     }
-    failed = [name for name, ok in checks.items() if not ok]
-    figures = {**checks, "deletions after approval": _deletions(approved),
+    failed = [why for ok, why in checks.values() if not ok]
+    figures = {**{name: ok for name, (ok, _) in checks.items()},
+               "deletions after approval": _deletions(approved),
                "deletions after the second resume": _deletions(again), "stops with": stop.said(),
                "resumed": approved.said(), "resumed again": again.said(), "rejected": rejected.said(),
                "text sent back on rejection": reason_text, "answer after rejection": rejected.last_text()}
-    summary = ("stops · runs once · not again · rejection read" if not failed else "; ".join(failed[:2]) +
-               (" fails" if len(failed) == 1 else " fail"))
+    summary = "stops · runs once · not again · rejection read" if not failed else "; ".join(failed)
     evidence = {"stop": _requests(stop), "approved": _requests(approved), "resumed again": _requests(again),
                 "rejected": _requests(rejected)}
     return Result(case="approval", adapter=who.name, verdict="fail" if failed else "pass", summary=summary,

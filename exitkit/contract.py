@@ -29,8 +29,9 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
+T = TypeVar("T")
 LimitName = Literal["max_turns", "max_budget_usd", "approval", "cancel", "resume"]
 LIMIT_NAMES: tuple[LimitName, ...] = ("max_turns", "max_budget_usd", "approval", "cancel", "resume")
 """Every limit an adapter may declare; the kit checks a declared set against these names."""
@@ -84,6 +85,20 @@ class Job:
 
     def tool(self, name: str) -> Tool:
         return next(t for t in self.tools if t.name == name)
+
+    async def unless_stopped(self, work: Awaitable[T]) -> T | None:
+        """Await `work` (a tool call) unless Stop is pressed first: then cancel it, so the tool
+        sees the cancellation, and return None. For loops without a cancel API of their own."""
+        task, stop = asyncio.ensure_future(work), asyncio.ensure_future(self.cancel.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        await asyncio.wait({task})
+        return None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,5 @@
 """The worked example: a plain `openai` SDK loop as an exitkit adapter (see docs/exitkit.md)."""
 
-import asyncio
 import json
 
 from openai import AsyncOpenAI
@@ -13,7 +12,6 @@ class PlainLoop:
     limits = frozenset({"max_turns", "cancel"})  # no budget, approvals or resume: the report says so
 
     async def run(self, job):
-        tools = {t.name: t for t in job.tools}
         schemas = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                      "parameters": t.parameters}} for t in job.tools]
         messages = [{"role": "system", "content": job.system}, {"role": "user", "content": job.task}]
@@ -26,18 +24,14 @@ class PlainLoop:
                 if not message.tool_calls:
                     return Outcome(status="completed", answer=message.content or "")
                 for call in message.tool_calls:
-                    args = json.loads(call.function.arguments or "{}")
-                    work = asyncio.ensure_future(tools[call.function.name].call(**args))
-                    stop = asyncio.ensure_future(job.cancel.wait())
-                    await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
-                    stop.cancel()
-                    if job.cancel.is_set():  # Stop pressed: cancel the tool, end the run
-                        work.cancel()
-                        await asyncio.gather(work, return_exceptions=True)
-                        return Outcome(status="cancelled")
+                    tool = job.tool(call.function.name)
                     try:
-                        result = work.result()
-                    except Exception as e:  # a tool error is data: tell the model what failed
-                        result = f"Error: {e}"
+                        result = await job.unless_stopped(tool.call(**json.loads(call.function.arguments)))
+                    except PermissionError:  # retrying cannot help: end the run with the reason
+                        raise
+                    except Exception as error:  # any other tool error is data: tell the model what failed
+                        result = f"Error: {error}"
+                    if result is None:  # Stop was pressed: the tool was cancelled
+                        return Outcome(status="cancelled")
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
         return Outcome(status="max_turns")
