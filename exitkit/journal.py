@@ -52,6 +52,13 @@ class Entry:
     complete: bool = True
     """False if the client went away before the whole reply."""
     guarded: bool = False
+    usage_found: bool = True
+    """False for a whole 200 reply that carried no usage (a stream without `include_usage`): its
+    tokens are unknown, not zero."""
+
+    @property
+    def unbilled(self) -> bool:
+        return self.status == 200 and self.complete and not self.usage_found
 
     @property
     def cost_usd(self) -> float:
@@ -196,6 +203,7 @@ class Journal:
             completion_tokens=int(usage.get("completion_tokens", 0)),
             reply_text=got.get("text", ""), reply_calls=tuple(got.get("calls", ())),
             error="" if status == 200 else _error(reply), started=started, mock_s=seconds, complete=complete,
+            usage_found=bool(got.get("usage")) or status != 200,
         )
         with self._lock:
             self.entries.append(entry)

@@ -60,6 +60,10 @@ class Run:
 
     @property
     def cost_usd(self) -> float:
+        """Spend at the mock's billed tokens; a reply without usage makes it unknown (an error)."""
+        if unbilled := sum(e.unbilled for e in self.requests):
+            raise ValueError(f"{unbilled} replies carried no usage (a stream without include_usage): "
+                             "their tokens, and so the spend, are unknown")
         return sum(e.cost_usd for e in self.requests)
 
     @property
