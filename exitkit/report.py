@@ -24,7 +24,7 @@ from typing import Any
 
 from exitkit.contract import Declared
 from exitkit.journal import PRICE_IN_PER_M, PRICE_OUT_PER_M
-from exitkit.verdict import CRITERIA, TITLES, Result
+from exitkit.verdict import CRITERIA, TITLES, VERDICTS, Result
 
 SCHEMA = "exitkit-report/1"
 
@@ -54,7 +54,7 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 def _card(adapters: Sequence[Declared], results: Sequence[Result], cases: list[str]) -> str:
     by = {(r.adapter, r.case): r for r in results}
-    rows = [[a.name] + [by[a.name, c].cell if (a.name, c) in by else "not run" for c in cases]
+    rows = [[a.name] + [by[a.name, c].cell if (a.name, c) in by else "—" for c in cases]
             for a in adapters]
     return _table(["agent"] + [TITLES[c] for c in cases], rows)
 
@@ -74,14 +74,23 @@ def _figures(case: str, results: Sequence[Result]) -> str:
                                                  for r in rows])
 
 
+def _finding(case: str, results: Sequence[Result]) -> str:
+    """Who got which verdict, in the order of the verdicts."""
+    rows = [r for r in results if r.case == case]
+    parts = [f"**{v}**: " + ", ".join(r.adapter for r in rows if r.verdict == v)
+             for v in VERDICTS if any(r.verdict == v for r in rows)]
+    return "; ".join(parts) + ".\n"
+
+
 def markdown(adapters: Sequence[Declared], results: Sequence[Result], *, title: str, command: str,
-             chart: str | None) -> str:
+             chart: str | None, preface: str = "") -> str:
     cases = list(dict.fromkeys(r.case for r in results))
     parts = [f"# {title}\n",
              "Every count (requests, tokens, the text sent back to the model, tool runs and side effects) "
              "is read at the provider — the scripted mock, through the kit's journal of every request and "
              "reply — or from the kit's own tool ledger, which survives processes; never from what an "
              "agent reports about itself. Resumes run in a new process.\n",
+             *([preface] if preface else []),
              "## Report card\n", _card(adapters, results, cases),
              "Limits each agent declares it has (the kit never fakes one it lacks: the cell says *none "
              "exists* and what stopped the run):\n",
@@ -91,7 +100,7 @@ def markdown(adapters: Sequence[Declared], results: Sequence[Result], *, title: 
     parts += [f"- **{TITLES[c]}** — {CRITERIA[c]}" for c in cases]
     parts.append("")
     for c in cases:
-        parts += [f"## {TITLES[c]}\n", _figures(c, results)]
+        parts += [f"## {TITLES[c]}\n", _finding(c, results), _figures(c, results)]
         if c == "overhead" and chart:
             parts.append(f"![overhead]({chart})\n")
     parts.append(f"Per-request evidence for every case: `report.json`. Regenerate: `{command}`.\n")
@@ -131,11 +140,12 @@ def chart(results: Sequence[Result], path: Path) -> bool:
 
 def write(adapters: Sequence[Declared], results: Sequence[Result], out: Path, *,
           title: str = "Exit report card", command: str = "python -m exitkit run …",
-          name: str = "report") -> list[Path]:
+          name: str = "report", preface: str = "") -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     data, md, png = out / f"{name}.json", out / f"{name}.md", out / f"{name}.png"
     data.write_text(json.dumps(to_json(adapters, results), indent=1, ensure_ascii=False) + "\n")
     drawn = chart(results, png)
-    text = markdown(adapters, results, title=title, command=command, chart=png.name if drawn else None)
+    text = markdown(adapters, results, title=title, command=command, chart=png.name if drawn else None,
+                    preface=preface)
     md.write_text(text)
     return [data, md] + ([png] if drawn else [])
