@@ -100,3 +100,26 @@ def test_unless_stopped_cancels_the_tool_when_stop_is_pressed() -> None:
 
     assert asyncio.run(scene()) is None
     assert seen == ["cancelled"]
+
+
+def test_the_docs_worked_example_is_the_shipped_plain_loop_adapter() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    section = (root / "docs" / "exitkit.md").read_text().split("## The adapter contract")[0]
+    example = section.split("```python\n")[1].split("```")[0]
+    shipped = (root / "exitkit" / "adapters" / "plain.py").read_text()
+    assert shipped.endswith(example)
+    assert len(example.splitlines()) <= 40
+
+
+def test_no_function_in_the_kit_is_longer_than_60_lines() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "exitkit"
+    long = [f"{path.name}:{node.name}" for path in sorted(root.rglob("*.py"))
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.end_lineno - node.lineno >= 60]
+    assert long == []
