@@ -15,9 +15,7 @@ from typing import Any
 from exitkit import Approve, Decision, Job, Outcome, Reject
 from exitkit import Tool as KitTool
 from harness import (
-    Approval,
     Cancel,
-    Cancelled,
     FileStore,
     Limits,
     ModelClient,
@@ -30,7 +28,8 @@ from harness import (
     reject,
 )
 from harness import run as run_harness
-from harness.state import reason_of
+from harness.cancel import Cancelled
+from harness.state import Approval, reason_of
 from harness.tools import ErrorPolicy
 
 RUN_ID = "exitkit-run"

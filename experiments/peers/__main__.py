@@ -13,7 +13,7 @@ from pathlib import Path
 
 from exitkit.card import check
 from exitkit.report import write
-from experiments.paths import RESULTS
+from experiments.lab.paths import RESULTS
 from experiments.peers import ADAPTERS, NAME, TITLE
 
 PACKAGES = ("openai-agents", "pydantic-ai-slim", "langgraph", "langchain-openai", "openai")

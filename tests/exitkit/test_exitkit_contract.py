@@ -62,12 +62,11 @@ def test_decisions_survive_the_trip_to_a_new_process() -> None:
 
 
 def test_the_kits_texts_are_the_harness_texts_so_tokens_match_the_chapter_runs() -> None:
-    from experiments.runs import TASKS as LAB_TASKS
-    from harness import chapter_tools
-    from harness.chapter import ACCESS_LOG, ERRORS_LOG, NOTES_TXT, PRIVATE_KEY
-    from harness.state import DEFAULT_SYSTEM
+    from experiments.lab.runs import TASKS as LAB_TASKS
+    from harness.chapter import ACCESS_LOG, ERRORS_LOG, NOTES_TXT, PRIVATE_KEY, chapter_tools
+    from harness.chapter import SYSTEM as CHAPTER_SYSTEM
 
-    assert SYSTEM == DEFAULT_SYSTEM
+    assert SYSTEM == CHAPTER_SYSTEM
     assert all(LAB_TASKS[name] == task for name, task in TASKS.items())
     assert FILES == {"errors.log": ERRORS_LOG, "access.log": ACCESS_LOG, "notes.txt": NOTES_TXT,
                      "private.key": PRIVATE_KEY}
