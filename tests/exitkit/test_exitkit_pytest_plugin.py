@@ -1,4 +1,6 @@
-"""`pytest --exitkit MODULE:ADAPTER` runs the cases as tests in another project's suite."""
+"""`pytest --exitkit MODULE:ADAPTER` runs the cases as tests in another project's suite.
+
+Slow: each starts a whole pytest process (with every plugin this environment installs)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env, check=False)
 
 
+@pytest.mark.slow
 def test_a_failed_verdict_fails_its_test_with_the_evidence(tmp_path: Path) -> None:
     skip = "turn_cap,budget,permanent_error,approval,crash,cancellation,overhead"
     done = _pytest(tmp_path, "--exitkit", "broken_loops:SwallowsErrors", "--exitkit",
