@@ -32,7 +32,10 @@ def test_a_failed_verdict_fails_its_test_with_the_evidence(tmp_path: Path) -> No
 @pytest.mark.slow
 def test_a_limit_the_framework_lacks_is_a_skip_that_says_so(tmp_path: Path) -> None:
     skip = "turn_cap,budget,tool_error,permanent_error,crash,cancellation,overhead"
-    done = _pytest(tmp_path, "-rs", "--exitkit", "exitkit.adapters.plain:PlainLoop", "--exitkit-skip", skip)
+    done = _pytest(tmp_path, "-rs", "--exitkit", "exitkit.adapters.plain:PlainLoop", "--exitkit-skip", skip,
+                   "--exitkit-out", "card")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "plain openai loop: none exists (no approval across processes)" in done.stdout
     assert "1 skipped" in done.stdout
+    card = (tmp_path / "card" / "report.md").read_text()
+    assert "| plain openai loop | NONE EXISTS (no approval across processes) |" in card

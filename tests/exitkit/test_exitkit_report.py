@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,15 @@ def test_a_bad_spec_or_case_name_is_a_usage_error(argv: list[str], says: str,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     assert says in capsys.readouterr().err
+
+
+def test_without_matplotlib_the_report_has_no_chart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from exitkit.report import write
+    from exitkit.verdict import Result
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # an import of it now raises ImportError
+    results = [Result(case="overhead", adapter="a", verdict="pass", summary="1.0×",
+                      figures={"per run": [{"run": "plan, cap 20", "× bare httpx": 1.0}]})]
+    written = write([], results, tmp_path)
+    assert [p.name for p in written] == ["report.json", "report.md"]
+    assert "![overhead]" not in (tmp_path / "report.md").read_text()
