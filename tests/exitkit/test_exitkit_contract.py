@@ -122,3 +122,10 @@ def test_no_function_in_the_kit_is_longer_than_60_lines() -> None:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
             and node.end_lineno - node.lineno >= 60]
     assert long == []
+
+
+def test_the_public_api_is_the_contract_and_nothing_else() -> None:
+    import exitkit
+
+    assert sorted(exitkit.__all__) == ["Adapter", "Approve", "Decision", "Job", "LIMIT_NAMES", "Limits",
+                                       "Outcome", "Reject", "Tool"]
