@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 from collections import deque
 from collections.abc import Mapping
@@ -21,7 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_CAPACITY = 100_000
-SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
+_SECRET = re.compile(r"key|token|auth|secret|cookie|passw", re.IGNORECASE)
+
+
+def looks_secret(name: str) -> bool:
+    """A header or parameter whose name suggests a credential (`x-goog-api-key`, `x-auth-token`,
+    `cookie`, ...): its value is never shown."""
+    return _SECRET.search(name) is not None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,7 +51,7 @@ class Entry:
 
     def _about(self, *, mask_secrets: bool) -> dict[str, Any]:
         headers = {
-            name: ("<redacted>" if mask_secrets and name in SECRET_HEADERS else value)
+            name: ("<redacted>" if mask_secrets and looks_secret(name) else value)
             for name, value in self.headers.items()
         }
         return {"seq": self.seq, "method": self.method, "path": self.path, "headers": headers}

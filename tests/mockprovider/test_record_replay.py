@@ -20,9 +20,8 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 import o200k
-from mockprovider import record
-from mockprovider.record import StreamedReply, create_recorder
-from mockprovider.scenario_files import load_scenarios
+from mockprovider.recorder import Stream, create_recorder
+from mockprovider.recorder import proxy as proxy_module
 from mockprovider.server import free_port, serve_in_thread
 
 Reply = tuple[str | None, list[tuple[str, str, str]]]
@@ -145,8 +144,8 @@ def test_upstream_errors_pass_through_unrecorded_and_a_dead_upstream_is_a_502(up
     assert (dead.status_code, dead.json()["error"]["code"]) == (502, "upstream_unreachable")
 
 
-def test_a_reply_with_text_and_tool_calls_keeps_the_calls(tmp_path: Path):
-    reader = StreamedReply()
+def test_a_streamed_reply_with_text_and_tool_calls_is_read_whole():
+    reader = Stream("chat")
     chunks = [
         {"choices": [{"delta": {"role": "assistant", "content": "Let me look. "}}]},
         {
@@ -165,17 +164,10 @@ def test_a_reply_with_text_and_tool_calls_keeps_the_calls(tmp_path: Path):
     raw = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
     for i in range(0, len(raw), 7):  # split mid-line, as a network does
         reader.feed(raw[i : i + 7])
-    message = reader.message()
-    assert message == {
-        "role": "assistant",
+    assert reader.reply() == {
         "content": "Let me look. ",
-        "tool_calls": [{"id": "x1", "function": {"name": "ls", "arguments": '{"a":1}'}}],
+        "tool_calls": [{"name": "ls", "arguments": '{"a":1}', "id": "x1"}],
     }
-    app = create_recorder(upstream="http://127.0.0.1:9/v1", out=tmp_path / "mixed.json")
-    line = app.state.recording.add([{"role": "user", "content": "hi"}], "m", message)
-    assert "text beside the tool calls was dropped" in line
-    script = load_scenarios([tmp_path / "mixed.json"])["mixed"]
-    assert script.turns[0][0].calls[0].arguments == '{"a":1}'
 
 
 def _lingering_upstream() -> Starlette:
@@ -214,13 +206,11 @@ def test_a_streamed_reply_is_recorded_when_the_client_hangs_up_after_done(tmp_pa
 
 def test_a_streamed_reply_keeps_its_tool_calls_in_index_order_past_ten():
     # Parallel calls arrive by `index`; 10 must follow 9, not 1 (as a text sort puts it).
-    reader = StreamedReply()
+    reader = Stream("chat")
     for index in range(12):
         part = {"index": index, "id": f"c{index}", "function": {"name": "ping", "arguments": "{}"}}
         reader.feed(f"data: {json.dumps({'choices': [{'delta': {'tool_calls': [part]}}]})}\n\n".encode())
-    message = reader.message()
-    assert message is not None
-    assert [call["id"] for call in message["tool_calls"]] == [f"c{index}" for index in range(12)]
+    assert [call["id"] for call in reader.reply()["tool_calls"]] == [f"c{index}" for index in range(12)]
 
 
 @pytest.mark.parametrize(
@@ -272,8 +262,8 @@ def test_python_m_mockprovider_record_proxies_and_writes_the_file(upstream: str,
 
 def test_a_reply_no_script_can_hold_is_logged_and_left_out(tmp_path: Path):
     app = create_recorder(upstream="http://127.0.0.1:9/v1", out=tmp_path / "odd.json")
-    nameless = {"tool_calls": [{"id": "x", "function": {"name": "", "arguments": "{}"}}]}
-    line = app.state.recording.add([{"role": "user", "content": "hi"}], "m", nameless)
+    nameless = {"tool_calls": [{"id": "x", "name": "", "arguments": "{}"}]}
+    line = app.state.recorder.recording.add("hi", 0, "m", nameless)
     assert line.startswith(
         "not recorded: the upstream's reply: $.turns[0].tool_calls[0].name: expected a non-empty"
     )
@@ -281,7 +271,7 @@ def test_a_reply_no_script_can_hold_is_logged_and_left_out(tmp_path: Path):
 
 
 def test_the_recorder_bounds_request_bodies(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(record, "MAX_BODY_BYTES", 100)
+    monkeypatch.setattr(proxy_module, "MAX_BODY_BYTES", 100)
     with serve_in_thread(
         create_recorder(upstream="http://127.0.0.1:9/v1", out=tmp_path / "big.json")
     ) as proxy:
