@@ -2,9 +2,10 @@
 
 A conversation is named by its first user message and a turn is the number of assistant
 messages, both read from the request in chat shape, so a reply recorded through any of the
-three wire formats replays through any of them. One conversation becomes a plain list of
-turns; several become alternatives keyed by `user_contains`, the longest message first so none
-hides another. A retried turn keeps the last reply.
+three wire formats replays through any of them. Each turn is a list of alternatives keyed by
+`user_contains`, the longest message first so none hides another: a replay of another task
+fails loudly instead of answering with this one's replies, and --append and --proxy-on-miss
+find each conversation again. A retried turn keeps the last reply.
 
 Each save rewrites the file atomically (a temporary file in the same folder, then a rename),
 so a killed proxy still leaves a valid file, with the mode the file had before.
@@ -109,20 +110,17 @@ class Recording:
         return line
 
     def document(self) -> dict[str, Any]:
-        # Longest first: a message that contains a shorter one must be tested before it.
+        # Longest first: a message that contains a shorter one must be tested before it. A
+        # conversation with no first user message (or one from a file written without keys)
+        # has no condition, so it comes last, as the fallback.
         threads = sorted(self.replies.items(), key=lambda item: -len(item[0]))
         count = max((max(turns) + 1 for _, turns in threads if turns), default=0)
-        turns: list[Any] = []
-        for turn in range(count):
-            gap = {"content": f"(turn {turn} was not recorded)"}
-            if len(threads) == 1:
-                turns.append(threads[0][1].get(turn, gap))
-                continue
-            turns.append([
-                ({"if": {"user_contains": user}} if user else {}) | replies[turn]
-                for user, replies in threads
-                if turn in replies
-            ] or [gap])
+        turns = [
+            [({"if": {"user_contains": user}} if user else {}) | replies[turn]
+             for user, replies in threads if turn in replies]
+            or [{"content": f"(turn {turn} was not recorded)"}]
+            for turn in range(count)
+        ]
         models = ", ".join(self.models) or "no model"
         return {
             "name": self.name,

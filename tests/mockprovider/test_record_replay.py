@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from openai import OpenAI
+from openai import BadRequestError, OpenAI
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -93,11 +93,12 @@ def test_a_recorded_session_replays_the_same_replies_turn_by_turn(upstream: str,
     with serve_in_thread(scenario_files=[out]) as replay:
         client = OpenAI(base_url=replay, api_key="k", max_retries=0)
         replayed = _session(client, "session", "Which file?", ["a.log b.log", "worker 7 timed out"])
-        usage = client.chat.completions.create(
-            model="session", messages=[{"role": "user", "content": "x"}]
-        ).usage
+        asked = [{"role": "user", "content": "Which file?"}]
+        usage = client.chat.completions.create(model="session", messages=asked).usage
+        with pytest.raises(BadRequestError, match="No alternative of turn 0"):
+            client.chat.completions.create(model="session", messages=[{"role": "user", "content": "Other?"}])
     assert replayed == recorded
-    assert usage.prompt_tokens == o200k.prompt_tokens([{"role": "user", "content": "x"}], None)
+    assert usage.prompt_tokens == o200k.prompt_tokens(asked, None)
 
 
 def test_streamed_sessions_and_several_conversations_replay_by_their_first_user_message(
@@ -201,7 +202,7 @@ def test_a_streamed_reply_is_recorded_when_the_client_hangs_up_after_done(tmp_pa
         while not out.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
     assert out.exists(), "the streamed reply was not recorded"
-    assert json.loads(out.read_text())["turns"] == [{"content": "Hello"}]
+    assert json.loads(out.read_text())["turns"] == [[{"if": {"user_contains": "hi"}, "content": "Hello"}]]
 
 
 def test_a_streamed_reply_keeps_its_tool_calls_in_index_order_past_ten():
@@ -257,7 +258,7 @@ def test_python_m_mockprovider_record_proxies_and_writes_the_file(upstream: str,
             proc.send_signal(signal.SIGTERM)
             _, err = proc.communicate(timeout=10)
     assert "recorded turn 0 (list_files)" in err
-    assert json.loads(out.read_text())["turns"][0]["tool_calls"][0]["name"] == "list_files"
+    assert json.loads(out.read_text())["turns"][0][0]["tool_calls"][0]["name"] == "list_files"
 
 
 def test_a_reply_no_script_can_hold_is_logged_and_left_out(tmp_path: Path):

@@ -177,12 +177,13 @@ def test_an_existing_recording_is_kept_unless_overwrite_or_append_is_given(tmp_p
                 model="plan", messages=[{"role": "user", "content": "second"}])
         appended = json.loads(out.read_text())
         users = {alt.get("if", {}).get("user_contains") for alt in appended["turns"][0]}
-        assert users == {"second", None}  # the first, unkeyed conversation stays as the fallback
+        assert users == {"first", "second"}
 
         with record(upstream, out, overwrite=True) as proxy:
             OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0).chat.completions.create(
                 model="plan", messages=[{"role": "user", "content": "third"}])
-        assert isinstance(json.loads(out.read_text())["turns"][0], dict)  # one conversation again
+        (only,) = json.loads(out.read_text())["turns"][0]
+        assert only["if"] == {"user_contains": "third"}
 
 
 def test_a_rewritten_recording_keeps_the_file_mode(tmp_path: Path):
