@@ -4,6 +4,7 @@ each replayed through all three; the proxy-on-miss and strict modes; the `record
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -280,3 +281,12 @@ def test_a_test_records_with_a_with_block_and_the_file_is_ready_inside_it(upstre
         assert json.loads(proxy.out.read_text())["turns"][0][0]["tool_calls"][0]["name"] == "list_files"
     assert proxy.base_url == f"{proxy.root_url}/v1"
     assert proxy.log == [f"recorded turn 0 (list_files) of 'go' in {tmp_path / 'api.json'}"]
+
+
+def test_the_docs_example_runs_as_written(tmp_path: Path):
+    text = (Path(__file__).resolve().parents[2] / "docs" / "recorder.md").read_text()
+    (snippet,) = re.findall(r"## In a test.*?```python\n(.*?)```", text, re.DOTALL)
+    namespace: dict[str, Any] = {}
+    exec(compile(snippet, "docs/recorder.md", "exec"), namespace)
+    namespace["test_my_agent_records_and_replays"](tmp_path)
+    assert json.loads((tmp_path / "agent.json").read_text())["name"] == "agent"

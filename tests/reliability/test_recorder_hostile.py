@@ -273,3 +273,37 @@ def test_odd_replies_on_the_other_formats_pass_through(scripted, path: str):
         response = _through(proxy, path, body)
         assert (response.status_code, response.content) == (200, raw)
         assert proxy.log[-1].startswith(("not recorded: ", "recorded turn 0"))
+
+
+def _nested(depth: int, key: bytes = b"message") -> bytes:
+    """A chat reply (or a chunk, with key `delta`) whose message holds `depth` nested arrays: the
+    whole nests depth + 4 deep."""
+    return b'{"choices":[{"%s":{"content":"d","x":%s%s}}]}' % (key, b"[" * depth, b"]" * depth)
+
+
+def test_the_reply_depth_bound_holds_at_every_depth_to_2000():
+    for depth in range(1, 2001):
+        raw = _nested(depth)
+        if depth + 4 <= MAX_DEPTH:
+            assert replies_module.reply_of("chat", raw) == {"content": "d"}, depth
+        else:
+            with pytest.raises(replies_module.NotRecordable, match=f"nests {depth + 4} levels deep"):
+                replies_module.reply_of("chat", raw)
+
+
+@pytest.mark.parametrize("depth", range(MAX_DEPTH - 4 - 3, MAX_DEPTH - 4 + 4))
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_replies_around_the_depth_bound_pass_through_and_record_only_within_it(
+    scripted, depth: int, stream: bool
+):
+    script, proxy = scripted
+    raw = b"data: " + _nested(depth, b"delta") + b"\n\ndata: [DONE]\n\n" if stream else _nested(depth)
+    script.status, script.chunks = 200, [raw]
+    script.media = "text/event-stream" if stream else "application/json"
+    url = f"{proxy.base_url}/chat/completions"
+    with httpx.stream("POST", url, json={**ASK, "stream": stream}) as response:
+        got = b"".join(response.iter_raw())
+    assert (response.status_code, got) == (200, raw)
+    within = depth + 4 <= MAX_DEPTH
+    expected = "recorded turn 0" if within else f"not recorded: the reply nests {depth + 4}"
+    assert proxy.log[-1].startswith(expected)
