@@ -119,7 +119,7 @@ def test_arguments_that_come_as_an_object_are_recorded_as_they_came(scripted):
     _through(proxy)
     assert proxy.log[-1].startswith("recorded turn 0 (ls)")
     turns = json.loads(proxy.out.read_text())["turns"]
-    assert turns[0]["tool_calls"] == [{"name": "ls", "arguments": {"path": "."}, "id": "c"}]
+    assert turns[0][0]["tool_calls"] == [{"name": "ls", "arguments": {"path": "."}, "id": "c"}]
 
 
 def test_a_reply_nested_past_the_limit_is_skipped_with_its_depth(scripted):
