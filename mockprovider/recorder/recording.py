@@ -85,13 +85,9 @@ class Recording:
     def add(self, user: str, turn: int, model: str, reply: dict[str, Any]) -> str:
         """File `reply` at this conversation's turn and save; a log line either way."""
         try:
-            compile_scenario({"name": "check", "turns": [reply]}, source="the upstream's reply")
+            reply, note = fit(reply)
         except ScenarioFileError as e:
-            if not ("content" in reply and "tool_calls" in reply):
-                return f"not recorded: {e}"
-            # A scenario format that holds prose or tool calls, not both: the calls are kept.
-            line = self.add(user, turn, model, {"tool_calls": reply["tool_calls"]})
-            return line + " (its text beside the tool calls was dropped: the format holds one or the other)"
+            return f"not recorded: {e}"
         self.replies.setdefault(user, {})[turn] = reply
         self.models[model] = None
         try:
@@ -102,7 +98,7 @@ class Recording:
             "text" if reply.get("content") else "",
             ", ".join(call["name"] for call in reply.get("tool_calls", [])),
         ]))
-        line = f"recorded turn {turn} ({what or 'text'}) of {user[:40]!r} in {self.out}"
+        line = f"recorded turn {turn} ({what or 'text'}) of {user[:40]!r} in {self.out}{note}"
         if size > MAX_FILE_BYTES and not self.warned_size:
             self.warned_size = True
             line += (f"; warning: the recording is {size} bytes, more than the {MAX_FILE_BYTES} "
@@ -160,7 +156,7 @@ class Recording:
         self.description = self.description or doc.get("description")
         for turn, value in enumerate(doc["turns"]):
             for alternative in value if isinstance(value, list) else [value]:
-                reply = {k: alternative[k] for k in ("content", "tool_calls") if k in alternative}
+                reply = {k: alternative[k] for k in ("content", "tool_calls", "usage") if k in alternative}
                 if set(reply) == {"content"} and _GAP.fullmatch(reply["content"]):
                     continue
                 when = alternative.get("if", {"user_contains": ""})
@@ -171,6 +167,27 @@ class Recording:
                         "only recordings made by the recorder can be added to"
                     )
                 self.replies.setdefault(user, {})[turn] = reply
+
+
+def fit(reply: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The reply as this scenario format holds it, and a note of what it could not hold; the
+    first `ScenarioFileError` when it holds none of it."""
+    tries = [(reply, "")]
+    if "usage" in reply:  # optional: a format without recorded usage recounts it anyway
+        tries.append(({k: v for k, v in reply.items() if k != "usage"}, ""))
+    if "content" in reply and "tool_calls" in reply:
+        tries.append(({"tool_calls": reply["tool_calls"]},
+                      " (its text beside the tool calls was dropped: the format holds one or the other)"))
+    first: ScenarioFileError | None = None
+    for candidate, note in tries:
+        try:
+            compile_scenario({"name": "check", "turns": [candidate]}, source="the upstream's reply")
+        except ScenarioFileError as e:
+            first = first or e
+            continue
+        return candidate, note
+    assert first is not None
+    raise first
 
 
 def check_name(name: str) -> str:

@@ -83,6 +83,22 @@ def build(text: Any, calls: list[tuple[Any, Any, Any]]) -> dict[str, Any]:
     return reply
 
 
+def usage_of(value: Any) -> dict[str, int] | None:
+    """The upstream's token counts as a scenario reply's `usage`, if it reported both: served on
+    replay only when asked (`usage=recorded`); the default recounts with o200k_base."""
+    if not isinstance(value, Mapping):
+        return None
+    counts = (value.get("prompt_tokens", value.get("input_tokens")),
+              value.get("completion_tokens", value.get("output_tokens")))
+    if not all(type(n) is int and n >= 0 for n in counts):
+        return None
+    return {"prompt_tokens": counts[0], "completion_tokens": counts[1]}
+
+
+def with_usage(reply: dict[str, Any], usage: dict[str, int] | None) -> dict[str, Any]:
+    return reply | {"usage": usage} if usage else reply
+
+
 def _object(value: Any, what: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise NotRecordable(f"{what} is {_kind(value)}, not an object")
@@ -137,14 +153,15 @@ def messages_content(content: Any) -> dict[str, Any]:
 def reply_of(fmt: Format, raw: bytes) -> dict[str, Any]:
     """A whole JSON reply of `fmt` as a scenario reply; `NotRecordable` otherwise."""
     body = _object(loads(raw), "the reply")
+    usage = usage_of(body.get("usage"))
     if fmt == "chat":
         choices = _list(body.get("choices"), "choices")
         if not choices:
             raise NotRecordable("the reply has no choices")
-        return chat_message(_object(choices[0], "choices[0]").get("message"))
+        return with_usage(chat_message(_object(choices[0], "choices[0]").get("message")), usage)
     if fmt == "responses":
-        return responses_output(body.get("output"))
-    return messages_content(body.get("content"))
+        return with_usage(responses_output(body.get("output")), usage)
+    return with_usage(messages_content(body.get("content")), usage)
 
 
 # --- streams ------------------------------------------------------------------------------------
@@ -168,6 +185,7 @@ class Stream:
         self._text: list[Any] = []
         self._calls: dict[Any, dict[str, list[Any]]] = {}
         self._whole: dict[str, Any] | None = None
+        self._usage: dict[str, Any] = {}
 
     def feed(self, data: bytes) -> None:
         if self.problem is not None:
@@ -220,6 +238,8 @@ class Stream:
         return self._calls.setdefault(key, {"name": [], "arguments": [], "id": []})
 
     def _chat(self, chunk: Mapping[str, Any]) -> None:
+        if isinstance(chunk.get("usage"), Mapping):
+            self._usage = dict(chunk["usage"])
         choices = _list(chunk.get("choices"), "choices")
         if not choices:
             return  # the usage chunk
@@ -239,12 +259,19 @@ class Stream:
 
     def _responses(self, event: str, payload: Mapping[str, Any]) -> None:
         if event in ("response.completed", "response.incomplete"):
-            self._whole = responses_output(_object(payload.get("response"), "response").get("output"))
+            response = _object(payload.get("response"), "response")
+            usage = usage_of(response.get("usage"))
+            self._whole = with_usage(responses_output(response.get("output")), usage)
             self.finished = event == "response.completed"
 
     def _messages(self, event: str, payload: Mapping[str, Any]) -> None:
         if event == "message_stop":
             self.finished = True
+        elif event in ("message_start", "message_delta"):
+            # input_tokens come first, in message_start; output_tokens, cumulative, in each delta.
+            usage = _object(payload.get("message") or {}, "message").get("usage") or payload.get("usage")
+            if isinstance(usage, Mapping):
+                self._usage |= {k: v for k, v in usage.items() if v is not None}
         elif event == "content_block_start":
             block = _object(payload.get("content_block"), "content_block")
             slot = self._slot(payload.get("index", 0))
@@ -275,10 +302,10 @@ class Stream:
         if not self._text and not self._calls:
             raise NotRecordable("the stream held no reply")
         ordered = [self._calls[key] for key in sorted(self._calls, key=lambda k: (isinstance(k, str), k))]
-        return build(_joined(self._text, "text"), [
+        return with_usage(build(_joined(self._text, "text"), [
             (_joined(s["name"], "name"), _joined(s["arguments"], "arguments") or "", _joined(s["id"], "id"))
             for s in ordered
-        ])
+        ]), usage_of(self._usage))
 
     def _messages_reply(self) -> dict[str, Any]:
         texts, calls = [], []
@@ -292,7 +319,7 @@ class Stream:
                 calls.append((name, arguments or slot["input"][0], call_id))
         if not texts and not calls:
             raise NotRecordable("the stream held no content block")
-        return build("".join(texts) or None, calls)
+        return with_usage(build("".join(texts) or None, calls), usage_of(self._usage))
 
 
 def _joined(pieces: list[Any], what: str) -> Any:

@@ -19,7 +19,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mockprovider.app import create_app
-from mockprovider.recorder import record
+from mockprovider.recorder import Stream, record
+from mockprovider.recorder.replies import reply_of
 from mockprovider.scenario_files import ScenarioFileError, compile_scenario
 from mockprovider.server import serve_in_thread
 
@@ -290,3 +291,76 @@ def test_the_docs_example_runs_as_written(tmp_path: Path):
     exec(compile(snippet, "docs/recorder.md", "exec"), namespace)
     namespace["test_my_agent_records_and_replays"](tmp_path)
     assert json.loads((tmp_path / "agent.json").read_text())["name"] == "agent"
+
+
+def _format_holds_usage() -> bool:
+    try:
+        compile_scenario({"name": "probe", "turns": [
+            {"content": "a", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}]}, source="probe")
+    except ScenarioFileError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_the_upstreams_usage_is_recorded_beside_the_reply(
+    upstream, tmp_path: Path, fmt: str, stream: bool
+):
+    root, _ = upstream
+    out = tmp_path / "usage.json"
+    with record(f"{root}/v1", out) as proxy:
+        if fmt == "chat" and stream:  # the chat stream carries usage only when asked
+            with openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0) as client:
+                chunks = list(client.chat.completions.create(
+                    model="plan", messages=[{"role": "user", "content": "go"}], stream=True,
+                    stream_options={"include_usage": True}))
+            sent = (chunks[-1].usage.prompt_tokens, chunks[-1].usage.completion_tokens)
+        else:
+            DRIVE[fmt](proxy.root_url, "plan", "go", stream=stream)
+            sent = None
+    (reply,) = json.loads(out.read_text())["turns"][0]
+    if not _format_holds_usage():
+        assert "usage" not in reply
+        return
+    usage = reply["usage"]
+    assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+    if sent is not None:
+        assert (usage["prompt_tokens"], usage["completion_tokens"]) == sent
+
+
+def _events(*events: tuple[str, dict]) -> bytes:
+    return b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events)
+
+
+def test_each_formats_reply_is_read_with_its_usage_whole_or_streamed():
+    expected = {"content": "hi", "usage": {"prompt_tokens": 7, "completion_tokens": 2}}
+    whole = {
+        "chat": {"choices": [{"message": {"role": "assistant", "content": "hi"}}],
+                 "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}},
+        "responses": {"output": [{"type": "message", "content": [{"type": "output_text", "text": "hi"}]}],
+                      "usage": {"input_tokens": 7, "output_tokens": 2}},
+        "messages": {"content": [{"type": "text", "text": "hi"}],
+                     "usage": {"input_tokens": 7, "output_tokens": 2}},
+    }
+    for fmt, body in whole.items():
+        assert reply_of(fmt, json.dumps(body).encode()) == expected, fmt
+    streams = {
+        "chat": b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in (
+            {"choices": [{"delta": {"content": "h"}}]},
+            {"choices": [{"delta": {"content": "i"}, "finish_reason": "stop"}]},
+            {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 2}})) + b"data: [DONE]\n\n",
+        "responses": _events(("response.output_text.delta", {"delta": "hi"}),
+                             ("response.completed", {"response": whole["responses"]})),
+        "messages": _events(
+            ("message_start", {"message": {"usage": {"input_tokens": 7, "output_tokens": 1}}}),
+            ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+            ("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": "hi"}}),
+            ("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+            ("message_stop", {})),
+    }
+    for fmt, raw in streams.items():
+        reader = Stream(fmt)
+        for i in range(0, len(raw), 5):
+            reader.feed(raw[i:i + 5])
+        assert (reader.finished, reader.reply()) == (True, expected), fmt
