@@ -49,6 +49,8 @@ HOP_BY_HOP = frozenset({
     "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
     "proxy-authorization", "proxy-connection",
 })
+OFF_LOOP_BYTES = 1024 * 1024
+"""A whole reply larger than this is parsed and recorded on a worker thread."""
 PATHS: dict[Format, str] = {"chat": "chat/completions", "responses": "responses", "messages": "messages"}
 LOG_LINES = 1000
 
@@ -226,7 +228,11 @@ async def _forward(
         return StreamingResponse(_rest(head, chunks), status_code=status, headers=headers, background=close)
     await _close(response, client)
     if recordable and isinstance(asked, Asked) and fmt is not None:
-        _record(rec, asked, lambda: reply_of(fmt, head))
+        read = functools.partial(reply_of, fmt, head)
+        if len(head) > OFF_LOOP_BYTES:  # parsing and saving it would stall every other exchange
+            await anyio.to_thread.run_sync(_record, rec, asked, read)
+        else:
+            _record(rec, asked, read)
     return Response(head, status_code=status, headers=headers)
 
 

@@ -18,6 +18,7 @@ import os
 import re
 import stat
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,12 +79,18 @@ class Recording:
     mode: int = field(default_factory=_umask_mode)
     """The file's permission bits: kept from an existing file, else what the umask gives."""
     warned_size: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def lookup(self, user: str, turn: int) -> dict[str, Any] | None:
         return self.replies.get(user, {}).get(turn)
 
     def add(self, user: str, turn: int, model: str, reply: dict[str, Any]) -> str:
-        """File `reply` at this conversation's turn and save; a log line either way."""
+        """File `reply` at this conversation's turn and save; a log line either way. Thread-safe:
+        a large reply is recorded from a worker thread."""
+        with self.lock:
+            return self._add(user, turn, model, reply)
+
+    def _add(self, user: str, turn: int, model: str, reply: dict[str, Any]) -> str:
         try:
             reply, note = fit(reply)
         except ScenarioFileError as e:

@@ -204,3 +204,38 @@ def test_overwrite_and_append_together_are_refused(tmp_path: Path):
     with pytest.raises(RecordingError, match="contradict"):
         create_recorder(upstream="http://127.0.0.1:9/v1", out=tmp_path / "x.json",
                         overwrite=True, append=True)
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ('{"name": "x", "turns": [[{"if": {"tool_result_contains": "a"}, "content": "b"}]]}',
+     "turn 0 has a condition the recorder did not write"),
+    ("{not json", "is not a scenario file the recorder can add to"),
+    ('{"turns": "none"}', "is not a scenario file the recorder can add to"),
+    ("[" * 5000 + "]" * 5000, "is not a scenario file the recorder can add to"),
+])
+def test_append_refuses_a_file_the_recorder_did_not_write(tmp_path: Path, text: str, problem: str):
+    out = tmp_path / "foreign.json"
+    out.write_text(text)
+    for options in ({"append": True}, {"proxy_on_miss": True}, {"strict": True}):
+        with pytest.raises(RecordingError, match=problem):
+            create_recorder(upstream="http://127.0.0.1:9/v1", out=out, **options)
+    assert out.read_text() == text
+
+
+def test_a_plain_file_of_replies_can_be_appended_to_as_the_fallback_conversation(tmp_path: Path):
+    out = tmp_path / "plain.json"
+    out.write_text(json.dumps({"name": "plain", "turns": [{"content": "old answer"}]}))
+    with serve_in_thread() as upstream, record(upstream, out, append=True) as proxy:
+        with OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0) as client:
+            client.chat.completions.create(model="plan", messages=[{"role": "user", "content": "new"}])
+    (new, old) = json.loads(out.read_text())["turns"][0]
+    assert new["if"] == {"user_contains": "new"}
+    assert old == {"content": "old answer"}  # no condition: it answers any other task, as before
+
+
+def test_the_command_explains_itself():
+    done = subprocess.run([sys.executable, "-m", "mockprovider", "record", "--help"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0
+    for option in ("--upstream", "--out", "--port", "--overwrite", "--append", "--strict", "--proxy-on-miss"):
+        assert option in done.stdout

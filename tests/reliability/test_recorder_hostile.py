@@ -307,3 +307,12 @@ def test_replies_around_the_depth_bound_pass_through_and_record_only_within_it(
     within = depth + 4 <= MAX_DEPTH
     expected = "recorded turn 0" if within else f"not recorded: the reply nests {depth + 4}"
     assert proxy.log[-1].startswith(expected)
+
+
+def test_a_large_whole_reply_within_the_bound_is_recorded(scripted):
+    script, proxy = scripted
+    body = _message({"role": "assistant", "content": "w" * (3 * 1024 * 1024)})  # parsed off the event loop
+    script.status, script.media, script.chunks = 200, "application/json", [body]
+    assert _through(proxy).content == body
+    assert proxy.log[-1].startswith("recorded turn 0 (text)")
+    assert json.loads(proxy.out.read_text())["turns"][0][0]["content"] == "w" * (3 * 1024 * 1024)
