@@ -37,6 +37,7 @@ from mockprovider.errors import APIError
 from mockprovider.recorder.recording import Recording
 from mockprovider.recorder.replies import MAX_REPLY_BYTES, Format, NotRecordable, Stream, reply_of
 from mockprovider.recorder.upstream import Upstream
+from mockprovider.responses_api import responses_request
 from mockprovider.scenario_files import compile_scenario
 from mockprovider.scenarios import conversation
 
@@ -90,8 +91,8 @@ def _asked(fmt: Format, raw: bytes) -> Asked | str:
             messages = [m for m in body["messages"] if isinstance(m, Mapping)]
             model = body.get("model")
         else:
-            read = anthropic_api.messages_request if fmt == "messages" else _responses_chat
-            shaped = read(body)
+            shaped = anthropic_api.messages_request(body) if fmt == "messages" else (
+                responses_request(body).chat)
             messages, model = shaped.messages, shaped.model
         c = conversation(messages)
         return Asked(user=first_user(c), turn=c.turn, model=str(model))
@@ -101,12 +102,6 @@ def _asked(fmt: Format, raw: bytes) -> Asked | str:
         return f"the mock could not replay this request ({e.message})"
     except (TypeError, AttributeError) as e:
         return f"the request's messages have an unexpected shape ({e})"
-
-
-def _responses_chat(body: Any) -> Any:
-    from mockprovider.responses_api import responses_request
-
-    return responses_request(body).chat
 
 
 def _error(fmt: Format, e: APIError) -> Response:
@@ -119,8 +114,12 @@ def _forwarded(request: Request) -> dict[str, str]:
     return headers
 
 
-def _returned(response: httpx.Response) -> dict[str, str]:
-    return {k: v for k, v in response.headers.items() if k.lower() not in HOP_BY_HOP}
+def _returned(ours: Response, theirs: httpx.Response) -> Response:
+    """`ours` with the upstream's headers as they came (repeated ones, such as set-cookie, kept
+    apart), less hop-by-hop ones; the length stays ours, of the body we send."""
+    kept = [(k, v) for k, v in theirs.headers.raw if k.decode("latin-1").lower() not in HOP_BY_HOP]
+    ours.raw_headers = [h for h in ours.raw_headers if h[0] == b"content-length"] + kept
+    return ours
 
 
 async def _body(request: Request) -> bytes:
@@ -176,7 +175,7 @@ async def _replay(
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://recording") as mock:
         response = await mock.post(request.url.path, content=raw, headers=_forwarded(request))
     rec.log(f"replayed turn {asked.turn} of {asked.user[:40]!r} from {rec.recording.out}")
-    return Response(response.content, status_code=response.status_code, headers=_returned(response))
+    return _returned(Response(response.content, status_code=response.status_code), response)
 
 
 @functools.cache
@@ -207,7 +206,7 @@ async def _forward(
     if isinstance(sent, Response):
         return sent
     client, response = sent
-    status, headers = response.status_code, _returned(response)
+    status = response.status_code
     recordable = status == 200 and fmt is not None
     if recordable and isinstance(asked, str):
         rec.log(f"not recorded: {asked}")
@@ -218,14 +217,15 @@ async def _forward(
     close = BackgroundTask(_close, response, client)
     if response.headers.get("content-type", "").startswith("text/event-stream"):
         stream = Stream(fmt) if recordable and fmt is not None and isinstance(asked, Asked) else None
-        return StreamingResponse(_relay(chunks, rec, stream, asked, close), status_code=status,
-                                 headers=headers, background=close)
+        relay = _relay(chunks, rec, stream, asked, close)
+        return _returned(StreamingResponse(relay, status_code=status, background=close), response)
     head, ended = await _read_up_to(chunks, response, MAX_REPLY_BYTES)
     if not ended:
         if recordable:
             rec.log(f"warning: a reply larger than {MAX_REPLY_BYTES} bytes (the limit of a scenario file) "
                     "was passed through and not recorded")
-        return StreamingResponse(_rest(head, chunks), status_code=status, headers=headers, background=close)
+        rest = StreamingResponse(_rest(head, chunks), status_code=status, background=close)
+        return _returned(rest, response)
     await _close(response, client)
     if recordable and isinstance(asked, Asked) and fmt is not None:
         read = functools.partial(reply_of, fmt, head)
@@ -233,7 +233,7 @@ async def _forward(
             await anyio.to_thread.run_sync(_record, rec, asked, read)
         else:
             _record(rec, asked, read)
-    return Response(head, status_code=status, headers=headers)
+    return _returned(Response(head, status_code=status), response)
 
 
 async def _read_up_to(

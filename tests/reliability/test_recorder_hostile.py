@@ -316,3 +316,17 @@ def test_a_large_whole_reply_within_the_bound_is_recorded(scripted):
     assert _through(proxy).content == body
     assert proxy.log[-1].startswith("recorded turn 0 (text)")
     assert json.loads(proxy.out.read_text())["turns"][0][0]["content"] == "w" * (3 * 1024 * 1024)
+
+
+def test_the_upstreams_headers_come_back_repeated_ones_included(tmp_path: Path):
+    async def answer(request: Request) -> Response:
+        response = Response(_message({"role": "assistant", "content": "hi"}), media_type="application/json")
+        response.raw_headers += [(b"set-cookie", b"a=1"), (b"set-cookie", b"b=2"), (b"x-request-id", b"r7")]
+        return response
+
+    upstream_app = Starlette(routes=[Route("/v1/chat/completions", answer, methods=["POST"])])
+    with serve_in_thread(upstream_app) as upstream, record(upstream, tmp_path / "h.json") as proxy:
+        response = _through(proxy)
+    assert response.headers.get_list("set-cookie") == ["a=1", "b=2"]
+    assert response.headers["x-request-id"] == "r7"
+    assert response.headers["content-length"] == str(len(response.content))
