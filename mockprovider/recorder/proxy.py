@@ -156,7 +156,7 @@ async def exchange(request: Request, fmt: Format) -> Response:
         return _error(fmt, APIError(
             404, f"Nothing is recorded in {rec.recording.out} for this request ({where}); "
             "--strict answers only recorded turns.", code="not_recorded"))
-    target = rec.upstream.target(PATHS[fmt])
+    target = rec.upstream.target(PATHS[fmt], request.scope.get("query_string", b""))
     assert target is not None  # a fixed path never leaves the base
     return await _forward(request, rec, target, raw, asked, fmt)
 

@@ -160,7 +160,9 @@ class Recording:
         except (ValueError, RecursionError) as e:
             raise RecordingError(f"{self.out} is not a scenario file the recorder can add to: {e}") from None
         self.mode = stat.S_IMODE(self.out.stat().st_mode)
-        self.description = self.description or doc.get("description")
+        written = doc.get("description")
+        if not (isinstance(written, str) and written.startswith("Recorded from ")):  # ours: rewritten
+            self.description = self.description or written
         for turn, value in enumerate(doc["turns"]):
             for alternative in value if isinstance(value, list) else [value]:
                 reply = {k: alternative[k] for k in ("content", "tool_calls", "usage") if k in alternative}

@@ -239,3 +239,19 @@ def test_the_command_explains_itself():
     assert done.returncode == 0
     for option in ("--upstream", "--out", "--port", "--overwrite", "--append", "--strict", "--proxy-on-miss"):
         assert option in done.stdout
+
+
+def test_the_clients_query_string_reaches_the_upstream(tmp_path: Path):
+    app, seen = _catch_all()
+    queries: list[str] = []
+
+    async def chat(request: Request) -> JSONResponse:
+        queries.append(request.url.query)
+        return JSONResponse({"choices": [{"message": {"role": "assistant", "content": "ok"}}]})
+
+    app.router.routes.insert(0, Route("/v1/chat/completions", chat, methods=["POST"]))
+    with serve_in_thread(app) as upstream, record(f"{upstream}?tenant=t1", tmp_path / "q.json") as proxy:
+        sent = httpx.post(f"{proxy.base_url}/chat/completions?api-version=2024-10-21",
+                          json={"model": "m", "messages": HELLO})
+    assert sent.status_code == 200
+    assert queries == ["tenant=t1&api-version=2024-10-21"]
