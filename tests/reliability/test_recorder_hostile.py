@@ -330,3 +330,36 @@ def test_the_upstreams_headers_come_back_repeated_ones_included(tmp_path: Path):
     assert response.headers.get_list("set-cookie") == ["a=1", "b=2"]
     assert response.headers["x-request-id"] == "r7"
     assert response.headers["content-length"] == str(len(response.content))
+
+
+@pytest.mark.slow
+def test_a_stream_far_past_the_bound_keeps_the_proxys_memory_flat(tmp_path: Path):
+    piece = b"".join(_sse(_chunk({"content": "m" * 65_536})))
+    count = (MAX_REPLY_BYTES * 4) // len(piece)  # 64 MB: four times the bound
+
+    async def endless(request: Request) -> StreamingResponse:
+        async def chunks():
+            for _ in range(count):
+                yield piece
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+
+    upstream_app = Starlette(routes=[Route("/v1/chat/completions", endless, methods=["POST"])])
+    with serve_in_thread(upstream_app) as upstream, record(upstream, tmp_path / "huge.json") as proxy:
+        tracemalloc.start()
+        try:
+            received = 0
+            url = f"{proxy.base_url}/chat/completions"
+            with httpx.stream("POST", url, json={**ASK, "stream": True}) as r:
+                for chunk in r.iter_raw():
+                    received += len(chunk)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert received == count * len(piece) + len(b"data: [DONE]\n\n")
+    # The reader holds up to the bound (a reply it may still record), then nothing: the peak
+    # stays under the stream's own size, which a reader that kept everything would pass.
+    assert peak < MAX_REPLY_BYTES * 3, f"peak {peak} bytes while relaying {received}"
+    assert any(line.startswith("warning: a streamed reply passed") for line in proxy.log)
+    assert not (tmp_path / "huge.json").exists()
