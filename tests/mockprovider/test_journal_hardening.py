@@ -180,3 +180,11 @@ def test_a_failing_assertion_on_the_journal_prints_no_key(tmp_path: Path):
     assert "<redacted>" in output  # the entries were printed, masked
     printed = output.replace(f'KEY = "{SECRET}"', "")  # the source line pytest shows is the test's own
     assert SECRET not in printed, printed
+
+
+def test_the_servers_settings_never_show_the_key_in_a_repr():
+    from mockprovider.app import create_app
+
+    app = create_app(api_key=SECRET, journal=5)
+    assert SECRET not in repr(app.state.config)
+    assert app.state.config.api_key == SECRET
