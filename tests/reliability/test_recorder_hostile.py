@@ -243,12 +243,25 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(body=JSON, cuts=st.lists(st.integers(min_value=1, max_value=40), max_size=6), stream=st.booleans())
-def test_any_valid_reply_passes_through_byte_for_byte(scripted, body, cuts: list[int], stream: bool):
+REQUESTS = {
+    "chat/completions": ASK,
+    "responses": {"model": "m", "input": "go"},
+    "messages": {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "go"}]},
+}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=JSON, cuts=st.lists(st.integers(min_value=1, max_value=40), max_size=6), stream=st.booleans(),
+       path=st.sampled_from(sorted(REQUESTS)))
+def test_any_valid_reply_passes_through_byte_for_byte(
+    scripted, body, cuts: list[int], stream: bool, path: str
+):
+    # The reply's fields hold generated JSON where each format keeps its reply, so the recorder
+    # reads (and mostly refuses) odd shapes on the way through.
     script, proxy = scripted
-    data = (json.dumps({"choices": [{"message": body, "delta": body}], "x": body}, ensure_ascii=False) + "\n")
-    raw = (f"data: {data}\n" if stream else data).encode()
+    shaped = {"choices": [{"message": body, "delta": body}], "output": body, "content": body, "x": body}
+    data = json.dumps(shaped, ensure_ascii=False) + "\n"
+    raw = (f"event: response.completed\ndata: {data}\n" if stream else data).encode()
     chunks, at = [], 0
     for cut in cuts:
         chunks.append(raw[at:at + cut])
@@ -256,8 +269,8 @@ def test_any_valid_reply_passes_through_byte_for_byte(scripted, body, cuts: list
     chunks = [c for c in [*chunks, raw[at:]] if c] or [raw]
     script.status, script.chunks = 200, chunks
     script.media = "text/event-stream" if stream else "application/json"
-    url = f"{proxy.base_url}/chat/completions"
-    with httpx.stream("POST", url, json={**ASK, "stream": stream}) as response:
+    request = {**REQUESTS[path], "stream": stream}
+    with httpx.stream("POST", f"{proxy.base_url}/{path}", json=request) as response:
         got = b"".join(response.iter_raw())
     assert (response.status_code, got) == (200, raw)
 
