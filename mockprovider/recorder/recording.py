@@ -92,11 +92,11 @@ class Recording:
 
     def _add(self, user: str, turn: int, model: str, reply: dict[str, Any]) -> str:
         try:
-            reply, note = fit(reply)
+            reply, note = fit(reply, user)
         except ScenarioFileError as e:
             return f"not recorded: {e}"
         self.replies.setdefault(user, {})[turn] = reply
-        self.models[model] = None
+        self.models[model.encode("utf-8", "backslashreplace").decode("utf-8")] = None
         try:
             size = self.save()
         except OSError as e:
@@ -178,25 +178,27 @@ class Recording:
                 self.replies.setdefault(user, {})[turn] = reply
 
 
-def fit(reply: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The reply as this scenario format holds it, and a note of what it could not hold; the
-    first `ScenarioFileError` when it holds none of it."""
+def fit(reply: dict[str, Any], user: str = "") -> tuple[dict[str, Any], str]:
+    """The reply as this scenario format holds it, as the alternative of conversation `user`,
+    and a note of what it could not hold; when it holds none, the `ScenarioFileError` of the
+    barest try (the one that names the real problem, not a key this format lacks)."""
     tries = [(reply, "")]
     if "usage" in reply:  # optional: a format without recorded usage recounts it anyway
         tries.append(({k: v for k, v in reply.items() if k != "usage"}, ""))
     if "content" in reply and "tool_calls" in reply:
         tries.append(({"tool_calls": reply["tool_calls"]},
                       " (its text beside the tool calls was dropped: the format holds one or the other)"))
-    first: ScenarioFileError | None = None
+    last: ScenarioFileError | None = None
     for candidate, note in tries:
         try:
-            compile_scenario({"name": "check", "turns": [candidate]}, source="the upstream's reply")
+            alternative = ({"if": {"user_contains": user}} if user else {}) | candidate
+            compile_scenario({"name": "check", "turns": [[alternative]]}, source="the upstream's reply")
         except ScenarioFileError as e:
-            first = first or e
+            last = e
             continue
         return candidate, note
-    assert first is not None
-    raise first
+    assert last is not None
+    raise last
 
 
 def check_name(name: str) -> str:

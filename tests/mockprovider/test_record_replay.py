@@ -266,7 +266,7 @@ def test_a_reply_no_script_can_hold_is_logged_and_left_out(tmp_path: Path):
     nameless = {"tool_calls": [{"id": "x", "name": "", "arguments": "{}"}]}
     line = app.state.recorder.recording.add("hi", 0, "m", nameless)
     assert line.startswith(
-        "not recorded: the upstream's reply: $.turns[0].tool_calls[0].name: expected a non-empty"
+        "not recorded: the upstream's reply: $.turns[0][0].tool_calls[0].name: expected a non-empty"
     )
     assert not (tmp_path / "odd.json").exists()
 

@@ -255,3 +255,28 @@ def test_the_clients_query_string_reaches_the_upstream(tmp_path: Path):
                           json={"model": "m", "messages": HELLO})
     assert sent.status_code == 200
     assert queries == ["tenant=t1&api-version=2024-10-21"]
+
+
+def test_a_conversation_a_scenario_file_cannot_name_is_skipped_and_the_recording_stays_whole(
+    tmp_path: Path
+):
+    out = tmp_path / "surrogate.json"
+    body = b'{"model": "plan", "messages": [{"role": "user", "content": "\\ud800 lone"}]}'
+    with serve_in_thread() as upstream, record(upstream, out) as proxy:
+        sent = httpx.post(f"{proxy.base_url}/chat/completions", content=body,
+                          headers={"content-type": "application/json"})
+        assert sent.status_code == 200
+        assert proxy.log[-1].startswith("not recorded: ") and "lone surrogate" in proxy.log[-1]
+        with OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0) as client:
+            client.chat.completions.create(model="plan", messages=[{"role": "user", "content": "fine"}])
+    assert proxy.log[-1].startswith("recorded turn 0 (list_files) of 'fine'")
+    assert json.loads(out.read_text())["turns"][0][0]["if"] == {"user_contains": "fine"}
+
+
+def test_a_lone_surrogate_in_the_first_user_message_is_not_recorded(tmp_path: Path):
+    app = create_recorder(upstream="http://127.0.0.1:9/v1", out=tmp_path / "s.json")
+    line = app.state.recorder.recording.add("a\ud800", 0, "m\udfff", {"content": "ok"})
+    assert line.startswith("not recorded: ") and "lone surrogate" in line
+    line = app.state.recorder.recording.add("b", 0, "m\udfff", {"content": "ok"})
+    assert line.startswith("recorded turn 0")
+    assert "m\\udfff" in json.loads((tmp_path / "s.json").read_text())["description"]
