@@ -135,7 +135,11 @@ class Recording:
 
     def save(self) -> int:
         """Write the file atomically; its size in bytes."""
-        data = (json.dumps(self.document(), indent=2, ensure_ascii=False) + "\n").encode()
+        document = self.document()
+        try:
+            data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+        except UnicodeEncodeError:  # a --description from undecodable argv: escaped, still JSON
+            data = (json.dumps(document, indent=2) + "\n").encode()
         self.out.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.out.parent, prefix=f".{self.out.name}.", suffix=".tmp")
         try:
