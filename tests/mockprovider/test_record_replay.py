@@ -227,36 +227,30 @@ def test_the_recorder_refuses_bad_arguments_up_front(kwargs: dict[str, str], pro
         create_recorder(**{"upstream": "http://127.0.0.1:8080/v1", **kwargs})
 
 
-def test_python_m_mockprovider_record_proxies_and_writes_the_file(upstream: str, tmp_path: Path):
-    port, out = free_port(), tmp_path / "cli.json"
-    command = [
-        sys.executable,
-        "-m",
-        "mockprovider",
-        "record",
-        "--upstream",
-        upstream,
-        "--out",
-        str(out),
-        "--port",
-        str(port),
-    ]
+def test_python_m_mockprovider_record_on_port_0_serves_where_it_says(upstream: str, tmp_path: Path):
+    out = tmp_path / "cli.json"
+    command = [sys.executable, "-m", "mockprovider", "record", "--upstream", upstream, "--out", str(out),
+               "--port", "0"]
     with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as proc:
         try:
+            assert proc.stderr is not None
+            first = proc.stderr.readline()  # the socket is bound before this line is written
+            base_url = first.split(" at ", 1)[1].split(" -> ", 1)[0]
             deadline = time.monotonic() + 20
             while True:
                 assert proc.poll() is None, "the recorder exited"
                 try:
-                    httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                    httpx.get(f"{base_url.removesuffix('/v1')}/healthz", timeout=1)
                     break
                 except httpx.TransportError:
                     assert time.monotonic() < deadline, "the recorder did not start"
                     time.sleep(0.05)
-            client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
-            client.chat.completions.create(model="once", messages=[{"role": "user", "content": "go"}])
+            with OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
+                client.chat.completions.create(model="once", messages=[{"role": "user", "content": "go"}])
         finally:
             proc.send_signal(signal.SIGTERM)
             _, err = proc.communicate(timeout=10)
+    assert not base_url.endswith(":0/v1")
     assert "recorded turn 0 (list_files)" in err
     assert json.loads(out.read_text())["turns"][0][0]["tool_calls"][0]["name"] == "list_files"
 
