@@ -32,6 +32,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from mockprovider import anthropic_api
+from mockprovider.app import create_app
 from mockprovider.conditions import first_user
 from mockprovider.errors import APIError
 from mockprovider.recorder.recording import Recording
@@ -165,8 +166,6 @@ async def _replay(
     request: Request, rec: Recorder, fmt: Format, raw: bytes, asked: Asked, reply: dict[str, Any]
 ) -> Response:
     """The recorded reply, rendered by the mock itself in the request's wire format."""
-    from mockprovider.app import create_app
-
     app = create_app()
     script = compile_scenario({"name": "recorded", "turns": [reply], "after_last": "repeat"},
                               source=str(rec.recording.out))
@@ -186,7 +185,8 @@ def _tls() -> ssl.SSLContext:
 
 
 async def _send(rec: Recorder, request: Request, target: httpx.URL, raw: bytes
-                ) -> tuple[httpx.AsyncClient, httpx.Response] | Response:
+                ) -> tuple[httpx.AsyncClient, httpx.Response]:
+    """The upstream's response, streaming; an `APIError` 502 (in the route's shape) if unreachable."""
     client = httpx.AsyncClient(timeout=UPSTREAM_TIMEOUT, verify=_tls())
     upstream = client.build_request(request.method, target, content=raw, headers=_forwarded(request))
     try:
@@ -195,17 +195,14 @@ async def _send(rec: Recorder, request: Request, target: httpx.URL, raw: bytes
         await client.aclose()
         why = f"{type(e).__name__}: {e}"
         message = rec.upstream.scrub(f"The upstream {rec.upstream.shown} could not be reached: {why}")
-        return APIError(502, message, type="server_error", code="upstream_unreachable").response()
+        raise APIError(502, message, type="server_error", code="upstream_unreachable") from None
 
 
 async def _forward(
     request: Request, rec: Recorder, target: httpx.URL, raw: bytes, asked: Asked | str | None,
     fmt: Format | None,
 ) -> Response:
-    sent = await _send(rec, request, target, raw)
-    if isinstance(sent, Response):
-        return sent
-    client, response = sent
+    client, response = await _send(rec, request, target, raw)
     status = response.status_code
     recordable = status == 200 and fmt is not None
     if recordable and isinstance(asked, str):

@@ -364,3 +364,15 @@ def test_each_formats_reply_is_read_with_its_usage_whole_or_streamed():
         for i in range(0, len(raw), 5):
             reader.feed(raw[i:i + 5])
         assert (reader.finished, reader.reply()) == (True, expected), fmt
+
+
+def test_a_dead_upstream_is_a_502_in_each_formats_own_shape(tmp_path: Path):
+    with record("http://127.0.0.1:9/v1", tmp_path / "dead.json") as proxy:
+        with pytest.raises(openai.InternalServerError) as chat:
+            _chat(proxy.root_url, "m", "go", stream=False)
+        with pytest.raises(anthropic.InternalServerError) as messages:
+            _messages(proxy.root_url, "m", "go", stream=False)
+    assert chat.value.status_code == messages.value.status_code == 502
+    assert chat.value.body["code"] == "upstream_unreachable"
+    assert messages.value.body["type"] == "error"
+    assert messages.value.body["error"]["type"] == "api_error"
