@@ -36,8 +36,8 @@ class Config:
     """One server's settings; per-request options override `defaults`."""
 
     defaults: Options = field(default_factory=Options)
-    api_key: str | None = None
-    """When set, /v1/* requires `Authorization: Bearer <api_key>`."""
+    api_key: str | None = field(default=None, repr=False)
+    """When set, /v1/* requires `Authorization: Bearer <api_key>`; never in a repr."""
     max_body_bytes: int = 1_000_000
     scenarios: Mapping[str, Scenario] = field(default_factory=lambda: dict(scenarios.SCENARIOS))
     """Every model name this server answers to: the built-ins and any scenario files."""
