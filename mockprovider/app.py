@@ -35,13 +35,14 @@ from mockprovider.pipeline import (
     log,
     read_raw,
     resolve,
+    scripted_reply,
 )
 from mockprovider.scenario_files import Source, load_scenarios, paths_from_env
 from mockprovider.validation import ChatRequest, chat_request, parse_json
 
 
 async def _stream(completion: wire.Completion, req: ChatRequest, options: Options) -> AsyncIterator[bytes]:
-    delay = 1 / options.rate_tps if options.rate_tps else 0.0
+    delay = completion.chunk / options.rate_tps if options.rate_tps else 0.0
     for chunk in wire.chunks(completion, include_usage=req.include_usage):
         yield wire.sse(chunk)
         if delay and chunk["choices"] and chunk["choices"][0]["delta"].keys() - {"role", "refusal"}:
@@ -59,8 +60,9 @@ async def _chat(request: Request) -> Response | bytes:
     if fault is not None:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
+    reply, options = await scripted_reply(request, script, req.transcript.conversation(), req.tools, options)
     completion = wire.complete(
-        script(req.transcript.conversation()),
+        reply,
         model=req.model,
         prompt_tokens=await transcript.prompt_tokens(req.transcript, req.tools),
         max_tokens=req.max_tokens,
