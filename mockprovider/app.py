@@ -119,7 +119,9 @@ async def request_journal(request: Request) -> Response:
             404, "The journal is off; start the server with --journal N to keep the last N requests.",
             code="journal_off",
         )
-    return Response(config.journal.render(), media_type="application/json")
+    query = request.query_params
+    body = config.journal.render(path=query.get("path"), model=query.get("model"))
+    return Response(body, media_type="application/json")
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:

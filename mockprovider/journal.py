@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 from collections import deque
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_CAPACITY = 100_000
+_OPTIONS_PREFIX = re.compile(r"^/o/[^/]*")
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
 
 
@@ -51,6 +53,17 @@ class Entry:
 
     def to_json(self, *, mask_secrets: bool = True) -> dict[str, Any]:
         return {**self._about(mask_secrets=mask_secrets), "body": self.body}
+
+    def matches(self, *, path: str | None = None, model: str | None = None) -> bool:
+        """Whether this entry is for `path` (an `/o/{options}` prefix aside) and `model` (the whole
+        model name, or the scenario before its `+options`); None matches anything."""
+        if path is not None and _OPTIONS_PREFIX.sub("", self.path) != _OPTIONS_PREFIX.sub("", path):
+            return False
+        if model is None:
+            return True
+        body = self.body if b'"model"' in self.compact else None
+        sent = body.get("model") if isinstance(body, dict) else None
+        return isinstance(sent, str) and model in (sent, sent.partition("+")[0])
 
     def render(self) -> bytes:
         """`to_json()` as JSON, secrets masked, the stored body spliced in unparsed."""
@@ -106,8 +119,8 @@ class Journal:
             "data": [entry.to_json() for entry in entries],
         }
 
-    def render(self) -> bytes:
-        """`to_json()` as the body of GET /journal.
+    def render(self, *, path: str | None = None, model: str | None = None) -> bytes:
+        """`to_json()` as the body of GET /journal, only the entries `matching(path, model)`.
 
         Each body as stored: ASCII-escaped, with NaN and infinities kept, as json.loads took
         them (lone surrogates and NaN, which UTF-8 and Starlette's strict JSONResponse refuse
@@ -116,7 +129,8 @@ class Journal:
         """
         about = {"object": "list", "capacity": self.capacity, "scope": "this server process"}
         head = json.dumps(about, separators=(",", ":")).encode()[:-1]
-        return head + b',"data":[' + b",".join(entry.render() for entry in self.entries()) + b"]}"
+        entries = [e for e in self.entries() if e.matches(path=path, model=model)]
+        return head + b',"data":[' + b",".join(entry.render() for entry in entries) + b"]}"
 
 
 def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:
