@@ -58,6 +58,18 @@ def compile_pattern(pattern: str) -> re2._Regexp:
     return compiled
 
 
+def _search(pattern: re2._Regexp, text: str) -> bool:
+    """Whether `pattern` matches in the first MAX_MATCH_CHARS characters of `text`."""
+    text = text[:MAX_MATCH_CHARS]
+    try:
+        return pattern.search(text) is not None
+    except UnicodeEncodeError:
+        # RE2 reads UTF-8, which cannot carry a lone surrogate (a JSON escape such as \ud800 in
+        # the client's text); no pattern can name one, so it is replaced by U+FFFD.
+        cleaned = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return pattern.search(cleaned) is not None
+
+
 def _tool_results(c: Conversation) -> Iterator[str]:
     return (text_of(m.get("content")) for m in c.messages if m.get("role") == "tool")
 
@@ -120,7 +132,7 @@ class ToolResultMatches:
     pattern: re2._Regexp
 
     def holds(self, c: Conversation) -> bool:
-        return self.pattern.search(c.last_tool_result[:MAX_MATCH_CHARS]) is not None
+        return _search(self.pattern, c.last_tool_result)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,7 +156,7 @@ class LastUserMatches:
     pattern: re2._Regexp
 
     def holds(self, c: Conversation) -> bool:
-        return self.pattern.search(last_user(c)[:MAX_MATCH_CHARS]) is not None
+        return _search(self.pattern, last_user(c))
 
 
 @dataclass(frozen=True, kw_only=True)

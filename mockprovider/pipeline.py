@@ -229,8 +229,9 @@ async def scripted_reply(
     if reply.latency_ms:
         await _wait_unless_gone(request, reply.latency_ms / 1000)
     if (e := reply.error) is not None:
-        raise ScriptedError(e.status, e.message, type=e.type if e.given_type else None, code=e.code,
-                            headers=dict(e.headers))
+        # A fresh exception per request: re-raising one shared instance would grow its traceback.
+        given = e.type if getattr(e, "given_type", True) else None
+        raise ScriptedError(e.status, e.message, type=given, code=e.code, headers=dict(e.headers))
     if reply.rate_tps is not None:
         options = replace(options, rate_tps=reply.rate_tps)
     if reply.usage is not None and options.usage != "recorded":

@@ -41,6 +41,8 @@ PACE_KEYS = ("latency", "rate", "chunk", "usage")
 REPLY_KEYS = (*ANSWER_KEYS, *PACE_KEYS)
 CALL_KEYS = ("name", "arguments", "id")
 ERROR_KEYS = ("status", "message", "type", "code", "headers")
+FRAMING_HEADERS = ("content-length", "transfer-encoding", "connection", "content-type")
+"""Set by the server from the body it sends: a scripted value would break the response."""
 USAGE_KEYS = ("prompt_tokens", "completion_tokens")
 CONDITION_KEYS = (
     "tool_result_contains", "any_tool_result_contains", "tool_result_matches", "tool_result_of",
@@ -140,6 +142,8 @@ def _error(value: Any, at: At) -> ScriptedError:
     for name, header in headers.items():
         if not all(33 <= ord(ch) <= 126 and ch not in '()<>@,;:\\"/[]?={}' for ch in name) or not name:
             raise (at / "headers" / name).error("not a valid HTTP header name")
+        if name.lower() in FRAMING_HEADERS:
+            raise (at / "headers" / name).error("set by the server from the body it sends; leave it out")
         text = string(header, at / "headers" / name)
         if any(ord(ch) < 32 or ord(ch) > 255 for ch in text):
             raise (at / "headers" / name).error("a header value may hold no control or non-Latin-1 character")

@@ -134,6 +134,12 @@ def test_a_match_reads_at_most_max_match_chars_of_the_text():
     assert not _holds({"last_user_matches": "found"}, longer)
 
 
+def test_a_lone_surrogate_in_the_clients_text_is_matched_not_a_500():
+    odd = ({"role": "user", "content": "caf\ud800 au lait"},)
+    assert _holds({"last_user_matches": "au lait$"}, odd)
+    assert not _holds({"last_user_matches": "^café"}, odd)
+
+
 # A small regex grammar over a few letters: every generated pattern is valid for both engines.
 _ATOMS = st.sampled_from(["a", "b", ".", "[ab]", "[^a]", r"\d", "(?:a|b)", "(a)"])
 _REPEATS = st.sampled_from(["*", "+", "?", "{2}", "{1,3}", "*?"])
