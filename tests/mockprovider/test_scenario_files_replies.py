@@ -163,6 +163,17 @@ def test_a_reply_streams_in_chunks_of_its_own_size(oai: openai.OpenAI):
     assert len(pieces) == (len(tokens) + 1) // 2  # two tokens per delta
 
 
+def test_chunks_hold_the_same_tokens_in_responses_and_messages_streams(oai: openai.OpenAI,
+                                                                       claude: anthropic.Anthropic):
+    expected = (len(o200k.encoding().encode("one two three four five six")) + 1) // 2
+    with oai.responses.stream(model="paced", input="go") as events:
+        texts = [e.delta for e in events if e.type == "response.output_text.delta"]
+    with claude.messages.stream(model="paced", max_tokens=50, messages=HI) as stream:
+        blocks = list(stream.text_stream)
+    assert "".join(texts) == "".join(blocks) == "one two three four five six"
+    assert len(texts) == len(blocks) == expected
+
+
 def test_a_replys_latency_delays_its_first_byte(base: str):
     # A lower bound only: the reply cannot arrive before its scripted latency has passed.
     started = time.monotonic()
