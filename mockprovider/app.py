@@ -24,7 +24,7 @@ import o200k
 from mockprovider import anthropic_api, faults, memo, responses_api, scenarios, transcript, wire
 from mockprovider.errors import APIError
 from mockprovider.faults import Options
-from mockprovider.journal import Journal
+from mockprovider.journal import Journal, render_matching
 from mockprovider.pipeline import (
     ClientGone,
     Config,
@@ -120,7 +120,7 @@ async def request_journal(request: Request) -> Response:
             code="journal_off",
         )
     query = request.query_params
-    body = config.journal.render(path=query.get("path"), model=query.get("model"))
+    body = render_matching(config.journal, path=query.get("path"), model=query.get("model"))
     return Response(body, media_type="application/json")
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import threading
 from collections import deque
 from collections.abc import Mapping
@@ -22,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_CAPACITY = 100_000
-_OPTIONS_PREFIX = re.compile(r"^/o/[^/]*")
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
 
 
@@ -53,17 +51,6 @@ class Entry:
 
     def to_json(self, *, mask_secrets: bool = True) -> dict[str, Any]:
         return {**self._about(mask_secrets=mask_secrets), "body": self.body}
-
-    def matches(self, *, path: str | None = None, model: str | None = None) -> bool:
-        """Whether this entry is for `path` (an `/o/{options}` prefix aside) and `model` (the whole
-        model name, or the scenario before its `+options`); None matches anything."""
-        if path is not None and _OPTIONS_PREFIX.sub("", self.path) != _OPTIONS_PREFIX.sub("", path):
-            return False
-        if model is None:
-            return True
-        body = self.body if b'"model"' in self.compact else None
-        sent = body.get("model") if isinstance(body, dict) else None
-        return isinstance(sent, str) and model in (sent, sent.partition("+")[0])
 
     def render(self) -> bytes:
         """`to_json()` as JSON, secrets masked, the stored body spliced in unparsed."""
@@ -119,8 +106,8 @@ class Journal:
             "data": [entry.to_json() for entry in entries],
         }
 
-    def render(self, *, path: str | None = None, model: str | None = None) -> bytes:
-        """`to_json()` as the body of GET /journal, only the entries `matching(path, model)`.
+    def render(self) -> bytes:
+        """`to_json()` as the body of GET /journal.
 
         Each body as stored: ASCII-escaped, with NaN and infinities kept, as json.loads took
         them (lone surrogates and NaN, which UTF-8 and Starlette's strict JSONResponse refuse
@@ -129,8 +116,7 @@ class Journal:
         """
         about = {"object": "list", "capacity": self.capacity, "scope": "this server process"}
         head = json.dumps(about, separators=(",", ":")).encode()[:-1]
-        entries = [e for e in self.entries() if e.matches(path=path, model=model)]
-        return head + b',"data":[' + b",".join(entry.render() for entry in entries) + b"]}"
+        return head + b',"data":[' + b",".join(entry.render() for entry in self.entries()) + b"]}"
 
 
 def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:
@@ -140,3 +126,33 @@ def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:
         name = name.lower()
         out[name] = f"{out[name]}, {value}" if name in out else value
     return out
+
+
+def _plain(path: str) -> str:
+    """`path` without an `/o/{options}` prefix: `/o/latency=5/v1/messages` → `/v1/messages`."""
+    if not path.startswith("/o/"):
+        return path
+    slash = path.find("/", 3)
+    return path[slash:] if slash >= 0 else path
+
+
+def matches(entry: Entry, *, path: str | None = None, model: str | None = None) -> bool:
+    """Whether `entry` is for `path` (an `/o/{options}` prefix aside) and `model` (the whole
+    model name, or the scenario before its `+options`); None matches anything."""
+    if path is not None and _plain(entry.path) != _plain(path):
+        return False
+    if model is None:
+        return True
+    body = entry.body if b'"model"' in entry.compact else None
+    sent = body.get("model") if isinstance(body, dict) else None
+    return isinstance(sent, str) and model in (sent, sent.partition("+")[0])
+
+
+def render_matching(journal: Journal, *, path: str | None = None, model: str | None = None) -> bytes:
+    """GET /journal's body with only the entries that `matches(path, model)`."""
+    if path is None and model is None:
+        return journal.render()
+    about = {"object": "list", "capacity": journal.capacity, "scope": "this server process"}
+    head = json.dumps(about, separators=(",", ":")).encode()[:-1]
+    kept = [entry.render() for entry in journal.entries() if matches(entry, path=path, model=model)]
+    return head + b',"data":[' + b",".join(kept) + b"]}"
