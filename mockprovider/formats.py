@@ -139,8 +139,8 @@ async def _paced(events: Iterable[tuple[bytes, int]], options: Options) -> Async
             await asyncio.sleep(delay * tokens)
 
 
-def event_stream(events: Iterable[tuple[bytes, int]], options: Options) -> StreamingResponse:
-    """An SSE response from (event bytes, tokens it carries) pairs, paced by the `rate` option."""
+def event_stream(events: Iterable[tuple[bytes, bool]], options: Options) -> StreamingResponse:
+    """An SSE response from (event bytes, carries a token) pairs, paced by the `rate` option."""
     return StreamingResponse(
         _paced(events, options), media_type="text/event-stream", headers={"cache-control": "no-cache"}
     )
