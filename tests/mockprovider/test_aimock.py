@@ -49,7 +49,13 @@ TOOL_CALL = {"fixtures": [{"match": {"toolName": "get_weather"}, "response": {"t
 ERROR = {"fixtures": [{"match": {"userMessage": "rate me"}, "response": {  # llm/error-injection.json's shape
     "error": {"message": "Rate limit exceeded. Please retry after 30 seconds.", "type": "rate_limit_error",
               "code": "rate_limit_exceeded"}, "status": 429}}]}
-FILES = {"greeting": GREETING, "tool-round": TOOL_ROUND, "turn-index": TURN_INDEX,
+CONTEXT = {"fixtures": [
+    {"match": {"toolResultContains": "cancel"}, "response": {"content": "Cancelled, as you asked."}},
+    {"match": {"systemMessage": ["travel", "agent"], "hasToolResult": True},
+     "response": {"content": "Booked."}},
+    {"match": {"systemMessage": "travel"}, "response": {"toolCalls": [{"name": "book", "id": "b1"}]}},
+]}
+FILES = {"context": CONTEXT, "greeting": GREETING, "tool-round": TOOL_ROUND, "turn-index": TURN_INDEX,
          "has-tool-result": HAS_TOOL_RESULT, "tool-call": TOOL_CALL, "error-injection": ERROR}
 
 
@@ -119,6 +125,19 @@ def test_turn_index_and_has_tool_result_tell_the_two_legs_apart(clients, model: 
     answer = _ask(chat, model, ask, {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
                   {"role": "tool", "tool_call_id": "call_001", "content": "steps"})
     assert answer.content == "Great choices! Your trip is booked."
+
+
+def test_system_message_and_tool_result_contains_gate_on_context(clients):
+    chat, _ = clients
+    system, ask = {"role": "system", "content": "You are a travel agent."}, {"role": "user", "content": "Go"}
+    call = _ask(chat, "context", system, ask).tool_calls[0]
+    asked = {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]}
+    for result, answer in (("approve", "Booked."), ("cancel", "Cancelled, as you asked.")):
+        tool = {"role": "tool", "tool_call_id": "b1", "content": result}
+        done = _ask(chat, "context", system, ask, asked, tool)
+        assert done.content == answer
+    with pytest.raises(openai.BadRequestError):  # no system message: nothing matches
+        _ask(chat, "context", ask)
 
 
 def test_tool_name_matches_the_tools_the_request_offers(clients):
