@@ -21,7 +21,17 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import o200k
-from mockprovider import anthropic_api, faults, memo, responses_api, scenarios, transcript, wire
+from mockprovider import (
+    anthropic_api,
+    faults,
+    gemini_api,
+    memo,
+    ollama_api,
+    responses_api,
+    scenarios,
+    transcript,
+    wire,
+)
 from mockprovider.errors import APIError
 from mockprovider.faults import Options
 from mockprovider.journal import Journal, render_matching
@@ -191,6 +201,8 @@ ROUTES = [
     Route("/journal", request_journal, methods=["GET"]),
     *responses_api.ROUTES,
     *anthropic_api.ROUTES,
+    *gemini_api.ROUTES,
+    *ollama_api.ROUTES,
 ]
 
 
