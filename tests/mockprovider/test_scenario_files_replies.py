@@ -9,8 +9,12 @@ from collections.abc import Iterator
 
 import anthropic
 import httpx
+import ollama
 import openai
 import pytest
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
 
 import o200k
 from mockprovider.app import create_app
@@ -112,6 +116,36 @@ def test_a_reply_carries_text_and_tool_calls_through_messages(claude: anthropic.
         assert message.content[0].text == "Let me check the weather."
         assert (message.content[1].id, message.content[1].input) == ("w1", {"city": "Paris"})
         assert message.stop_reason == "tool_use"
+
+
+def test_a_reply_carries_text_and_tool_calls_through_gemini_and_ollama(base: str):
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=base))
+    reply = client.models.generate_content(model="both", contents="Weather in Paris?")
+    streamed = list(client.models.generate_content_stream(model="both", contents="Weather in Paris?"))
+    parts = [p for chunk in streamed for p in chunk.candidates[0].content.parts]
+    for shown in (reply.candidates[0].content.parts, parts):
+        assert "".join(p.text for p in shown if p.text) == "Let me check the weather."
+        assert [(p.function_call.name, p.function_call.args) for p in shown if p.function_call] == [
+            ("get_weather", {"city": "Paris"})]
+        assert shown[-1].function_call  # the text comes first
+    with ollama.Client(host=base) as local:
+        plain = local.chat(model="both", messages=HI)
+        pieces = list(local.chat(model="both", messages=HI, stream=True))
+    streamed_text = "".join(p.message.content or "" for p in pieces)
+    assert plain.message.content == streamed_text == "Let me check the weather."
+    for message in (plain.message, next(p.message for p in pieces if p.message.tool_calls)):
+        assert [(c.function.name, c.function.arguments) for c in message.tool_calls] == [
+            ("get_weather", {"city": "Paris"})]
+
+
+def test_an_error_reply_reaches_the_gemini_and_ollama_clients(base: str):
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=base))
+    with pytest.raises(genai_errors.APIError) as gemini:
+        client.models.generate_content(model="limited", contents="hi")
+    assert gemini.value.code == 429 and gemini.value.message == "Too many requests, scripted."
+    with ollama.Client(host=base) as local, pytest.raises(ollama.ResponseError) as caught:
+        local.chat(model="limited", messages=HI)
+    assert caught.value.status_code == 429 and "Too many requests, scripted." in caught.value.error
 
 
 def test_the_text_and_tool_reply_fed_back_answers_the_next_turn(oai: openai.OpenAI):
