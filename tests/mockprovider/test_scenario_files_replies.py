@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import anthropic
 import httpx
@@ -15,9 +16,12 @@ import pytest
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import o200k
 from mockprovider.app import create_app
+from mockprovider.scenario_files import ScenarioFileError, load_scenarios
 from mockprovider.server import serve_in_thread
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
@@ -239,3 +243,35 @@ def test_fault_none_switches_the_files_fault_off_for_one_request(oai: openai.Ope
     # A later source may fault again after switching the earlier ones off.
     with pytest.raises(openai.RateLimitError):
         client.chat.completions.create(model="flaky+fault=none+fault=429", messages=HI)
+
+
+# --- any document: served, or refused in one line ------------------------------------------------
+
+_SCALARS = st.none() | st.booleans() | st.integers(-10, 700) | st.floats(allow_nan=True) | st.text(max_size=8)
+_KEYS = st.sampled_from([
+    "content", "tool_calls", "error", "latency", "rate", "chunk", "usage", "if", "status", "message",
+    "type", "code", "headers", "prompt_tokens", "completion_tokens", "name", "arguments", "id",
+    "not", "all", "any", "has_tool", "turn_at_least", "last_user_matches", "after_tool_result",
+    "fixtures", "match", "response", "toolCalls", "userMessage", "turnIndex", "blocks", "streamingProfile",
+])
+_VALUES = st.recursive(
+    _SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(turn=_VALUES)
+def test_any_reply_document_loads_or_is_refused_with_a_scenario_file_error(turn: Any):
+    try:
+        load_scenarios([{"name": "fuzz", "turns": [turn]}])
+    except ScenarioFileError as e:
+        assert str(e).startswith("<inline scenario 1>: $") and "\n" not in str(e)
+
+
+@settings(max_examples=300, deadline=None)
+@given(fixtures=_VALUES)
+def test_any_aimock_document_loads_or_is_refused_with_a_scenario_file_error(fixtures: Any):
+    try:
+        load_scenarios([{"fixtures": fixtures}])
+    except ScenarioFileError as e:
+        assert str(e).startswith("<inline scenario 1>: $") and "\n" not in str(e)
