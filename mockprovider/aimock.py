@@ -170,6 +170,8 @@ def _response(value: Any, at: At) -> dict[str, Any]:
         raise (at / "role").error("aimock's 'role' has no equivalent here: replies are the assistant's")
     if "error" in response:
         return _error(response, at)
+    if "status" in response:
+        raise (at / "status").error("a status belongs to an error response (with 'error')")
     reply: dict[str, Any] = {}
     if "blocks" in response:
         reply = _blocks(response["blocks"], at / "blocks")

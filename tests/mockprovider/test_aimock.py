@@ -199,6 +199,8 @@ REFUSED = [
      "$.fixtures[0].response.reasoning", "no reasoning"),
     ({"fixtures": [{"match": {}, "response": {"content": "x", "finishReason": "length"}}]},
      "$.fixtures[0].response.finishReason", "finishes with 'stop'"),
+    ({"fixtures": [{"match": {}, "response": {"content": "x", "status": 201}}]},
+     "$.fixtures[0].response.status", "belongs to an error response"),
     ({"fixtures": [{"match": {"endpoint": "embedding"}, "response": {"embedding": [0.1]}}]},
      "$.fixtures[0].response.embedding", "unknown key"),
 ]
