@@ -243,3 +243,33 @@ def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:
         name = name.lower()
         out[name] = f"{out[name]}, {value}" if name in out else value
     return out
+
+
+def _plain(path: str) -> str:
+    """`path` without an `/o/{options}` prefix: `/o/latency=5/v1/messages` → `/v1/messages`."""
+    if not path.startswith("/o/"):
+        return path
+    slash = path.find("/", 3)
+    return path[slash:] if slash >= 0 else path
+
+
+def matches(entry: Entry, *, path: str | None = None, model: str | None = None) -> bool:
+    """Whether `entry` is for `path` (an `/o/{options}` prefix aside) and `model` (the whole
+    model name, or the scenario before its `+options`); None matches anything."""
+    if path is not None and _plain(entry.path) != _plain(path):
+        return False
+    if model is None:
+        return True
+    body = entry.body if b'"model"' in entry.compact else None
+    sent = body.get("model") if isinstance(body, dict) else None
+    return isinstance(sent, str) and model in (sent, sent.partition("+")[0])
+
+
+def render_matching(journal: Journal, *, path: str | None = None, model: str | None = None) -> bytes:
+    """GET /journal's body with only the entries that `matches(path, model)`."""
+    if path is None and model is None:
+        return journal.render()
+    about = {"object": "list", "capacity": journal.capacity, "scope": "this server process"}
+    head = json.dumps(about, separators=(",", ":")).encode()[:-1]
+    kept = [entry.render() for entry in journal.entries() if matches(entry, path=path, model=model)]
+    return head + b',"data":[' + b",".join(kept) + b"]}"
