@@ -190,23 +190,34 @@ def _created_at() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
 
 
-def _arguments(arguments: str) -> dict[str, Any]:
-    """A call's arguments; `{}` when a cut left its JSON unfinished (Ollama's are an object)."""
+def _arguments(arguments: str) -> dict[str, Any] | None:
+    """A call's arguments; None when they are not a JSON object (a cut left them unfinished)."""
     try:
         value = json.loads(arguments)
     except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _tool_calls_of(c: wire.Completion) -> list[dict[str, Any]]:
+    """The reply's tool calls. Ollama's arguments are an object, so a call whose arguments a cut
+    left unfinished cannot be sent in part; sent as `{}` it would read as a whole call with
+    arguments it never had: it is left out."""
+    out = []
+    for call in c.tool_calls:
+        arguments = _arguments(call.arguments)
+        if arguments is None and c.finish_reason == "length":
+            continue
+        out.append({"id": call.id,
+                    "function": {"index": len(out), "name": call.name, "arguments": arguments or {}}})
+    return out
 
 
 def _assistant(c: wire.Completion, content: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
-    if c.tool_calls:
-        message["tool_calls"] = [
-            {"id": call.id,
-             "function": {"index": i, "name": call.name, "arguments": _arguments(call.arguments)}}
-            for i, call in enumerate(c.tool_calls)
-        ]
+    calls = _tool_calls_of(c)
+    if calls:
+        message["tool_calls"] = calls
     return message
 
 
@@ -242,12 +253,14 @@ def lines(c: wire.Completion, clock: _Clock) -> Iterator[tuple[bytes, bool]]:
     def line(data: dict[str, Any]) -> bytes:
         return json.dumps(data, separators=(",", ":")).encode() + b"\n"
 
-    pieces = [] if c.tool_calls else wire.token_pieces(c.content or "")
+    calls = _tool_calls_of(c)
+    pieces = [] if calls else wire.token_pieces(c.content or "")
     for piece in pieces:
         yield line({"model": c.model, "created_at": _created_at(),
                     "message": {"role": "assistant", "content": piece}, "done": False}), True
-    if c.tool_calls:
-        yield line({"model": c.model, "created_at": _created_at(), "message": _assistant(c, ""),
+    if calls:
+        yield line({"model": c.model, "created_at": _created_at(),
+                    "message": {"role": "assistant", "content": "", "tool_calls": calls},
                     "done": False}), True
     yield line(_final(c, {"role": "assistant", "content": ""}, clock)), False
 

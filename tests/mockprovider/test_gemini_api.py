@@ -270,6 +270,28 @@ def test_max_output_tokens_cuts_the_reply_and_bills_exactly_the_limit(mock_url, 
     assert reply.usage_metadata.candidates_token_count == 4
 
 
+READ_TURN = [
+    types.Content(role="user", parts=[types.Part(text=QUESTION)]),
+    types.Content(role="model", parts=[types.Part(text="Listing.")]),
+    types.Content(role="user", parts=[types.Part(text="go on")]),
+]
+"""A request `plan` answers with `read_file {"path": "errors.log"}`."""
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["generate", "stream"])
+def test_a_call_cut_by_max_output_tokens_is_never_sent_with_arguments_it_did_not_have(mock_url, stream):
+    # A functionCall's args is an object: a cut call cannot be sent in part, and one sent as
+    # `{}` would be run (automatic function calling ignores finishReason) with the wrong arguments.
+    with _client(mock_url) as client:
+        whole = _generate(client, READ_TURN, stream=stream)
+        limit = whole.usage_metadata.candidates_token_count - 1
+        cut = _generate(client, READ_TURN, stream=stream, max_output_tokens=limit)
+    assert [(c.name, c.args) for c in whole.function_calls] == [("read_file", {"path": "errors.log"})]
+    assert cut.candidates[0].finish_reason == types.FinishReason.MAX_TOKENS
+    assert not cut.function_calls
+    assert cut.usage_metadata.candidates_token_count == limit
+
+
 def test_without_alt_sse_the_stream_is_one_json_array_of_the_same_responses(mock_url):
     body = {"contents": [c.model_dump(mode="json", exclude_none=True) for c in ANSWER_TURN]}
     path = "/v1beta/models/plan:streamGenerateContent"

@@ -153,6 +153,23 @@ def test_num_predict_cuts_the_reply_and_counts_exactly_the_limit(mock_url, strea
     assert (unlimited.done_reason, unlimited.message.content) == ("stop", ANSWER_PLAN)
 
 
+READ_TURN = ANSWER_TURN[:3]
+"""A request `plan` answers with `read_file {"path": "errors.log"}`."""
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["chat", "stream"])
+def test_a_call_cut_by_num_predict_is_never_sent_with_arguments_it_did_not_have(mock_url, stream):
+    # A tool call's arguments are an object: a cut call cannot be sent in part, and one sent as
+    # `{}` reads as a whole call with the wrong arguments.
+    with ollama.Client(host=_root(mock_url)) as client:
+        whole = _chat(client, READ_TURN, stream=stream)
+        cut = _chat(client, READ_TURN, stream=stream, options={"num_predict": whole.eval_count - 1})
+    assert [(c.function.name, dict(c.function.arguments)) for c in whole.message.tool_calls] == [
+        ("read_file", {"path": "errors.log"})]
+    assert (cut.done_reason, cut.message.tool_calls) == ("length", None)
+    assert cut.eval_count == whole.eval_count - 1
+
+
 def test_models_are_listed_and_shown_under_their_default_tag(mock_url):
     with ollama.Client(host=_root(mock_url)) as client:
         names = [m.model for m in client.list().models]
