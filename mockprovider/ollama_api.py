@@ -20,9 +20,9 @@ counts and the durations (nanoseconds, measured: `prompt_eval_duration` until th
 ready, latency included; `eval_duration` while it was sent). `stream: false` sends one object.
 A request with no messages loads the model, as Ollama's does (`done_reason: "load"`).
 
-Model names may carry Ollama's default tag (`plan:latest`). Errors are Ollama's `{"error": "…"}`
-with the status code; like Ollama, any content type is read as JSON (its curl examples send
-none).
+Model names may carry Ollama's default tag (`plan:latest`, before or after the options). Errors
+are Ollama's `{"error": "…"}` with the status code; like Ollama, any content type is read as
+JSON (its curl examples send none).
 """
 
 from __future__ import annotations
@@ -71,8 +71,10 @@ def _parse(raw: bytes) -> Any:
 
 
 def _name(model: str) -> str:
-    """The scenario a model name selects, without Ollama's default tag."""
-    return model.removesuffix(TAG)
+    """The model name without Ollama's default tag, which may stand before or after the options
+    (`plan:latest+latency=50`, as /api/tags lists the name, or `plan+latency=50:latest`)."""
+    name, plus, options = model.removesuffix(TAG).partition("+")
+    return name.removesuffix(TAG) + plus + options
 
 
 # --- the request, in chat shape -------------------------------------------------------------

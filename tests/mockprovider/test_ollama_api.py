@@ -183,6 +183,13 @@ def test_models_are_listed_and_shown_under_their_default_tag(mock_url):
     assert caught.value.status_code == 404 and "'plann'" in caught.value.error
 
 
+@pytest.mark.parametrize("model", ["plan:latest+fault=500", "plan+fault=500:latest"])
+def test_options_follow_the_model_name_with_or_without_its_tag(mock_url, model):
+    with ollama.Client(host=_root(mock_url)) as client, pytest.raises(ollama.ResponseError) as caught:
+        client.chat(model=model, messages=[{"role": "user", "content": f"tagged {model}"}])
+    assert caught.value.status_code == 500 and "injected fault" in caught.value.error
+
+
 def test_a_request_with_no_messages_loads_the_model(mock_url):
     with ollama.Client(host=_root(mock_url)) as client:
         reply = client.chat(model="plan")
