@@ -174,6 +174,7 @@ async def _generate(request: Request) -> Response:
         return error_response(turn)
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
+    attempts.settle(request)
     if not stream:
         return json_response(body(turn.completion))
     if alt == "sse":

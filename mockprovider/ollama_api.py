@@ -292,6 +292,7 @@ async def _chat(request: Request) -> Response:
         return error_response(turn)
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
+    attempts.settle(request)
     clock.ready = time.monotonic_ns()
     if not req.stream:
         return json_response(body(turn.completion, clock))

@@ -388,6 +388,18 @@ def test_the_client_retries_past_a_fault_as_it_retries_the_real_service(mock_url
     ]
 
 
+def test_the_same_request_sent_again_after_a_reply_meets_the_fault_again(mock_url, caplog):
+    # An OpenAI client's fresh call says attempt 0 whatever came before; so is an identical
+    # request here once the last one was answered, and a run repeated meets its faults again.
+    caplog.set_level(logging.INFO, logger="mockprovider")
+    model = "plan+fault=429@0"
+    retry = types.HttpRetryOptions(attempts=3, initial_delay=0.01, max_delay=0.02, jitter=0)
+    with _client(mock_url, retry_options=retry) as client:
+        for _ in range(2):
+            assert client.models.generate_content(model=model, contents="run twice").function_calls
+    assert [m.rpartition(" ")[2] for m in _attempts(caplog)] == ["status=429", "status=ok"] * 2
+
+
 def test_a_repeat_counts_as_the_next_attempt_until_it_is_stale_and_memory_stays_bounded():
     seen = Attempts()
     assert [seen.count(b"a", t) for t in (0.0, 1.0, 2.0)] == [0, 1, 2]
