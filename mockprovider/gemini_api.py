@@ -199,6 +199,10 @@ async def generate(request: Request) -> Response:
         return await _generate(request)
     except APIError as e:
         return error_response(e)
+    except RecursionError:
+        # A body nested nearly to the parser's limit parses, then overflows the stack deeper
+        # down, where it is read or counted.
+        return error_response(invalid("Invalid JSON payload received: nested too deeply."))
 
 
 def _model(name: str, script: scenarios.Scenario) -> dict[str, Any]:

@@ -304,6 +304,10 @@ async def chat(request: Request) -> Response:
         return await _chat(request)
     except APIError as e:
         return error_response(e)
+    except RecursionError:
+        # A body nested nearly to the parser's limit parses, then overflows the stack deeper
+        # down, where it is read or counted.
+        return error_response(invalid("invalid JSON body: nested too deeply"))
 
 
 def _details() -> dict[str, Any]:

@@ -532,6 +532,35 @@ def test_transport_level_errors_are_google_shaped_too(serve_mock):
         assert http.post(path, json=ok(), headers=key).status_code == 200
 
 
+def _nested(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+NESTED = {
+    "args": ('{"contents":[{"parts":[{"text":"q"}]},{"role":"model","parts":[{"functionCall":'
+             '{"name":"f","args":%s}}]}]}', "generateContent"),
+    "response": ('{"contents":[{"parts":[{"text":"q"}]},{"role":"model","parts":[{"functionCall":'
+                 '{"name":"f"}}]},{"parts":[{"functionResponse":{"name":"f","response":%s}}]}]}',
+                 "generateContent"),
+    "schema": ('{"contents":[{"parts":[{"text":"q"}]}],"tools":[{"functionDeclarations":'
+               '[{"name":"f","parameters":%s}]}]}', "streamGenerateContent"),
+    "count_tokens": ('{"contents":[{"parts":[{"text":"q"}]}],"tools":[{"functionDeclarations":'
+                     '[{"name":"f","parameters":%s}]}]}', "countTokens"),
+}
+
+
+@pytest.mark.parametrize("where", NESTED)
+def test_a_body_nested_near_the_parsers_limit_gets_a_reply_or_a_google_error(in_process, where):
+    # Nesting the parser just accepts can overflow the stack later, where the request is counted.
+    template, method = NESTED[where]
+    for depth in range(900, 1000):
+        response = in_process.post(f"/v1beta/models/plan:{method}", content=template % _nested(depth),
+                                   headers={"content-type": "application/json"})
+        assert response.status_code in (200, 400), (depth, response.text[:200])
+        if response.status_code == 400:
+            assert response.json()["error"]["status"] == "INVALID_ARGUMENT"
+
+
 PART = (
     st.fixed_dictionaries({"text": TEXT | JSON_VALUE})
     | st.fixed_dictionaries({"functionCall": st.fixed_dictionaries(

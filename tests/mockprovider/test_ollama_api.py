@@ -394,6 +394,29 @@ def test_transport_level_errors_are_ollama_shaped_too(serve_mock):
         assert http.post("/api/chat", json=ok(), headers=key).status_code == 200
 
 
+def _nested(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+NESTED = {
+    "arguments": '{"model":"plan","stream":false,"messages":[{"role":"user","content":"q"},'
+                 '{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":%s}}]}]}',
+    "schema": '{"model":"plan","messages":[{"role":"user","content":"q"}],'
+              '"tools":[{"type":"function","function":{"name":"f","parameters":%s}}]}',
+}
+
+
+@pytest.mark.parametrize("where", NESTED)
+def test_a_body_nested_near_the_parsers_limit_gets_a_reply_or_an_ollama_error(in_process, where):
+    # Nesting the parser just accepts can overflow the stack later, where the request is read
+    # or counted.
+    for depth in range(900, 1000):
+        response = in_process.post("/api/chat", content=NESTED[where] % _nested(depth))
+        assert response.status_code in (200, 400), (depth, response.text[:200])
+        if response.status_code == 400:
+            assert isinstance(response.json()["error"], str)
+
+
 MESSAGE = st.fixed_dictionaries(
     {"role": st.sampled_from(["system", "user", "assistant", "tool"]) | JSON_VALUE},
     optional={
