@@ -476,6 +476,7 @@ BAD = {
     "max_output_tokens_string": ok(generationConfig={"maxOutputTokens": "10"}),
     "generation_config_not_object": ok(generationConfig=[]),
     "two_candidates": ok(generationConfig={"candidateCount": 2}),
+    "candidate_count_true": ok(generationConfig={"candidateCount": True}),
     "bad_options": "plan+fault=nope",
     "unknown_model": "plann",
 }
