@@ -1,7 +1,7 @@
 """This repository's harness as an exitkit adapter: every limit the contract names exists.
 
 The kit's tools become harness tools (Stop reaches a tool by cancelling the task awaiting it),
-the run is saved in a `FileStore` in the job's state folder after every step, and `resume`
+the run is saved in a `SQLiteStore` in the job's state folder after every step, and `resume`
 loads it in the new process, applies the decision with `approve` / `reject` and runs on.
 """
 
@@ -16,12 +16,12 @@ from exitkit import Approve, Decision, Job, Outcome, Reject
 from exitkit import Tool as KitTool
 from harness import (
     Cancel,
-    FileStore,
     Limits,
     ModelClient,
     OpenAIChat,
     Policy,
     RunState,
+    SQLiteStore,
     ToolContext,
     approve,
     new_run,
@@ -82,7 +82,7 @@ class Ours:
     limits = frozenset({"max_turns", "max_budget_usd", "approval", "cancel", "resume"})
     errors: ErrorPolicy = "descriptive"
 
-    async def _go(self, job: Job, state: RunState, store: FileStore) -> Outcome:
+    async def _go(self, job: Job, state: RunState, store: SQLiteStore) -> Outcome:
         tools = [_Tool(t, t.name in job.limits.needs_approval) for t in job.tools]
         limits = Limits(max_turns=job.limits.max_turns, max_budget_usd=job.limits.max_budget_usd)
         cancel = Cancel()
@@ -104,11 +104,11 @@ class Ours:
         return _outcome(state)
 
     async def run(self, job: Job) -> Outcome:
-        store = FileStore(job.state_dir)
+        store = SQLiteStore.in_folder(job.state_dir)
         return await self._go(job, new_run(job.task, system=job.system, run_id=RUN_ID), store)
 
     async def resume(self, job: Job, decision: Decision | None) -> Outcome:
-        store = FileStore(job.state_dir)
+        store = SQLiteStore.in_folder(job.state_dir)
         state = store.load(RUN_ID)
         if isinstance(decision, Approve) and isinstance(state.interruption, Approval):
             approve(state)
