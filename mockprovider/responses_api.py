@@ -159,6 +159,22 @@ def _tools(value: Any) -> list[dict[str, Any]]:
     return tools
 
 
+MIN_OUTPUT_TOKENS = 16
+"""The spec's minimum for `max_output_tokens`; the real API answers 400 below it."""
+
+
+def _max_output_tokens(body: dict[str, Any]) -> int | None:
+    value = positive_int(body, "max_output_tokens")
+    if value is not None and value < MIN_OUTPUT_TOKENS:
+        raise invalid(
+            f"Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
+            f"{MIN_OUTPUT_TOKENS}, but got {value} instead.",
+            param="max_output_tokens",
+            code="integer_below_min_value",
+        )
+    return value
+
+
 def responses_request(raw: Any) -> ResponsesRequest:
     """A validated request; `APIError` naming the offending parameter otherwise."""
     body = body_object(raw)
@@ -179,7 +195,7 @@ def responses_request(raw: Any) -> ResponsesRequest:
         model=model,
         messages=messages,
         tools=tools,
-        max_tokens=positive_int(body, "max_output_tokens"),
+        max_tokens=_max_output_tokens(body),
         stream=flag(body, "stream"),
     )
     return ResponsesRequest(chat=chat, instructions=instructions, tools=body.get("tools") or [])
@@ -215,9 +231,13 @@ def _usage(c: wire.Completion) -> dict[str, Any]:
 
 
 def _response(c: wire.Completion, req: ResponsesRequest, *, done: bool) -> dict[str, Any]:
-    """The `response` object: finished (`done`), or as it stands when a stream starts."""
+    """The `response` object: finished (`done`), or as it stands when a stream starts.
+
+    `usage` is left out until the end (the spec's `ResponseUsage` is not nullable) and `user`
+    always (the spec's `user` is a string and this mock has none to echo).
+    """
     status = ("incomplete" if c.finish_reason == "length" else "completed") if done else "in_progress"
-    return {
+    out = {
         "id": f"resp_{suffix(c)}",
         "object": "response",
         "created_at": c.created,
@@ -239,10 +259,11 @@ def _response(c: wire.Completion, req: ResponsesRequest, *, done: bool) -> dict[
         "tools": req.tools,
         "top_p": 1.0,
         "truncation": "disabled",
-        "usage": _usage(c) if done else None,
-        "user": None,
         "metadata": {},
     }
+    if done:
+        out["usage"] = _usage(c)
+    return out
 
 
 def _item_events(index: int, item: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], bool]]:

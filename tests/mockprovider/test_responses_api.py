@@ -154,13 +154,13 @@ def test_max_output_tokens_cuts_the_reply_as_incomplete(mock_url, stream):
         {"role": "assistant", "content": "Reading."},
     ]
     with _client(mock_url) as client:
-        kwargs = {"model": "plan", "input": answer_input, "max_output_tokens": 4}
+        kwargs = {"model": "plan", "input": answer_input, "max_output_tokens": 16}
         response = _raw_events(client, **kwargs)[-1].response if stream else client.responses.create(**kwargs)
     enc = o200k.encoding()
     assert response.status == "incomplete"
     assert response.incomplete_details.reason == "max_output_tokens"
-    assert response.output_text == enc.decode(enc.encode(ANSWER_PLAN)[:4])
-    assert response.usage.output_tokens == 4
+    assert response.output_text == enc.decode(enc.encode(ANSWER_PLAN)[:16])
+    assert response.usage.output_tokens == 16
     assert response.output[0].status == "incomplete"
 
 
