@@ -21,7 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import o200k
-from mockprovider import anthropic_api, faults, memo, responses_api, scenarios, transcript, wire
+from mockprovider import anthropic_api, caching, faults, memo, responses_api, scenarios, transcript, wire
 from mockprovider.errors import APIError
 from mockprovider.faults import Options
 from mockprovider.journal import Journal
@@ -59,11 +59,13 @@ async def _chat(request: Request) -> Response | bytes:
     if fault is not None:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
+    prompt_tokens = await transcript.prompt_tokens(req.transcript, req.tools)
     completion = wire.complete(
         script(req.transcript.conversation()),
         model=req.model,
-        prompt_tokens=await transcript.prompt_tokens(req.transcript, req.tools),
+        prompt_tokens=prompt_tokens,
         max_tokens=req.max_tokens,
+        cache=caching.openai(req.transcript.messages, prompt_tokens, req.transcript.turn, options),
     )
     if req.stream:
         return StreamingResponse(

@@ -16,6 +16,8 @@ Keys:
     retry=MS            the Retry-After sent with a 429 (default 100 ms)
     fault=KIND[@T][xK]  KIND is 429, 500, 401, hang or malformed; on turn T only (default:
                         every turn), for the first K attempts (default 1)
+    cache=on|off        prompt caching as the providers do it (default on; see `caching`)
+    cache=miss@T        turn T reads nothing from the cache (an eviction); repeatable
 
 The attempt number is what the client says it is: `x-stainless-retry-count` (sent by the
 official openai client) or `x-lab-attempt` (sent by this lab's harness), 0-based. That keeps
@@ -36,12 +38,13 @@ FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 SYNTAX = (
     "options: 'key=value' items joined by '+', as a model suffix (plan+latency=250), "
     "a base-URL path prefix (/o/latency=250/v1) or an x-mock-options header; keys: "
-    "latency=MS, rate=TPS, retry=MS, fault=KIND[@TURN][xK] with KIND in "
+    "latency=MS, rate=TPS, retry=MS, cache=on|off|miss@TURN, fault=KIND[@TURN][xK] with KIND in "
     + ", ".join(FAULT_KINDS)
     + "; the attempt comes from x-stainless-retry-count or x-lab-attempt"
 )
 
 _ATTEMPT = re.compile(r"[0-9]{1,9}")
+_CACHE_MISS = re.compile(r"miss@([0-9]{1,9})")
 _FAULT = re.compile(
     # Digits are bounded: int() refuses strings over 4,300 digits, and no turn is that long.
     r"(?P<kind>" + "|".join(FAULT_KINDS) + r")(?:@(?P<turn>[0-9]{1,9}))?(?:x(?P<times>[0-9]{1,9}))?"
@@ -66,6 +69,10 @@ class Options:
     rate_tps: float | None = None
     retry_ms: int = 100
     faults: tuple[Fault, ...] = field(default_factory=tuple)
+    cache: bool = True
+    """Prompt caching as the providers do it (`mockprovider.caching`)."""
+    cache_misses: frozenset[int] = frozenset()
+    """Turns that read nothing from the cache."""
 
     def fault_for(self, turn: int, attempt: int) -> Fault | None:
         if not self.faults:  # nearly every request: no generator to build and exhaust
@@ -103,6 +110,15 @@ def _fault(value: str, *, param: str) -> Fault:
     )
 
 
+def _cache(value: str, misses: frozenset[int], *, param: str) -> dict:
+    if value in ("on", "off"):
+        return {"cache": value == "on"}
+    m = _CACHE_MISS.fullmatch(value)
+    if not m:
+        raise invalid(f"bad cache option {value!r}; {SYNTAX}", param=param)
+    return {"cache_misses": misses | {int(m[1])}}
+
+
 def apply(base: Options, text: str, *, param: str) -> Options:
     """`base` updated by one options string; `param` names where it came from, for errors."""
     if not text:
@@ -121,6 +137,8 @@ def apply(base: Options, text: str, *, param: str) -> Options:
             updates["retry_ms"] = int(_number(key, value, param=param))
         elif key == "fault":
             faults.append(_fault(value, param=param))
+        elif key == "cache":
+            updates |= _cache(value, updates.get("cache_misses", base.cache_misses), param=param)
         else:
             raise invalid(f"unknown option {key!r}; {SYNTAX}", param=param)
     # This source's faults go first: on a (turn, attempt) that two sources fault, the later

@@ -18,7 +18,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from mockprovider import scenarios, transcript, wire
+from mockprovider import caching, scenarios, transcript, wire
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.faults import Options
 from mockprovider.pipeline import Config, delay_or_fault, injected, resolve
@@ -33,6 +33,8 @@ class ChatShaped:
     tools: list[dict[str, Any]]
     max_tokens: int | None
     stream: bool
+    cache_breakpoints: tuple[caching.Breakpoint, ...] | None = None
+    """Anthropic's explicit `cache_control` marks; None: OpenAI's automatic caching."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,11 +52,17 @@ async def scripted_turn(request: Request, config: Config, req: ChatShaped) -> Tu
     fault = await delay_or_fault(request, req.model, conversation.turn, options)
     if fault is not None:
         return await injected(request, fault, options)
+    prompt_tokens = await transcript.count(req.messages, req.tools)
+    if req.cache_breakpoints is None:
+        cache = caching.openai(req.messages, prompt_tokens, conversation.turn, options)
+    else:
+        cache = caching.anthropic(req.messages, req.tools, req.cache_breakpoints, conversation.turn, options)
     completion = wire.complete(
         script(conversation),
         model=req.model,
-        prompt_tokens=await transcript.count(req.messages, req.tools),
+        prompt_tokens=prompt_tokens,
         max_tokens=req.max_tokens,
+        cache=cache,
     )
     return Turn(completion=completion, options=options)
 

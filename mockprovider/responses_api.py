@@ -223,7 +223,7 @@ def _output(c: wire.Completion) -> list[dict[str, Any]]:
 def _usage(c: wire.Completion) -> dict[str, Any]:
     return {
         "input_tokens": c.prompt_tokens,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "input_tokens_details": {"cached_tokens": c.cache.read, "cache_write_tokens": c.cache.write},
         "output_tokens": c.completion_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": c.prompt_tokens + c.completion_tokens,

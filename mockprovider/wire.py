@@ -18,6 +18,7 @@ from random import getrandbits
 from typing import Any, Literal, NamedTuple
 
 import o200k
+from mockprovider.caching import NO_CACHE, Cache
 from mockprovider.scenarios import Reply, ToolCall
 
 FinishReason = Literal["stop", "tool_calls", "length"]
@@ -37,13 +38,15 @@ class Completion(NamedTuple):
     finish_reason: FinishReason
     prompt_tokens: int
     completion_tokens: int
+    cache: Cache = NO_CACHE
+    """What the prompt read from and wrote to the provider's cache (part of `prompt_tokens`)."""
 
     def usage(self) -> dict[str, Any]:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.prompt_tokens + self.completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": self.cache.read, "audio_tokens": 0},
             "completion_tokens_details": {
                 "reasoning_tokens": 0,
                 "audio_tokens": 0,
@@ -107,7 +110,9 @@ def _cut_calls(calls: tuple[ToolCall, ...], limit: int) -> tuple[ToolCall, ...]:
     return tuple(kept)
 
 
-def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | None) -> Completion:
+def complete(
+    reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | None, cache: Cache = NO_CACHE
+) -> Completion:
     """Render `reply`, cut at `max_tokens` completion tokens if it is longer.
 
     A cut reply bills exactly `max_tokens`, as a real provider does; what it shows is the part
@@ -135,6 +140,7 @@ def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | 
         finish_reason=finish,
         prompt_tokens=prompt_tokens,
         completion_tokens=used,
+        cache=cache,
     )
 
 
@@ -163,7 +169,7 @@ _STR = encode_basestring
 
 _USAGE = (
     '"usage":{{"prompt_tokens":{},"completion_tokens":{},"total_tokens":{},'
-    '"prompt_tokens_details":{{"cached_tokens":0,"audio_tokens":0}},'
+    '"prompt_tokens_details":{{"cached_tokens":{},"audio_tokens":0}},'
     '"completion_tokens_details":{{"reasoning_tokens":0,"audio_tokens":0,'
     '"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}}'
 )
@@ -184,7 +190,8 @@ def render(c: Completion) -> bytes:
     ])
     message = f'{{"role":"assistant","content":{content},"refusal":null'
     message += f',"tool_calls":[{calls}]}}' if c.tool_calls else "}"
-    usage = _USAGE.format(c.prompt_tokens, c.completion_tokens, c.prompt_tokens + c.completion_tokens)
+    total = c.prompt_tokens + c.completion_tokens
+    usage = _USAGE.format(c.prompt_tokens, c.completion_tokens, total, c.cache.read)
     return (
         f'{{"id":{_STR(c.id)},"object":"chat.completion","created":{c.created},"model":{_STR(c.model)},'
         f'"choices":[{{"index":0,"message":{message},"logprobs":null,"finish_reason":{_STR(c.finish_reason)}}}],'
