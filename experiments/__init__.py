@@ -27,3 +27,4 @@ NAMES = (
 
 
 REGISTRY: dict[str, ModuleType] = {name: import_module(f"experiments.{name}") for name in NAMES}
+REGISTRY["caching"] = import_module("experiments.beyond.caching")
