@@ -31,13 +31,14 @@ from mockprovider.caching import MAX_BREAKPOINTS, Breakpoint, Ttl
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.formats import (
     ChatShaped,
+    as_json,
     body_object,
     chat_tool,
-    event_stream,
     json_response,
     model_of,
     scripted_turn,
     sse_event,
+    streamed,
     string,
     suffix,
     tool_call,
@@ -58,6 +59,11 @@ ERROR_TYPES = {
 }
 STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 BLOCKS = {"user": ("text", "tool_result"), "assistant": ("text", "tool_use")}
+
+
+STREAM_ERROR = sse_event("error", {"type": "error", "error": {
+    "type": "overloaded_error", "message": "Overloaded (injected fault)."}})
+"""What Anthropic sends when a stream fails after it started."""
 
 
 def error_response(e: APIError) -> Response:
@@ -371,8 +377,8 @@ async def _reply(request: Request) -> Response:
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
     if req.stream:
-        return event_stream(events(turn.completion), turn.options)
-    return json_response(_message(turn.completion, done=True))
+        return streamed(turn, events(turn.completion), lambda _: STREAM_ERROR)
+    return as_json(turn, _message(turn.completion, done=True))
 
 
 async def messages(request: Request) -> Response:

@@ -21,7 +21,17 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import o200k
-from mockprovider import anthropic_api, caching, faults, memo, responses_api, scenarios, transcript, wire
+from mockprovider import (
+    anthropic_api,
+    caching,
+    faults,
+    memo,
+    midstream,
+    responses_api,
+    scenarios,
+    transcript,
+    wire,
+)
 from mockprovider.errors import APIError
 from mockprovider.faults import Options
 from mockprovider.journal import Journal
@@ -56,7 +66,8 @@ async def _chat(request: Request) -> Response | bytes:
     req = chat_request(body, known)
     script, options = resolve(request, config, req.model)
     fault = await delay_or_fault(request, req.model, req.transcript.turn, options)
-    if fault is not None:
+    cut = fault if midstream.applies(fault, req.stream) else None
+    if fault is not None and cut is None:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
     prompt_tokens = await transcript.prompt_tokens(req.transcript, req.tools)
@@ -67,6 +78,10 @@ async def _chat(request: Request) -> Response | bytes:
         max_tokens=req.max_tokens,
         cache=caching.openai(req.transcript.messages, prompt_tokens, req.transcript.turn, options),
     )
+    if cut is not None:
+        if req.stream:
+            return midstream.stream(_stream(completion, req, options), cut, lambda _: wire.sse(STREAM_ERROR))
+        return midstream.dropped_body(wire.render(completion), cut)
     if req.stream:
         return StreamingResponse(
             _stream(completion, req, options),
@@ -74,6 +89,12 @@ async def _chat(request: Request) -> Response | bytes:
             headers={"cache-control": "no-cache"},
         )
     return wire.render(completion)
+
+
+STREAM_ERROR = APIError(
+    500, "The server had an error while processing your request (injected fault).", type="server_error"
+).body()
+"""What OpenAI sends when a chat stream fails after it started: an error object as a data line."""
 
 
 _JSON = (b"content-type", b"application/json")

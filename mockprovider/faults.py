@@ -14,8 +14,11 @@ Keys:
     latency=MS          time to first byte, in milliseconds
     rate=TPS            streaming pace, tokens per second (default: as fast as possible)
     retry=MS            the Retry-After sent with a 429 (default 100 ms)
-    fault=KIND[@T][xK]  KIND is 429, 500, 401, hang or malformed; on turn T only (default:
+    fault=KIND[@T][xK]  KIND is 429, 500, 529, 401, hang or malformed; on turn T only (default:
                         every turn), for the first K attempts (default 1)
+    fault=KIND:N[@T][xK]  KIND is stream_error (the API's own mid-stream error event) or drop
+                        (the connection closes mid-body), after N events of the stream;
+                        N may be a time instead, `drop:200ms` (see `midstream`)
     cache=on|off        prompt caching as the providers do it (default on; see `caching`)
     cache=miss@T        turn T reads nothing from the cache (an eviction); repeatable
 
@@ -32,14 +35,16 @@ from typing import Literal, get_args
 
 from mockprovider.errors import invalid
 
-FaultKind = Literal["429", "500", "401", "hang", "malformed"]
+FaultKind = Literal["429", "500", "529", "401", "hang", "malformed", "stream_error", "drop"]
 FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
+MIDSTREAM_KINDS = ("stream_error", "drop")
 
 SYNTAX = (
     "options: 'key=value' items joined by '+', as a model suffix (plan+latency=250), "
     "a base-URL path prefix (/o/latency=250/v1) or an x-mock-options header; keys: "
-    "latency=MS, rate=TPS, retry=MS, cache=on|off|miss@TURN, fault=KIND[@TURN][xK] with KIND in "
+    "latency=MS, rate=TPS, retry=MS, cache=on|off|miss@TURN, fault=KIND[:N|:MSms][@TURN][xK] with KIND in "
     + ", ".join(FAULT_KINDS)
+    + " (N events or MS milliseconds into the reply: stream_error and drop only)"
     + "; the attempt comes from x-stainless-retry-count or x-lab-attempt"
 )
 
@@ -47,7 +52,8 @@ _ATTEMPT = re.compile(r"[0-9]{1,9}")
 _CACHE_MISS = re.compile(r"miss@([0-9]{1,9})")
 _FAULT = re.compile(
     # Digits are bounded: int() refuses strings over 4,300 digits, and no turn is that long.
-    r"(?P<kind>" + "|".join(FAULT_KINDS) + r")(?:@(?P<turn>[0-9]{1,9}))?(?:x(?P<times>[0-9]{1,9}))?"
+    r"(?P<kind>" + "|".join(FAULT_KINDS) + r")(?::(?P<after>[0-9]{1,9})(?P<ms>ms)?)?"
+    r"(?:@(?P<turn>[0-9]{1,9}))?(?:x(?P<times>[0-9]{1,9}))?"
 )
 
 
@@ -58,6 +64,14 @@ class Fault:
     """Only this turn index; None means every turn."""
     attempts: int = 1
     """Applies while the client's attempt number is below this."""
+    after_events: int = 0
+    """Mid-stream kinds: the events sent before the fault."""
+    after_ms: float | None = None
+    """Mid-stream kinds: milliseconds into the reply before the fault (instead of events)."""
+
+    @property
+    def midstream(self) -> bool:
+        return self.kind in MIDSTREAM_KINDS
 
     def applies(self, turn: int, attempt: int) -> bool:
         return (self.turn is None or self.turn == turn) and attempt < self.attempts
@@ -103,10 +117,16 @@ def _fault(value: str, *, param: str) -> Fault:
     m = _FAULT.fullmatch(value)  # not match() with '$', which also passes a trailing newline
     if not m:
         raise invalid(f"bad fault {value!r}; {SYNTAX}", param=param)
+    after = int(m["after"]) if m["after"] is not None else None
+    if after is not None and m["kind"] not in MIDSTREAM_KINDS:
+        only = " and ".join(MIDSTREAM_KINDS)
+        raise invalid(f"bad fault {value!r}: only {only} take ':N'; {SYNTAX}", param=param)
     return Fault(
         kind=m["kind"],  # type: ignore[arg-type]
         turn=int(m["turn"]) if m["turn"] is not None else None,
         attempts=int(m["times"]) if m["times"] is not None else 1,
+        after_events=after if after is not None and not m["ms"] else 0,
+        after_ms=float(after) if after is not None and m["ms"] else None,
     )
 
 

@@ -18,9 +18,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from mockprovider import caching, scenarios, transcript, wire
+from mockprovider import caching, midstream, scenarios, transcript, wire
 from mockprovider.errors import APIError, invalid, missing
-from mockprovider.faults import Options
+from mockprovider.faults import Fault, Options
 from mockprovider.pipeline import Config, delay_or_fault, injected, resolve
 
 
@@ -43,6 +43,8 @@ class Turn:
 
     completion: wire.Completion
     options: Options
+    cut: Fault | None = None
+    """A fault the reply itself carries (`midstream`): an error event or a dropped connection."""
 
 
 async def scripted_turn(request: Request, config: Config, req: ChatShaped) -> Turn | APIError | bytes:
@@ -50,7 +52,8 @@ async def scripted_turn(request: Request, config: Config, req: ChatShaped) -> Tu
     script, options = resolve(request, config, req.model)
     conversation = scenarios.conversation(req.messages)
     fault = await delay_or_fault(request, req.model, conversation.turn, options)
-    if fault is not None:
+    cut = fault if midstream.applies(fault, req.stream) else None
+    if fault is not None and cut is None:
         return await injected(request, fault, options)
     prompt_tokens = await transcript.count(req.messages, req.tools)
     if req.cache_breakpoints is None:
@@ -64,7 +67,7 @@ async def scripted_turn(request: Request, config: Config, req: ChatShaped) -> Tu
         max_tokens=req.max_tokens,
         cache=cache,
     )
-    return Turn(completion=completion, options=options)
+    return Turn(completion=completion, options=options, cut=cut)
 
 
 def suffix(completion: wire.Completion) -> str:
@@ -125,6 +128,21 @@ def _dumps(data: dict[str, Any]) -> str:
     # ASCII-escaped: a body may echo the client's own strings, lone surrogates included, which
     # UTF-8 cannot encode (Starlette's JSONResponse would fail on them with a 500).
     return json.dumps(data, separators=(",", ":"))
+
+
+def streamed(turn: Turn, events: Iterable[tuple[bytes, bool]], error: midstream.ErrorEvent) -> Response:
+    """The turn's SSE reply; `error` is the format's mid-stream error event, sent if the turn
+    carries a `stream_error` fault."""
+    if turn.cut is None:
+        return event_stream(events, turn.options)
+    return midstream.stream(_paced(events, turn.options), turn.cut, error)
+
+
+def as_json(turn: Turn, data: dict[str, Any]) -> Response:
+    """The turn's JSON reply (cut halfway if the turn carries a `drop` fault)."""
+    if turn.cut is None:
+        return json_response(data)
+    return midstream.dropped_body(_dumps(data).encode(), turn.cut)
 
 
 def json_response(

@@ -242,14 +242,16 @@ async def injected(request: Request, fault: Fault, options: Options) -> APIError
                 code="rate_limit_exceeded",
                 headers={"retry-after": str(math.ceil(wait_s)), "retry-after-ms": str(options.retry_ms)},
             )
-        case "500":
+        case "500" | "stream_error":  # stream_error on a reply that is not streamed: a plain 500
             return APIError(500, "The server had an error (injected fault).", type="server_error")
+        case "529":
+            return APIError(529, "Overloaded (injected fault).", type="overloaded_error")
         case "401":
             return APIError(401, "Incorrect API key (injected fault).", code="invalid_api_key")
         case "hang":
             await hang(request)
             return APIError(504, "Hung response (injected fault) gave up.", type="server_error")
-        case "malformed":
+        case "malformed" | "drop":  # drop is answered by the route, which has the body to cut
             return MALFORMED_BODY
         case _:
             assert_never(fault.kind)

@@ -31,13 +31,13 @@ from mockprovider import wire
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.formats import (
     ChatShaped,
+    as_json,
     body_object,
     chat_tool,
-    event_stream,
-    json_response,
     model_of,
     scripted_turn,
     sse_event,
+    streamed,
     string,
     suffix,
     tool_call,
@@ -304,6 +304,15 @@ def events(c: wire.Completion, req: ResponsesRequest) -> Iterator[tuple[bytes, b
         yield sse_event(name, {"type": name, **data, "sequence_number": number}), is_token
 
 
+def _failed(c: wire.Completion, req: ResponsesRequest, number: int) -> bytes:
+    """The `response.failed` event a stream ends with when the server fails mid-reply."""
+    failed = {**_response(c, req, done=False), "status": "failed",
+              "error": {"code": "server_error", "message": "The server had an error while processing "
+                                                          "your request (injected fault)."}}
+    data = {"type": "response.failed", "response": failed, "sequence_number": number}
+    return sse_event("response.failed", data)
+
+
 async def responses(request: Request) -> Response:
     config = config_of(request)
     req = responses_request(await read_json(request, config))
@@ -313,8 +322,8 @@ async def responses(request: Request) -> Response:
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
     if req.chat.stream:
-        return event_stream(events(turn.completion, req), turn.options)
-    return json_response(_response(turn.completion, req, done=True))
+        return streamed(turn, events(turn.completion, req), lambda n: _failed(turn.completion, req, n))
+    return as_json(turn, _response(turn.completion, req, done=True))
 
 
 ROUTES = [
