@@ -43,6 +43,7 @@ from mockprovider.formats import (
     suffix,
     tool_call,
 )
+from mockprovider.headers import request_id
 from mockprovider.pipeline import config_of, read_json
 from mockprovider.validation import flag, positive_int
 
@@ -66,10 +67,12 @@ STREAM_ERROR = sse_event("error", {"type": "error", "error": {
 """What Anthropic sends when a stream fails after it started."""
 
 
-def error_response(e: APIError) -> Response:
-    """`e` in Anthropic's shape; other 4xx are `invalid_request_error`, as Anthropic documents."""
+def error_response(e: APIError, request: Request) -> Response:
+    """`e` in Anthropic's shape, with the request's id; other 4xx are `invalid_request_error`,
+    as Anthropic documents."""
     kind = ERROR_TYPES.get(e.status, "invalid_request_error" if e.status < 500 else "api_error")
-    body = {"type": "error", "error": {"type": kind, "message": e.message}}
+    body = {"type": "error", "error": {"type": kind, "message": e.message},
+            "request_id": request_id(request.scope)}
     return json_response(body, status=e.status, headers=e.headers)
 
 
@@ -373,7 +376,7 @@ async def _reply(request: Request) -> Response:
     req = messages_request(await read_json(request, config))
     turn = await scripted_turn(request, config, req)
     if isinstance(turn, APIError):
-        return error_response(turn)
+        return error_response(turn, request)
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
     if req.stream:
@@ -385,7 +388,7 @@ async def messages(request: Request) -> Response:
     try:
         return await _reply(request)
     except APIError as e:
-        return error_response(e)
+        return error_response(e, request)
 
 
 # Every method reaches `messages`, so a wrong one is refused in Anthropic's shape too.

@@ -34,6 +34,7 @@ from mockprovider import (
 )
 from mockprovider.errors import APIError
 from mockprovider.faults import Options
+from mockprovider.headers import ApiHeaders
 from mockprovider.journal import Journal
 from mockprovider.pipeline import (
     ClientGone,
@@ -230,7 +231,7 @@ def create_app(
     o200k.encoding()  # load the ranks now, not during the first request
     app = Starlette(
         routes=ROUTES,
-        middleware=[Middleware(ChatLane)],
+        middleware=[Middleware(ApiHeaders, defaults=Options(latency_ms=latency_ms)), Middleware(ChatLane)],
         exception_handlers={
             APIError: _api_error,
             ClientGone: _client_gone,

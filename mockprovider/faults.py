@@ -21,6 +21,9 @@ Keys:
                         N may be a time instead, `drop:200ms` (see `midstream`)
     cache=on|off        prompt caching as the providers do it (default on; see `caching`)
     cache=miss@T        turn T reads nothing from the cache (an eviction); repeatable
+    ratelimit=R:T       the rate-limit headers' limits: R requests and T tokens a minute
+    remaining=R:T       the rate-limit headers' remaining requests and tokens (default: the
+                        limits, a stateless server keeps no window; see `headers`)
 
 The attempt number is what the client says it is: `x-stainless-retry-count` (sent by the
 official openai client) or `x-lab-attempt` (sent by this lab's harness), 0-based. That keeps
@@ -42,7 +45,8 @@ MIDSTREAM_KINDS = ("stream_error", "drop")
 SYNTAX = (
     "options: 'key=value' items joined by '+', as a model suffix (plan+latency=250), "
     "a base-URL path prefix (/o/latency=250/v1) or an x-mock-options header; keys: "
-    "latency=MS, rate=TPS, retry=MS, cache=on|off|miss@TURN, fault=KIND[:N|:MSms][@TURN][xK] with KIND in "
+    "latency=MS, rate=TPS, retry=MS, cache=on|off|miss@TURN, ratelimit=R:T, remaining=R:T, "
+    "fault=KIND[:N|:MSms][@TURN][xK] with KIND in "
     + ", ".join(FAULT_KINDS)
     + " (N events or MS milliseconds into the reply: stream_error and drop only)"
     + "; the attempt comes from x-stainless-retry-count or x-lab-attempt"
@@ -87,6 +91,10 @@ class Options:
     """Prompt caching as the providers do it (`mockprovider.caching`)."""
     cache_misses: frozenset[int] = frozenset()
     """Turns that read nothing from the cache."""
+    ratelimit: tuple[int, int] = (10_000, 30_000_000)
+    """Requests and tokens a minute, as the rate-limit headers state them."""
+    remaining: tuple[int, int] | None = None
+    """Requests and tokens left, as the headers state them; None: the limits."""
 
     def fault_for(self, turn: int, attempt: int) -> Fault | None:
         if not self.faults:  # nearly every request: no generator to build and exhaust
@@ -130,6 +138,17 @@ def _fault(value: str, *, param: str) -> Fault:
     )
 
 
+_PAIR = re.compile(r"([0-9]{1,12}):([0-9]{1,15})")
+
+
+def _pair(key: str, value: str, *, param: str) -> tuple[int, int]:
+    m = _PAIR.fullmatch(value)
+    if not m:
+        raise invalid(f"option {key}={value!r} must be REQUESTS:TOKENS, two whole numbers; {SYNTAX}",
+                      param=param)
+    return int(m[1]), int(m[2])
+
+
 def _cache(value: str, misses: frozenset[int], *, param: str) -> dict:
     if value in ("on", "off"):
         return {"cache": value == "on"}
@@ -157,6 +176,8 @@ def apply(base: Options, text: str, *, param: str) -> Options:
             updates["retry_ms"] = int(_number(key, value, param=param))
         elif key == "fault":
             faults.append(_fault(value, param=param))
+        elif key in ("ratelimit", "remaining"):
+            updates[key] = _pair(key, value, param=param)
         elif key == "cache":
             updates |= _cache(value, updates.get("cache_misses", base.cache_misses), param=param)
         else:

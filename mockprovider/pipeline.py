@@ -21,6 +21,7 @@ from starlette.requests import Request
 from mockprovider import faults, scenarios
 from mockprovider.errors import APIError
 from mockprovider.faults import Fault, Options
+from mockprovider.headers import OPTIONS
 from mockprovider.journal import Journal, headers_of
 from mockprovider.scenarios import Scenario
 from mockprovider.validation import parse_json
@@ -173,6 +174,7 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
     for text, param in sources:
         if text:
             options = faults.apply(options, text, param=param)
+    request.scope[OPTIONS] = options  # the reply's rate-limit headers state them
     return script, options
 
 
