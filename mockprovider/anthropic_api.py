@@ -18,6 +18,8 @@ Anthropic documents for that type.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -59,7 +61,7 @@ ERROR_TYPES = {
     529: "overloaded_error",
 }
 STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
-BLOCKS = {"user": ("text", "tool_result"), "assistant": ("text", "tool_use")}
+BLOCKS = {"user": ("text", "tool_result"), "assistant": ("text", "tool_use", "thinking", "redacted_thinking")}
 
 
 STREAM_ERROR = sse_event("error", {"type": "error", "error": {
@@ -118,6 +120,8 @@ def _assistant(blocks: list[dict[str, Any]], p: str, seen: set[str]) -> dict[str
         if block["type"] == "text":
             texts.append(string(block.get("text"), f"{q}.text"))
             continue
+        if block["type"] in ("thinking", "redacted_thinking"):
+            continue  # earlier thinking, sent back as the API asks: not part of the prompt here
         call_id = string(block.get("id"), f"{q}.id")
         arguments = block.get("input")
         if not isinstance(arguments, dict):
@@ -297,7 +301,25 @@ def _input(arguments: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _signature(text: str) -> str:
+    """An opaque signature for a thinking block, as the API attaches one (the SDKs keep it)."""
+    return base64.b64encode(hashlib.sha256(f"mockprovider:{text}".encode()).digest()).decode()
+
+
+def _thinking(c: wire.Completion) -> list[dict[str, Any]]:
+    """The thinking block a reasoning reply starts with (redacted when only a count was given)."""
+    if not c.reasoning_tokens:
+        return []
+    if c.reasoning is None:
+        return [{"type": "redacted_thinking", "data": _signature(str(c.reasoning_tokens))}]
+    return [{"type": "thinking", "thinking": c.reasoning, "signature": _signature(c.reasoning)}]
+
+
 def _content(c: wire.Completion) -> list[dict[str, Any]]:
+    return _thinking(c) + _reply_content(c)
+
+
+def _reply_content(c: wire.Completion) -> list[dict[str, Any]]:
     if c.tool_calls:
         return [
             {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
@@ -319,8 +341,14 @@ def _message(c: wire.Completion, *, done: bool) -> dict[str, Any]:
         "usage": {**_input_usage(c), "output_tokens": c.completion_tokens if done else 0,
                   "cache_creation": {"ephemeral_5m_input_tokens": c.cache.write_5m,
                                      "ephemeral_1h_input_tokens": c.cache.write_1h},
-                  "service_tier": "standard"},
+                  "service_tier": "standard", **_thinking_usage(c, done)},
     }
+
+
+def _thinking_usage(c: wire.Completion, done: bool) -> dict[str, Any]:
+    if not (done and c.reasoning_tokens):
+        return {}
+    return {"output_tokens_details": {"thinking_tokens": c.reasoning_tokens}}
 
 
 def _input_usage(c: wire.Completion) -> dict[str, int]:
@@ -338,15 +366,23 @@ def _streamed_input(arguments: str) -> str:
     return arguments if _input(arguments) else "{}"
 
 
-def _block_events(index: int, c: wire.Completion) -> Iterator[tuple[str, dict[str, Any], bool]]:
-    if c.tool_calls:
-        call = c.tool_calls[index]
-        start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
-        pieces = wire.token_pieces(_streamed_input(call.arguments))
+def _block_events(
+    index: int, block: dict[str, Any], arguments: str
+) -> Iterator[tuple[str, dict[str, Any], bool]]:
+    """One content block's events; `arguments` is a tool_use block's call as the script wrote it."""
+    if block["type"] == "tool_use":
+        start = {**block, "input": {}}
+        pieces = wire.token_pieces(_streamed_input(arguments))
         deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
+    elif block["type"] == "thinking":
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in wire.token_pieces(block["thinking"])]
+        deltas.append({"type": "signature_delta", "signature": block["signature"]})
+    elif block["type"] == "redacted_thinking":
+        start, deltas = block, []
     else:
         start = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": p} for p in wire.token_pieces(c.content or "")]
+        deltas = [{"type": "text_delta", "text": p} for p in wire.token_pieces(block["text"])]
     yield "content_block_start", {"index": index, "content_block": start}, False
     for delta in deltas:
         yield "content_block_delta", {"index": index, "delta": delta}, True
@@ -358,10 +394,12 @@ def events(c: wire.Completion) -> Iterator[tuple[bytes, bool]]:
 
     def sequence() -> Iterator[tuple[str, dict[str, Any], bool]]:
         yield "message_start", {"message": _message(c, done=False)}, False
-        for index in range(len(c.tool_calls) or 1):
-            yield from _block_events(index, c)
+        blocks = _content(c)
+        arguments = [""] * (len(blocks) - len(c.tool_calls)) + [call.arguments for call in c.tool_calls]
+        for index, block in enumerate(blocks):
+            yield from _block_events(index, block, arguments[index])
         delta = {"stop_reason": STOP_REASONS[c.finish_reason], "stop_sequence": None}
-        usage = {**_input_usage(c), "output_tokens": c.completion_tokens}
+        usage = {**_input_usage(c), "output_tokens": c.completion_tokens, **_thinking_usage(c, True)}
         yield "message_delta", {"delta": delta, "usage": usage}, False
         yield "message_stop", {}, False
 

@@ -47,7 +47,7 @@ from mockprovider.validation import flag, positive_int
 
 ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text")
-ITEMS = ("message", "function_call", "function_call_output")
+ITEMS = ("message", "function_call", "function_call_output", "reasoning")
 
 
 def _stateless(param: str) -> APIError:
@@ -135,6 +135,8 @@ def _input_messages(value: Any) -> list[dict[str, Any]]:
                 )
             output = _text(item.get("output"), f"{p}.output")
             messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
+        elif kind == "reasoning":
+            continue  # earlier reasoning, sent back as the API asks: not part of the prompt here
         elif kind == "item_reference":
             raise _stateless(f"{p}.id")
         else:
@@ -205,7 +207,15 @@ def responses_request(raw: Any) -> ResponsesRequest:
 
 
 def _output(c: wire.Completion) -> list[dict[str, Any]]:
-    """The output items; when the reply was cut, its last item is the incomplete one."""
+    """The output items, a reasoning item first if the model reasoned."""
+    if not c.reasoning_tokens:
+        return _reply_items(c)
+    summary = [{"type": "summary_text", "text": c.reasoning}] if c.reasoning else []
+    return [{"id": f"rs_{suffix(c)}", "type": "reasoning", "summary": summary}, *_reply_items(c)]
+
+
+def _reply_items(c: wire.Completion) -> list[dict[str, Any]]:
+    """The reply's items; when the reply was cut, its last item is the incomplete one."""
     cut = c.finish_reason == "length"
     if c.tool_calls:
         last = len(c.tool_calls) - 1
@@ -225,7 +235,7 @@ def _usage(c: wire.Completion) -> dict[str, Any]:
         "input_tokens": c.prompt_tokens,
         "input_tokens_details": {"cached_tokens": c.cache.read, "cache_write_tokens": c.cache.write},
         "output_tokens": c.completion_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": c.reasoning_tokens},
         "total_tokens": c.prompt_tokens + c.completion_tokens,
     }
 
@@ -269,7 +279,16 @@ def _response(c: wire.Completion, req: ResponsesRequest, *, done: bool) -> dict[
 def _item_events(index: int, item: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], bool]]:
     """One output item's events: added, its deltas (one per token), done."""
     at = {"item_id": item["id"], "output_index": index}
-    if item["type"] == "message":
+    if item["type"] == "reasoning":
+        yield "response.output_item.added", {"output_index": index, "item": {**item, "summary": []}}, False
+        for number, part in enumerate(item["summary"]):
+            part_at = {**at, "summary_index": number}
+            yield "response.reasoning_summary_part.added", {**part_at, "part": {**part, "text": ""}}, False
+            for piece in wire.token_pieces(part["text"]):
+                yield "response.reasoning_summary_text.delta", {**part_at, "delta": piece}, True
+            yield "response.reasoning_summary_text.done", {**part_at, "text": part["text"]}, False
+            yield "response.reasoning_summary_part.done", {**part_at, "part": part}, False
+    elif item["type"] == "message":
         part, text_at = item["content"][0], {**at, "content_index": 0}
         started = {**item, "status": "in_progress", "content": []}
         yield "response.output_item.added", {"output_index": index, "item": started}, False

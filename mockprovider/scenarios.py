@@ -30,6 +30,9 @@ class Reply:
 
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = field(default_factory=tuple)
+    reasoning: str | int | None = None
+    """What the model thought before replying, billed as output: its text (counted with o200k,
+    shown as a Responses reasoning summary and a Messages thinking block) or just a token count."""
 
 
 @dataclass(frozen=True, kw_only=True)

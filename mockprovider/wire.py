@@ -40,6 +40,10 @@ class Completion(NamedTuple):
     completion_tokens: int
     cache: Cache = NO_CACHE
     """What the prompt read from and wrote to the provider's cache (part of `prompt_tokens`)."""
+    reasoning: str | None = None
+    """The reasoning text, when the reply's reasoning was given as text (cut as the reply is)."""
+    reasoning_tokens: int = 0
+    """The part of `completion_tokens` spent reasoning."""
 
     def usage(self) -> dict[str, Any]:
         return {
@@ -48,7 +52,7 @@ class Completion(NamedTuple):
             "total_tokens": self.prompt_tokens + self.completion_tokens,
             "prompt_tokens_details": {"cached_tokens": self.cache.read, "audio_tokens": 0},
             "completion_tokens_details": {
-                "reasoning_tokens": 0,
+                "reasoning_tokens": self.reasoning_tokens,
                 "audio_tokens": 0,
                 "accepted_prediction_tokens": 0,
                 "rejected_prediction_tokens": 0,
@@ -117,8 +121,13 @@ def complete(
 
     A cut reply bills exactly `max_tokens`, as a real provider does; what it shows is the part
     that fits (for tool calls: the calls whose wire JSON fits, the last one's arguments cut).
+    Reasoning comes first and counts against `max_tokens`, as OpenAI's and Anthropic's do.
     """
     budget = max_tokens if max_tokens is not None else _UNLIMITED
+    thought, thought_tokens = _reasoning(reply.reasoning, budget)
+    if thought_tokens >= budget and (reply.content or reply.tool_calls):
+        return _completion(model, prompt_tokens, cache, None, (), "length", budget, thought, thought_tokens)
+    budget -= thought_tokens
     content: str | None = None
     calls: tuple[ToolCall, ...] = ()
     if reply.tool_calls:
@@ -131,6 +140,23 @@ def complete(
         content, used = _cut(full, budget)
         cut = content != full
     finish: FinishReason = "length" if cut else ("tool_calls" if calls else "stop")
+    return _completion(model, prompt_tokens, cache, content, calls, finish, used + thought_tokens,
+                       thought, thought_tokens)
+
+
+def _reasoning(reasoning: str | int | None, budget: int) -> tuple[str | None, int]:
+    """The reasoning text (cut to `budget`) and its token count."""
+    if reasoning is None:
+        return None, 0
+    if isinstance(reasoning, int):
+        return None, min(reasoning, budget)
+    return _cut(reasoning, budget)
+
+
+def _completion(
+    model: str, prompt_tokens: int, cache: Cache, content: str | None, calls: tuple[ToolCall, ...],
+    finish: FinishReason, used: int, reasoning: str | None, reasoning_tokens: int,
+) -> Completion:
     return Completion(
         id=f"chatcmpl-{getrandbits(96):024x}",  # unique, not secret: no system call per reply
         created=int(time.time()),
@@ -141,6 +167,8 @@ def complete(
         prompt_tokens=prompt_tokens,
         completion_tokens=used,
         cache=cache,
+        reasoning=reasoning,
+        reasoning_tokens=reasoning_tokens,
     )
 
 
@@ -170,7 +198,7 @@ _STR = encode_basestring
 _USAGE = (
     '"usage":{{"prompt_tokens":{},"completion_tokens":{},"total_tokens":{},'
     '"prompt_tokens_details":{{"cached_tokens":{},"audio_tokens":0}},'
-    '"completion_tokens_details":{{"reasoning_tokens":0,"audio_tokens":0,'
+    '"completion_tokens_details":{{"reasoning_tokens":{},"audio_tokens":0,'
     '"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}}'
 )
 
@@ -191,7 +219,7 @@ def render(c: Completion) -> bytes:
     message = f'{{"role":"assistant","content":{content},"refusal":null'
     message += f',"tool_calls":[{calls}]}}' if c.tool_calls else "}"
     total = c.prompt_tokens + c.completion_tokens
-    usage = _USAGE.format(c.prompt_tokens, c.completion_tokens, total, c.cache.read)
+    usage = _USAGE.format(c.prompt_tokens, c.completion_tokens, total, c.cache.read, c.reasoning_tokens)
     return (
         f'{{"id":{_STR(c.id)},"object":"chat.completion","created":{c.created},"model":{_STR(c.model)},'
         f'"choices":[{{"index":0,"message":{message},"logprobs":null,"finish_reason":{_STR(c.finish_reason)}}}],'

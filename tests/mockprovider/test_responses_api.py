@@ -210,7 +210,7 @@ BAD = {
     "input_is_number": (ok(input=5), 400, "input"),
     "item_not_object": (ok(input=["hi"]), 400, "input[0]"),
     "bad_role": (ok(input=[{"role": "robot", "content": "hi"}]), 400, "input[0].role"),
-    "unknown_item_type": (ok(input=[{"type": "reasoning", "summary": []}]), 400, "input[0].type"),
+    "unknown_item_type": (ok(input=[{"type": "web_search_call", "id": "ws_1"}]), 400, "input[0].type"),
     "image_part": (ok(input=[{"role": "user", "content": [{"type": "input_image"}]}]), 400,
                    "input[0].content[0]"),
     "output_answers_nothing": (ok(input=[USER, {"type": "function_call_output", "call_id": "zz",
