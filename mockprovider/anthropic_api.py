@@ -367,12 +367,12 @@ def _streamed_input(arguments: str) -> str:
 
 
 def _block_events(
-    index: int, block: dict[str, Any], arguments: str
+    index: int, block: dict[str, Any], arguments: str, chunk: int | None
 ) -> Iterator[tuple[str, dict[str, Any], bool]]:
     """One content block's events; `arguments` is a tool_use block's call as the script wrote it."""
     if block["type"] == "tool_use":
         start = {**block, "input": {}}
-        pieces = wire.token_pieces(_streamed_input(arguments))
+        pieces = wire.argument_pieces(_streamed_input(arguments), chunk)
         deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
     elif block["type"] == "thinking":
         start = {"type": "thinking", "thinking": "", "signature": ""}
@@ -389,7 +389,7 @@ def _block_events(
     yield "content_block_stop", {"index": index}, False
 
 
-def events(c: wire.Completion) -> Iterator[tuple[bytes, bool]]:
+def events(c: wire.Completion, chunk: int | None = None) -> Iterator[tuple[bytes, bool]]:
     """message_start, each block's start / deltas / stop, message_delta, message_stop."""
 
     def sequence() -> Iterator[tuple[str, dict[str, Any], bool]]:
@@ -397,7 +397,7 @@ def events(c: wire.Completion) -> Iterator[tuple[bytes, bool]]:
         blocks = _content(c)
         arguments = [""] * (len(blocks) - len(c.tool_calls)) + [call.arguments for call in c.tool_calls]
         for index, block in enumerate(blocks):
-            yield from _block_events(index, block, arguments[index])
+            yield from _block_events(index, block, arguments[index], chunk)
         delta = {"stop_reason": STOP_REASONS[c.finish_reason], "stop_sequence": None}
         usage = {**_input_usage(c), "output_tokens": c.completion_tokens, **_thinking_usage(c, True)}
         yield "message_delta", {"delta": delta, "usage": usage}, False
@@ -418,7 +418,7 @@ async def _reply(request: Request) -> Response:
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
     if req.stream:
-        return streamed(turn, events(turn.completion), lambda _: STREAM_ERROR)
+        return streamed(turn, events(turn.completion, turn.options.chunk), lambda _: STREAM_ERROR)
     return as_json(turn, _message(turn.completion, done=True))
 
 

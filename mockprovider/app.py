@@ -53,7 +53,7 @@ from mockprovider.validation import ChatRequest, chat_request, parse_json
 
 async def _stream(completion: wire.Completion, req: ChatRequest, options: Options) -> AsyncIterator[bytes]:
     delay = 1 / options.rate_tps if options.rate_tps else 0.0
-    for chunk in wire.chunks(completion, include_usage=req.include_usage):
+    for chunk in wire.chunks(completion, include_usage=req.include_usage, arg_chunk=options.chunk):
         yield wire.sse(chunk)
         if delay and chunk["choices"] and chunk["choices"][0]["delta"].keys() - {"role", "refusal"}:
             await asyncio.sleep(delay)

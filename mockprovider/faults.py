@@ -21,6 +21,8 @@ Keys:
                         N may be a time instead, `drop:200ms` (see `midstream`)
     cache=on|off        prompt caching as the providers do it (default on; see `caching`)
     cache=miss@T        turn T reads nothing from the cache (an eviction); repeatable
+    chunk=CHARS         streamed tool-call arguments in deltas of CHARS characters (default:
+                        one token per delta)
     ratelimit=R:T       the rate-limit headers' limits: R requests and T tokens a minute
     remaining=R:T       the rate-limit headers' remaining requests and tokens (default: the
                         limits, a stateless server keeps no window; see `headers`)
@@ -45,7 +47,7 @@ MIDSTREAM_KINDS = ("stream_error", "drop")
 SYNTAX = (
     "options: 'key=value' items joined by '+', as a model suffix (plan+latency=250), "
     "a base-URL path prefix (/o/latency=250/v1) or an x-mock-options header; keys: "
-    "latency=MS, rate=TPS, retry=MS, cache=on|off|miss@TURN, ratelimit=R:T, remaining=R:T, "
+    "latency=MS, rate=TPS, retry=MS, chunk=CHARS, cache=on|off|miss@TURN, ratelimit=R:T, remaining=R:T, "
     "fault=KIND[:N|:MSms][@TURN][xK] with KIND in "
     + ", ".join(FAULT_KINDS)
     + " (N events or MS milliseconds into the reply: stream_error and drop only)"
@@ -91,6 +93,8 @@ class Options:
     """Prompt caching as the providers do it (`mockprovider.caching`)."""
     cache_misses: frozenset[int] = frozenset()
     """Turns that read nothing from the cache."""
+    chunk: int | None = None
+    """Characters per streamed argument delta; None: one token per delta."""
     ratelimit: tuple[int, int] = (10_000, 30_000_000)
     """Requests and tokens a minute, as the rate-limit headers state them."""
     remaining: tuple[int, int] | None = None
@@ -104,7 +108,7 @@ class Options:
 
 # Bounds keep one request from holding a connection for ever: a wait is at most five minutes
 # (the hung-response fault's own limit), and a stream at least one token per second.
-_RANGES = {"latency": (0.0, 300_000.0), "rate": (1.0, 1e9), "retry": (0.0, 300_000.0)}
+_RANGES = {"latency": (0.0, 300_000.0), "rate": (1.0, 1e9), "retry": (0.0, 300_000.0), "chunk": (1.0, 1e6)}
 
 
 def _number(key: str, value: str, *, param: str) -> float:
@@ -176,6 +180,8 @@ def apply(base: Options, text: str, *, param: str) -> Options:
             updates["retry_ms"] = int(_number(key, value, param=param))
         elif key == "fault":
             faults.append(_fault(value, param=param))
+        elif key == "chunk":
+            updates["chunk"] = int(_number(key, value, param=param))
         elif key in ("ratelimit", "remaining"):
             updates[key] = _pair(key, value, param=param)
         elif key == "cache":

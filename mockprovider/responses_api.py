@@ -276,8 +276,11 @@ def _response(c: wire.Completion, req: ResponsesRequest, *, done: bool) -> dict[
     return out
 
 
-def _item_events(index: int, item: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], bool]]:
-    """One output item's events: added, its deltas (one per token), done."""
+def _item_events(
+    index: int, item: dict[str, Any], chunk: int | None
+) -> Iterator[tuple[str, dict[str, Any], bool]]:
+    """One output item's events: added, its deltas (one per token; a call's arguments `chunk`
+    characters each if set), done."""
     at = {"item_id": item["id"], "output_index": index}
     if item["type"] == "reasoning":
         yield "response.output_item.added", {"output_index": index, "item": {**item, "summary": []}}, False
@@ -300,14 +303,16 @@ def _item_events(index: int, item: dict[str, Any]) -> Iterator[tuple[str, dict[s
     else:
         started = {**item, "status": "in_progress", "arguments": ""}
         yield "response.output_item.added", {"output_index": index, "item": started}, False
-        for piece in wire.token_pieces(item["arguments"]):
+        for piece in wire.argument_pieces(item["arguments"], chunk):
             yield "response.function_call_arguments.delta", {**at, "delta": piece}, True
         yield "response.function_call_arguments.done", {**at, "name": item["name"],
                                                         "arguments": item["arguments"]}, False
     yield "response.output_item.done", {"output_index": index, "item": item}, False
 
 
-def events(c: wire.Completion, req: ResponsesRequest) -> Iterator[tuple[bytes, bool]]:
+def events(
+    c: wire.Completion, req: ResponsesRequest, chunk: int | None = None
+) -> Iterator[tuple[bytes, bool]]:
     """The documented event sequence, numbered; the last is `response.completed` or `.incomplete`."""
     started = _response(c, req, done=False)
     final = _response(c, req, done=True)
@@ -316,7 +321,7 @@ def events(c: wire.Completion, req: ResponsesRequest) -> Iterator[tuple[bytes, b
         yield "response.created", {"response": started}, False
         yield "response.in_progress", {"response": started}, False
         for index, item in enumerate(final["output"]):
-            yield from _item_events(index, item)
+            yield from _item_events(index, item, chunk)
         yield f"response.{final['status']}", {"response": final}, False
 
     for number, (name, data, is_token) in enumerate(sequence()):
@@ -341,7 +346,8 @@ async def responses(request: Request) -> Response:
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
     if req.chat.stream:
-        return streamed(turn, events(turn.completion, req), lambda n: _failed(turn.completion, req, n))
+        chunked = events(turn.completion, req, turn.options.chunk)
+        return streamed(turn, chunked, lambda n: _failed(turn.completion, req, n))
     return as_json(turn, _response(turn.completion, req, done=True))
 
 

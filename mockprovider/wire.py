@@ -76,6 +76,13 @@ def token_pieces(text: str) -> list[str]:
     return pieces
 
 
+def argument_pieces(arguments: str, chunk: int | None) -> list[str]:
+    """A call's arguments as its deltas carry them: `chunk` characters each, or one token each."""
+    if not chunk:
+        return token_pieces(arguments)
+    return [arguments[i : i + chunk] for i in range(0, len(arguments), chunk)]
+
+
 def _cut(text: str, limit: int) -> tuple[str, int]:
     """The first `limit` tokens of `text` and how many tokens that is."""
     enc = o200k.encoding()
@@ -227,11 +234,12 @@ def render(c: Completion) -> bytes:
     ).encode()
 
 
-def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
+def chunks(c: Completion, *, include_usage: bool, arg_chunk: int | None = None) -> Iterator[dict[str, Any]]:
     """The `chat.completion.chunk` objects of a stream, in order (without `[DONE]`).
 
     Shape as OpenAI sends it: a role delta; then content deltas, or for tool calls a header
-    delta per call (index, id, type, name, empty arguments) followed by argument deltas; a
+    delta per call (index, id, type, name, empty arguments) followed by its argument deltas
+    (`arg_chunk` characters each, or one token each), one call after another as OpenAI sends them; a
     final chunk with an empty delta and the finish reason; with `include_usage`, every chunk
     carries `usage: null` and one last chunk with no choices carries the usage.
     """
@@ -255,7 +263,7 @@ def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
             header = {"index": index, "id": call.id, "type": "function",
                       "function": {"name": call.name, "arguments": ""}}
             yield chunk({"tool_calls": [header]})
-            for piece in token_pieces(call.arguments):
+            for piece in argument_pieces(call.arguments, arg_chunk):
                 yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     else:
         yield chunk({"role": "assistant", "content": "", "refusal": None})
