@@ -59,3 +59,18 @@ def test_a_long_run_bills_what_the_provider_cached_at_the_cached_price(drive):
     lines = trace.of_type("turn")
     assert [e.get("cached_tokens", 0) for e in lines] == cached
     assert "cached_tokens" not in lines[0]  # the chapter's line shape while nothing is cached
+
+
+def test_harness_show_lists_cached_tokens_per_turn(mock_url, tmp_path, capsys):
+    from harness.cli import main
+
+    argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
+    main([*argv, "run", "--scenario", "runaway", "--max-turns", "16", "--run-id", "long"])
+    main([*argv, "run", "--scenario", "runaway", "--max-turns", "3", "--run-id", "short"])
+    capsys.readouterr()
+    main([*argv, "show", "long"])
+    cached = next(line for line in capsys.readouterr().out.splitlines() if "per-turn cached tokens" in line)
+    counts = [int(n) for n in cached.split(":")[1].split(",")]
+    assert len(counts) == 16 and counts[0] == 0 and counts[-1] > 0 and counts[-1] % 128 == 0
+    main([*argv, "show", "short"])
+    assert "cached" not in capsys.readouterr().out  # nothing cached: the chapter's lines only
