@@ -120,13 +120,15 @@ async def _replay_on_messages(env: Env, run: Run) -> list[Usage]:
     return usages
 
 
-async def measure(env: Env) -> Measured:
+async def measure(env: Env, *, pricing: Pricing = OPENAI) -> Measured:
+    """`pricing=LIST` prices what the provider cached at the full input price, as a harness that
+    drops the cache fields does (for the tests)."""
     budgets = [(b, kind) for b in BUDGETS_USD for kind in ("list", "cached")]
     runs = await asyncio.gather(
-        *(run_scenario(env, "runaway", run_id=f"caching-cap{cap}", max_turns=cap, pricing=OPENAI)
+        *(run_scenario(env, "runaway", run_id=f"caching-cap{cap}", max_turns=cap, pricing=pricing)
           for cap in CAPS),
         *(run_scenario(env, "runaway", run_id=f"caching-budget-{b}-{kind}", max_turns=None, budget_usd=b,
-                       pricing=OPENAI if kind == "cached" else LIST) for b, kind in budgets),
+                       pricing=pricing if kind == "cached" else LIST) for b, kind in budgets),
     )
     by_cap = dict(zip(CAPS, runs, strict=False))
     longest = by_cap[max(CAPS)]

@@ -65,3 +65,46 @@ def test_max_output_tokens_below_the_spec_minimum_is_refused_as_openai_refuses_i
         assert "16" in error["message"] and "15" in error["message"]
     else:
         assert response.json()["output"][0]["content"][0]["text"] != ANSWER_PLAN  # cut
+
+
+# --- Messages: the anthropic SDK's own types, strictly ----------------------------------------
+
+LONG = " ".join(f"Rule {i}: check the log before answering." for i in range(160))
+
+
+def _extras(value: object, path: str = "$") -> list[str]:
+    """Fields the SDK's types do not declare (its models keep them as extras)."""
+    import pydantic
+
+    if isinstance(value, pydantic.BaseModel):
+        found = [f"{path}.{k}" for k in value.model_extra or {}]
+        fields = type(value).model_fields
+        return found + [e for k in fields for e in _extras(getattr(value, k), f"{path}.{k}")]
+    if isinstance(value, list):
+        return [e for i, v in enumerate(value) for e in _extras(v, f"{path}[{i}]")]
+    return []
+
+
+def _strict(model: object, data: dict) -> None:
+    """`data` validates as `model`, and declares no field the type does not know."""
+    import pydantic
+
+    assert _extras(pydantic.TypeAdapter(model).validate_python(data)) == []
+
+
+@pytest.mark.parametrize("model", ["plan", "plan+fault=429", "nope"])
+def test_messages_bodies_events_and_errors_are_the_sdks_types(in_process, model):
+    import anthropic.types as t
+
+    system = [{"type": "text", "text": LONG, "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+    body = {"model": model, "max_tokens": 100, "system": system,
+            "messages": [{"role": "user", "content": "Which file mentions a timeout?"}]}
+    plain = in_process.post("/v1/messages", json=body)
+    if plain.status_code != 200:
+        _strict(t.ErrorResponse, plain.json())
+        return
+    _strict(t.Message, plain.json())
+    assert plain.json()["usage"]["cache_creation"]["ephemeral_1h_input_tokens"] > 1024
+    events = _events(in_process.post("/v1/messages", json={**body, "stream": True}).text)
+    for event in events:
+        _strict(t.RawMessageStreamEvent, event)
