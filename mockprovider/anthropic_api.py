@@ -28,8 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mockprovider import wire
-from mockprovider.caching import MAX_BREAKPOINTS, Breakpoint, Ttl
+from mockprovider import caching, wire
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.formats import (
     ChatShaped,
@@ -195,81 +194,6 @@ def _tools(value: Any) -> list[dict[str, Any]]:
     return tools
 
 
-def _ttl(block: Any, param: str) -> Ttl | None:
-    """The TTL a block's `cache_control` asks for; None when it has none."""
-    value = block.get("cache_control") if isinstance(block, dict) else None
-    if value is None:
-        return None
-    ttl = value.get("ttl", "5m") if isinstance(value, dict) else None
-    if not isinstance(value, dict) or value.get("type") != "ephemeral" or ttl not in ("5m", "1h"):
-        raise invalid(
-            f"{param}.cache_control: expected {{\"type\": \"ephemeral\"}} with an optional ttl of "
-            f"'5m' or '1h', got {value!r}.",
-            param=f"{param}.cache_control",
-        )
-    return ttl
-
-
-def _message_marks(body: dict[str, Any], tools: int) -> list[tuple[Breakpoint, str, Ttl]]:
-    """The marks in `system` and `messages`, each at the end of the chat message its block
-    becomes (a tool_result block is a tool message; a user's text blocks, one user message)."""
-    marks: list[tuple[Breakpoint, str, Ttl]] = []
-
-    def mark(block: Any, param: str, at: int) -> None:
-        if ttl := _ttl(block, param):
-            marks.append((Breakpoint(tools=tools, messages=at, ttl=ttl), param, ttl))
-
-    count = 0
-    if (system := body.get("system")) is not None:
-        count = 1
-        for j, block in enumerate(system if isinstance(system, list) else ()):
-            mark(block, f"system[{j}]", 1)
-    for i, message in enumerate(body["messages"]):
-        content = message["content"]
-        blocks = [] if isinstance(content, str) else content
-        if message["role"] == "assistant":
-            count += 1
-            for j, block in enumerate(blocks):
-                mark(block, f"messages[{i}].content[{j}]", count)
-            continue
-        results = sum(1 for b in blocks if b["type"] == "tool_result")
-        texts = isinstance(content, str) or results < len(blocks)
-        answered = 0
-        for j, block in enumerate(blocks):
-            p = f"messages[{i}].content[{j}]"
-            if block["type"] == "tool_result":
-                answered += 1
-                mark(block, p, count + answered)
-                for k, inner in enumerate(block["content"] if isinstance(block.get("content"), list) else ()):
-                    mark(inner, f"{p}.content[{k}]", count + answered)
-            else:
-                mark(block, p, count + results + 1)
-        count += results + texts
-    return marks
-
-
-def _breakpoints(body: dict[str, Any]) -> tuple[Breakpoint, ...]:
-    """The request's `cache_control` marks in Anthropic's order (tools, system, messages),
-    checked as Anthropic checks them: at most four, no 1 h entry after a 5 m one."""
-    tools = body.get("tools") or []
-    marks = [(Breakpoint(tools=i + 1, messages=0, ttl=ttl), f"tools[{i}]", ttl)
-             for i, tool in enumerate(tools) if (ttl := _ttl(tool, f"tools[{i}]"))]
-    marks += _message_marks(body, len(tools))
-    if len(marks) > MAX_BREAKPOINTS:
-        raise invalid(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
-                      f"Found {len(marks)}.")
-    ttls = [ttl for _, _, ttl in marks]
-    if "5m" in ttls and "1h" in ttls[ttls.index("5m"):]:
-        param = marks[ttls.index("1h", ttls.index("5m"))][1]
-        raise invalid(
-            f"{param}.cache_control: a ttl='1h' cache_control block must not come after a ttl='5m' "
-            "cache_control block. Note that blocks are processed in the following order: "
-            "`tools`, `system`, `messages`.",
-            param=f"{param}.cache_control",
-        )
-    return tuple(b for b, _, _ in marks)
-
-
 def messages_request(raw: Any) -> ChatShaped:
     """A validated request in chat shape; `APIError` naming the offending field otherwise."""
     body = body_object(raw)
@@ -285,7 +209,7 @@ def messages_request(raw: Any) -> ChatShaped:
         tools=_tools(body.get("tools")),
         max_tokens=max_tokens,
         stream=flag(body, "stream"),
-        cache_breakpoints=_breakpoints(body),
+        cache_breakpoints=caching.breakpoints(body),
     )
 
 
