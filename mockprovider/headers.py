@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from functools import lru_cache
 from random import getrandbits
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -30,16 +31,21 @@ def request_id(scope: Scope) -> str:
     return scope.get(REQUEST_ID, "")
 
 
-def _openai(options: Options, rid: str, started: float) -> list[tuple[bytes, bytes]]:
-    (req_limit, tok_limit), (req_left, tok_left) = options.ratelimit, options.remaining or options.ratelimit
-    ms = str(int((time.perf_counter() - started) * 1000)).encode()
-    return [
-        (b"x-request-id", rid.encode()), (b"openai-processing-ms", ms),
-        (b"x-ratelimit-limit-requests", b"%d" % req_limit), (b"x-ratelimit-limit-tokens", b"%d" % tok_limit),
-        (b"x-ratelimit-remaining-requests", b"%d" % req_left),
-        (b"x-ratelimit-remaining-tokens", b"%d" % tok_left),
+@lru_cache(maxsize=64)
+def _openai_limits(limits: tuple[int, int], left: tuple[int, int]) -> tuple[tuple[bytes, bytes], ...]:
+    """The rate-limit headers for these figures, built once (most replies state the defaults)."""
+    return (
+        (b"x-ratelimit-limit-requests", b"%d" % limits[0]), (b"x-ratelimit-limit-tokens", b"%d" % limits[1]),
+        (b"x-ratelimit-remaining-requests", b"%d" % left[0]),
+        (b"x-ratelimit-remaining-tokens", b"%d" % left[1]),
         (b"x-ratelimit-reset-requests", b"0s"), (b"x-ratelimit-reset-tokens", b"0s"),
-    ]
+    )
+
+
+def _openai(options: Options, rid: str, started: float) -> list[tuple[bytes, bytes]]:
+    ms = b"%d" % int((time.perf_counter() - started) * 1000)
+    limits = _openai_limits(options.ratelimit, options.remaining or options.ratelimit)
+    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits]
 
 
 def _anthropic(options: Options, rid: str) -> list[tuple[bytes, bytes]]:
