@@ -27,12 +27,13 @@ from typing import Any
 import httpx
 import numpy as np
 
-from experiments.charts import ACCENT, LIMIT, OURS, figure
-from experiments.profile import IN_MICRO, Profile, dollars
-from experiments.report import Prose, Table, usd
-from experiments.runs import Env, Run, run_scenario, turn_costs
-from experiments.turn_cap import early_profile
-from harness import Pricing, Usage, chapter_tools, make_sandbox
+from experiments.arithmetic.profile import IN_MICRO, Profile, dollars
+from experiments.chapter.turn_cap import early_profile
+from experiments.lab.charts import ACCENT, LIMIT, OURS, figure
+from experiments.lab.report import Prose, Table, usd
+from experiments.lab.runs import Env, Run, run_scenario, turn_costs
+from harness import Pricing, Usage
+from harness.chapter import chapter_tools, make_sandbox
 from harness.tools import schema
 
 NAME = "caching"
