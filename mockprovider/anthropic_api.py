@@ -336,7 +336,7 @@ async def _reply(request: Request) -> Response:
         raise APIError(405, f"{request.method} {request.url.path}: use POST.", headers={"allow": "POST"})
     config = config_of(request)
     req = messages_request(await read_json(request, config))
-    turn = await scripted_turn(request, config, req)
+    turn = await scripted_turn(request, config, req, midstream_faults=True)
     if isinstance(turn, APIError):
         return error_response(turn, request)
     if isinstance(turn, bytes):

@@ -47,12 +47,17 @@ class Turn:
     """A fault the reply itself carries (`midstream`): an error event or a dropped connection."""
 
 
-async def scripted_turn(request: Request, config: Config, req: ChatShaped) -> Turn | APIError | bytes:
-    """The chat route's steps on a translated request: a reply, or what a fault answers instead."""
+async def scripted_turn(
+    request: Request, config: Config, req: ChatShaped, *, midstream_faults: bool = False
+) -> Turn | APIError | bytes:
+    """The chat route's steps on a translated request: a reply, or what a fault answers instead.
+
+    `midstream_faults`: the format renders `Turn.cut` (`streamed`, `as_json`); a format that does
+    not gets those faults as an error reply or a broken body instead, never silently dropped."""
     script, options = resolve(request, config, req.model)
     conversation = scenarios.conversation(req.messages)
     fault = await delay_or_fault(request, req.model, conversation.turn, options)
-    cut = fault if midstream.applies(fault, req.stream) else None
+    cut = fault if midstream_faults and midstream.applies(fault, req.stream) else None
     if fault is not None and cut is None:
         return await injected(request, fault, options)
     prompt_tokens = await transcript.count(req.messages, req.tools)

@@ -340,7 +340,7 @@ def _failed(c: wire.Completion, req: ResponsesRequest, number: int) -> bytes:
 async def responses(request: Request) -> Response:
     config = config_of(request)
     req = responses_request(await read_json(request, config))
-    turn = await scripted_turn(request, config, req.chat)
+    turn = await scripted_turn(request, config, req.chat, midstream_faults=True)
     if isinstance(turn, APIError):
         return turn.response()
     if isinstance(turn, bytes):

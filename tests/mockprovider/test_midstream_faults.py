@@ -106,3 +106,14 @@ def test_a_bad_midstream_fault_is_a_400_naming_the_syntax(in_process, option):
         assert response.status_code == 500  # stream_error on a reply that is not streamed
         return
     assert response.status_code == 400 and "fault" in response.json()["error"]["message"]
+
+
+def test_formats_without_midstream_faults_answer_them_as_broken_replies_not_silence(in_process):
+    """Gemini and Ollama render no mid-stream fault: a drop is a broken body, an error a 500."""
+    gemini = {"contents": [{"role": "user", "parts": [{"text": QUESTION}]}]}
+    dropped = in_process.post("/v1beta/models/plan+fault=drop@0:generateContent", json=gemini)
+    ollama = {"model": "plan+fault=stream_error@0", "stream": False,
+              "messages": [{"role": "user", "content": QUESTION}]}
+    failed = in_process.post("/api/chat", json=ollama)
+    assert dropped.status_code == 200 and not dropped.text.rstrip().endswith("}")
+    assert failed.status_code == 500
