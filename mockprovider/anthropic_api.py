@@ -29,7 +29,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from mockprovider import caching, wire
-from mockprovider.errors import APIError, invalid, missing
+from mockprovider.errors import APIError, ScriptedError, invalid, missing
 from mockprovider.formats import (
     ChatShaped,
     as_json,
@@ -72,6 +72,8 @@ def error_response(e: APIError, request: Request) -> Response:
     """`e` in Anthropic's shape, with the request's id; other 4xx are `invalid_request_error`,
     as Anthropic documents."""
     kind = ERROR_TYPES.get(e.status, "invalid_request_error" if e.status < 500 else "api_error")
+    if isinstance(e, ScriptedError) and e.given_type:
+        kind = e.type
     body = {"type": "error", "error": {"type": kind, "message": e.message},
             "request_id": request_id(request.scope)}
     return json_response(body, status=e.status, headers=e.headers)
@@ -244,12 +246,12 @@ def _content(c: wire.Completion) -> list[dict[str, Any]]:
 
 
 def _reply_content(c: wire.Completion) -> list[dict[str, Any]]:
-    if c.tool_calls:
-        return [
-            {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
-            for call in c.tool_calls
-        ]
-    return [{"type": "text", "text": c.content or ""}]
+    """The reply's blocks: the text first (when there is any), then a tool_use per call."""
+    text = [{"type": "text", "text": c.content or ""}] if c.content is not None or not c.tool_calls else []
+    return text + [
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+        for call in c.tool_calls
+    ]
 
 
 def _message(c: wire.Completion, *, done: bool) -> dict[str, Any]:
@@ -291,37 +293,37 @@ def _streamed_input(arguments: str) -> str:
 
 
 def _block_events(
-    index: int, block: dict[str, Any], arguments: str, chunk: int | None
-) -> Iterator[tuple[str, dict[str, Any], bool]]:
+    index: int, block: dict[str, Any], arguments: str, chunk: int
+) -> Iterator[tuple[str, dict[str, Any], int]]:
     """One content block's events; `arguments` is a tool_use block's call as the script wrote it."""
     if block["type"] == "tool_use":
         start = {**block, "input": {}}
-        pieces = wire.argument_pieces(_streamed_input(arguments), chunk)
+        pieces = wire.deltas(_streamed_input(arguments), chunk)
         deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
     elif block["type"] == "thinking":
         start = {"type": "thinking", "thinking": "", "signature": ""}
-        deltas = [{"type": "thinking_delta", "thinking": p} for p in wire.token_pieces(block["thinking"])]
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in wire.deltas(block["thinking"], chunk)]
         deltas.append({"type": "signature_delta", "signature": block["signature"]})
     elif block["type"] == "redacted_thinking":
         start, deltas = block, []
     else:
         start = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": p} for p in wire.token_pieces(block["text"])]
-    yield "content_block_start", {"index": index, "content_block": start}, False
+        deltas = [{"type": "text_delta", "text": p} for p in wire.deltas(block["text"], chunk)]
+    yield "content_block_start", {"index": index, "content_block": start}, 0
     for delta in deltas:
-        yield "content_block_delta", {"index": index, "delta": delta}, True
-    yield "content_block_stop", {"index": index}, False
+        yield "content_block_delta", {"index": index, "delta": delta}, chunk
+    yield "content_block_stop", {"index": index}, 0
 
 
-def events(c: wire.Completion, chunk: int | None = None) -> Iterator[tuple[bytes, bool]]:
+def events(c: wire.Completion) -> Iterator[tuple[bytes, int]]:
     """message_start, each block's start / deltas / stop, message_delta, message_stop."""
 
-    def sequence() -> Iterator[tuple[str, dict[str, Any], bool]]:
+    def sequence() -> Iterator[tuple[str, dict[str, Any], int]]:
         yield "message_start", {"message": _message(c, done=False)}, False
         blocks = _content(c)
         arguments = [""] * (len(blocks) - len(c.tool_calls)) + [call.arguments for call in c.tool_calls]
         for index, block in enumerate(blocks):
-            yield from _block_events(index, block, arguments[index], chunk)
+            yield from _block_events(index, block, arguments[index], c.chunk)
         delta = {"stop_reason": STOP_REASONS[c.finish_reason], "stop_sequence": None}
         usage = {**_input_usage(c), "output_tokens": c.completion_tokens, **_thinking_usage(c, True)}
         yield "message_delta", {"delta": delta, "usage": usage}, False
@@ -342,7 +344,7 @@ async def _reply(request: Request) -> Response:
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
     if req.stream:
-        return streamed(turn, events(turn.completion, turn.options.chunk), lambda _: STREAM_ERROR)
+        return streamed(turn, events(turn.completion), lambda _: STREAM_ERROR)
     return as_json(turn, _message(turn.completion, done=True))
 
 

@@ -37,7 +37,7 @@ from mockprovider import (
 from mockprovider.errors import APIError
 from mockprovider.faults import Options
 from mockprovider.headers import ApiHeaders
-from mockprovider.journal import Journal
+from mockprovider.journal import Journal, render_matching
 from mockprovider.pipeline import (
     ClientGone,
     Config,
@@ -48,14 +48,15 @@ from mockprovider.pipeline import (
     log,
     read_raw,
     resolve,
+    scripted_reply,
 )
 from mockprovider.scenario_files import Source, load_scenarios, paths_from_env
 from mockprovider.validation import ChatRequest, chat_request, parse_json
 
 
 async def _stream(completion: wire.Completion, req: ChatRequest, options: Options) -> AsyncIterator[bytes]:
-    delay = 1 / options.rate_tps if options.rate_tps else 0.0
-    for chunk in wire.chunks(completion, include_usage=req.include_usage, arg_chunk=options.chunk):
+    delay = completion.chunk / options.rate_tps if options.rate_tps else 0.0
+    for chunk in wire.chunks(completion, include_usage=req.include_usage):
         yield wire.sse(chunk)
         if delay and chunk["choices"] and chunk["choices"][0]["delta"].keys() - {"role", "refusal"}:
             await asyncio.sleep(delay)
@@ -73,9 +74,10 @@ async def _chat(request: Request) -> Response | bytes:
     if fault is not None and cut is None:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
+    reply, options = await scripted_reply(request, script, req.transcript.conversation(), req.tools, options)
     prompt_tokens = await transcript.prompt_tokens(req.transcript, req.tools)
     completion = wire.complete(
-        script(req.transcript.conversation()),
+        reply,
         model=req.model,
         prompt_tokens=prompt_tokens,
         max_tokens=req.max_tokens,
@@ -143,7 +145,9 @@ async def request_journal(request: Request) -> Response:
             404, "The journal is off; start the server with --journal N to keep the last N requests.",
             code="journal_off",
         )
-    return Response(config.journal.render(), media_type="application/json")
+    query = request.query_params
+    body = render_matching(config.journal, path=query.get("path"), model=query.get("model"))
+    return Response(body, media_type="application/json")
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:

@@ -7,22 +7,26 @@ select it. An options string is `key=value` items joined by `+`, given in any of
 - a path prefix in the base URL:     base_url="http://127.0.0.1:8000/o/latency=250/v1"
 - a header:                          x-mock-options: latency=250+fault=500
 
-Later sources override earlier ones (server flags < path < model < header); faults add up,
-and where two apply to the same (turn, attempt) the later source's is injected.
+Later sources override earlier ones (server flags < scenario file < path < model < header);
+faults add up, and where two apply to the same (turn, attempt) the later source's is injected.
+`fault=none` drops the faults of every earlier source (a scenario file's, say) for this request.
 
 Keys:
     latency=MS          time to first byte, in milliseconds
     rate=TPS            streaming pace, tokens per second (default: as fast as possible)
     retry=MS            the Retry-After sent with a 429 (default 100 ms)
-    fault=KIND[@T][xK]  KIND is 429, 500, 529, 401, hang or malformed; on turn T only (default:
-                        every turn), for the first K attempts (default 1)
+    fault=KIND[@T][xK]  KIND is 429, 500, 529, 401, hang or malformed; on turn T only (0-based, as
+                        turns count; default: every turn), for the first K attempts (default 1)
     fault=KIND:N[@T][xK]  KIND is stream_error (the API's own mid-stream error event) or drop
                         (the connection closes mid-body), after N events of the stream;
                         N may be a time instead, `drop:200ms` (see `midstream`)
+    fault=none          no fault from the sources before this one
+    usage=recorded      serve a scenario reply's recorded `usage` instead of the o200k recount
+                        (`usage=counted`, the default, recounts)
     cache=on|off        prompt caching as the providers do it (default on; see `caching`)
     cache=miss@T        turn T reads nothing from the cache (an eviction); repeatable
-    chunk=CHARS         streamed tool-call arguments in deltas of CHARS characters (default:
-                        one token per delta)
+    chunk=N             tokens per streamed delta, tool-call arguments included (default: the
+                        reply's own `chunk`, 1)
     ratelimit=R:T       the rate-limit headers' limits: R requests and T tokens a minute
     remaining=R:T       the rate-limit headers' remaining requests and tokens (default: the
                         limits, a stateless server keeps no window; see `headers`)
@@ -47,10 +51,10 @@ MIDSTREAM_KINDS = ("stream_error", "drop")
 SYNTAX = (
     "options: 'key=value' items joined by '+', as a model suffix (plan+latency=250), "
     "a base-URL path prefix (/o/latency=250/v1) or an x-mock-options header; keys: "
-    "latency=MS, rate=TPS, retry=MS, chunk=CHARS, cache=on|off|miss@TURN, ratelimit=R:T, remaining=R:T, "
-    "fault=KIND[:N|:MSms][@TURN][xK] with KIND in "
+    "latency=MS, rate=TPS, retry=MS, chunk=N, usage=counted|recorded, cache=on|off|miss@TURN, "
+    "ratelimit=R:T, remaining=R:T, fault=none, fault=KIND[:N|:MSms][@TURN][xK] with KIND in "
     + ", ".join(FAULT_KINDS)
-    + " (N events or MS milliseconds into the reply: stream_error and drop only)"
+    + " (TURN 0-based; N events or MS milliseconds into the reply: stream_error and drop only)"
     + "; the attempt comes from x-stainless-retry-count or x-lab-attempt"
 )
 
@@ -89,12 +93,14 @@ class Options:
     rate_tps: float | None = None
     retry_ms: int = 100
     faults: tuple[Fault, ...] = field(default_factory=tuple)
+    usage: Literal["counted", "recorded"] = "counted"
+    """"recorded": a reply's recorded usage, when it has one, instead of the o200k recount."""
     cache: bool = True
     """Prompt caching as the providers do it (`mockprovider.caching`)."""
     cache_misses: frozenset[int] = frozenset()
     """Turns that read nothing from the cache."""
     chunk: int | None = None
-    """Characters per streamed argument delta; None: one token per delta."""
+    """Tokens per streamed delta; None: the reply's own `chunk`."""
     ratelimit: tuple[int, int] = (10_000, 30_000_000)
     """Requests and tokens a minute, as the rate-limit headers state them."""
     remaining: tuple[int, int] | None = None
@@ -168,6 +174,7 @@ def apply(base: Options, text: str, *, param: str) -> Options:
         return base
     updates: dict = {}
     faults: list[Fault] = []
+    earlier = base.faults
     for item in text.split("+"):
         key, sep, value = item.partition("=")
         if not sep:
@@ -178,8 +185,15 @@ def apply(base: Options, text: str, *, param: str) -> Options:
             updates["rate_tps"] = _number(key, value, param=param) or None
         elif key == "retry":
             updates["retry_ms"] = int(_number(key, value, param=param))
+        elif key == "fault" and value == "none":
+            faults, earlier = [], ()
         elif key == "fault":
             faults.append(_fault(value, param=param))
+        elif key == "usage":
+            if value not in ("counted", "recorded"):
+                raise invalid(f"option usage={value!r} must be 'counted' or 'recorded'; {SYNTAX}",
+                              param=param)
+            updates["usage"] = value
         elif key == "chunk":
             updates["chunk"] = int(_number(key, value, param=param))
         elif key in ("ratelimit", "remaining"):
@@ -190,7 +204,7 @@ def apply(base: Options, text: str, *, param: str) -> Options:
             raise invalid(f"unknown option {key!r}; {SYNTAX}", param=param)
     # This source's faults go first: on a (turn, attempt) that two sources fault, the later
     # source's fault is the one injected, as the later source wins for every other option.
-    return replace(base, faults=(*faults, *base.faults), **updates)
+    return replace(base, faults=(*faults, *earlier), **updates)
 
 
 def attempt_of(*values: str | None) -> int:

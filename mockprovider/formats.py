@@ -21,7 +21,7 @@ from starlette.responses import Response, StreamingResponse
 from mockprovider import caching, midstream, scenarios, transcript, wire
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.faults import Fault, Options
-from mockprovider.pipeline import Config, delay_or_fault, injected, resolve
+from mockprovider.pipeline import Config, delay_or_fault, injected, resolve, scripted_reply
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,13 +60,14 @@ async def scripted_turn(
     cut = fault if midstream_faults and midstream.applies(fault, req.stream) else None
     if fault is not None and cut is None:
         return await injected(request, fault, options)
+    reply, options = await scripted_reply(request, script, conversation, req.tools, options)
     prompt_tokens = await transcript.count(req.messages, req.tools)
     if req.cache_breakpoints is None:
         cache = caching.openai(req.messages, prompt_tokens, conversation.turn, options)
     else:
         cache = caching.anthropic(req.messages, req.tools, req.cache_breakpoints, conversation.turn, options)
     completion = wire.complete(
-        script(conversation),
+        reply,
         model=req.model,
         prompt_tokens=prompt_tokens,
         max_tokens=req.max_tokens,
@@ -135,7 +136,7 @@ def _dumps(data: dict[str, Any]) -> str:
     return json.dumps(data, separators=(",", ":"))
 
 
-def streamed(turn: Turn, events: Iterable[tuple[bytes, bool]], error: midstream.ErrorEvent) -> Response:
+def streamed(turn: Turn, events: Iterable[tuple[bytes, int]], error: midstream.ErrorEvent) -> Response:
     """The turn's SSE reply; `error` is the format's mid-stream error event, sent if the turn
     carries a `stream_error` fault."""
     if turn.cut is None:
@@ -161,12 +162,12 @@ def sse_event(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {_dumps(data)}\n\n".encode()
 
 
-async def _paced(events: Iterable[tuple[bytes, bool]], options: Options) -> AsyncIterator[bytes]:
+async def _paced(events: Iterable[tuple[bytes, int]], options: Options) -> AsyncIterator[bytes]:
     delay = 1 / options.rate_tps if options.rate_tps else 0.0
-    for data, is_token in events:
+    for data, tokens in events:
         yield data
-        if delay and is_token:
-            await asyncio.sleep(delay)
+        if delay and tokens:
+            await asyncio.sleep(delay * tokens)
 
 
 def event_stream(

@@ -111,19 +111,18 @@ def _response(c: wire.Completion, parts: list[dict[str, Any]], *, last: bool) ->
 
 def body(c: wire.Completion) -> dict[str, Any]:
     """The whole reply in one GenerateContentResponse."""
-    parts = _call_parts(c) if c.tool_calls else [{"text": c.content or ""}]
-    return _response(c, parts, last=True)
+    text = [{"text": c.content or ""}] if c.content is not None or not c.tool_calls else []
+    return _response(c, text + _call_parts(c), last=True)
 
 
 def chunks(c: wire.Completion) -> Iterator[dict[str, Any]]:
-    """The reply as a stream's GenerateContentResponses: one per token of text, or one holding
+    """The reply as a stream's GenerateContentResponses: one per delta of text, then one holding
     every function call; the last one finishes it."""
+    pieces = wire.deltas(c.content or "", c.chunk) or ([] if c.tool_calls else [""])
+    for k, piece in enumerate(pieces):
+        yield _response(c, [{"text": piece}], last=not c.tool_calls and k == len(pieces) - 1)
     if c.tool_calls:
         yield _response(c, _call_parts(c), last=True)
-        return
-    pieces = wire.token_pieces(c.content or "") or [""]
-    for k, piece in enumerate(pieces):
-        yield _response(c, [{"text": piece}], last=k == len(pieces) - 1)
 
 
 def _dumps(data: dict[str, Any]) -> str:

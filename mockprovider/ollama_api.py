@@ -238,14 +238,13 @@ def body(c: wire.Completion, clock: _Clock) -> dict[str, Any]:
 
 
 def lines(c: wire.Completion, clock: _Clock) -> Iterator[tuple[bytes, bool]]:
-    """The NDJSON stream: a line per token of text (or one with every tool call), then the last."""
+    """The NDJSON stream: a line per delta of text, one with every tool call, then the last."""
     def line(data: dict[str, Any]) -> bytes:
         return json.dumps(data, separators=(",", ":")).encode() + b"\n"
 
-    pieces = [] if c.tool_calls else wire.token_pieces(c.content or "")
-    for piece in pieces:
+    for piece in wire.deltas(c.content or "", c.chunk):  # a reply's text comes before its calls
         yield line({"model": c.model, "created_at": _created_at(),
-                    "message": {"role": "assistant", "content": piece}, "done": False}), True
+                    "message": {"role": "assistant", "content": piece}, "done": False}), c.chunk
     if c.tool_calls:
         yield line({"model": c.model, "created_at": _created_at(), "message": _assistant(c, ""),
                     "done": False}), True

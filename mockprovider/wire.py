@@ -38,6 +38,8 @@ class Completion(NamedTuple):
     finish_reason: FinishReason
     prompt_tokens: int
     completion_tokens: int
+    chunk: int = 1
+    """Tokens per streamed delta."""
     cache: Cache = NO_CACHE
     """What the prompt read from and wrote to the provider's cache (part of `prompt_tokens`)."""
     reasoning: str | None = None
@@ -76,11 +78,12 @@ def token_pieces(text: str) -> list[str]:
     return pieces
 
 
-def argument_pieces(arguments: str, chunk: int | None) -> list[str]:
-    """A call's arguments as its deltas carry them: `chunk` characters each, or one token each."""
-    if not chunk:
-        return token_pieces(arguments)
-    return [arguments[i : i + chunk] for i in range(0, len(arguments), chunk)]
+def deltas(text: str, chunk: int = 1) -> list[str]:
+    """`text` as a stream's deltas: `chunk` tokens each (the last may hold fewer)."""
+    pieces = token_pieces(text)
+    if chunk <= 1:
+        return pieces
+    return ["".join(pieces[i:i + chunk]) for i in range(0, len(pieces), chunk)]
 
 
 def _cut(text: str, limit: int) -> tuple[str, int]:
@@ -127,28 +130,36 @@ def complete(
     """Render `reply`, cut at `max_tokens` completion tokens if it is longer.
 
     A cut reply bills exactly `max_tokens`, as a real provider does; what it shows is the part
-    that fits (for tool calls: the calls whose wire JSON fits, the last one's arguments cut).
-    Reasoning comes first and counts against `max_tokens`, as OpenAI's and Anthropic's do.
+    that fits (for tool calls: the calls whose wire JSON fits, the last one's arguments cut). A
+    reply with text and tool calls spends the budget on the text first, as it is generated first.
+    Reasoning comes before both and counts against `max_tokens`, as OpenAI's and Anthropic's do.
+    A recorded `usage` on the reply (kept only when the request asked for it) replaces the counts
+    of a reply that was not cut.
     """
     budget = max_tokens if max_tokens is not None else _UNLIMITED
     thought, thought_tokens = _reasoning(reply.reasoning, budget)
     if thought_tokens >= budget and (reply.content or reply.tool_calls):
-        return _completion(model, prompt_tokens, cache, None, (), "length", budget, thought, thought_tokens)
+        return _completion(model, prompt_tokens, cache, None, (), "length", budget, thought, thought_tokens,
+                           reply.chunk)
     budget -= thought_tokens
     content: str | None = None
     calls: tuple[ToolCall, ...] = ()
-    if reply.tool_calls:
-        used = _calls_tokens(reply.tool_calls)
-        cut = used > budget
-        calls = _cut_calls(reply.tool_calls, budget) if cut else reply.tool_calls
-        used = min(used, budget)
-    else:
+    used, cut = 0, False
+    if reply.content is not None or not reply.tool_calls:
         full = reply.content or ""
         content, used = _cut(full, budget)
         cut = content != full
+    if reply.tool_calls and not cut:
+        calls_used = _calls_tokens(reply.tool_calls)
+        room = budget - used
+        cut = calls_used > room
+        calls = _cut_calls(reply.tool_calls, room) if cut else reply.tool_calls
+        used += min(calls_used, room)
     finish: FinishReason = "length" if cut else ("tool_calls" if calls else "stop")
+    if reply.usage is not None and not cut:
+        prompt_tokens, used = reply.usage.prompt_tokens, reply.usage.completion_tokens - thought_tokens
     return _completion(model, prompt_tokens, cache, content, calls, finish, used + thought_tokens,
-                       thought, thought_tokens)
+                       thought, thought_tokens, reply.chunk)
 
 
 def _reasoning(reasoning: str | int | None, budget: int) -> tuple[str | None, int]:
@@ -162,7 +173,7 @@ def _reasoning(reasoning: str | int | None, budget: int) -> tuple[str | None, in
 
 def _completion(
     model: str, prompt_tokens: int, cache: Cache, content: str | None, calls: tuple[ToolCall, ...],
-    finish: FinishReason, used: int, reasoning: str | None, reasoning_tokens: int,
+    finish: FinishReason, used: int, reasoning: str | None, reasoning_tokens: int, chunk: int,
 ) -> Completion:
     return Completion(
         id=f"chatcmpl-{getrandbits(96):024x}",  # unique, not secret: no system call per reply
@@ -176,6 +187,7 @@ def _completion(
         cache=cache,
         reasoning=reasoning,
         reasoning_tokens=reasoning_tokens,
+        chunk=chunk,
     )
 
 
@@ -234,12 +246,12 @@ def render(c: Completion) -> bytes:
     ).encode()
 
 
-def chunks(c: Completion, *, include_usage: bool, arg_chunk: int | None = None) -> Iterator[dict[str, Any]]:
+def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
     """The `chat.completion.chunk` objects of a stream, in order (without `[DONE]`).
 
-    Shape as OpenAI sends it: a role delta; then content deltas, or for tool calls a header
+    Shape as OpenAI sends it: a role delta; then content deltas, and for tool calls a header
     delta per call (index, id, type, name, empty arguments) followed by its argument deltas
-    (`arg_chunk` characters each, or one token each), one call after another as OpenAI sends them; a
+    (`c.chunk` tokens each), one call after another as OpenAI sends them; a
     final chunk with an empty delta and the finish reason; with `include_usage`, every chunk
     carries `usage: null` and one last chunk with no choices carries the usage.
     """
@@ -257,18 +269,17 @@ def chunks(c: Completion, *, include_usage: bool, arg_chunk: int | None = None) 
             out["usage"] = None
         return out
 
-    if c.tool_calls:
-        yield chunk({"role": "assistant", "content": None, "refusal": None})
-        for index, call in enumerate(c.tool_calls):
-            header = {"index": index, "id": call.id, "type": "function",
-                      "function": {"name": call.name, "arguments": ""}}
-            yield chunk({"tool_calls": [header]})
-            for piece in argument_pieces(call.arguments, arg_chunk):
-                yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    else:
-        yield chunk({"role": "assistant", "content": "", "refusal": None})
-        for piece in token_pieces(c.content or ""):
+    text_first = c.content is not None
+    yield chunk({"role": "assistant", "content": "" if text_first else None, "refusal": None})
+    if text_first:
+        for piece in deltas(c.content or "", c.chunk):
             yield chunk({"content": piece})
+    for index, call in enumerate(c.tool_calls):
+        header = {"index": index, "id": call.id, "type": "function",
+                  "function": {"name": call.name, "arguments": ""}}
+        yield chunk({"tool_calls": [header]})
+        for piece in deltas(call.arguments, c.chunk):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, c.finish_reason)
     if include_usage:
         final = chunk({})
