@@ -68,14 +68,15 @@ STREAM_ERROR = sse_event("error", {"type": "error", "error": {
 """What Anthropic sends when a stream fails after it started."""
 
 
-def error_response(e: APIError, request: Request) -> Response:
-    """`e` in Anthropic's shape, with the request's id; other 4xx are `invalid_request_error`,
-    as Anthropic documents."""
+def error_response(e: APIError, request: Request | None = None) -> Response:
+    """`e` in Anthropic's shape, with the request's id when known; other 4xx are
+    `invalid_request_error`, as Anthropic documents."""
     kind = ERROR_TYPES.get(e.status, "invalid_request_error" if e.status < 500 else "api_error")
     if isinstance(e, ScriptedError) and e.given_type:
         kind = e.type
-    body = {"type": "error", "error": {"type": kind, "message": e.message},
-            "request_id": request_id(request.scope)}
+    body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": e.message}}
+    if request is not None:
+        body["request_id"] = request_id(request.scope)
     return json_response(body, status=e.status, headers=e.headers)
 
 
