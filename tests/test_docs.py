@@ -80,7 +80,10 @@ def parse_only(module: str, argv: list[str], monkeypatch) -> None:
     original = argparse.ArgumentParser.parse_args
 
     def parse_then_stop(self, args=None, namespace=None):
-        original(self, args, namespace)
+        parsed = original(self, args, namespace)
+        for value in vars(parsed).values():  # argparse.FileType opened it; the command never runs
+            if hasattr(value, "close"):
+                value.close()
         raise Parsed
 
     monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
@@ -106,9 +109,24 @@ def test_the_pages_have_shell_lines_to_check():
     assert any(words[0] in ("harness", ".venv/bin/harness") for _, words in SHELL_LINES)
 
 
-@pytest.mark.parametrize(("page", "words"), SHELL_LINES, ids=[f"{p}:{' '.join(w)[:60]}" for p, w in SHELL_LINES])
-def test_a_documented_command_works_as_written(page, words, monkeypatch, capsys):
-    program, *args = words
+def with_files_named(args: list[str], home: Path) -> list[str]:
+    """`~` as a shell expands it, and each `--*-file PATH` made, as the reader would have it."""
+    args = [str(home / a[2:]) if a.startswith("~/") else a for a in args]
+    for option, value in zip(args, args[1:], strict=False):
+        if option.startswith("--") and option.endswith("-file"):
+            Path(value).parent.mkdir(parents=True, exist_ok=True)
+            Path(value).write_text("docs-test-value\n")
+    return args
+
+
+IDS = [f"{p}:{' '.join(w)[:60]}" for p, w in SHELL_LINES]
+
+
+@pytest.mark.parametrize(("page", "words"), SHELL_LINES, ids=IDS)
+def test_a_documented_command_works_as_written(page, words, monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    program, *args = words[0], *with_files_named(words[1:], tmp_path)
     program_name = program.removeprefix(".venv/bin/")
     if program == "make":
         wanted = [a for a in args if not ENV_ASSIGNMENT.match(a) and not a.startswith("-")]
