@@ -30,6 +30,7 @@ MODULES = {
     "latency": "experiments.chapter.latency",
     "subagent": "experiments.chapter.subagent",
     "arithmetic": "experiments.arithmetic.arithmetic",
+    "caching": "experiments.beyond.caching",
 }
 NAMES = tuple(MODULES)
 

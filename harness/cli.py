@@ -256,6 +256,8 @@ def _cmd_show(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
     runs = ", ".join(r.label for r in state.tool_runs)
     print(safe(f"   tool runs: {runs or 'none'}"))
     print(f"   per-turn prompt tokens: {', '.join(str(u.prompt_tokens) for u in state.turn_usage) or 'none'}")
+    if any(u.cached_tokens for u in state.turn_usage):
+        print(f"   per-turn cached tokens: {', '.join(str(u.cached_tokens) for u in state.turn_usage)}")
     if args.messages:
         for m in state.messages:
             print(safe(json.dumps(m, ensure_ascii=False)))

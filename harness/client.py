@@ -105,9 +105,24 @@ def _parse(data: Any) -> tuple[dict[str, Any], str, Usage]:
                 raise ValueError(f"tool call id {c['id']!r} is reused within one reply")
             seen.add(c["id"])
     u = data["usage"]
-    usage = Usage(prompt_tokens=_tokens(u, "prompt_tokens"),
-                  completion_tokens=_tokens(u, "completion_tokens"))
+    prompt, completion = _tokens(u, "prompt_tokens"), _tokens(u, "completion_tokens")
+    usage = Usage(
+        prompt_tokens=prompt, completion_tokens=completion,
+        cached_tokens=_detail(u, "prompt_tokens_details", "cached_tokens", prompt),
+        cache_write_tokens=_detail(u, "prompt_tokens_details", "cache_write_tokens", prompt),
+        reasoning_tokens=_detail(u, "completion_tokens_details", "reasoning_tokens", completion),
+    )
     return message, str(choice.get("finish_reason") or "stop"), usage
+
+
+def _detail(usage: Any, details: str, name: str, total: int) -> int:
+    """A part of a usage total (`usage[details][name]`); 0 when the provider does not report it."""
+    value = (usage.get(details) or {}).get(name)
+    if value is None:
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= total:
+        raise ValueError(f"usage.{details}.{name} is {str(value)[:40]!r}, not a whole number in [0, {total}]")
+    return value
 
 
 class ModelClient:

@@ -83,7 +83,7 @@ from harness.tools import (
     schema,
     signature,
 )
-from harness.trace import TraceSink, event, money
+from harness.trace import TraceSink, event, money, usage_details
 from harness.usage import Limits, Pricing, Usage, limit_hit, reply_cap
 
 TRUNCATED = "Error: not run: the call's arguments were cut off at max_tokens (finish_reason=length)."
@@ -383,7 +383,7 @@ class _Loop:
         s.messages.append(message)
         self.emit("turn", turn=s.turns, prompt_tokens=usage.prompt_tokens,
                   completion_tokens=usage.completion_tokens, total_tokens=usage.total_tokens,
-                  costUsd=money(s.cost_usd), finish=finish)
+                  **usage_details(usage), costUsd=money(s.cost_usd), finish=finish)
 
 
 def _ms(t0: float) -> float:

@@ -1,7 +1,9 @@
 """The trace: one JSON object per event, the run id on every line.
 
 Events (field names as the chapter prints them):
-    turn               turn, prompt_tokens, completion_tokens, total_tokens, costUsd (cumulative), finish
+    turn               turn, prompt_tokens, completion_tokens, total_tokens, costUsd (cumulative), finish;
+                       and cached_tokens, cache_write_tokens, reasoning_tokens when the provider
+                       reported any (so a line without them reads as the chapter prints it)
     tool_start         toolName, args (the JSON string), callId
     tool_progress      toolName, label
     tool_result        toolName, ms, ok
@@ -23,6 +25,12 @@ class TraceSink(Protocol):
 
 def event(run_id: str, type: str, **fields: Any) -> dict[str, Any]:
     return {"runId": run_id, "type": type, **fields}
+
+
+def usage_details(usage: Any) -> dict[str, int]:
+    """The parts of a turn's usage worth a trace field: those the provider reported as non-zero."""
+    names = ("cached_tokens", "cache_write_tokens", "reasoning_tokens")
+    return {n: getattr(usage, n) for n in names if getattr(usage, n)}
 
 
 def money(usd: float) -> float:

@@ -33,10 +33,17 @@ class NonNegative:
 
 @dataclass(frozen=True, kw_only=True)
 class Usage:
-    """Token counts as the provider bills them."""
+    """Token counts as the provider bills them (Chat Completions' convention: the details are
+    parts of the two totals, not additions to them)."""
 
     prompt_tokens: Annotated[int, NonNegative()] = 0
     completion_tokens: Annotated[int, NonNegative()] = 0
+    cached_tokens: Annotated[int, NonNegative()] = 0
+    """The part of `prompt_tokens` read from the provider's prompt cache."""
+    cache_write_tokens: Annotated[int, NonNegative()] = 0
+    """The part of `prompt_tokens` written to the cache (billed extra by Anthropic)."""
+    reasoning_tokens: Annotated[int, NonNegative()] = 0
+    """The part of `completion_tokens` the model spent reasoning."""
 
     @property
     def total_tokens(self) -> int:
@@ -46,20 +53,40 @@ class Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
+
+
+_PRICES = ("input_per_million", "output_per_million", "cached_input_per_million",
+           "cache_write_per_million", "reasoning_per_million")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Pricing:
-    """Dollars per million tokens; the default is the chapter's $2 in / $12 out."""
+    """Dollars per million tokens; the default is the chapter's $2 in / $12 out.
+
+    A price left None is the list price of its total (input or output), so tokens it would
+    cover are billed exactly as before: cached and reasoning tokens cost nothing extra unless a
+    rate is given, e.g. Anthropic's `Pricing(input_per_million=3, output_per_million=15,
+    cached_input_per_million=0.3, cache_write_per_million=3.75)`.
+    """
 
     input_per_million: float = 2.0
     output_per_million: float = 12.0
+    cached_input_per_million: float | None = None
+    """Cache reads; None: the input price."""
+    cache_write_per_million: float | None = None
+    """Cache writes; None: the input price."""
+    reasoning_per_million: float | None = None
+    """Reasoning tokens; None: the output price (every provider bills them as output)."""
 
     def __post_init__(self) -> None:
-        for name in ("input_per_million", "output_per_million"):
-            if NonNegative().check(getattr(self, name)):
-                raise ValueError(f"{name} must be a finite number >= 0, got {getattr(self, name)!r}")
+        for name in _PRICES:
+            value = getattr(self, name)
+            if value is not None and NonNegative().check(value):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
     @property
     def input_per_token(self) -> float:
@@ -69,8 +96,28 @@ class Pricing:
     def output_per_token(self) -> float:
         return self.output_per_million / 1e6
 
+    def dearest_per_token(self) -> tuple[float, float]:
+        """The highest price a prompt token and a reply token can cost, in dollars."""
+        prompt = max(self.input_per_million, self.cached_input_per_million or 0.0,
+                     self.cache_write_per_million or 0.0)
+        reply = max(self.output_per_million, self.reasoning_per_million or 0.0)
+        if (prompt, reply) == (self.input_per_million, self.output_per_million):
+            return self.input_per_token, self.output_per_token  # the same floats as ever
+        return prompt / 1e6, reply / 1e6
+
     def cost(self, usage: Usage) -> float:
-        return usage.prompt_tokens * self.input_per_token + usage.completion_tokens * self.output_per_token
+        # Tokens whose own price is unset stay in their total's term, so a run without cache or
+        # reasoning prices costs, to the last bit, what the two list prices make it.
+        prompt, completion, extra = usage.prompt_tokens, usage.completion_tokens, 0.0
+        for tokens, price in ((usage.cached_tokens, self.cached_input_per_million),
+                              (usage.cache_write_tokens, self.cache_write_per_million)):
+            if price is not None and tokens:
+                prompt -= tokens
+                extra += tokens * price / 1e6
+        if self.reasoning_per_million is not None and usage.reasoning_tokens:
+            completion -= usage.reasoning_tokens
+            extra += usage.reasoning_tokens * self.reasoning_per_million / 1e6
+        return prompt * self.input_per_token + completion * self.output_per_token + extra
 
 
 BudgetCheck = Literal["before_call", "after_call"]
@@ -130,9 +177,12 @@ def reply_cap(
     """
     if not limits.hard_budget or limits.max_budget_usd is None:
         return None
-    left = limits.max_budget_usd - cost_usd - prompt_tokens * pricing.input_per_token
-    if pricing.output_per_token == 0:
+    # The provider decides after the call how much of the prompt it read from or wrote to its
+    # cache, and how much of the reply is reasoning: price each at its dearest possible rate.
+    prompt_rate, reply_rate = pricing.dearest_per_token()
+    left = limits.max_budget_usd - cost_usd - prompt_tokens * prompt_rate
+    if reply_rate == 0:
         return None if left >= 0 else 0
     # The epsilon keeps float rounding from buying one token the budget cannot pay for.
-    cap = max(0, int((left - 1e-12) // pricing.output_per_token))
+    cap = max(0, int((left - 1e-12) // reply_rate))
     return cap if cap >= max(1, min_reply_tokens) else 0

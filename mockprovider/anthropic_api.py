@@ -18,6 +18,8 @@ Anthropic documents for that type.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -26,21 +28,23 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mockprovider import wire
+from mockprovider import caching, wire
 from mockprovider.errors import APIError, ScriptedError, invalid, missing
 from mockprovider.formats import (
     ChatShaped,
+    as_json,
     body_object,
     chat_tool,
-    event_stream,
     json_response,
     model_of,
     scripted_turn,
     sse_event,
+    streamed,
     string,
     suffix,
     tool_call,
 )
+from mockprovider.headers import request_id
 from mockprovider.pipeline import config_of, read_json
 from mockprovider.validation import flag, positive_int
 
@@ -56,15 +60,23 @@ ERROR_TYPES = {
     529: "overloaded_error",
 }
 STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
-BLOCKS = {"user": ("text", "tool_result"), "assistant": ("text", "tool_use")}
+BLOCKS = {"user": ("text", "tool_result"), "assistant": ("text", "tool_use", "thinking", "redacted_thinking")}
 
 
-def error_response(e: APIError) -> Response:
-    """`e` in Anthropic's shape; other 4xx are `invalid_request_error`, as Anthropic documents."""
+STREAM_ERROR = sse_event("error", {"type": "error", "error": {
+    "type": "overloaded_error", "message": "Overloaded (injected fault)."}})
+"""What Anthropic sends when a stream fails after it started."""
+
+
+def error_response(e: APIError, request: Request | None = None) -> Response:
+    """`e` in Anthropic's shape, with the request's id when known; other 4xx are
+    `invalid_request_error`, as Anthropic documents."""
     kind = ERROR_TYPES.get(e.status, "invalid_request_error" if e.status < 500 else "api_error")
     if isinstance(e, ScriptedError) and e.given_type:
         kind = e.type
-    body = {"type": "error", "error": {"type": kind, "message": e.message}}
+    body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": e.message}}
+    if request is not None:
+        body["request_id"] = request_id(request.scope)
     return json_response(body, status=e.status, headers=e.headers)
 
 
@@ -110,6 +122,8 @@ def _assistant(blocks: list[dict[str, Any]], p: str, seen: set[str]) -> dict[str
         if block["type"] == "text":
             texts.append(string(block.get("text"), f"{q}.text"))
             continue
+        if block["type"] in ("thinking", "redacted_thinking"):
+            continue  # earlier thinking, sent back as the API asks: not part of the prompt here
         call_id = string(block.get("id"), f"{q}.id")
         arguments = block.get("input")
         if not isinstance(arguments, dict):
@@ -198,6 +212,7 @@ def messages_request(raw: Any) -> ChatShaped:
         tools=_tools(body.get("tools")),
         max_tokens=max_tokens,
         stream=flag(body, "stream"),
+        cache_breakpoints=caching.breakpoints(body),
     )
 
 
@@ -213,8 +228,26 @@ def _input(arguments: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _signature(text: str) -> str:
+    """An opaque signature for a thinking block, as the API attaches one (the SDKs keep it)."""
+    return base64.b64encode(hashlib.sha256(f"mockprovider:{text}".encode()).digest()).decode()
+
+
+def _thinking(c: wire.Completion) -> list[dict[str, Any]]:
+    """The thinking block a reasoning reply starts with (redacted when only a count was given)."""
+    if not c.reasoning_tokens:
+        return []
+    if c.reasoning is None:
+        return [{"type": "redacted_thinking", "data": _signature(str(c.reasoning_tokens))}]
+    return [{"type": "thinking", "thinking": c.reasoning, "signature": _signature(c.reasoning)}]
+
+
 def _content(c: wire.Completion) -> list[dict[str, Any]]:
-    """The content blocks: the text first (when there is any), then a tool_use per call."""
+    return _thinking(c) + _reply_content(c)
+
+
+def _reply_content(c: wire.Completion) -> list[dict[str, Any]]:
+    """The reply's blocks: the text first (when there is any), then a tool_use per call."""
     text = [{"type": "text", "text": c.content or ""}] if c.content is not None or not c.tool_calls else []
     return text + [
         {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
@@ -232,12 +265,25 @@ def _message(c: wire.Completion, *, done: bool) -> dict[str, Any]:
         "content": _content(c) if done else [],
         "stop_reason": STOP_REASONS[c.finish_reason] if done else None,
         "stop_sequence": None,
-        "usage": {
-            "input_tokens": c.prompt_tokens,
-            "output_tokens": c.completion_tokens if done else 0,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-        },
+        "usage": {**_input_usage(c), "output_tokens": c.completion_tokens if done else 0,
+                  "cache_creation": {"ephemeral_5m_input_tokens": c.cache.write_5m,
+                                     "ephemeral_1h_input_tokens": c.cache.write_1h},
+                  "service_tier": "standard", **_thinking_usage(c, done)},
+    }
+
+
+def _thinking_usage(c: wire.Completion, done: bool) -> dict[str, Any]:
+    if not (done and c.reasoning_tokens):
+        return {}
+    return {"output_tokens_details": {"thinking_tokens": c.reasoning_tokens}}
+
+
+def _input_usage(c: wire.Completion) -> dict[str, int]:
+    """Input as Anthropic splits it: `input_tokens` is what neither read nor wrote the cache."""
+    return {
+        "input_tokens": c.prompt_tokens - c.cache.read - c.cache.write,
+        "cache_creation_input_tokens": c.cache.write,
+        "cache_read_input_tokens": c.cache.read,
     }
 
 
@@ -248,20 +294,26 @@ def _streamed_input(arguments: str) -> str:
 
 
 def _block_events(
-    index: int, block: dict[str, Any], c: wire.Completion
+    index: int, block: dict[str, Any], arguments: str, chunk: int
 ) -> Iterator[tuple[str, dict[str, Any], int]]:
+    """One content block's events; `arguments` is a tool_use block's call as the script wrote it."""
     if block["type"] == "tool_use":
-        call = c.tool_calls[index - (c.content is not None)]  # after the text block, if any
         start = {**block, "input": {}}
-        pieces = wire.deltas(_streamed_input(call.arguments), c.chunk)
+        pieces = wire.deltas(_streamed_input(arguments), chunk)
         deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
+    elif block["type"] == "thinking":
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in wire.deltas(block["thinking"], chunk)]
+        deltas.append({"type": "signature_delta", "signature": block["signature"]})
+    elif block["type"] == "redacted_thinking":
+        start, deltas = block, []
     else:
         start = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": p} for p in wire.deltas(block["text"], c.chunk)]
-    yield "content_block_start", {"index": index, "content_block": start}, False
+        deltas = [{"type": "text_delta", "text": p} for p in wire.deltas(block["text"], chunk)]
+    yield "content_block_start", {"index": index, "content_block": start}, 0
     for delta in deltas:
-        yield "content_block_delta", {"index": index, "delta": delta}, c.chunk
-    yield "content_block_stop", {"index": index}, False
+        yield "content_block_delta", {"index": index, "delta": delta}, chunk
+    yield "content_block_stop", {"index": index}, 0
 
 
 def events(c: wire.Completion) -> Iterator[tuple[bytes, int]]:
@@ -269,10 +321,12 @@ def events(c: wire.Completion) -> Iterator[tuple[bytes, int]]:
 
     def sequence() -> Iterator[tuple[str, dict[str, Any], int]]:
         yield "message_start", {"message": _message(c, done=False)}, False
-        for index, block in enumerate(_content(c)):
-            yield from _block_events(index, block, c)
+        blocks = _content(c)
+        arguments = [""] * (len(blocks) - len(c.tool_calls)) + [call.arguments for call in c.tool_calls]
+        for index, block in enumerate(blocks):
+            yield from _block_events(index, block, arguments[index], c.chunk)
         delta = {"stop_reason": STOP_REASONS[c.finish_reason], "stop_sequence": None}
-        usage = {"input_tokens": c.prompt_tokens, "output_tokens": c.completion_tokens}
+        usage = {**_input_usage(c), "output_tokens": c.completion_tokens, **_thinking_usage(c, True)}
         yield "message_delta", {"delta": delta, "usage": usage}, False
         yield "message_stop", {}, False
 
@@ -285,21 +339,21 @@ async def _reply(request: Request) -> Response:
         raise APIError(405, f"{request.method} {request.url.path}: use POST.", headers={"allow": "POST"})
     config = config_of(request)
     req = messages_request(await read_json(request, config))
-    turn = await scripted_turn(request, config, req)
+    turn = await scripted_turn(request, config, req, midstream_faults=True)
     if isinstance(turn, APIError):
-        return error_response(turn)
+        return error_response(turn, request)
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
     if req.stream:
-        return event_stream(events(turn.completion), turn.options)
-    return json_response(_message(turn.completion, done=True))
+        return streamed(turn, events(turn.completion), lambda _: STREAM_ERROR)
+    return as_json(turn, _message(turn.completion, done=True))
 
 
 async def messages(request: Request) -> Response:
     try:
         return await _reply(request)
     except APIError as e:
-        return error_response(e)
+        return error_response(e, request)
 
 
 # Every method reaches `messages`, so a wrong one is refused in Anthropic's shape too.

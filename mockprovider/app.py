@@ -23,9 +23,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 import o200k
 from mockprovider import (
     anthropic_api,
+    caching,
     faults,
     gemini_api,
     memo,
+    midstream,
     ollama_api,
     responses_api,
     scenarios,
@@ -34,6 +36,7 @@ from mockprovider import (
 )
 from mockprovider.errors import APIError
 from mockprovider.faults import Options
+from mockprovider.headers import ApiHeaders
 from mockprovider.journal import Journal, render_matching
 from mockprovider.pipeline import (
     ClientGone,
@@ -67,16 +70,23 @@ async def _chat(request: Request) -> Response | bytes:
     req = chat_request(body, known)
     script, options = resolve(request, config, req.model)
     fault = await delay_or_fault(request, req.model, req.transcript.turn, options)
-    if fault is not None:
+    cut = fault if midstream.applies(fault, req.stream) else None
+    if fault is not None and cut is None:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
     reply, options = await scripted_reply(request, script, req.transcript.conversation(), req.tools, options)
+    prompt_tokens = await transcript.prompt_tokens(req.transcript, req.tools)
     completion = wire.complete(
         reply,
         model=req.model,
-        prompt_tokens=await transcript.prompt_tokens(req.transcript, req.tools),
+        prompt_tokens=prompt_tokens,
         max_tokens=req.max_tokens,
+        cache=caching.openai(req.transcript.messages, prompt_tokens, req.transcript.turn, options),
     )
+    if cut is not None:
+        if req.stream:
+            return midstream.stream(_stream(completion, req, options), cut, lambda _: wire.sse(STREAM_ERROR))
+        return midstream.dropped_body(wire.render(completion), cut)
     if req.stream:
         return StreamingResponse(
             _stream(completion, req, options),
@@ -84,6 +94,12 @@ async def _chat(request: Request) -> Response | bytes:
             headers={"cache-control": "no-cache"},
         )
     return wire.render(completion)
+
+
+STREAM_ERROR = APIError(
+    500, "The server had an error while processing your request (injected fault).", type="server_error"
+).body()
+"""What OpenAI sends when a chat stream fails after it started: an error object as a data line."""
 
 
 _JSON = (b"content-type", b"application/json")
@@ -223,7 +239,7 @@ def create_app(
     o200k.encoding()  # load the ranks now, not during the first request
     app = Starlette(
         routes=ROUTES,
-        middleware=[Middleware(ChatLane)],
+        middleware=[Middleware(ApiHeaders, defaults=Options(latency_ms=latency_ms)), Middleware(ChatLane)],
         exception_handlers={
             APIError: _api_error,
             ClientGone: _client_gone,

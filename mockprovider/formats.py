@@ -18,9 +18,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from mockprovider import scenarios, transcript, wire
+from mockprovider import caching, midstream, scenarios, transcript, wire
 from mockprovider.errors import APIError, invalid, missing
-from mockprovider.faults import Options
+from mockprovider.faults import Fault, Options
 from mockprovider.pipeline import Config, delay_or_fault, injected, resolve, scripted_reply
 
 
@@ -33,6 +33,8 @@ class ChatShaped:
     tools: list[dict[str, Any]]
     max_tokens: int | None
     stream: bool
+    cache_breakpoints: tuple[caching.Breakpoint, ...] | None = None
+    """Anthropic's explicit `cache_control` marks; None: OpenAI's automatic caching."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,23 +43,37 @@ class Turn:
 
     completion: wire.Completion
     options: Options
+    cut: Fault | None = None
+    """A fault the reply itself carries (`midstream`): an error event or a dropped connection."""
 
 
-async def scripted_turn(request: Request, config: Config, req: ChatShaped) -> Turn | APIError | bytes:
-    """The chat route's steps on a translated request: a reply, or what a fault answers instead."""
+async def scripted_turn(
+    request: Request, config: Config, req: ChatShaped, *, midstream_faults: bool = False
+) -> Turn | APIError | bytes:
+    """The chat route's steps on a translated request: a reply, or what a fault answers instead.
+
+    `midstream_faults`: the format renders `Turn.cut` (`streamed`, `as_json`); a format that does
+    not gets those faults as an error reply or a broken body instead, never silently dropped."""
     script, options = resolve(request, config, req.model)
     conversation = scenarios.conversation(req.messages)
     fault = await delay_or_fault(request, req.model, conversation.turn, options)
-    if fault is not None:
+    cut = fault if midstream_faults and midstream.applies(fault, req.stream) else None
+    if fault is not None and cut is None:
         return await injected(request, fault, options)
     reply, options = await scripted_reply(request, script, conversation, req.tools, options)
+    prompt_tokens = await transcript.count(req.messages, req.tools)
+    if req.cache_breakpoints is None:
+        cache = caching.openai(req.messages, prompt_tokens, conversation.turn, options)
+    else:
+        cache = caching.anthropic(req.messages, req.tools, req.cache_breakpoints, conversation.turn, options)
     completion = wire.complete(
         reply,
         model=req.model,
-        prompt_tokens=await transcript.count(req.messages, req.tools),
+        prompt_tokens=prompt_tokens,
         max_tokens=req.max_tokens,
+        cache=cache,
     )
-    return Turn(completion=completion, options=options)
+    return Turn(completion=completion, options=options, cut=cut)
 
 
 def suffix(completion: wire.Completion) -> str:
@@ -118,6 +134,21 @@ def _dumps(data: dict[str, Any]) -> str:
     # ASCII-escaped: a body may echo the client's own strings, lone surrogates included, which
     # UTF-8 cannot encode (Starlette's JSONResponse would fail on them with a 500).
     return json.dumps(data, separators=(",", ":"))
+
+
+def streamed(turn: Turn, events: Iterable[tuple[bytes, int]], error: midstream.ErrorEvent) -> Response:
+    """The turn's SSE reply; `error` is the format's mid-stream error event, sent if the turn
+    carries a `stream_error` fault."""
+    if turn.cut is None:
+        return event_stream(events, turn.options)
+    return midstream.stream(_paced(events, turn.options), turn.cut, error)
+
+
+def as_json(turn: Turn, data: dict[str, Any]) -> Response:
+    """The turn's JSON reply (cut halfway if the turn carries a `drop` fault)."""
+    if turn.cut is None:
+        return json_response(data)
+    return midstream.dropped_body(_dumps(data).encode(), turn.cut)
 
 
 def json_response(

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from mockprovider import faults, scenarios
 from mockprovider.errors import APIError, ScriptedError
 from mockprovider.faults import Fault, Options
+from mockprovider.headers import OPTIONS
 from mockprovider.journal import Journal, headers_of
 from mockprovider.scenarios import Conversation, Reply, Scenario
 from mockprovider.validation import parse_json
@@ -176,6 +177,7 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
     for text, param in sources:
         if text:
             options = faults.apply(options, text, param=param)
+    request.scope[OPTIONS] = options  # the reply's rate-limit headers state them
     return script, options
 
 
@@ -237,6 +239,8 @@ async def scripted_reply(
         raise ScriptedError(e.status, e.message, type=given, code=e.code, headers=dict(e.headers))
     if reply.rate_tps is not None:
         options = replace(options, rate_tps=reply.rate_tps)
+    if options.chunk and reply.chunk == 1:  # the request's chunk, unless the reply sets its own
+        reply = replace(reply, chunk=options.chunk)
     if reply.usage is not None and options.usage != "recorded":
         reply = replace(reply, usage=None)
     return reply, options
@@ -267,14 +271,16 @@ async def injected(request: Request, fault: Fault, options: Options) -> APIError
                 code="rate_limit_exceeded",
                 headers={"retry-after": str(math.ceil(wait_s)), "retry-after-ms": str(options.retry_ms)},
             )
-        case "500":
+        case "500" | "stream_error":  # stream_error on a reply that is not streamed: a plain 500
             return APIError(500, "The server had an error (injected fault).", type="server_error")
+        case "529":
+            return APIError(529, "Overloaded (injected fault).", type="overloaded_error")
         case "401":
             return APIError(401, "Incorrect API key (injected fault).", code="invalid_api_key")
         case "hang":
             await hang(request)
             return APIError(504, "Hung response (injected fault) gave up.", type="server_error")
-        case "malformed":
+        case "malformed" | "drop":  # drop is answered by the route, which has the body to cut
             return MALFORMED_BODY
         case _:
             assert_never(fault.kind)

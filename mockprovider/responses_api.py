@@ -31,13 +31,13 @@ from mockprovider import wire
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.formats import (
     ChatShaped,
+    as_json,
     body_object,
     chat_tool,
-    event_stream,
-    json_response,
     model_of,
     scripted_turn,
     sse_event,
+    streamed,
     string,
     suffix,
     tool_call,
@@ -47,7 +47,7 @@ from mockprovider.validation import flag, positive_int
 
 ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text")
-ITEMS = ("message", "function_call", "function_call_output")
+ITEMS = ("message", "function_call", "function_call_output", "reasoning")
 
 
 def _stateless(param: str) -> APIError:
@@ -135,6 +135,8 @@ def _input_messages(value: Any) -> list[dict[str, Any]]:
                 )
             output = _text(item.get("output"), f"{p}.output")
             messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
+        elif kind == "reasoning":
+            continue  # earlier reasoning, sent back as the API asks: not part of the prompt here
         elif kind == "item_reference":
             raise _stateless(f"{p}.id")
         else:
@@ -159,6 +161,22 @@ def _tools(value: Any) -> list[dict[str, Any]]:
     return tools
 
 
+MIN_OUTPUT_TOKENS = 16
+"""The spec's minimum for `max_output_tokens`; the real API answers 400 below it."""
+
+
+def _max_output_tokens(body: dict[str, Any]) -> int | None:
+    value = positive_int(body, "max_output_tokens")
+    if value is not None and value < MIN_OUTPUT_TOKENS:
+        raise invalid(
+            f"Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
+            f"{MIN_OUTPUT_TOKENS}, but got {value} instead.",
+            param="max_output_tokens",
+            code="integer_below_min_value",
+        )
+    return value
+
+
 def responses_request(raw: Any) -> ResponsesRequest:
     """A validated request; `APIError` naming the offending parameter otherwise."""
     body = body_object(raw)
@@ -179,7 +197,7 @@ def responses_request(raw: Any) -> ResponsesRequest:
         model=model,
         messages=messages,
         tools=tools,
-        max_tokens=positive_int(body, "max_output_tokens"),
+        max_tokens=_max_output_tokens(body),
         stream=flag(body, "stream"),
     )
     return ResponsesRequest(chat=chat, instructions=instructions, tools=body.get("tools") or [])
@@ -189,7 +207,15 @@ def responses_request(raw: Any) -> ResponsesRequest:
 
 
 def _output(c: wire.Completion) -> list[dict[str, Any]]:
-    """The output items; when the reply was cut, its last item is the incomplete one."""
+    """The output items, a reasoning item first if the model reasoned."""
+    if not c.reasoning_tokens:
+        return _reply_items(c)
+    summary = [{"type": "summary_text", "text": c.reasoning}] if c.reasoning else []
+    return [{"id": f"rs_{suffix(c)}", "type": "reasoning", "summary": summary}, *_reply_items(c)]
+
+
+def _reply_items(c: wire.Completion) -> list[dict[str, Any]]:
+    """The reply's items; when the reply was cut, its last item is the incomplete one."""
     cut = c.finish_reason == "length"
     items: list[dict[str, Any]] = []
     if c.content is not None:  # text first, as a model writes it before its calls
@@ -209,17 +235,21 @@ def _output(c: wire.Completion) -> list[dict[str, Any]]:
 def _usage(c: wire.Completion) -> dict[str, Any]:
     return {
         "input_tokens": c.prompt_tokens,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "input_tokens_details": {"cached_tokens": c.cache.read, "cache_write_tokens": c.cache.write},
         "output_tokens": c.completion_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": c.reasoning_tokens},
         "total_tokens": c.prompt_tokens + c.completion_tokens,
     }
 
 
 def _response(c: wire.Completion, req: ResponsesRequest, *, done: bool) -> dict[str, Any]:
-    """The `response` object: finished (`done`), or as it stands when a stream starts."""
+    """The `response` object: finished (`done`), or as it stands when a stream starts.
+
+    `usage` is left out until the end (the spec's `ResponseUsage` is not nullable) and `user`
+    always (the spec's `user` is a string and this mock has none to echo).
+    """
     status = ("incomplete" if c.finish_reason == "length" else "completed") if done else "in_progress"
-    return {
+    out = {
         "id": f"resp_{suffix(c)}",
         "object": "response",
         "created_at": c.created,
@@ -241,16 +271,26 @@ def _response(c: wire.Completion, req: ResponsesRequest, *, done: bool) -> dict[
         "tools": req.tools,
         "top_p": 1.0,
         "truncation": "disabled",
-        "usage": _usage(c) if done else None,
-        "user": None,
         "metadata": {},
     }
+    if done:
+        out["usage"] = _usage(c)
+    return out
 
 
 def _item_events(index: int, item: dict[str, Any], chunk: int) -> Iterator[tuple[str, dict[str, Any], int]]:
     """One output item's events: added, its deltas (`chunk` tokens each), done."""
     at = {"item_id": item["id"], "output_index": index}
-    if item["type"] == "message":
+    if item["type"] == "reasoning":
+        yield "response.output_item.added", {"output_index": index, "item": {**item, "summary": []}}, 0
+        for number, part in enumerate(item["summary"]):
+            part_at = {**at, "summary_index": number}
+            yield "response.reasoning_summary_part.added", {**part_at, "part": {**part, "text": ""}}, 0
+            for piece in wire.deltas(part["text"], chunk):
+                yield "response.reasoning_summary_text.delta", {**part_at, "delta": piece}, chunk
+            yield "response.reasoning_summary_text.done", {**part_at, "text": part["text"]}, 0
+            yield "response.reasoning_summary_part.done", {**part_at, "part": part}, 0
+    elif item["type"] == "message":
         part, text_at = item["content"][0], {**at, "content_index": 0}
         started = {**item, "status": "in_progress", "content": []}
         yield "response.output_item.added", {"output_index": index, "item": started}, False
@@ -285,17 +325,26 @@ def events(c: wire.Completion, req: ResponsesRequest) -> Iterator[tuple[bytes, i
         yield sse_event(name, {"type": name, **data, "sequence_number": number}), is_token
 
 
+def _failed(c: wire.Completion, req: ResponsesRequest, number: int) -> bytes:
+    """The `response.failed` event a stream ends with when the server fails mid-reply."""
+    failed = {**_response(c, req, done=False), "status": "failed",
+              "error": {"code": "server_error", "message": "The server had an error while processing "
+                                                          "your request (injected fault)."}}
+    data = {"type": "response.failed", "response": failed, "sequence_number": number}
+    return sse_event("response.failed", data)
+
+
 async def responses(request: Request) -> Response:
     config = config_of(request)
     req = responses_request(await read_json(request, config))
-    turn = await scripted_turn(request, config, req.chat)
+    turn = await scripted_turn(request, config, req.chat, midstream_faults=True)
     if isinstance(turn, APIError):
         return turn.response()
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
     if req.chat.stream:
-        return event_stream(events(turn.completion, req), turn.options)
-    return json_response(_response(turn.completion, req, done=True))
+        return streamed(turn, events(turn.completion, req), lambda n: _failed(turn.completion, req, n))
+    return as_json(turn, _response(turn.completion, req, done=True))
 
 
 ROUTES = [

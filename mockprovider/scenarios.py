@@ -50,6 +50,9 @@ class Reply:
     """Tokens per streamed delta."""
     usage: Usage | None = None
     """Recorded counts; served only under the `usage=recorded` option."""
+    reasoning: str | int | None = None
+    """What the model thought before replying, billed as output: its text (counted with o200k,
+    shown as a Responses reasoning summary and a Messages thinking block) or just a token count."""
 
 
 @dataclass(frozen=True, kw_only=True)

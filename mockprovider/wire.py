@@ -18,6 +18,7 @@ from random import getrandbits
 from typing import Any, Literal, NamedTuple
 
 import o200k
+from mockprovider.caching import NO_CACHE, Cache
 from mockprovider.scenarios import Reply, ToolCall
 
 FinishReason = Literal["stop", "tool_calls", "length"]
@@ -39,15 +40,21 @@ class Completion(NamedTuple):
     completion_tokens: int
     chunk: int = 1
     """Tokens per streamed delta."""
+    cache: Cache = NO_CACHE
+    """What the prompt read from and wrote to the provider's cache (part of `prompt_tokens`)."""
+    reasoning: str | None = None
+    """The reasoning text, when the reply's reasoning was given as text (cut as the reply is)."""
+    reasoning_tokens: int = 0
+    """The part of `completion_tokens` spent reasoning."""
 
     def usage(self) -> dict[str, Any]:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.prompt_tokens + self.completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": self.cache.read, "audio_tokens": 0},
             "completion_tokens_details": {
-                "reasoning_tokens": 0,
+                "reasoning_tokens": self.reasoning_tokens,
                 "audio_tokens": 0,
                 "accepted_prediction_tokens": 0,
                 "rejected_prediction_tokens": 0,
@@ -117,16 +124,24 @@ def _cut_calls(calls: tuple[ToolCall, ...], limit: int) -> tuple[ToolCall, ...]:
     return tuple(kept)
 
 
-def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | None) -> Completion:
+def complete(
+    reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | None, cache: Cache = NO_CACHE
+) -> Completion:
     """Render `reply`, cut at `max_tokens` completion tokens if it is longer.
 
     A cut reply bills exactly `max_tokens`, as a real provider does; what it shows is the part
     that fits (for tool calls: the calls whose wire JSON fits, the last one's arguments cut). A
     reply with text and tool calls spends the budget on the text first, as it is generated first.
+    Reasoning comes before both and counts against `max_tokens`, as OpenAI's and Anthropic's do.
     A recorded `usage` on the reply (kept only when the request asked for it) replaces the counts
     of a reply that was not cut.
     """
     budget = max_tokens if max_tokens is not None else _UNLIMITED
+    thought, thought_tokens = _reasoning(reply.reasoning, budget)
+    if thought_tokens >= budget and (reply.content or reply.tool_calls):
+        return _completion(model, prompt_tokens, cache, None, (), "length", budget, thought, thought_tokens,
+                           reply.chunk)
+    budget -= thought_tokens
     content: str | None = None
     calls: tuple[ToolCall, ...] = ()
     used, cut = 0, False
@@ -142,7 +157,24 @@ def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | 
         used += min(calls_used, room)
     finish: FinishReason = "length" if cut else ("tool_calls" if calls else "stop")
     if reply.usage is not None and not cut:
-        prompt_tokens, used = reply.usage.prompt_tokens, reply.usage.completion_tokens
+        prompt_tokens, used = reply.usage.prompt_tokens, reply.usage.completion_tokens - thought_tokens
+    return _completion(model, prompt_tokens, cache, content, calls, finish, used + thought_tokens,
+                       thought, thought_tokens, reply.chunk)
+
+
+def _reasoning(reasoning: str | int | None, budget: int) -> tuple[str | None, int]:
+    """The reasoning text (cut to `budget`) and its token count."""
+    if reasoning is None:
+        return None, 0
+    if isinstance(reasoning, int):
+        return None, min(reasoning, budget)
+    return _cut(reasoning, budget)
+
+
+def _completion(
+    model: str, prompt_tokens: int, cache: Cache, content: str | None, calls: tuple[ToolCall, ...],
+    finish: FinishReason, used: int, reasoning: str | None, reasoning_tokens: int, chunk: int,
+) -> Completion:
     return Completion(
         id=f"chatcmpl-{getrandbits(96):024x}",  # unique, not secret: no system call per reply
         created=int(time.time()),
@@ -152,7 +184,10 @@ def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | 
         finish_reason=finish,
         prompt_tokens=prompt_tokens,
         completion_tokens=used,
-        chunk=reply.chunk,
+        cache=cache,
+        reasoning=reasoning,
+        reasoning_tokens=reasoning_tokens,
+        chunk=chunk,
     )
 
 
@@ -181,8 +216,8 @@ _STR = encode_basestring
 
 _USAGE = (
     '"usage":{{"prompt_tokens":{},"completion_tokens":{},"total_tokens":{},'
-    '"prompt_tokens_details":{{"cached_tokens":0,"audio_tokens":0}},'
-    '"completion_tokens_details":{{"reasoning_tokens":0,"audio_tokens":0,'
+    '"prompt_tokens_details":{{"cached_tokens":{},"audio_tokens":0}},'
+    '"completion_tokens_details":{{"reasoning_tokens":{},"audio_tokens":0,'
     '"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}}'
 )
 
@@ -202,7 +237,8 @@ def render(c: Completion) -> bytes:
     ])
     message = f'{{"role":"assistant","content":{content},"refusal":null'
     message += f',"tool_calls":[{calls}]}}' if c.tool_calls else "}"
-    usage = _USAGE.format(c.prompt_tokens, c.completion_tokens, c.prompt_tokens + c.completion_tokens)
+    total = c.prompt_tokens + c.completion_tokens
+    usage = _USAGE.format(c.prompt_tokens, c.completion_tokens, total, c.cache.read, c.reasoning_tokens)
     return (
         f'{{"id":{_STR(c.id)},"object":"chat.completion","created":{c.created},"model":{_STR(c.model)},'
         f'"choices":[{{"index":0,"message":{message},"logprobs":null,"finish_reason":{_STR(c.finish_reason)}}}],'
@@ -213,8 +249,9 @@ def render(c: Completion) -> bytes:
 def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
     """The `chat.completion.chunk` objects of a stream, in order (without `[DONE]`).
 
-    Shape as OpenAI sends it: a role delta; then content deltas, or for tool calls a header
-    delta per call (index, id, type, name, empty arguments) followed by argument deltas; a
+    Shape as OpenAI sends it: a role delta; then content deltas, and for tool calls a header
+    delta per call (index, id, type, name, empty arguments) followed by its argument deltas
+    (`c.chunk` tokens each), one call after another as OpenAI sends them; a
     final chunk with an empty delta and the finish reason; with `include_usage`, every chunk
     carries `usage: null` and one last chunk with no choices carries the usage.
     """

@@ -76,6 +76,17 @@ class Profile:
     def cost(self, n: int) -> float:
         return dollars(self.cost_micro(n))
 
+    def cached_prompt(self, k: int, *, min_tokens: int = 1024, step: int = 128) -> int:
+        """The cached term (OpenAI's rule): turn k reads turn k−1's whole prompt from the cache,
+        floored to a multiple of `step`, once that prompt is `min_tokens` long."""
+        previous = self.prompt(k - 1) if k > 1 else 0
+        return previous - previous % step if previous >= min_tokens else 0
+
+    def cached_cost_micro(self, n: int, cached_micro: Fraction) -> Fraction:
+        """Cost of n turns when cached input costs `cached_micro` micro-dollars a token."""
+        cached = sum(self.cached_prompt(k) for k in range(1, n + 1))
+        return micro(self.input(n) - cached, n * self.output) + cached * cached_micro
+
     def soft_budget_turns(self, budget_usd: float) -> int:
         """Turns a run makes when the budget is checked before each call: it stops at the first n
         whose spend reaches the budget (that last turn is the overshoot)."""

@@ -1,0 +1,1 @@
+"""Experiments beyond the chapter: what it leaves out, measured the same way."""

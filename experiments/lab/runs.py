@@ -164,6 +164,7 @@ async def run_scenario(
     drain_pending: bool = False,
     drifting_tools: bool = False,
     hidden_note: str | None = None,
+    pricing: Pricing | None = None,
 ) -> Run:
     """Run (or continue `state` of) `scenario` through the harness against the mock; time it.
 
@@ -180,7 +181,7 @@ async def run_scenario(
                       budget_check=budget_check),
         policy=Policy(errors=errors, dedupe=every_tool if dedupe == "all" else dedupe == "read-only",
                       auto_approve=auto_approve),
-        cancel=cancel or Cancel(), trace=trace,
+        cancel=cancel or Cancel(), trace=trace, pricing=pricing or Pricing(),
         on_progress=(lambda p: on_progress(p.label)) if on_progress else None,
     )
     headers = {"x-mock-options": f"latency={latency_ms}"} if latency_ms is not None else None

@@ -12,7 +12,7 @@ import pytest
 
 from experiments import REGISTRY
 from experiments.lab.runs import reject_with
-from harness import MemoryTrace
+from harness import MemoryTrace, Pricing
 
 pytestmark = pytest.mark.slow
 
@@ -80,6 +80,11 @@ BROKEN = [
         "arithmetic",
         {"drain_pending": True},
         "a capped run keeps its last call pending (denied: tool runs = turns − 1)",
+    ),
+    (
+        "caching",
+        {"pricing": Pricing()},
+        "the OpenAI-cached cost at every cap = the model's cached-term prediction",
     ),
 ]
 

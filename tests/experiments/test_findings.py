@@ -47,6 +47,7 @@ def test_every_measurement_of_the_chapter_has_an_experiment():
         "latency",
         "subagent",
         "arithmetic",
+        "caching",
     ]
 
 

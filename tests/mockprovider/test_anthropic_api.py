@@ -243,7 +243,8 @@ BAD = {
 def _assert_anthropic_error(response: httpx.Response, status: int, kind: str) -> None:
     body = response.json()
     assert response.status_code == status
-    assert set(body) == {"type", "error"} and body["type"] == "error"
+    assert set(body) == {"type", "error", "request_id"} and body["type"] == "error"
+    assert body["request_id"] == response.headers["request-id"]
     assert set(body["error"]) == {"type", "message"} and body["error"]["type"] == kind
     assert body["error"]["message"]
 

@@ -154,13 +154,13 @@ def test_max_output_tokens_cuts_the_reply_as_incomplete(mock_url, stream):
         {"role": "assistant", "content": "Reading."},
     ]
     with _client(mock_url) as client:
-        kwargs = {"model": "plan", "input": answer_input, "max_output_tokens": 4}
+        kwargs = {"model": "plan", "input": answer_input, "max_output_tokens": 16}
         response = _raw_events(client, **kwargs)[-1].response if stream else client.responses.create(**kwargs)
     enc = o200k.encoding()
     assert response.status == "incomplete"
     assert response.incomplete_details.reason == "max_output_tokens"
-    assert response.output_text == enc.decode(enc.encode(ANSWER_PLAN)[:4])
-    assert response.usage.output_tokens == 4
+    assert response.output_text == enc.decode(enc.encode(ANSWER_PLAN)[:16])
+    assert response.usage.output_tokens == 16
     assert response.output[0].status == "incomplete"
 
 
@@ -210,7 +210,7 @@ BAD = {
     "input_is_number": (ok(input=5), 400, "input"),
     "item_not_object": (ok(input=["hi"]), 400, "input[0]"),
     "bad_role": (ok(input=[{"role": "robot", "content": "hi"}]), 400, "input[0].role"),
-    "unknown_item_type": (ok(input=[{"type": "reasoning", "summary": []}]), 400, "input[0].type"),
+    "unknown_item_type": (ok(input=[{"type": "web_search_call", "id": "ws_1"}]), 400, "input[0].type"),
     "image_part": (ok(input=[{"role": "user", "content": [{"type": "input_image"}]}]), 400,
                    "input[0].content[0]"),
     "output_answers_nothing": (ok(input=[USER, {"type": "function_call_output", "call_id": "zz",

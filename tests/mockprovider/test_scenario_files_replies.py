@@ -179,7 +179,8 @@ def test_an_error_reply_takes_anthropics_shape_on_messages(claude: anthropic.Ant
     with pytest.raises(anthropic.RateLimitError) as caught:
         claude.messages.create(model="limited", max_tokens=10, messages=HI)
     assert caught.value.body == {"type": "error", "error": {"type": "rate_limit_error",
-                                                            "message": "Too many requests, scripted."}}
+                                                            "message": "Too many requests, scripted."},
+                                 "request_id": caught.value.response.headers["request-id"]}
     assert caught.value.response.headers["retry-after"] == "7"
     with pytest.raises(anthropic.InternalServerError) as down:
         claude.messages.create(model="broken", max_tokens=10, messages=HI)

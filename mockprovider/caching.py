@@ -1,0 +1,197 @@
+"""Prompt caching, derived from the conversation alone (a model of the providers' rules).
+
+A stateless server cannot remember what it cached, but an agent loop resends its whole history
+every turn, so the request itself says what the previous turn sent: everything before the last
+assistant message. The model assumes that previous request reached this provider (the same
+script, the same tools) and that nothing expired in between, unless an option says otherwise:
+
+- OpenAI (Chat Completions, Responses): automatic. The previous turn's prompt is cached when it
+  was at least `OPENAI_MIN_TOKENS` long, in steps of `OPENAI_STEP_TOKENS`; this turn reads that
+  prefix (`cached_tokens`, a part of the prompt's count). Writes are free and reported as 0.
+- Anthropic (Messages): only where the request marks `cache_control` breakpoints (at most four,
+  `ttl` "5m" or "1h", 1 h entries before 5 m ones). The previous request is taken to have carried
+  the breakpoints this one has within its part, and one at its own end when this request has one
+  past it (the moving breakpoint of a multi-turn loop). This turn reads the longest prefix the
+  previous one wrote (`cache_read_input_tokens`) and writes each breakpoint's prefix beyond it
+  (`cache_creation_input_tokens`, split by TTL); `input_tokens` is the rest. Prefixes shorter
+  than `ANTHROPIC_MIN_TOKENS` are never cached. Positions follow Anthropic's order: tools,
+  system, messages.
+
+Options: `cache=off` turns it off; `cache=miss@T` makes turn T read nothing (an eviction or a
+routing miss: the turn writes its prefix again, so turn T+1 reads as usual). docs/caching.md
+cites the providers' rules this follows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, NamedTuple
+
+import o200k
+from mockprovider.errors import invalid
+
+OPENAI_MIN_TOKENS = 1024
+OPENAI_STEP_TOKENS = 128
+ANTHROPIC_MIN_TOKENS = 1024
+MAX_BREAKPOINTS = 4
+
+Ttl = Literal["5m", "1h"]
+
+
+class Cache(NamedTuple):
+    """What one request read from and wrote to the provider's cache, in prompt tokens."""
+
+    read: int = 0
+    write_5m: int = 0
+    write_1h: int = 0
+
+    @property
+    def write(self) -> int:
+        return self.write_5m + self.write_1h
+
+
+NO_CACHE = Cache()
+
+
+class Breakpoint(NamedTuple):
+    """A `cache_control` mark: the prefix through `tools` tool definitions and `messages` chat
+    messages (the request translated to chat shape) is cached for `ttl`."""
+
+    tools: int
+    messages: int
+    ttl: Ttl
+
+
+def _last_assistant(messages: Sequence[Mapping[str, Any]]) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "assistant":
+            return i
+    return None
+
+
+def _reads(turn: int, options: Any) -> bool:
+    return options.cache and turn not in options.cache_misses
+
+
+def openai(messages: Sequence[Mapping[str, Any]], prompt_tokens: int, turn: int, options: Any) -> Cache:
+    """The OpenAI rule: the previous turn's whole prompt, floored to the step, when long enough."""
+    if prompt_tokens < OPENAI_MIN_TOKENS or not _reads(turn, options):  # most requests: nothing to do
+        return NO_CACHE
+    last = _last_assistant(messages)
+    if last is None:
+        return NO_CACHE
+    # The formula is additive: the previous prompt is this one less the messages sent since.
+    previous = prompt_tokens - sum(map(o200k.message_tokens, messages[last:]))
+    if previous < OPENAI_MIN_TOKENS:
+        return NO_CACHE
+    return Cache(read=previous - previous % OPENAI_STEP_TOKENS)
+
+
+def anthropic(
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]],
+    breakpoints: Sequence[Breakpoint],
+    turn: int,
+    options: Any,
+) -> Cache:
+    """The Anthropic rule: reads and writes at the request's `cache_control` breakpoints."""
+    if not breakpoints or not options.cache:
+        return NO_CACHE
+    tool_counts = [o200k.tools_tokens([t]) for t in tools]
+    message_counts = list(map(o200k.message_tokens, messages))
+
+    def position(b: Breakpoint) -> int:
+        return sum(tool_counts[: b.tools]) + sum(message_counts[: b.messages])
+
+    marks = sorted((position(b), b.ttl) for b in breakpoints)
+    last = _last_assistant(messages)
+    read = 0
+    if last is not None and _reads(turn, options):
+        end = sum(tool_counts) + sum(message_counts[:last])
+        written = [p for p, _ in marks if p <= end] + ([end] if marks[-1][0] > end else [])
+        read = max((p for p in written if p >= ANTHROPIC_MIN_TOKENS), default=0)
+    writes = {"5m": 0, "1h": 0}
+    done = read
+    for p, ttl in marks:
+        if p > done and p >= ANTHROPIC_MIN_TOKENS:
+            writes[ttl] += p - done
+            done = p
+    return Cache(read=read, write_5m=writes["5m"], write_1h=writes["1h"])
+
+
+# --- Anthropic's breakpoints, read from a Messages request ------------------------------------
+
+
+def _ttl(block: Any, param: str) -> Ttl | None:
+    """The TTL a block's `cache_control` asks for; None when it has none."""
+    value = block.get("cache_control") if isinstance(block, dict) else None
+    if value is None:
+        return None
+    ttl = value.get("ttl", "5m") if isinstance(value, dict) else None
+    if not isinstance(value, dict) or value.get("type") != "ephemeral" or ttl not in ("5m", "1h"):
+        raise invalid(
+            f"{param}.cache_control: expected {{\"type\": \"ephemeral\"}} with an optional ttl of "
+            f"'5m' or '1h', got {value!r}.",
+            param=f"{param}.cache_control",
+        )
+    return ttl
+
+
+def _message_marks(body: dict[str, Any], tools: int) -> list[tuple[Breakpoint, str, Ttl]]:
+    """The marks in `system` and `messages`, each at the end of the chat message its block
+    becomes (a tool_result block is a tool message; a user's text blocks, one user message)."""
+    marks: list[tuple[Breakpoint, str, Ttl]] = []
+
+    def mark(block: Any, param: str, at: int) -> None:
+        if ttl := _ttl(block, param):
+            marks.append((Breakpoint(tools=tools, messages=at, ttl=ttl), param, ttl))
+
+    count = 0
+    if (system := body.get("system")) is not None:
+        count = 1
+        for j, block in enumerate(system if isinstance(system, list) else ()):
+            mark(block, f"system[{j}]", 1)
+    for i, message in enumerate(body["messages"]):
+        content = message["content"]
+        blocks = [] if isinstance(content, str) else content
+        if message["role"] == "assistant":
+            count += 1
+            for j, block in enumerate(blocks):
+                mark(block, f"messages[{i}].content[{j}]", count)
+            continue
+        results = sum(1 for b in blocks if b["type"] == "tool_result")
+        texts = isinstance(content, str) or results < len(blocks)
+        answered = 0
+        for j, block in enumerate(blocks):
+            p = f"messages[{i}].content[{j}]"
+            if block["type"] == "tool_result":
+                answered += 1
+                mark(block, p, count + answered)
+                for k, inner in enumerate(block["content"] if isinstance(block.get("content"), list) else ()):
+                    mark(inner, f"{p}.content[{k}]", count + answered)
+            else:
+                mark(block, p, count + results + 1)
+        count += results + texts
+    return marks
+
+
+def breakpoints(body: dict[str, Any]) -> tuple[Breakpoint, ...]:
+    """The request's `cache_control` marks in Anthropic's order (tools, system, messages),
+    checked as Anthropic checks them: at most four, no 1 h entry after a 5 m one."""
+    tools = body.get("tools") or []
+    marks = [(Breakpoint(tools=i + 1, messages=0, ttl=ttl), f"tools[{i}]", ttl)
+             for i, tool in enumerate(tools) if (ttl := _ttl(tool, f"tools[{i}]"))]
+    marks += _message_marks(body, len(tools))
+    if len(marks) > MAX_BREAKPOINTS:
+        raise invalid(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+                      f"Found {len(marks)}.")
+    ttls = [ttl for _, _, ttl in marks]
+    if "5m" in ttls and "1h" in ttls[ttls.index("5m"):]:
+        param = marks[ttls.index("1h", ttls.index("5m"))][1]
+        raise invalid(
+            f"{param}.cache_control: a ttl='1h' cache_control block must not come after a ttl='5m' "
+            "cache_control block. Note that blocks are processed in the following order: "
+            "`tools`, `system`, `messages`.",
+            param=f"{param}.cache_control",
+        )
+    return tuple(b for b, _, _ in marks)

@@ -1,0 +1,87 @@
+"""The headers the real APIs put on every reply: a request id, the processing time, rate limits.
+
+OpenAI's routes carry `x-request-id`, `openai-processing-ms` and `x-ratelimit-{limit,remaining,
+reset}-{requests,tokens}`; Anthropic's route carries `request-id` (also in its error bodies, as
+`request_id`) and `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`. The limits and
+the remaining figures come from the `ratelimit=R:T` and `remaining=R:T` options; a stateless
+server keeps no window, so by default nothing is used up and the reset is now.
+
+A middleware adds them as a reply starts, so every reply has them, errors and streams included.
+The endpoint leaves the options it resolved in the ASGI scope (`OPTIONS`); a reply sent before
+options were resolved (a malformed body, say) states the server's defaults.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from functools import lru_cache
+from random import getrandbits
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mockprovider.faults import Options
+
+REQUEST_ID = "mockprovider.request_id"
+OPTIONS = "mockprovider.options"
+
+
+def request_id(scope: Scope) -> str:
+    """This request's id (as its reply's headers carry it)."""
+    return scope.get(REQUEST_ID, "")
+
+
+@lru_cache(maxsize=64)
+def _openai_limits(limits: tuple[int, int], left: tuple[int, int]) -> tuple[tuple[bytes, bytes], ...]:
+    """The rate-limit headers for these figures, built once (most replies state the defaults)."""
+    return (
+        (b"x-ratelimit-limit-requests", b"%d" % limits[0]), (b"x-ratelimit-limit-tokens", b"%d" % limits[1]),
+        (b"x-ratelimit-remaining-requests", b"%d" % left[0]),
+        (b"x-ratelimit-remaining-tokens", b"%d" % left[1]),
+        (b"x-ratelimit-reset-requests", b"0s"), (b"x-ratelimit-reset-tokens", b"0s"),
+    )
+
+
+def _openai(options: Options, rid: str, started: float) -> list[tuple[bytes, bytes]]:
+    ms = b"%d" % int((time.perf_counter() - started) * 1000)
+    limits = _openai_limits(options.ratelimit, options.remaining or options.ratelimit)
+    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits]
+
+
+def _anthropic(options: Options, rid: str) -> list[tuple[bytes, bytes]]:
+    (req_limit, tok_limit), (req_left, tok_left) = options.ratelimit, options.remaining or options.ratelimit
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ").encode()
+    return [
+        (b"request-id", rid.encode()),
+        (b"anthropic-ratelimit-requests-limit", b"%d" % req_limit),
+        (b"anthropic-ratelimit-requests-remaining", b"%d" % req_left),
+        (b"anthropic-ratelimit-requests-reset", now),
+        (b"anthropic-ratelimit-tokens-limit", b"%d" % tok_limit),
+        (b"anthropic-ratelimit-tokens-remaining", b"%d" % tok_left),
+        (b"anthropic-ratelimit-tokens-reset", now),
+    ]
+
+
+class ApiHeaders:
+    """Middleware: the real APIs' headers on every reply under /v1."""
+
+    def __init__(self, app: ASGIApp, defaults: Options | None = None) -> None:
+        self.app = app
+        self.defaults = defaults or Options()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or "/v1/" not in scope["path"]:
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"  # unique, not secret
+        anthropic = scope["path"].endswith("/messages")
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                options = scope.get(OPTIONS) or self.defaults
+                extra = _anthropic(options, rid) if anthropic else _openai(options, rid, started)
+                message["headers"] = [*message.get("headers", ()), *extra]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

@@ -1,0 +1,119 @@
+"""Faults inside a reply, keyed by (turn, attempt): each SDK meets them as it meets a real one.
+
+A stream that fails after it started is not retried by the official clients (the reply was
+already handed to the caller); a body cut before the client finished reading it, and a 529,
+are retried.
+"""
+
+from __future__ import annotations
+
+import anthropic
+import openai
+import pytest
+from spec_support import errors
+
+QUESTION = "Which file mentions a timeout?"
+ANSWER_TURN = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "Listing."},
+               {"role": "assistant", "content": "Reading."}]
+
+
+def _openai(url: str, retries: int = 0) -> openai.OpenAI:
+    return openai.OpenAI(base_url=url, api_key="unused", max_retries=retries)
+
+
+def _anthropic(url: str, retries: int = 0) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=url.removesuffix("/v1"), api_key="unused", max_retries=retries)
+
+
+def test_a_chat_stream_error_arrives_after_n_chunks_and_is_not_retried(mock_url):
+    received = []
+    with _openai(mock_url, retries=2) as client, pytest.raises(openai.APIError) as caught:
+        for chunk in client.chat.completions.create(
+                model="plan+fault=stream_error:3@2", messages=ANSWER_TURN, stream=True):
+            received.append(chunk)
+    assert len(received) == 3
+    assert "injected fault" in caught.value.message and caught.value.body["type"] == "server_error"
+
+
+def test_a_dropped_chat_stream_is_a_connection_error_mid_iteration(mock_url):
+    received = []
+    with _openai(mock_url, retries=2) as client, pytest.raises(openai.APIConnectionError):
+        for chunk in client.chat.completions.create(
+                model="plan+fault=drop:2@2", messages=ANSWER_TURN, stream=True):
+            received.append(chunk)
+    assert len(received) == 2
+
+
+def test_a_body_dropped_before_it_was_read_is_retried_by_the_sdk(mock_url):
+    model = "plan+fault=drop@2x1"  # only the first attempt is cut
+    with _openai(mock_url) as client, pytest.raises(openai.APIConnectionError):
+        client.chat.completions.create(model=model, messages=ANSWER_TURN)
+    with _openai(mock_url, retries=1) as client:
+        reply = client.chat.completions.create(model=model, messages=ANSWER_TURN)
+    assert reply.choices[0].finish_reason == "stop"
+
+
+def test_a_drop_after_ms_cuts_a_paced_stream_part_way(mock_url):
+    deltas = []
+    with _openai(mock_url) as client, pytest.raises(openai.APIConnectionError):
+        for chunk in client.chat.completions.create(
+                model="plan+rate=50+fault=drop:100ms@2", messages=ANSWER_TURN, stream=True):
+            deltas += [c.delta.content for c in chunk.choices if c.delta.content]
+    assert 1 <= len(deltas) < 17  # the answer is 17 tokens; at 50 tokens/s the cut comes after ~3
+
+
+def test_a_responses_stream_error_ends_with_response_failed(mock_url):
+    with _openai(mock_url) as client:
+        model = "plan+fault=stream_error:4@2"
+        events = list(client.responses.create(model=model, input=ANSWER_TURN, stream=True))
+    assert [e.type for e in events[:2]] == ["response.created", "response.in_progress"]
+    assert len(events) == 5 and events[-1].type == "response.failed"
+    assert events[-1].sequence_number == 4
+    assert (events[-1].response.status, events[-1].response.error.code) == ("failed", "server_error")
+    assert errors(events[-1].model_dump(mode="json", exclude_unset=True), "ResponseStreamEvent") == []
+
+
+def test_a_messages_stream_error_is_an_overloaded_error_event(mock_url):
+    seen = []
+    with _anthropic(mock_url, retries=2) as client, pytest.raises(anthropic.APIStatusError) as caught:
+        with client.messages.stream(model="plan+fault=stream_error:2@2", max_tokens=100,
+                                    messages=[{"role": "user", "content": QUESTION}] + [
+                                        {"role": "assistant", "content": "Listing."},
+                                        {"role": "user", "content": "go on"},
+                                        {"role": "assistant", "content": "Reading."},
+                                        {"role": "user", "content": "go on"}]) as stream:
+            for event in stream:
+                seen.append(event.type)
+    assert seen[:1] == ["message_start"] and len(seen) <= 2
+    assert caught.value.body["error"]["type"] == "overloaded_error"
+
+
+def test_a_529_is_overloaded_and_the_anthropic_sdk_retries_it(mock_url):
+    request = {"max_tokens": 100, "messages": [{"role": "user", "content": QUESTION}]}
+    with _anthropic(mock_url) as client, pytest.raises(anthropic.OverloadedError) as caught:
+        client.messages.create(model="plan+fault=529@0x1", **request)
+    assert caught.value.status_code == 529
+    with _anthropic(mock_url, retries=1) as client:
+        message = client.messages.create(model="plan+fault=529@0x1+retry=0", **request)
+    assert message.stop_reason == "tool_use"
+
+
+@pytest.mark.parametrize("option", ["fault=429:3", "fault=drop:x", "fault=stream_error:3ms"])
+def test_a_bad_midstream_fault_is_a_400_naming_the_syntax(in_process, option):
+    response = in_process.post("/v1/chat/completions", json={
+        "model": f"plan+{option}", "messages": [{"role": "user", "content": QUESTION}]})
+    if option.endswith("3ms"):  # a valid time: accepted
+        assert response.status_code == 500  # stream_error on a reply that is not streamed
+        return
+    assert response.status_code == 400 and "fault" in response.json()["error"]["message"]
+
+
+def test_formats_without_midstream_faults_answer_them_as_broken_replies_not_silence(in_process):
+    """Gemini and Ollama render no mid-stream fault: a drop is a broken body, an error a 500."""
+    gemini = {"contents": [{"role": "user", "parts": [{"text": QUESTION}]}]}
+    dropped = in_process.post("/v1beta/models/plan+fault=drop@0:generateContent", json=gemini)
+    ollama = {"model": "plan+fault=stream_error@0", "stream": False,
+              "messages": [{"role": "user", "content": QUESTION}]}
+    failed = in_process.post("/api/chat", json=ollama)
+    assert dropped.status_code == 200 and not dropped.text.rstrip().endswith("}")
+    assert failed.status_code == 500

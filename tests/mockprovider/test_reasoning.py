@@ -1,0 +1,111 @@
+"""Reasoning: billed as output, reported where each API reports it, shown as the SDKs expect
+(a Responses reasoning item, a Messages thinking block with its signature)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import anthropic
+import openai
+import pytest
+from spec_support import errors
+
+import o200k
+from mockprovider.app import create_app
+from mockprovider.scenarios import Conversation, Reply, ToolCall
+from mockprovider.server import serve_in_thread
+
+THOUGHT = "The user asks about a timeout, so the logs should say which worker timed out."
+ANSWER = "errors.log mentions a timeout."
+HIDDEN = 120
+QUESTION = [{"role": "user", "content": "Which file mentions a timeout?"}]
+
+
+def ponder(c: Conversation) -> Reply:
+    """Thinks aloud before a call, then thinks silently (a count only) before the answer."""
+    if c.turn == 0:
+        return Reply(tool_calls=(ToolCall(id="c1", name="list_files", arguments="{}"),), reasoning=THOUGHT)
+    return Reply(content=ANSWER, reasoning=HIDDEN)
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    app = create_app()
+    app.state.config = dataclasses.replace(app.state.config, scenarios={"ponder": ponder})
+    with serve_in_thread(app) as base:
+        yield base
+
+
+def _thought_tokens() -> int:
+    return o200k.count(THOUGHT)
+
+
+def _call_tokens() -> int:
+    return o200k.tool_calls_tokens([{"id": "c1", "type": "function",
+                                     "function": {"name": "list_files", "arguments": "{}"}}])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_chat_bills_reasoning_as_output_and_reports_it(url, stream):
+    with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as client:
+        if stream:
+            chunks = list(client.chat.completions.create(
+                model="ponder", messages=QUESTION, stream=True, stream_options={"include_usage": True}))
+            usage = chunks[-1].usage
+        else:
+            usage = client.chat.completions.create(model="ponder", messages=QUESTION).usage
+    assert usage.completion_tokens_details.reasoning_tokens == _thought_tokens()
+    assert usage.completion_tokens == _thought_tokens() + _call_tokens()
+
+
+def test_max_tokens_counts_reasoning_first(url):
+    with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as client:
+        reply = client.chat.completions.create(model="ponder", messages=QUESTION, max_tokens=5)
+    assert reply.choices[0].finish_reason == "length" and reply.choices[0].message.tool_calls is None
+    assert reply.usage.completion_tokens == reply.usage.completion_tokens_details.reasoning_tokens == 5
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_responses_emit_a_reasoning_item_before_the_reply(url, stream):
+    with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as client:
+        if stream:
+            events = list(client.responses.create(model="ponder", input=QUESTION, stream=True))
+            response = events[-1].response
+            summary = "".join(e.delta for e in events if e.type == "response.reasoning_summary_text.delta")
+            assert summary == THOUGHT
+            assert [d for e in events for d in errors(e.model_dump(mode="json", exclude_unset=True),
+                                                      "ResponseStreamEvent")] == []
+        else:
+            response = client.responses.create(model="ponder", input=QUESTION)
+        # The reasoning item goes back in the next request's input, as the API asks.
+        answer = client.responses.create(model="ponder", input=[
+            *QUESTION, *[o.model_dump(exclude_none=True) for o in response.output],
+            {"type": "function_call_output", "call_id": "c1", "output": "errors.log"}])
+    assert [o.type for o in response.output] == ["reasoning", "function_call"]
+    assert response.output[0].summary[0].text == THOUGHT
+    assert response.usage.output_tokens_details.reasoning_tokens == _thought_tokens()
+    assert answer.output_text == ANSWER and answer.output[0].summary == []
+    assert answer.usage.output_tokens_details.reasoning_tokens == HIDDEN
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_messages_start_with_a_signed_thinking_block(url, stream):
+    with anthropic.Anthropic(base_url=url.removesuffix("/v1"), api_key="unused", max_retries=0) as client:
+        kwargs = {"model": "ponder", "max_tokens": 500, "messages": QUESTION}
+        if stream:
+            with client.messages.stream(**kwargs) as events:
+                message = events.get_final_message()
+        else:
+            message = client.messages.create(**kwargs)
+        answer = client.messages.create(**{**kwargs, "messages": [
+            *QUESTION, {"role": "assistant", "content": [b.model_dump() for b in message.content]},
+            {"role": "user",
+             "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "errors.log"}]}]})
+    thinking, call = message.content
+    assert (thinking.type, thinking.thinking, call.type) == ("thinking", THOUGHT, "tool_use")
+    assert len(thinking.signature) > 20
+    assert message.usage.output_tokens == _thought_tokens() + _call_tokens()
+    assert message.usage.output_tokens_details.thinking_tokens == _thought_tokens()
+    assert [b.type for b in answer.content] == ["redacted_thinking", "text"]
+    assert answer.usage.output_tokens_details.thinking_tokens == HIDDEN
