@@ -1,4 +1,4 @@
-"""The README's harness example runs as written, copied into an empty folder."""
+"""docs/harness.md's Python example runs as written, copied into an empty folder."""
 
 import os
 import re
@@ -6,13 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "harness.md"
 
 
-def test_the_readme_python_example_works_as_written(mock_url, tmp_path):
-    text = README.read_text()
-    section = text[text.index("## The harness") : text.index("## The scripted provider")]
-    (snippet,) = re.findall(r"```python\n(.*?)```", section, re.S)
+def test_the_harness_docs_python_example_works_as_written(mock_url, tmp_path):
+    (snippet,) = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
     (tmp_path / "example.py").write_text(snippet)
     done = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True,
                           env={**os.environ, "LLM_BASE_URL": mock_url}, timeout=60)

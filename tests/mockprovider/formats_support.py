@@ -1,4 +1,4 @@
-"""Helpers the Responses and Messages tests share: generated input, README snippets."""
+"""Helpers the Responses and Messages tests share: generated input, docs/mock.md snippets."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from mockprovider.server import serve_in_thread
 
-README = Path(__file__).parents[2] / "README.md"
+PAGE = Path(__file__).parents[2] / "docs" / "mock.md"
 
 TEXT = st.text(st.characters(exclude_categories=()), max_size=12)  # lone surrogates included
 JSON_VALUE = st.recursive(
@@ -30,9 +30,9 @@ def post_generated(client: httpx.Client, path: str, body: object) -> httpx.Respo
     return response
 
 
-def run_readme_snippet(heading: str) -> None:
-    """Run the first Python block under `heading` in README.md against a fresh mock."""
-    found = re.search(rf"### {re.escape(heading)}\n.*?```python\n(.*?)```", README.read_text(), re.S)
-    assert found, f"README.md has no Python block under '### {heading}'"
+def run_docs_snippet(heading: str) -> None:
+    """Run the first Python block under `heading` in docs/mock.md against a fresh mock."""
+    found = re.search(rf"## {re.escape(heading)}\n.*?```python\n(.*?)```", PAGE.read_text(), re.S)
+    assert found, f"docs/mock.md has no Python block under '## {heading}'"
     with serve_in_thread() as url:
         exec(found.group(1).replace("http://127.0.0.1:8000", url.removesuffix("/v1")), {})

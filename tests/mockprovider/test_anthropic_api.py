@@ -10,7 +10,7 @@ import anthropic
 import httpx
 import openai
 import pytest
-from formats_support import FUZZ, JSON_VALUE, TEXT, post_generated, run_readme_snippet
+from formats_support import FUZZ, JSON_VALUE, TEXT, post_generated, run_docs_snippet
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -285,7 +285,7 @@ def test_tool_result_answering_nothing_names_the_block(mock_url):
 
 
 def test_readme_snippet_runs_as_written(capsys):
-    run_readme_snippet("Anthropic Messages")
+    run_docs_snippet("Anthropic Messages")
     assert ANSWER_PLAN in capsys.readouterr().out
 
 

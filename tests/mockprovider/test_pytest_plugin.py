@@ -1,7 +1,7 @@
 """The `mock_llm` fixture, used as other people use it: from a fresh folder, by a nested pytest.
 
-The README's scenario file, agent and tests are copied out of README.md itself, so the
-documentation cannot drift from what works.
+The README's agent and its test, and docs/scenarios.md's scenario file, are copied out of the
+pages themselves, so the documentation cannot drift from what works.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ import pytest
 
 from mockprovider.scenario_files import ScenarioFileError, load_scenarios
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+SCENARIOS_PAGE = ROOT / "docs" / "scenarios.md"
 SAVED_AS = re.compile(r"save as `([^`]+)`[^\n]*\n\n```\w+\n(.*?)```", re.IGNORECASE | re.DOTALL)
 
 
@@ -41,35 +43,40 @@ def test_the_plugin_is_registered_through_the_pytest11_entry_point():
     assert plugins.get("mockprovider") == "mockprovider.pytest_plugin"
 
 
-def test_the_readme_agent_and_its_tests_pass_as_written_in_a_fresh_folder(tmp_path: Path):
+def test_the_readme_agent_and_its_test_pass_as_written_in_a_fresh_folder(tmp_path: Path):
     files = readme_files()
-    assert {"weather.json", "agent.py", "test_agent.py"} <= set(files)
-    for name in ("weather.json", "agent.py", "test_agent.py"):
-        (tmp_path / name).write_text(files[name])
+    assert set(files) == {"test_agent.py"}
+    (tmp_path / "test_agent.py").write_text(files["test_agent.py"])
     done = run_pytest(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 passed" in done.stdout
+    assert "1 passed" in done.stdout
 
 
-def test_the_readme_toml_scenario_is_the_json_one(tmp_path: Path):
-    files = readme_files()
-    for name in ("weather.json", "weather.toml"):
-        (tmp_path / name).write_text(files[name])
+def docs_block(lang: str) -> str:
+    found = re.search(rf"```{lang}\n(.*?)```", SCENARIOS_PAGE.read_text(), re.S)
+    assert found, f"docs/scenarios.md shows no {lang} block"
+    return found[1]
+
+
+def test_the_docs_toml_scenario_is_the_json_one(tmp_path: Path):
+    (tmp_path / "weather.json").write_text(docs_block("json"))
+    (tmp_path / "weather.toml").write_text(docs_block("toml"))
     from_json = load_scenarios([tmp_path / "weather.json"])["weather"]
     from_toml = load_scenarios([tmp_path / "weather.toml"])["weather"]
     assert (from_toml.turns, from_toml.options, from_toml.__doc__) == (
         from_json.turns, from_json.options, from_json.__doc__)
 
 
-def test_the_readme_error_line_is_what_the_loader_says(tmp_path: Path, monkeypatch):
+def test_the_docs_error_line_is_what_the_loader_says(tmp_path: Path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    Path("weather.json").write_text(readme_files()["weather.json"].replace('"tool_result_contains"',
-                                                                          '"tool_result_contain"'))
+    broken = docs_block("json").replace('"tool_result_contains"', '"tool_result_contain"')
+    Path("weather.json").write_text(broken)
     with pytest.raises(ScenarioFileError) as caught:
         load_scenarios(["weather.json"])
-    shown = re.search(r"```text\n(mockprovider: .*)\n```", README.read_text())
+    shown = re.search(r"```text\n(mockprovider: .*)\n```", SCENARIOS_PAGE.read_text())
     assert shown is not None
-    assert shown[1] == f"mockprovider: {caught.value}"
+    assert shown[1] == f"mockprovider: {caught.value}"[: len(shown[1].removesuffix("..."))] + (
+        "..." if shown[1].endswith("...") else "")
 
 
 EDGE_CASES = '''

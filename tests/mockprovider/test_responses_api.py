@@ -10,7 +10,7 @@ import re
 import httpx
 import openai
 import pytest
-from formats_support import FUZZ, JSON_VALUE, TEXT, post_generated, run_readme_snippet
+from formats_support import FUZZ, JSON_VALUE, TEXT, post_generated, run_docs_snippet
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -249,7 +249,7 @@ def test_stateless_refusal_says_to_send_the_whole_input(mock_url):
 
 
 def test_readme_snippet_runs_as_written(capsys):
-    run_readme_snippet("The Responses API")
+    run_docs_snippet("The Responses API")
     assert ANSWER_PLAN in capsys.readouterr().out
 
 
