@@ -53,7 +53,7 @@ async def turn_cap(kit: Kit, adapter: Any, who: Declared) -> Result:
             early = [e for e in resumed.events[len(run.events):] if e.is_("list_files") and e.t < first]
             fate = "pending" if early else "dropped"
     figures = {"requests": n, "cap": CAP, "tool runs": ran, "last call": fate, "caller gets": run.said(),
-               "cost usd": round(run.cost_usd, 6)}
+               "cost usd": run.cost_or_unknown}
     evidence: dict[str, Any] = {"requests": _requests(run)}
     if resumed is not None:
         evidence["resumed with one more turn"] = {"caller gets": resumed.said(),
@@ -84,20 +84,23 @@ async def budget(kit: Kit, adapter: Any, who: Declared) -> Result:
     has = who.has("max_budget_usd")
     setup = kit.setup("runaway", max_turns=cap, max_budget_usd=BUDGET_USD if has else None)
     run = await kit.measure(adapter, setup, guard=OUTSIDE_CAP + 5)
-    after, over = _overshoot(run)
+    # A budget's verdict rests on the spend, so unknown usage is an error there; without one it is a figure.
+    spent = run.cost_usd if has else run.cost_or_unknown
+    after, over = _overshoot(run) if spent is not None else (None, None)
     n = len(run.requests)
-    figures = {"requests": n, "budget usd": BUDGET_USD, "spent usd": round(run.cost_usd, 6),
+    figures = {"requests": n, "budget usd": BUDGET_USD, "spent usd": None if spent is None else round(spent, 6),
                "overshoot usd": over, "requests after the budget was reached": after,
                "stopped by": _stopped_by(run, cap), "caller gets": run.said()}
     evidence = {"requests": _requests(run)}
     if not has:
-        summary = f"none exists · {n} requests · ${run.cost_usd:.4f} · stopped by {_stopped_by(run, cap)}"
+        money = "spend unknown (replies without usage)" if spent is None else f"${spent:.4f}"
+        summary = f"none exists · {n} requests · {money} · stopped by {_stopped_by(run, cap)}"
         return Result(case="budget", adapter=who.name, verdict="none exists", summary=summary,
                       figures={"limit": "none exists", **figures}, evidence=evidence)
     verdict = "pass" if after == 0 else "warn" if after == 1 else "fail"
     word = {"pass": "budget held", "warn": "one turn late", "fail": "budget ignored"}[verdict]
     return Result(case="budget", adapter=who.name, verdict=verdict,
-                  summary=f"{word} · {n} requests · ${run.cost_usd:.4f} (+${over:.4f})", figures=figures,
+                  summary=f"{word} · {n} requests · ${spent:.4f} (+${over:.4f})", figures=figures,
                   evidence=evidence)
 
 
@@ -117,7 +120,7 @@ async def tool_error(kit: Kit, adapter: Any, who: Declared) -> Result:
     recovers = run.last_text() == RECOVERED
     figures = {"text sent back": sent if sent is not None else "(nothing)", "recovers": recovers,
                "identical retries": max(retries, 0), "requests": len(run.requests), "caller gets": run.said(),
-               "cost usd": round(run.cost_usd, 6)}
+               "cost usd": run.cost_or_unknown}
     if recovers:
         summary = f"recovers · {len(run.requests)} requests"
     elif sent is None:
@@ -134,7 +137,7 @@ async def permanent_error(kit: Kit, adapter: Any, who: Declared) -> Result:
     calls = sum(e.is_("read_file") for e in run.events)
     reason = "permission denied" in run.said().lower()
     figures = {"identical failing calls": calls, "stops with the reason": reason,
-               "requests": len(run.requests), "caller gets": run.said(), "cost usd": round(run.cost_usd, 6)}
+               "requests": len(run.requests), "caller gets": run.said(), "cost usd": run.cost_or_unknown}
     if calls > 1:
         verdict, summary = "fail", f"{calls} identical failing calls · stopped by {_stopped_by(run, cap)}"
     else:

@@ -67,6 +67,14 @@ class Run:
         return sum(e.cost_usd for e in self.requests)
 
     @property
+    def cost_or_unknown(self) -> float | None:
+        """The spend for a figure beside a verdict that does not rest on it: None when unknown."""
+        try:
+            return round(self.cost_usd, 6)
+        except ValueError:
+            return None
+
+    @property
     def wall_s(self) -> float:
         return self.ended - self.started
 

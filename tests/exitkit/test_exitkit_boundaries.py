@@ -1,0 +1,25 @@
+"""Agents at the boundaries of each criterion: the kit must neither be fooled nor blame the agent
+for its own trouble. Each agent here is the file loop (or a new one) broken in one way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from exitkit.verdict import Result
+
+Judge = Callable[[str, str], Result]
+
+
+def test_a_streamed_loop_without_usage_gets_its_cap_verdict_and_an_unknown_cost(judge: Judge) -> None:
+    result = judge("stream_loop:StreamLoop", "turn_cap")
+    assert (result.verdict, result.figures["requests"]) == ("pass", 8)
+    assert result.figures["cost usd"] is None
+
+
+@pytest.mark.slow
+def test_a_streamed_loop_without_a_budget_gets_none_exists_with_the_spend_unknown(judge: Judge) -> None:
+    result = judge("stream_loop:StreamLoop", "budget")
+    assert (result.verdict, result.figures["requests"], result.figures["spent usd"]) == ("none exists", 60, None)
+    assert "spend unknown" in result.summary
