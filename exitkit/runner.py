@@ -23,13 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from exitkit.contract import Decision, Outcome, decision_to_json
-from exitkit.journal import Entry, Journal
+from exitkit.journal import CHAT, Entry, Journal
 from exitkit.ledger import Event
 from exitkit.raw import replay
 from exitkit.setup import Setup
 
 RUN_TIMEOUT_S = 120.0
 """A run that takes longer is stopped by the kit and reported as such."""
+
+
+class ForeignAPI(ValueError):
+    """A run spoke an API the kit does not read (Responses, Messages, …): no verdict can rest on it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,6 +52,12 @@ class Run:
     returncode: int = 0
     """The child's exit status; -9 when it SIGKILLed itself."""
     peak_rss_kib: int = 0
+
+    def __post_init__(self) -> None:
+        # The kit reads Chat Completions only: a run that spoke another API would look like no run.
+        if foreign := sorted({e.path for e in self.entries if not e.path.endswith(CHAT)}):
+            raise ForeignAPI(f"the agent sent requests to {', '.join(foreign)}; the kit judges Chat "
+                             "Completions only (POST job.base_url + /chat/completions)")
 
     @property
     def requests(self) -> list[Entry]:

@@ -35,3 +35,20 @@ class SwallowsErrors(FileLoop):
         except Exception:
             return ""
         return "" if result and result.startswith("Error: ") else result
+
+
+class ResponsesLoop(FileLoop):
+    """Talks the Responses API to the same mock, and ignores the turn cap past 12 requests."""
+
+    name = "responses loop"
+
+    async def run(self, job):
+        import httpx
+
+        async with httpx.AsyncClient(base_url=job.base_url, timeout=30) as http:
+            for _ in range(12):
+                reply = await http.post("/responses", json={"model": job.model, "input": job.task})
+                reply.raise_for_status()
+        from exitkit import Outcome
+
+        return Outcome(status="max_turns")

@@ -23,3 +23,9 @@ def test_a_streamed_loop_without_a_budget_gets_none_exists_with_the_spend_unknow
     result = judge("stream_loop:StreamLoop", "budget")
     assert (result.verdict, result.figures["requests"], result.figures["spent usd"]) == ("none exists", 60, None)
     assert "spend unknown" in result.summary
+
+
+def test_a_loop_that_talks_another_api_is_an_error_not_a_stop_with_no_requests(judge: Judge) -> None:
+    result = judge("broken_loops:ResponsesLoop", "turn_cap")
+    assert result.verdict == "error"
+    assert "/v1/responses" in result.summary
