@@ -218,8 +218,9 @@ async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
     saw = any(e.is_("scan_archive", "cancelled") for e in run.events)
     finished = any(e.is_("scan_archive", "ok") for e in run.events)
     stop_ms = None if run.stop_pressed is None else round((run.ended - run.stop_pressed) * 1000, 1)
-    figures: dict[str, Any] = {"Stop to end ms": stop_ms, "tool saw it": saw,
-                               "tool finished anyway": finished, "caller gets": run.said()}
+    ran_on = len(run.after_stop())
+    figures: dict[str, Any] = {"Stop to end ms": stop_ms, "tool saw it": saw, "tool finished anyway": finished,
+                               "requests after Stop": ran_on, "caller gets": run.said()}
     next_ok, evidence = None, {"requests": _requests(run)}
     if who.has("resume"):
         after = kit.child(who.spec, setup.but(scan_seconds=0.05), guard=OUTSIDE_CAP)
@@ -235,6 +236,8 @@ async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
         figures["next request"] = "none exists (no resume)"
     if stop_ms is None or finished:
         verdict, summary = "fail", "tool finished anyway" if finished else "Stop never pressed"
+    elif ran_on:
+        verdict, summary = "fail", f"ran on after Stop · {ran_on} requests · ended {stop_ms:g} ms after it"
     elif next_ok is False:
         first_status = figures.get("next request status")
         verdict, summary = "fail", f"stops in {stop_ms:g} ms · next request invalid ({first_status})"

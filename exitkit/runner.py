@@ -49,6 +49,8 @@ class Run:
     ended: float
     """`time.perf_counter()` around the run (in this process), or around the child."""
     stop_pressed: float | None = None
+    stop_wall: float | None = None
+    """`time.time()` when Stop was pressed, comparable with the journal's `started`."""
     returncode: int = 0
     """The child's exit status; -9 when it SIGKILLed itself."""
     peak_rss_kib: int = 0
@@ -92,6 +94,10 @@ class Run:
     def mock_s(self) -> float:
         return sum(e.mock_s for e in self.entries)
 
+    def after_stop(self) -> list[Entry]:
+        """Requests that reached the mock after Stop was pressed (one in flight then is not one)."""
+        return [] if self.stop_wall is None else [e for e in self.requests if e.started >= self.stop_wall]
+
     def last_text(self) -> str:
         """The last answer the mock gave in text."""
         return next((e.reply_text for e in reversed(self.requests) if e.reply_text), "")
@@ -127,10 +133,10 @@ class Kit:
     async def measure(self, adapter: Any, setup: Setup, *, guard: int | None = None,
                       stop_at: float | None = None) -> Run:
         job = setup.job()
-        pressed: list[float] = []
+        pressed: list[tuple[float, float]] = []
 
         def press() -> None:
-            pressed.append(time.perf_counter())
+            pressed.append((time.perf_counter(), time.time()))
             job.cancel.set()
 
         with self.journal.window(guard=guard) as seen:
@@ -148,7 +154,7 @@ class Kit:
         if not isinstance(outcome, Outcome):
             outcome = Outcome(status="returned", answer=str(outcome))
         return Run(outcome=outcome, entries=seen, events=setup.ledger.events(), started=started, ended=ended,
-                   stop_pressed=pressed[0] if pressed else None)
+                   stop_pressed=pressed[0][0] if pressed else None, stop_wall=pressed[0][1] if pressed else None)
 
     async def replay(self, bodies: list[dict[str, Any]]) -> Run:
         """The bare `httpx` floor: the same bodies, sent one after another, in a journal window."""

@@ -52,3 +52,14 @@ class ResponsesLoop(FileLoop):
         from exitkit import Outcome
 
         return Outcome(status="max_turns")
+
+
+class RunsOnAfterStop(FileLoop):
+    """Cancels the tool on Stop, then tells the model it failed and carries on to an answer."""
+
+    name = "runs on after Stop"
+
+    async def call(self, job, fn, intent):
+        result = await super().call(job, fn, intent)
+        return "Error: the tool was cancelled." if result is None else result
+

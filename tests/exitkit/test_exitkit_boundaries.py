@@ -29,3 +29,16 @@ def test_a_loop_that_talks_another_api_is_an_error_not_a_stop_with_no_requests(j
     result = judge("broken_loops:ResponsesLoop", "turn_cap")
     assert result.verdict == "error"
     assert "/v1/responses" in result.summary
+
+
+def test_a_loop_that_runs_on_after_stop_fails_cancellation(judge: Judge) -> None:
+    result = judge("broken_loops:RunsOnAfterStop", "cancellation")
+    assert result.verdict == "fail", result.figures
+    assert result.figures["requests after Stop"] == 1
+    assert result.summary.startswith("ran on after Stop")
+
+
+def test_a_loop_that_stops_at_once_on_stop_sends_nothing_after_it(judge: Judge) -> None:
+    result = judge("file_loop:FileLoop", "cancellation")
+    assert result.verdict == "pass", result.figures
+    assert result.figures["requests after Stop"] == 0
