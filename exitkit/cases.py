@@ -88,7 +88,8 @@ async def budget(kit: Kit, adapter: Any, who: Declared) -> Result:
     spent = run.cost_usd if has else run.cost_or_unknown
     after, over = _overshoot(run) if spent is not None else (None, None)
     n = len(run.requests)
-    figures = {"requests": n, "budget usd": BUDGET_USD, "spent usd": None if spent is None else round(spent, 6),
+    figures = {"requests": n, "budget usd": BUDGET_USD,
+               "spent usd": None if spent is None else round(spent, 6),
                "overshoot usd": over, "requests after the budget was reached": after,
                "stopped by": _stopped_by(run, cap), "caller gets": run.said()}
     evidence = {"requests": _requests(run)}
@@ -219,8 +220,9 @@ async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
     finished = any(e.is_("scan_archive", "ok") for e in run.events)
     stop_ms = None if run.stop_pressed is None else round((run.ended - run.stop_pressed) * 1000, 1)
     ran_on = len(run.after_stop())
-    figures: dict[str, Any] = {"Stop to end ms": stop_ms, "tool saw it": saw, "tool finished anyway": finished,
-                               "requests after Stop": ran_on, "caller gets": run.said()}
+    figures: dict[str, Any] = {"Stop to end ms": stop_ms, "tool saw it": saw,
+                               "tool finished anyway": finished, "requests after Stop": ran_on,
+                               "caller gets": run.said()}
     next_ok, evidence = None, {"requests": _requests(run)}
     if who.has("resume"):
         after = kit.child(who.spec, setup.but(scan_seconds=0.05), guard=OUTSIDE_CAP)

@@ -153,8 +153,9 @@ class Kit:
                 button.cancel()
         if not isinstance(outcome, Outcome):
             outcome = Outcome(status="returned", answer=str(outcome))
+        stop_pressed, stop_wall = pressed[0] if pressed else (None, None)
         return Run(outcome=outcome, entries=seen, events=setup.ledger.events(), started=started, ended=ended,
-                   stop_pressed=pressed[0][0] if pressed else None, stop_wall=pressed[0][1] if pressed else None)
+                   stop_pressed=stop_pressed, stop_wall=stop_wall)
 
     async def replay(self, bodies: list[dict[str, Any]]) -> Run:
         """The bare `httpx` floor: the same bodies, sent one after another, in a journal window."""

@@ -37,7 +37,8 @@ class StreamLoop:
                      "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls.values()]})
                 for c in calls.values():
                     try:
-                        result = await job.unless_stopped(job.tool(c["name"]).call(**json.loads(c["arguments"])))
+                        tool, arguments = job.tool(c["name"]), json.loads(c["arguments"])
+                        result = await job.unless_stopped(tool.call(**arguments))
                     except PermissionError:
                         raise
                     except Exception as error:

@@ -21,7 +21,8 @@ def test_a_streamed_loop_without_usage_gets_its_cap_verdict_and_an_unknown_cost(
 @pytest.mark.slow
 def test_a_streamed_loop_without_a_budget_gets_none_exists_with_the_spend_unknown(judge: Judge) -> None:
     result = judge("stream_loop:StreamLoop", "budget")
-    assert (result.verdict, result.figures["requests"], result.figures["spent usd"]) == ("none exists", 60, None)
+    assert (result.verdict, result.figures["requests"]) == ("none exists", 60)
+    assert result.figures["spent usd"] is None
     assert "spend unknown" in result.summary
 
 

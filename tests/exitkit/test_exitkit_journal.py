@@ -94,9 +94,9 @@ def test_the_kits_core_imports_no_agent_framework_or_plotting() -> None:
 def test_requests_to_other_model_apis_are_recorded_and_guarded_not_missed(journalled) -> None:
     journal, base_url = journalled
     with httpx.Client(base_url=base_url) as http, journal.window(guard=2) as seen:
+        anthropic = {"model": "runaway", "max_tokens": 50, "messages": [{"role": "user", "content": "go"}]}
         statuses = [http.post("/responses", json={"model": "runaway", "input": "go"}).status_code,
-                    http.post("/messages", json={"model": "runaway", "max_tokens": 50,
-                                                 "messages": [{"role": "user", "content": "go"}]}).status_code,
+                    http.post("/messages", json=anthropic).status_code,
                     http.post("/responses", json={"model": "runaway", "input": "go"}).status_code]
     assert statuses == [200, 200, 400]
     assert [(e.path, e.guarded) for e in seen] == [("/v1/responses", False), ("/v1/messages", False),
