@@ -141,6 +141,8 @@ async def permanent_error(kit: Kit, adapter: Any, who: Declared) -> Result:
                "requests": len(run.requests), "caller gets": run.said(), "cost usd": run.cost_or_unknown}
     if calls > 1:
         verdict, summary = "fail", f"{calls} identical failing calls · stopped by {_stopped_by(run, cap)}"
+    elif calls == 0:  # a reason the tool never gave is not the tool's reason
+        verdict, summary = "fail", f"the call never ran · {len(run.requests)} requests"
     else:
         verdict = "pass" if reason else "warn"
         summary = f"stops after {calls} call · " + ("reason given" if reason else "reason lost")

@@ -43,7 +43,7 @@ CRITERIA = {
     "permanent_error": f"`denied`: the model asks for a file the process may not open, forever (cap "
                        f"{DENIED_CAP}). **pass**: the failing call ran once and the caller gets the reason "
                        "(\"permission denied\"). **warn**: it ran once but the reason is lost. **fail**: "
-                       "it ran more than once (identical failing calls).",
+                       "it ran more than once (identical failing calls), or never.",
     "approval": "`destructive` with `delete_file` needing approval. **pass**, all of: the run stops before "
                 "the deletion; approved in a new process, the deletion runs exactly once; the same saved "
                 "state resumed once more does not run it again; a rejection's reason is in the next "

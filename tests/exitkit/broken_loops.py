@@ -63,3 +63,13 @@ class RunsOnAfterStop(FileLoop):
         result = await super().call(job, fn, intent)
         return "Error: the tool was cancelled." if result is None else result
 
+
+
+class GivesUpUnseen(FileLoop):
+    """Says "permission denied" without ever asking the model or running a tool."""
+
+    name = "gives up unseen"
+
+    async def run(self, job):
+        raise PermissionError("permission denied")
+

@@ -43,3 +43,10 @@ def test_a_loop_that_stops_at_once_on_stop_sends_nothing_after_it(judge: Judge) 
     result = judge("file_loop:FileLoop", "cancellation")
     assert result.verdict == "pass", result.figures
     assert result.figures["requests after Stop"] == 0
+
+
+def test_saying_permission_denied_without_running_the_call_fails(judge: Judge) -> None:
+    result = judge("broken_loops:GivesUpUnseen", "permanent_error")
+    assert result.verdict == "fail"
+    assert result.figures["identical failing calls"] == 0
+    assert result.summary == "the call never ran · 0 requests"
