@@ -22,6 +22,7 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
+from exitkit.child import CANNOT_LOAD
 from exitkit.contract import Decision, Outcome, decision_to_json
 from exitkit.journal import CHAT, Entry, Journal
 from exitkit.ledger import Event
@@ -30,6 +31,10 @@ from exitkit.setup import Setup
 
 RUN_TIMEOUT_S = 120.0
 """A run that takes longer is stopped by the kit and reported as such."""
+
+
+class ChildLoadError(RuntimeError):
+    """The new process could not load the adapter that loaded here: no verdict can rest on it."""
 
 
 class ForeignAPI(ValueError):
@@ -184,6 +189,8 @@ class Kit:
                 rc, out, err = -1, "", f"no result within {self.timeout_s:g} s"
             ended = time.perf_counter()
         got = _last_json(out)
+        if got is None and rc == CANNOT_LOAD:
+            raise ChildLoadError(f"could not load the adapter in a new process: {err.strip()[-300:]}")
         if got is None:
             why = "killed itself (SIGKILL)" if rc == -9 else f"exited {rc}: {err.strip()[-600:]}"
             outcome = Outcome(status="process ended without a result", error=why)

@@ -50,3 +50,10 @@ def test_saying_permission_denied_without_running_the_call_fails(judge: Judge) -
     assert result.verdict == "fail"
     assert result.figures["identical failing calls"] == 0
     assert result.summary == "the call never ran · 0 requests"
+
+
+def test_an_adapter_the_new_process_cannot_import_is_an_error_that_says_so(judge: Judge) -> None:
+    result = judge("parent_only:ParentOnly", "approval")
+    assert result.verdict == "error"
+    assert "could not load the adapter in a new process" in result.summary
+    assert "missing in the new process" in result.summary
