@@ -119,6 +119,8 @@ class Kit:
     base_url: str
     workdir: Path
     timeout_s: float = RUN_TIMEOUT_S
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    """The environment when the kit started: a new process gets this, not what a run left behind."""
     _ids: Iterator[int] = field(default_factory=count)
 
     @classmethod
@@ -178,7 +180,7 @@ class Kit:
         setup.save(job_file)
         argv = [sys.executable, "-m", "exitkit.child", command, spec, str(job_file),
                 json.dumps(decision_to_json(decision))]
-        env = os.environ | {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        env = self.env | {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         with self.journal.window(guard=guard) as seen:
             started = time.perf_counter()
             try:

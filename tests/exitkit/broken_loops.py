@@ -73,3 +73,21 @@ class GivesUpUnseen(FileLoop):
     async def run(self, job):
         raise PermissionError("permission denied")
 
+
+
+class KeepsStateInTheEnvironment(FileLoop):
+    """Saves its state in os.environ instead of job.state_dir: it survives no new process."""
+
+    name = "keeps its state in the environment"
+
+    def save(self, job, messages):
+        import json
+        import os
+
+        os.environ["EXITKIT_TEST_STATE"] = json.dumps(messages)
+
+    async def resume(self, job, decision):
+        import json
+        import os
+
+        return await self.go(job, json.loads(os.environ["EXITKIT_TEST_STATE"]), decision)

@@ -57,3 +57,15 @@ def test_an_adapter_the_new_process_cannot_import_is_an_error_that_says_so(judge
     assert result.verdict == "error"
     assert "could not load the adapter in a new process" in result.summary
     assert "missing in the new process" in result.summary
+
+
+def test_a_resume_gets_the_environment_the_kit_started_with_not_what_a_run_left_in_it(judge: Judge) -> None:
+    import os
+
+    try:
+        result = judge("broken_loops:KeepsStateInTheEnvironment", "approval")
+    finally:
+        os.environ.pop("EXITKIT_TEST_STATE", None)
+    assert result.verdict == "fail"
+    assert result.figures["runs once when approved in a new process"] is False
+    assert "KeyError" in result.figures["resumed"]
