@@ -224,7 +224,7 @@ async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
     ran_on = len(run.after_stop())
     figures: dict[str, Any] = {"Stop to end ms": stop_ms, "tool saw it": saw,
                                "tool finished anyway": finished, "requests after Stop": ran_on,
-                               "caller gets": run.said()}
+                               "left running after the run": run.left_running, "caller gets": run.said()}
     next_ok, evidence = None, {"requests": _requests(run)}
     if who.has("resume"):
         after = kit.child(who.spec, setup.but(scan_seconds=0.05), guard=OUTSIDE_CAP)

@@ -31,6 +31,8 @@ from exitkit.setup import Setup
 
 RUN_TIMEOUT_S = 120.0
 """A run that takes longer is stopped by the kit and reported as such."""
+SETTLE_S = 0.5
+"""How long tasks a run started may go on after it returns before the kit cancels them."""
 
 
 class ChildLoadError(RuntimeError):
@@ -59,6 +61,9 @@ class Run:
     returncode: int = 0
     """The child's exit status; -9 when it SIGKILLed itself."""
     peak_rss_kib: int = 0
+    left_running: int = 0
+    """Tasks the run started that still ran `SETTLE_S` after it returned; the kit cancelled them, so
+    nothing a finished run left behind sends requests into the next measurement."""
 
     def __post_init__(self) -> None:
         # The kit reads Chat Completions only: a run that spoke another API would look like no run.
@@ -146,6 +151,7 @@ class Kit:
             pressed.append((time.perf_counter(), time.time()))
             job.cancel.set()
 
+        before = asyncio.all_tasks()
         with self.journal.window(guard=guard) as seen:
             started = time.perf_counter()
             button = asyncio.get_running_loop().call_later(stop_at, press) if stop_at is not None else None
@@ -158,11 +164,14 @@ class Kit:
             ended = time.perf_counter()
             if button is not None:
                 button.cancel()
+            left = await _settle(asyncio.all_tasks() - before - {asyncio.current_task()})
+            events = setup.ledger.events()  # before the kit's own cancels, which are not the agent's
+            await _cancel(left)
         if not isinstance(outcome, Outcome):
             outcome = Outcome(status="returned", answer=str(outcome))
         stop_pressed, stop_wall = pressed[0] if pressed else (None, None)
-        return Run(outcome=outcome, entries=seen, events=setup.ledger.events(), started=started, ended=ended,
-                   stop_pressed=stop_pressed, stop_wall=stop_wall)
+        return Run(outcome=outcome, entries=seen, events=events, started=started, ended=ended,
+                   stop_pressed=stop_pressed, stop_wall=stop_wall, left_running=len(left))
 
     async def replay(self, bodies: list[dict[str, Any]]) -> Run:
         """The bare `httpx` floor: the same bodies, sent one after another, in a journal window."""
@@ -200,6 +209,21 @@ class Kit:
             outcome = Outcome(**got["outcome"])
         return Run(outcome=outcome, entries=seen, events=setup.ledger.events(), started=started, ended=ended,
                    returncode=rc, peak_rss_kib=(got or {}).get("peak_rss_kib", 0))
+
+
+async def _settle(born: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
+    """The tasks of `born` still running after a grace for them to finish (a save, a cancellation)."""
+    if not born:
+        return set()
+    _, pending = await asyncio.wait(born, timeout=SETTLE_S)
+    return pending
+
+
+async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=SETTLE_S)
 
 
 def _last_json(stdout: str) -> dict[str, Any] | None:

@@ -91,3 +91,27 @@ class KeepsStateInTheEnvironment(FileLoop):
         import os
 
         return await self.go(job, json.loads(os.environ["EXITKIT_TEST_STATE"]), decision)
+
+
+class LeavesItRunning(FileLoop):
+    """Starts a background worker on its first run that outlives the run and keeps asking the model."""
+
+    name = "leaves it running"
+    started = False
+
+    async def run(self, job):
+        import asyncio
+
+        import httpx
+
+        async def worker():
+            async with httpx.AsyncClient(base_url=job.base_url, timeout=30) as http:
+                for _ in range(50):
+                    await http.post("/chat/completions", json={"model": "runaway", "messages": [
+                        {"role": "user", "content": job.task}]})
+                    await asyncio.sleep(0.1)
+
+        if not LeavesItRunning.started:
+            LeavesItRunning.started = True
+            asyncio.ensure_future(worker())
+        return await super().run(job)

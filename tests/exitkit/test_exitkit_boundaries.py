@@ -69,3 +69,13 @@ def test_a_resume_gets_the_environment_the_kit_started_with_not_what_a_run_left_
     assert result.verdict == "fail"
     assert result.figures["runs once when approved in a new process"] is False
     assert "KeyError" in result.figures["resumed"]
+
+
+def test_what_a_run_leaves_running_is_cancelled_and_counts_in_no_later_case() -> None:
+    from exitkit.card import check
+
+    _, (denied, cap) = check(["broken_loops:LeavesItRunning"], cases=["permanent_error", "turn_cap"],
+                             log=lambda line: None)
+    assert denied.verdict == "pass"
+    assert cap.figures["requests"] == 8, cap.figures
+    assert cap.verdict == "pass"
