@@ -18,6 +18,7 @@ so an unchanged agent gives an unchanged file except for the timings and overhea
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,10 +41,26 @@ def to_json(adapters: Sequence[Declared], results: Sequence[Result]) -> dict[str
     }
 
 
+_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x85\u2028\u2029]")
+_MARKUP = re.compile(r"([\\`*\[\]<>|])")
+
+
+class _Code(str):
+    """The kit's own text shown as code (an adapter spec); only its pipes are escaped."""
+
+
+def _text(value: Any) -> str:
+    """A string an agent, a tool or the provider controls, as inline markdown text: on one line,
+    with backslashes, code ticks, emphasis, links, images, HTML and table pipes escaped."""
+    return _MARKUP.sub(r"\\\1", _BREAKS.sub(" ", str(value)))
+
+
 def _cell(value: Any, limit: int = 90) -> str:
+    if isinstance(value, _Code):
+        return "`" + _BREAKS.sub(" ", value).replace("`", "'").replace("|", "\\|") + "`"
     text = json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else str(value)
-    text = text.replace("|", "\\|").replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    text = text if len(text) <= limit else text[: limit - 1] + "…"  # cut before escaping: no half escape
+    return _text(text)
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -77,7 +94,7 @@ def _figures(case: str, results: Sequence[Result]) -> str:
 def _finding(case: str, results: Sequence[Result]) -> str:
     """Who got which verdict, in the order of the verdicts."""
     rows = [r for r in results if r.case == case]
-    parts = [f"**{v}**: " + ", ".join(r.adapter for r in rows if r.verdict == v)
+    parts = [f"**{v}**: " + ", ".join(_text(r.adapter) for r in rows if r.verdict == v)
              for v in VERDICTS if any(r.verdict == v for r in rows)]
     return "; ".join(parts) + ".\n"
 
@@ -95,7 +112,7 @@ def markdown(adapters: Sequence[Declared], results: Sequence[Result], *, title: 
              "Limits each agent declares it has (the kit never fakes one it lacks: the cell says *none "
              "exists* and what stopped the run):\n",
              _table(["agent", "adapter", "limits"],
-                    [[a.name, f"`{a.spec}`", ", ".join(sorted(a.limits)) or "none"] for a in adapters]),
+                    [[a.name, _Code(a.spec), ", ".join(sorted(a.limits)) or "none"] for a in adapters]),
              "## Verdict criteria\n"]
     parts += [f"- **{TITLES[c]}** — {CRITERIA[c]}" for c in cases]
     parts.append("")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -72,3 +73,38 @@ def test_without_matplotlib_the_report_has_no_chart(tmp_path: Path, monkeypatch:
     written = write([], results, tmp_path)
     assert [p.name for p in written] == ["report.json", "report.md"]
     assert "![overhead]" not in (tmp_path / "report.md").read_text()
+
+
+def _cells(line: str) -> list[str]:
+    """A GFM table row split as a renderer splits it: a pipe after a backslash escape is text."""
+    cells, cell, i = [], "", 0
+    while i < len(line):
+        if line[i] == "\\" and i + 1 < len(line):
+            cell, i = cell + line[i:i + 2], i + 2
+            continue
+        if line[i] == "|":
+            cells.append(cell)
+            cell = ""
+        else:
+            cell += line[i]
+        i += 1
+    return cells[1:]
+
+
+HOSTILE = "a\\|b\rc\n## forged heading <img src=x onerror=alert(1)> ![px](http://evil.example/p.png) `x"
+
+
+def test_strings_an_agent_or_provider_controls_stay_inside_their_cell() -> None:
+    from exitkit.contract import Declared
+    from exitkit.report import markdown
+    from exitkit.verdict import Result
+
+    who = Declared(spec="m:A", name="agent\n## forged | row", limits=frozenset({"max_turns"}))
+    result = Result(case="tool_error", adapter=who.name, verdict="fail", summary=f"sent {HOSTILE}",
+                    figures={"caller gets": HOSTILE, "requests": 2})
+    text = markdown([who], [result], title="t", command="c", chart=None)
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert [len(_cells(r)) for r in rows] == [2, 2, 2, 3, 3, 3, 4, 4, 4]
+    assert not any(line.startswith("## forged") for line in text.splitlines())
+    assert not re.search(r"(?<!\\)<img|(?<!\\)\]\(http|(?<!\\)`x", text)  # HTML, image, code: inert
+    assert "`m:A`" in text  # the kit's own code span survives
