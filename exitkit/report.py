@@ -124,6 +124,11 @@ def markdown(adapters: Sequence[Declared], results: Sequence[Result], *, title: 
     return "\n".join(parts)
 
 
+def _literal(name: str) -> str:
+    """An agent's name as matplotlib text: a pair of `$` would be parsed as math (and may not parse)."""
+    return name.replace("$", r"\$")
+
+
 def chart(results: Sequence[Result], path: Path) -> bool:
     """The overhead ratios as bars; False (and no file) when matplotlib is not installed."""
     try:
@@ -142,12 +147,12 @@ def chart(results: Sequence[Result], path: Path) -> bool:
     for i, r in enumerate(rows):
         ratios = {run["run"]: run["× bare httpx"] for run in r.figures["per run"]}
         left.bar([x + i * width for x in range(len(runs))], [ratios.get(n, 0) for n in runs], width,
-                 label=r.adapter)
-        right.bar(i, r.figures.get("RSS × bare httpx") or 0, label=r.adapter)
+                 label=_literal(r.adapter))
+        right.bar(i, r.figures.get("RSS × bare httpx") or 0, label=_literal(r.adapter))
     left.set_xticks([x + width * (len(rows) - 1) / 2 for x in range(len(runs))], runs)
     left.set_title("overhead per turn, × bare httpx (median)")
     left.legend(fontsize=8)
-    right.set_xticks(range(len(rows)), [r.adapter for r in rows], rotation=15, fontsize=8)
+    right.set_xticks(range(len(rows)), [_literal(r.adapter) for r in rows], rotation=15, fontsize=8)
     right.set_title("peak RSS running plan, × bare httpx")
     fig.tight_layout()
     fig.savefig(path, metadata={"Software": None})

@@ -108,3 +108,15 @@ def test_strings_an_agent_or_provider_controls_stay_inside_their_cell() -> None:
     assert not any(line.startswith("## forged") for line in text.splitlines())
     assert not re.search(r"(?<!\\)<img|(?<!\\)\]\(http|(?<!\\)`x", text)  # HTML, image, code: inert
     assert "`m:A`" in text  # the kit's own code span survives
+
+
+def test_an_agent_name_with_dollar_signs_is_drawn_as_text_not_parsed_as_math(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from exitkit.report import chart
+    from exitkit.verdict import Result
+
+    figures = {"per run": [{"run": "plan, cap 20", "× bare httpx": 1.0}], "RSS × bare httpx": 1.1}
+    results = [Result(case="overhead", adapter=name, verdict="pass", summary="1.0×", figures=figures)
+               for name in ("agent $\\frac{1$ v2", "agent at $5")]
+    assert chart(results, tmp_path / "report.png")
+    assert (tmp_path / "report.png").stat().st_size > 0
