@@ -120,3 +120,11 @@ def test_an_agent_name_with_dollar_signs_is_drawn_as_text_not_parsed_as_math(tmp
                for name in ("agent $\\frac{1$ v2", "agent at $5")]
     assert chart(results, tmp_path / "report.png")
     assert (tmp_path / "report.png").stat().st_size > 0
+
+
+def test_two_adapters_with_one_name_are_a_usage_error_not_one_row_hiding_the_other(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["run", "exitkit.adapters.plain:PlainLoop", "exitkit.adapters.plain:PlainLoop", "--only", "crash",
+            "--out", "x"]
+    assert main(argv) == 2
+    assert "two adapters named 'plain openai loop'" in capsys.readouterr().err
