@@ -79,3 +79,12 @@ def test_what_a_run_leaves_running_is_cancelled_and_counts_in_no_later_case() ->
     assert denied.verdict == "pass"
     assert cap.figures["requests"] == 8, cap.figures
     assert cap.verdict == "pass"
+
+
+def test_a_budget_is_pass_on_time_warn_one_request_late_and_fail_two_late(judge: Judge) -> None:
+    verdicts = {late: judge(f"budget_loops:{cls}", "budget")
+                for late, cls in enumerate(("BudgetLoop", "OneTurnLate", "TwoTurnsLate"))}
+    assert {late: r.verdict for late, r in verdicts.items()} == {0: "pass", 1: "warn", 2: "fail"}
+    assert [r.figures["requests after the budget was reached"] for r in verdicts.values()] == [0, 1, 2]
+    on_time = verdicts[0].figures
+    assert 0 < on_time["overshoot usd"] < on_time["spent usd"] / 2
