@@ -115,3 +115,21 @@ class LeavesItRunning(FileLoop):
             LeavesItRunning.started = True
             asyncio.ensure_future(worker())
         return await super().run(job)
+
+
+class CapOffByOne(FileLoop):
+    """Counts its turns from zero and lets one more request through than the cap allows."""
+
+    name = "cap off by one"
+    by = 1
+
+    async def run(self, job):
+        from dataclasses import replace
+
+        limits = replace(job.limits, max_turns=job.limits.max_turns + self.by)
+        return await super().run(replace(job, limits=limits))
+
+
+class CapOneShort(CapOffByOne):
+    name = "cap one short"
+    by = -1

@@ -88,3 +88,9 @@ def test_a_budget_is_pass_on_time_warn_one_request_late_and_fail_two_late(judge:
     assert [r.figures["requests after the budget was reached"] for r in verdicts.values()] == [0, 1, 2]
     on_time = verdicts[0].figures
     assert 0 < on_time["overshoot usd"] < on_time["spent usd"] / 2
+
+
+def test_a_cap_off_by_one_either_way_is_caught(judge: Judge) -> None:
+    over, short = judge("broken_loops:CapOffByOne", "turn_cap"), judge("broken_loops:CapOneShort", "turn_cap")
+    assert (over.verdict, over.figures["requests"], over.summary) == ("fail", 9, "cap ignored · 9 requests")
+    assert (short.verdict, short.figures["requests"]) == ("warn", 7)
