@@ -133,3 +133,25 @@ class CapOffByOne(FileLoop):
 class CapOneShort(CapOffByOne):
     name = "cap one short"
     by = -1
+
+
+class PartReason(FileLoop):
+    """Passes the model only the first words of a rejection's reason."""
+
+    name = "passes part of the reason"
+
+    async def resume(self, job, decision):
+        from exitkit import Reject
+
+        if isinstance(decision, Reject):
+            decision = Reject(decision.reason[:12])
+        return await super().resume(job, decision)
+
+
+class ForgetsTheCrash(FileLoop):
+    """Saves only after a tool returns: a crash between the effect and the save re-runs it."""
+
+    name = "forgets the crash"
+
+    async def call(self, job, fn, intent):
+        return await super().call(job, fn, None)

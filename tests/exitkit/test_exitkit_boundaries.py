@@ -94,3 +94,18 @@ def test_a_cap_off_by_one_either_way_is_caught(judge: Judge) -> None:
     over, short = judge("broken_loops:CapOffByOne", "turn_cap"), judge("broken_loops:CapOneShort", "turn_cap")
     assert (over.verdict, over.figures["requests"], over.summary) == ("fail", 9, "cap ignored · 9 requests")
     assert (short.verdict, short.figures["requests"]) == ("warn", 7)
+
+
+@pytest.mark.slow
+def test_a_rejection_whose_reason_reaches_the_model_only_in_part_fails_approval(judge: Judge) -> None:
+    result = judge("broken_loops:PartReason", "approval")
+    assert result.verdict == "fail"
+    assert result.summary == "rejection reason not sent"
+    assert result.figures["text sent back on rejection"] == "Rejected by the user: I declined: "
+
+
+@pytest.mark.slow
+def test_a_loop_saving_only_after_the_tool_returns_runs_the_effect_again_after_a_crash(judge: Judge) -> None:
+    result = judge("broken_loops:ForgetsTheCrash", "crash")
+    assert result.figures["crashed process exit"] == -9
+    assert (result.verdict, result.figures["delete_file runs"]) == ("fail", 2)
