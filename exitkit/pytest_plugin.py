@@ -61,6 +61,24 @@ class _Session:
         self._tmp.cleanup()
 
 
+EVIDENCE_CHARS = 6000
+"""The per-request evidence is long for a runaway; the failure shows its start, report.json all."""
+
+
+def failure_text(result: Any) -> str:
+    """A failed case as pytest shows it: the cell, the criteria, the figures and the evidence."""
+    from exitkit.verdict import CRITERIA
+
+    def dump(value: Any) -> str:
+        return json.dumps(value, indent=1, ensure_ascii=False, default=str)
+
+    evidence = dump(result.evidence)
+    if len(evidence) > EVIDENCE_CHARS:
+        evidence = evidence[:EVIDENCE_CHARS] + "\n… (the rest: --exitkit-out DIR writes report.json)"
+    return (f"{result.adapter} · {result.case}: {result.cell}\n\ncriteria: {CRITERIA[result.case]}"
+            f"\n\nfigures: {dump(result.figures)}\n\nevidence: {evidence}")
+
+
 class ExitCase(pytest.Item):
     def __init__(self, *, spec: str, case: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -74,7 +92,6 @@ class ExitCase(pytest.Item):
 
     def runtest(self) -> None:
         from exitkit.card import run_case
-        from exitkit.verdict import CRITERIA
 
         session = self._session()
         adapter, who = session.adapter(self.spec)
@@ -84,9 +101,7 @@ class ExitCase(pytest.Item):
         if result.verdict == "none exists":
             pytest.skip(f"{who.name}: {result.summary}")
         if result.verdict in ("fail", "error"):
-            figures = json.dumps(result.figures, indent=1, ensure_ascii=False, default=str)
-            raise ExitCaseFailed(f"{who.name} · {self.case}: {result.cell}\n\ncriteria: {CRITERIA[self.case]}"
-                                 f"\n\nfigures: {figures}")
+            raise ExitCaseFailed(failure_text(result))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ExitCaseFailed):

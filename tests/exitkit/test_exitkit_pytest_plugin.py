@@ -25,7 +25,8 @@ def test_a_failed_verdict_fails_its_test_with_the_evidence(tmp_path: Path) -> No
                    "exitkit.adapters.plain:PlainLoop", "--exitkit-skip", skip)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "FAILED ::exitkit[broken_loops:SwallowsErrors-tool_error]" in done.stdout
-    assert '"text sent back": ""' in done.stdout  # the evidence, in the failure
+    assert '"text sent back": ""' in done.stdout  # the figures and the evidence, in the failure
+    assert '"reply": "I could not read the file, so I do not know."' in done.stdout
     assert "1 failed, 1 passed" in done.stdout
 
 

@@ -128,3 +128,16 @@ def test_two_adapters_with_one_name_are_a_usage_error_not_one_row_hiding_the_oth
             "--out", "x"]
     assert main(argv) == 2
     assert "two adapters named 'plain openai loop'" in capsys.readouterr().err
+
+
+def test_a_failed_case_in_pytest_shows_the_evidence_not_only_the_figures() -> None:
+    from exitkit.pytest_plugin import failure_text
+    from exitkit.verdict import Result
+
+    said = {"status": 200, "reply": "I could not read the file, so I do not know."}
+    result = Result(case="tool_error", adapter="a", verdict="fail", summary="no recovery · sent ''",
+                    figures={"text sent back": ""}, evidence={"requests": [said]})
+    text = failure_text(result)
+    assert text.startswith("a · tool_error: FAIL · no recovery · sent ''")
+    assert '"text sent back": ""' in text
+    assert "I could not read the file, so I do not know." in text
