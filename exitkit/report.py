@@ -30,6 +30,14 @@ from exitkit.verdict import CRITERIA, TITLES, VERDICTS, Result
 SCHEMA = "exitkit-report/1"
 
 
+def _same_keys(results: Sequence[Result]) -> list[dict[str, Any]]:
+    """Each result as JSON, its figures under every key any adapter has for its case (null where
+    it has none: a limit that does not exist, a case that broke), in one order."""
+    keys = {c: list(dict.fromkeys(k for r in results if r.case == c for k in r.figures))
+            for c in dict.fromkeys(r.case for r in results)}
+    return [r.to_json() | {"figures": {k: r.figures.get(k) for k in keys[r.case]}} for r in results]
+
+
 def to_json(adapters: Sequence[Declared], results: Sequence[Result]) -> dict[str, Any]:
     cases = list(dict.fromkeys(r.case for r in results))
     return {
@@ -37,7 +45,7 @@ def to_json(adapters: Sequence[Declared], results: Sequence[Result]) -> dict[str
         "prices": {"input_usd_per_million": PRICE_IN_PER_M, "output_usd_per_million": PRICE_OUT_PER_M},
         "cases": {c: {"title": TITLES[c], "criteria": CRITERIA[c]} for c in cases},
         "adapters": [{"spec": a.spec, "name": a.name, "limits": sorted(a.limits)} for a in adapters],
-        "results": [r.to_json() for r in results],
+        "results": _same_keys(results),
     }
 
 

@@ -141,3 +141,19 @@ def test_a_failed_case_in_pytest_shows_the_evidence_not_only_the_figures() -> No
     assert text.startswith("a · tool_error: FAIL · no recovery · sent ''")
     assert '"text sent back": ""' in text
     assert "I could not read the file, so I do not know." in text
+
+
+def test_report_json_gives_every_adapter_the_same_figure_keys_per_case_as_documented() -> None:
+    from exitkit.contract import Declared
+    from exitkit.report import to_json
+    from exitkit.verdict import Result
+
+    a, b = Declared(spec="m:A", name="a"), Declared(spec="m:B", name="b")
+    results = [Result(case="approval", adapter="a", verdict="none exists", summary="none exists",
+                      figures={"limit": "none exists"}),
+               Result(case="approval", adapter="b", verdict="pass", summary="ok",
+                      figures={"deletions after approval": 1, "resumed": "completed"})]
+    figures = [r["figures"] for r in to_json([a, b], results)["results"]]
+    assert [list(f) for f in figures] == [["limit", "deletions after approval", "resumed"]] * 2
+    assert figures[0] == {"limit": "none exists", "deletions after approval": None, "resumed": None}
+    assert [r.figures for r in results][0] == {"limit": "none exists"}  # the results themselves untouched
