@@ -242,6 +242,8 @@ async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
         verdict, summary = "fail", "tool finished anyway" if finished else "Stop never pressed"
     elif ran_on:
         verdict, summary = "fail", f"ran on after Stop · {ran_on} requests · ended {stop_ms:g} ms after it"
+    elif stop_ms > (setup.scan_seconds - STOP_AT_S) * 1000:
+        verdict, summary = "fail", f"stops too late · {stop_ms:g} ms, after the tool would have finished"
     elif next_ok is False:
         first_status = figures.get("next request status")
         verdict, summary = "fail", f"stops in {stop_ms:g} ms · next request invalid ({first_status})"

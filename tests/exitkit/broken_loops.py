@@ -155,3 +155,17 @@ class ForgetsTheCrash(FileLoop):
 
     async def call(self, job, fn, intent):
         return await super().call(job, fn, None)
+
+
+class SlowToStop(FileLoop):
+    """Cancels the tool at Stop, then takes longer to wind down than the tool had left to run."""
+
+    name = "slow to stop"
+
+    async def call(self, job, fn, intent):
+        import asyncio
+
+        result = await super().call(job, fn, intent)
+        if result is None:
+            await asyncio.sleep(2.5)
+        return result

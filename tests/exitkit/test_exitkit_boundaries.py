@@ -109,3 +109,10 @@ def test_a_loop_saving_only_after_the_tool_returns_runs_the_effect_again_after_a
     result = judge("broken_loops:ForgetsTheCrash", "crash")
     assert result.figures["crashed process exit"] == -9
     assert (result.verdict, result.figures["delete_file runs"]) == ("fail", 2)
+
+
+def test_a_run_that_ends_after_the_tool_would_have_finished_fails_cancellation(judge: Judge) -> None:
+    result = judge("broken_loops:SlowToStop", "cancellation")
+    assert result.figures["tool saw it"] and result.figures["Stop to end ms"] > 1800
+    assert result.verdict == "fail"
+    assert result.summary.startswith("stops too late · ")
