@@ -199,12 +199,15 @@ async def crash(kit: Kit, adapter: Any, who: Declared) -> Result:
     runs = _deletions(resumed)
     effects = sum(e.is_("delete_file", "effect") for e in resumed.events)
     doubt = "doubt" in resumed.said().lower()
+    finished = bool(resumed.last_text())  # the mock gave the resumed run a final answer
     figures = {"delete_file runs": runs, "deletions done": effects, "crashed process exit": killed.returncode,
-               "resumed": resumed.said(), "surfaced as in doubt": doubt}
+               "resumed": resumed.said(), "surfaced as in doubt": doubt, "finished": finished}
     if killed.returncode != -9:
         return Result(case="crash", adapter=who.name, verdict="error", figures=figures,
                       summary=f"the effect never ran in the approved process ({killed.said()})")
-    if runs == 1:
+    if runs == 1 and not (doubt or finished):  # not run twice, but the run is lost without a word
+        verdict, summary = "warn", f"ran once · lost: {resumed.outcome.status}"
+    elif runs == 1:
         how = "surfaced as in doubt" if doubt else resumed.outcome.status
         verdict, summary = "pass", f"ran once · {how}"
     else:

@@ -51,8 +51,9 @@ CRITERIA = {
                 "of these does not hold. **none exists**: no approval or resume.",
     "crash": "`destructive`, approved in a new process whose `delete_file` deletes and then SIGKILLs its "
              "own process before the framework can save; then resumed (approved) in another new process. "
-             "**pass**: the deletion ran once in all (whether the resumed run finished or surfaced the "
-             "call as in doubt). **fail**: it ran again. **none exists**: no approval or resume.",
+             "**pass**: the deletion ran once in all, and the resumed run finished (the mock gave it an "
+             "answer) or surfaced the call as in doubt. **warn**: it ran once but the resumed run did "
+             "neither (the run is lost). **fail**: it ran again. **none exists**: no approval or resume.",
     "cancellation": f"`slow`: the kit presses Stop {STOP_AT_S} s into a 3 s tool. **pass**: the run ends "
                     "before the tool would have finished, the tool saw the cancellation (its task was "
                     "cancelled), no request reaches the model after Stop, and, where the framework can "

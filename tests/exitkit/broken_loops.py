@@ -169,3 +169,14 @@ class SlowToStop(FileLoop):
         if result is None:
             await asyncio.sleep(2.5)
         return result
+
+
+class GivesUpAfterACrash(FileLoop):
+    """Does not re-run the effect after a crash, but neither finishes nor says the call is in doubt."""
+
+    name = "gives up after a crash"
+
+    async def resume(self, job, decision):
+        if (job.state_dir / "intent").exists():
+            raise RuntimeError("the saved run cannot be read")
+        return await super().resume(job, decision)

@@ -116,3 +116,11 @@ def test_a_run_that_ends_after_the_tool_would_have_finished_fails_cancellation(j
     assert result.figures["tool saw it"] and result.figures["Stop to end ms"] > 1800
     assert result.verdict == "fail"
     assert result.summary.startswith("stops too late · ")
+
+
+@pytest.mark.slow
+def test_a_resume_neither_finishing_nor_surfacing_the_call_after_a_crash_is_a_warning(judge: Judge) -> None:
+    result = judge("broken_loops:GivesUpAfterACrash", "crash")
+    assert result.figures["delete_file runs"] == 1
+    assert (result.verdict, result.summary) == ("warn", "ran once · lost: raised RuntimeError")
+    assert judge("file_loop:FileLoop", "crash").verdict == "pass"
