@@ -105,10 +105,15 @@ async def budget(kit: Kit, adapter: Any, who: Declared) -> Result:
                   evidence=evidence)
 
 
-def _sent_back(run: Run, call_id: str) -> str | None:
+def _sent_back(run: Run, tool: str) -> str | None:
+    """The text first sent back for a call of `tool`, under whatever id the agent gave the call."""
     for e in run.requests:
-        if call_id in (texts := e.tool_texts()):
-            return texts[call_id]
+        texts = e.tool_texts()
+        for m in e.messages():
+            for call in m.get("tool_calls") or [] if m.get("role") == "assistant" else []:
+                named = isinstance(call, dict) and (call.get("function") or {}).get("name") == tool
+                if named and str(call.get("id")) in texts:
+                    return texts[str(call.get("id"))]
     return None
 
 
@@ -116,7 +121,7 @@ async def tool_error(kit: Kit, adapter: Any, who: Declared) -> Result:
     cap = ERROR_CAP if who.has("max_turns") else None
     setup = kit.setup("recover", max_turns=cap)
     run = await kit.measure(adapter, setup, guard=OUTSIDE_CAP)
-    sent = _sent_back(run, "c1")
+    sent = _sent_back(run, "read_file")
     retries = sum(e.is_("read_file") and e.args.get("path") == "timeout.log" for e in run.events) - 1
     recovers = run.last_text() == RECOVERED
     figures = {"text sent back": sent if sent is not None else "(nothing)", "recovers": recovers,
@@ -164,7 +169,7 @@ async def approval(kit: Kit, adapter: Any, who: Declared) -> Result:
     declined = kit.setup("destructive", max_turns=CAP, needs_approval=("delete_file",))
     await kit.measure(adapter, declined, guard=OUTSIDE_CAP)
     rejected = kit.child(who.spec, declined, decision=Reject(REASON), guard=OUTSIDE_CAP)
-    reason_text = _sent_back(rejected, "c2") or ""
+    reason_text = _sent_back(rejected, "delete_file") or ""
     said = rejected.last_text()
     checks = {  # name: (holds, what the cell says when it does not)
         "stops before the effect": (_deletions(stop) == 0 and bool(stop.requests), "ran before approval"),

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from exitkit.verdict import Result
+from exitkit.verdict import REASON, Result
 
 Judge = Callable[[str, str], Result]
 
@@ -124,3 +124,17 @@ def test_a_resume_neither_finishing_nor_surfacing_the_call_after_a_crash_is_a_wa
     assert result.figures["delete_file runs"] == 1
     assert (result.verdict, result.summary) == ("warn", "ran once · lost: raised RuntimeError")
     assert judge("file_loop:FileLoop", "crash").verdict == "pass"
+
+
+def test_the_text_sent_back_is_found_under_the_call_id_the_agent_used(judge: Judge) -> None:
+    result = judge("file_loop:OwnIds", "tool_error")
+    assert result.verdict == "pass"
+    sent = "Error: no such file: timeout.log. Call list_files to see what exists."
+    assert result.figures["text sent back"] == sent
+
+
+@pytest.mark.slow
+def test_a_rejection_sent_under_the_agents_own_call_id_reaches_the_model(judge: Judge) -> None:
+    result = judge("file_loop:OwnIds", "approval")
+    assert result.verdict == "pass", result.summary
+    assert result.figures["text sent back on rejection"].endswith(REASON)
