@@ -49,10 +49,12 @@ class _Session:
         config.add_cleanup(self.close)
 
     def adapter(self, spec: str) -> tuple[Any, Any]:
-        from exitkit.loader import declared, load
+        from exitkit.loader import AdapterError, declared, load
 
         if spec not in self.loaded:
             adapter = load(spec)
+            if any(who.name == adapter.name for _, who in self.loaded.values()):
+                raise AdapterError(f"two adapters named {adapter.name!r}: give each a `name` of its own")
             self.loaded[spec] = adapter, declared(spec, adapter)
         return self.loaded[spec]
 
@@ -131,7 +133,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         cases = pick(skip=_skipped(config))
     except ValueError as e:
         raise pytest.UsageError(f"--exitkit-skip: {e}") from e
-    for spec in specs:
+    for spec in dict.fromkeys(specs):  # a spec given twice is one adapter: one row, one test per case
         for case in cases:
             items.append(ExitCase.from_parent(session, name=f"exitkit[{spec}-{case}]", spec=spec, case=case))
 
