@@ -111,6 +111,7 @@ def test_a_loop_saving_only_after_the_tool_returns_runs_the_effect_again_after_a
     assert (result.verdict, result.figures["delete_file runs"]) == ("fail", 2)
 
 
+@pytest.mark.slow
 def test_a_run_that_ends_after_the_tool_would_have_finished_fails_cancellation(judge: Judge) -> None:
     result = judge("broken_loops:SlowToStop", "cancellation")
     assert result.figures["tool saw it"] and result.figures["Stop to end ms"] > 1800
