@@ -180,3 +180,18 @@ class GivesUpAfterACrash(FileLoop):
         if (job.state_dir / "intent").exists():
             raise RuntimeError("the saved run cannot be read")
         return await super().resume(job, decision)
+
+
+class SaysWhereItRuns(FileLoop):
+    """Resumes by saying which process it runs in, and what environment it found."""
+
+    name = "says where it runs"
+
+    async def resume(self, job, decision):
+        import os
+        import sys
+
+        from exitkit import Outcome
+
+        late = os.environ.get("EXITKIT_TEST_LATE")
+        return Outcome(status="here", answer=f"{os.getpid()} {sys.argv[0]} {late}")

@@ -139,3 +139,20 @@ def test_a_rejection_sent_under_the_agents_own_call_id_reaches_the_model(judge: 
     result = judge("file_loop:OwnIds", "approval")
     assert result.verdict == "pass", result.summary
     assert result.figures["text sent back on rejection"].endswith(REASON)
+
+
+def test_a_resume_runs_in_a_new_interpreter_with_the_environment_the_kit_started_with(kit) -> None:
+    import os
+
+    from exitkit.contract import Approve
+
+    setup = kit.setup("destructive")
+    os.environ["EXITKIT_TEST_LATE"] = "set after the kit started"
+    try:
+        run = kit.child("broken_loops:SaysWhereItRuns", setup, decision=Approve())
+    finally:
+        del os.environ["EXITKIT_TEST_LATE"]
+    pid, argv0, late = run.outcome.answer.split(" ")
+    assert int(pid) != os.getpid() and run.returncode == 0
+    assert argv0.endswith(os.path.join("exitkit", "child.py"))
+    assert late == "None"
