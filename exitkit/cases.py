@@ -233,12 +233,13 @@ async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
     figures: dict[str, Any] = {"Stop to end ms": stop_ms, "tool saw it": saw,
                                "tool finished anyway": finished, "requests after Stop": ran_on,
                                "left running after the run": run.left_running, "caller gets": run.said()}
-    next_ok, evidence = None, {"requests": _requests(run)}
+    next_ok, silent, evidence = None, False, {"requests": _requests(run)}
     if who.has("resume"):
         after = kit.child(who.spec, setup.but(scan_seconds=0.05), guard=OUTSIDE_CAP)
         first = after.entries[0] if after.entries else None
         dangling = first.unanswered_calls() if first else []
-        next_ok = first is not None and first.status == 200 and not dangling
+        # No request after the resume leaves nothing to judge: not invalid, but the history is untested.
+        next_ok, silent = (None, True) if first is None else (first.status == 200 and not dangling, False)
         figures |= {"next request status": first.status if first else None,
                     "dangling tool calls": dangling, "resumed": after.said()}
         evidence["resumed"] = _requests(after)
@@ -256,10 +257,12 @@ async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
         first_status = figures.get("next request status")
         verdict, summary = "fail", f"stops in {stop_ms:g} ms · next request invalid ({first_status})"
     else:
-        verdict = "pass" if saw else "warn"
+        verdict = "pass" if saw and not silent else "warn"
         summary = f"stops in {stop_ms:g} ms · " + ("tool cancelled" if saw else "tool abandoned")
         if next_ok:
             summary += " · next request valid"
+        if silent:
+            summary += " · the resume sent no request"
     return Result(case="cancellation", adapter=who.name, verdict=verdict, summary=summary, figures=figures,
                   evidence=evidence)
 

@@ -59,10 +59,10 @@ CRITERIA = {
                     "cancelled), no request reaches the model after Stop, and, where the framework can "
                     "resume, the next request is valid history (every assistant tool call answered; the "
                     "mock refuses one that is not, as real APIs do). **warn**: the run ended but the tool "
-                    "was abandoned without being cancelled. **fail**: the run sent the model a request "
-                    "after Stop, ended only after the tool would have finished, the tool finished anyway, "
-                    "or the next request carried a dangling tool call or was refused. **none exists**: no "
-                    "cancel API.",
+                    "was abandoned without being cancelled, or a resume sent no request to judge. "
+                    "**fail**: the run sent the model a request after Stop, ended only after the tool "
+                    "would have finished, the tool finished anyway, or the next request carried a "
+                    "dangling tool call or was refused. **none exists**: no cancel API.",
     "overhead": "`plan` (cap 20) and `runaway` at caps 20 and 100. Per turn: (wall time − the mock's own "
                 "time) / requests, as a ratio to a bare `httpx` loop sending the same bodies to the same "
                 "mock, interleaved run by run; peak RSS of a fresh process running `plan` as a ratio to one "

@@ -195,3 +195,16 @@ class SaysWhereItRuns(FileLoop):
 
         late = os.environ.get("EXITKIT_TEST_LATE")
         return Outcome(status="here", answer=f"{os.getpid()} {sys.argv[0]} {late}")
+
+
+class StopIsTheEnd(FileLoop):
+    """Treats Stop as the end of the run: a resume after it has nothing to continue."""
+
+    name = "Stop is the end"
+
+    async def resume(self, job, decision):
+        from exitkit import Outcome
+
+        if decision is None:
+            return Outcome(status="nothing to resume")
+        return await super().resume(job, decision)

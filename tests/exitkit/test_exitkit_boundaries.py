@@ -156,3 +156,10 @@ def test_a_resume_runs_in_a_new_interpreter_with_the_environment_the_kit_started
     assert int(pid) != os.getpid() and run.returncode == 0
     assert argv0.endswith(os.path.join("exitkit", "child.py"))
     assert late == "None"
+
+
+def test_a_resume_after_stop_that_sends_nothing_is_a_warning_not_an_invalid_request(judge: Judge) -> None:
+    result = judge("broken_loops:StopIsTheEnd", "cancellation")
+    assert result.figures["next request"] == "none: the resume sent nothing"
+    assert result.verdict == "warn", result.summary
+    assert result.summary.endswith("· the resume sent no request")
