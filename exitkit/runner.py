@@ -193,8 +193,9 @@ class Kit:
         with self.journal.window(guard=guard) as seen:
             started = time.perf_counter()
             try:
-                done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout_s, env=env,
-                                      check=False)
+                # No stdin: a framework that prompts on the terminal gets end-of-file, not the user's keys.
+                done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                      timeout=self.timeout_s, env=env, check=False)
                 rc, out, err = done.returncode, done.stdout, done.stderr
             except subprocess.TimeoutExpired:
                 rc, out, err = -1, "", f"no result within {self.timeout_s:g} s"

@@ -208,3 +208,16 @@ class StopIsTheEnd(FileLoop):
         if decision is None:
             return Outcome(status="nothing to resume")
         return await super().resume(job, decision)
+
+
+class AsksOnTheTerminal(FileLoop):
+    """Asks for approval on stdin, as command-line agents do, when resumed."""
+
+    name = "asks on the terminal"
+
+    async def resume(self, job, decision):
+        import sys
+
+        from exitkit import Outcome
+
+        return Outcome(status="asked", answer=repr(sys.stdin.readline()))

@@ -163,3 +163,22 @@ def test_a_resume_after_stop_that_sends_nothing_is_a_warning_not_an_invalid_requ
     assert result.figures["next request"] == "none: the resume sent nothing"
     assert result.verdict == "warn", result.summary
     assert result.summary.endswith("· the resume sent no request")
+
+
+def test_a_resume_that_reads_the_terminal_gets_end_of_file_not_the_kits_stdin(kit) -> None:
+    import os
+    from dataclasses import replace
+
+    from exitkit.contract import Approve
+
+    quick = replace(kit, timeout_s=5.0)
+    read, write = os.pipe()  # a terminal nobody types into
+    saved = os.dup(0)
+    os.dup2(read, 0)
+    try:
+        run = quick.child("broken_loops:AsksOnTheTerminal", kit.setup("destructive"), decision=Approve())
+    finally:
+        os.dup2(saved, 0)
+        for fd in (read, write, saved):
+            os.close(fd)
+    assert (run.outcome.status, run.outcome.answer) == ("asked", "''"), run.outcome
