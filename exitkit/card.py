@@ -17,7 +17,7 @@ from typing import Any
 
 from exitkit.cases import EXITS
 from exitkit.contract import Declared
-from exitkit.loader import declared, load
+from exitkit.loader import AdapterError, declared, load
 from exitkit.overhead import overhead
 from exitkit.runner import Kit
 from exitkit.verdict import CASES, TITLES, Result
@@ -59,6 +59,10 @@ def check(specs: Sequence[str], *, cases: Sequence[str] = (), fast: bool = False
     """Run `cases` (default: all) for every adapter spec; returns the adapters and the results."""
     chosen = list(cases) or pick()
     loaded = [(adapter, declared(spec, adapter)) for spec in specs for adapter in [load(spec)]]
+    names = [who.name for _, who in loaded]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        # Results and the card's rows are keyed by name: a second one would overwrite the first.
+        raise AdapterError(f"two adapters named {twice[0]!r}: give each a `name` of its own")
     with tempfile.TemporaryDirectory(prefix="exitkit-") as tmp:
         with Kit.serve(workdir or Path(tmp)) as kit:
             results = asyncio.run(_all(kit, loaded, chosen, fast, log))

@@ -53,7 +53,7 @@ async def turn_cap(kit: Kit, adapter: Any, who: Declared) -> Result:
             early = [e for e in resumed.events[len(run.events):] if e.is_("list_files") and e.t < first]
             fate = "pending" if early else "dropped"
     figures = {"requests": n, "cap": CAP, "tool runs": ran, "last call": fate, "caller gets": run.said(),
-               "cost usd": round(run.cost_usd, 6)}
+               "cost usd": run.cost_or_unknown}
     evidence: dict[str, Any] = {"requests": _requests(run)}
     if resumed is not None:
         evidence["resumed with one more turn"] = {"caller gets": resumed.said(),
@@ -84,27 +84,36 @@ async def budget(kit: Kit, adapter: Any, who: Declared) -> Result:
     has = who.has("max_budget_usd")
     setup = kit.setup("runaway", max_turns=cap, max_budget_usd=BUDGET_USD if has else None)
     run = await kit.measure(adapter, setup, guard=OUTSIDE_CAP + 5)
-    after, over = _overshoot(run)
+    # A budget's verdict rests on the spend, so unknown usage is an error there; without one it is a figure.
+    spent = run.cost_usd if has else run.cost_or_unknown
+    after, over = _overshoot(run) if spent is not None else (None, None)
     n = len(run.requests)
-    figures = {"requests": n, "budget usd": BUDGET_USD, "spent usd": round(run.cost_usd, 6),
+    figures = {"requests": n, "budget usd": BUDGET_USD,
+               "spent usd": None if spent is None else round(spent, 6),
                "overshoot usd": over, "requests after the budget was reached": after,
                "stopped by": _stopped_by(run, cap), "caller gets": run.said()}
     evidence = {"requests": _requests(run)}
     if not has:
-        summary = f"none exists · {n} requests · ${run.cost_usd:.4f} · stopped by {_stopped_by(run, cap)}"
+        money = "spend unknown (replies without usage)" if spent is None else f"${spent:.4f}"
+        summary = f"none exists · {n} requests · {money} · stopped by {_stopped_by(run, cap)}"
         return Result(case="budget", adapter=who.name, verdict="none exists", summary=summary,
                       figures={"limit": "none exists", **figures}, evidence=evidence)
     verdict = "pass" if after == 0 else "warn" if after == 1 else "fail"
     word = {"pass": "budget held", "warn": "one turn late", "fail": "budget ignored"}[verdict]
     return Result(case="budget", adapter=who.name, verdict=verdict,
-                  summary=f"{word} · {n} requests · ${run.cost_usd:.4f} (+${over:.4f})", figures=figures,
+                  summary=f"{word} · {n} requests · ${spent:.4f} (+${over:.4f})", figures=figures,
                   evidence=evidence)
 
 
-def _sent_back(run: Run, call_id: str) -> str | None:
+def _sent_back(run: Run, tool: str) -> str | None:
+    """The text first sent back for a call of `tool`, under whatever id the agent gave the call."""
     for e in run.requests:
-        if call_id in (texts := e.tool_texts()):
-            return texts[call_id]
+        texts = e.tool_texts()
+        for m in e.messages():
+            for call in m.get("tool_calls") or [] if m.get("role") == "assistant" else []:
+                named = isinstance(call, dict) and (call.get("function") or {}).get("name") == tool
+                if named and str(call.get("id")) in texts:
+                    return texts[str(call.get("id"))]
     return None
 
 
@@ -112,12 +121,12 @@ async def tool_error(kit: Kit, adapter: Any, who: Declared) -> Result:
     cap = ERROR_CAP if who.has("max_turns") else None
     setup = kit.setup("recover", max_turns=cap)
     run = await kit.measure(adapter, setup, guard=OUTSIDE_CAP)
-    sent = _sent_back(run, "c1")
+    sent = _sent_back(run, "read_file")
     retries = sum(e.is_("read_file") and e.args.get("path") == "timeout.log" for e in run.events) - 1
     recovers = run.last_text() == RECOVERED
     figures = {"text sent back": sent if sent is not None else "(nothing)", "recovers": recovers,
                "identical retries": max(retries, 0), "requests": len(run.requests), "caller gets": run.said(),
-               "cost usd": round(run.cost_usd, 6)}
+               "cost usd": run.cost_or_unknown}
     if recovers:
         summary = f"recovers · {len(run.requests)} requests"
     elif sent is None:
@@ -134,9 +143,11 @@ async def permanent_error(kit: Kit, adapter: Any, who: Declared) -> Result:
     calls = sum(e.is_("read_file") for e in run.events)
     reason = "permission denied" in run.said().lower()
     figures = {"identical failing calls": calls, "stops with the reason": reason,
-               "requests": len(run.requests), "caller gets": run.said(), "cost usd": round(run.cost_usd, 6)}
+               "requests": len(run.requests), "caller gets": run.said(), "cost usd": run.cost_or_unknown}
     if calls > 1:
         verdict, summary = "fail", f"{calls} identical failing calls · stopped by {_stopped_by(run, cap)}"
+    elif calls == 0:  # a reason the tool never gave is not the tool's reason
+        verdict, summary = "fail", f"the call never ran · {len(run.requests)} requests"
     else:
         verdict = "pass" if reason else "warn"
         summary = f"stops after {calls} call · " + ("reason given" if reason else "reason lost")
@@ -158,7 +169,7 @@ async def approval(kit: Kit, adapter: Any, who: Declared) -> Result:
     declined = kit.setup("destructive", max_turns=CAP, needs_approval=("delete_file",))
     await kit.measure(adapter, declined, guard=OUTSIDE_CAP)
     rejected = kit.child(who.spec, declined, decision=Reject(REASON), guard=OUTSIDE_CAP)
-    reason_text = _sent_back(rejected, "c2") or ""
+    reason_text = _sent_back(rejected, "delete_file") or ""
     said = rejected.last_text()
     checks = {  # name: (holds, what the cell says when it does not)
         "stops before the effect": (_deletions(stop) == 0 and bool(stop.requests), "ran before approval"),
@@ -193,12 +204,15 @@ async def crash(kit: Kit, adapter: Any, who: Declared) -> Result:
     runs = _deletions(resumed)
     effects = sum(e.is_("delete_file", "effect") for e in resumed.events)
     doubt = "doubt" in resumed.said().lower()
+    finished = bool(resumed.last_text())  # the mock gave the resumed run a final answer
     figures = {"delete_file runs": runs, "deletions done": effects, "crashed process exit": killed.returncode,
-               "resumed": resumed.said(), "surfaced as in doubt": doubt}
+               "resumed": resumed.said(), "surfaced as in doubt": doubt, "finished": finished}
     if killed.returncode != -9:
         return Result(case="crash", adapter=who.name, verdict="error", figures=figures,
                       summary=f"the effect never ran in the approved process ({killed.said()})")
-    if runs == 1:
+    if runs == 1 and not (doubt or finished):  # not run twice, but the run is lost without a word
+        verdict, summary = "warn", f"ran once · lost: {resumed.outcome.status}"
+    elif runs == 1:
         how = "surfaced as in doubt" if doubt else resumed.outcome.status
         verdict, summary = "pass", f"ran once · {how}"
     else:
@@ -215,14 +229,17 @@ async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
     saw = any(e.is_("scan_archive", "cancelled") for e in run.events)
     finished = any(e.is_("scan_archive", "ok") for e in run.events)
     stop_ms = None if run.stop_pressed is None else round((run.ended - run.stop_pressed) * 1000, 1)
+    ran_on = len(run.after_stop())
     figures: dict[str, Any] = {"Stop to end ms": stop_ms, "tool saw it": saw,
-                               "tool finished anyway": finished, "caller gets": run.said()}
-    next_ok, evidence = None, {"requests": _requests(run)}
+                               "tool finished anyway": finished, "requests after Stop": ran_on,
+                               "left running after the run": run.left_running, "caller gets": run.said()}
+    next_ok, silent, evidence = None, False, {"requests": _requests(run)}
     if who.has("resume"):
         after = kit.child(who.spec, setup.but(scan_seconds=0.05), guard=OUTSIDE_CAP)
         first = after.entries[0] if after.entries else None
         dangling = first.unanswered_calls() if first else []
-        next_ok = first is not None and first.status == 200 and not dangling
+        # No request after the resume leaves nothing to judge: not invalid, but the history is untested.
+        next_ok, silent = (None, True) if first is None else (first.status == 200 and not dangling, False)
         figures |= {"next request status": first.status if first else None,
                     "dangling tool calls": dangling, "resumed": after.said()}
         evidence["resumed"] = _requests(after)
@@ -232,14 +249,20 @@ async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
         figures["next request"] = "none exists (no resume)"
     if stop_ms is None or finished:
         verdict, summary = "fail", "tool finished anyway" if finished else "Stop never pressed"
+    elif ran_on:
+        verdict, summary = "fail", f"ran on after Stop · {ran_on} requests · ended {stop_ms:g} ms after it"
+    elif stop_ms > (setup.scan_seconds - STOP_AT_S) * 1000:
+        verdict, summary = "fail", f"stops too late · {stop_ms:g} ms, after the tool would have finished"
     elif next_ok is False:
         first_status = figures.get("next request status")
         verdict, summary = "fail", f"stops in {stop_ms:g} ms · next request invalid ({first_status})"
     else:
-        verdict = "pass" if saw else "warn"
+        verdict = "pass" if saw and not silent else "warn"
         summary = f"stops in {stop_ms:g} ms · " + ("tool cancelled" if saw else "tool abandoned")
         if next_ok:
             summary += " · next request valid"
+        if silent:
+            summary += " · the resume sent no request"
     return Result(case="cancellation", adapter=who.name, verdict=verdict, summary=summary, figures=figures,
                   evidence=evidence)
 

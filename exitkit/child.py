@@ -14,9 +14,10 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from exitkit.contract import Outcome, decision_from_json
-from exitkit.loader import load
+from exitkit.loader import AdapterError, load
 from exitkit.setup import Setup
 
 
@@ -29,7 +30,11 @@ def peak_rss_kib() -> int:
     return int(next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), 0))
 
 
-async def _main(command: str, spec: str, job_file: Path, decision_json: str) -> Outcome:
+CANNOT_LOAD = 3
+"""The exit status when the adapter does not load here: the kit's trouble, not the agent's exit."""
+
+
+async def _main(command: str, adapter: Any, job_file: Path, decision_json: str) -> Outcome:
     setup = Setup.load(job_file)
     if command == "raw":
         from exitkit.raw import replay
@@ -37,7 +42,6 @@ async def _main(command: str, spec: str, job_file: Path, decision_json: str) -> 
         bodies = json.loads((job_file.parent / "bodies.json").read_text())
         ok = await replay(setup.base_url, bodies)
         return Outcome(status="replayed", answer=f"{ok} of {len(bodies)} ok")
-    adapter = load(spec)
     job = setup.job()
     if command == "run":
         return await adapter.run(job)
@@ -50,7 +54,12 @@ def main(argv: list[str]) -> int:
         return 2
     command, spec, job_file, decision_json = argv
     try:
-        outcome = asyncio.run(_main(command, spec, Path(job_file), decision_json))
+        adapter = None if command == "raw" else load(spec)
+    except AdapterError as e:
+        print(f"exitkit.child: {e}", file=sys.stderr, flush=True)
+        return CANNOT_LOAD
+    try:
+        outcome = asyncio.run(_main(command, adapter, Path(job_file), decision_json))
     except Exception as e:  # what escapes is the measurement (a second resume may raise)
         outcome = Outcome.raised(e)
     if not isinstance(outcome, Outcome):

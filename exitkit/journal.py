@@ -29,6 +29,11 @@ PRICE_IN_PER_M, PRICE_OUT_PER_M = 2.00, 12.00
 """The chapter's prices, applied to the tokens the mock billed, so every agent is priced alike."""
 BODY_LIMIT = 2_000_000
 DRAIN_S = 5.0
+CHAT = "/chat/completions"
+MODEL_PATHS = (CHAT, "/responses", "/messages", ":generateContent", ":streamGenerateContent", "/api/chat",
+               "/api/generate")
+"""Every endpoint where the mock answers as a model: the kit reads Chat Completions; a request to
+any other is still recorded (and guarded), so an agent speaking another API is seen, not missed."""
 GUARD_MESSAGE = "exitkit: the kit's outside guard of {n} requests was reached; this run ignores its limits"
 
 
@@ -52,6 +57,8 @@ class Entry:
     complete: bool = True
     """False if the client went away before the whole reply."""
     guarded: bool = False
+    path: str = "/v1/chat/completions"
+    """The endpoint the request went to."""
     usage_found: bool = True
     """False for a whole 200 reply that carried no usage (a stream without `include_usage`): its
     tokens are unknown, not zero."""
@@ -133,7 +140,7 @@ class Journal:
     _guard: int | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].endswith("/chat/completions"):
+        if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith(MODEL_PATHS):
             await self.app(scope, receive, send)
             return
         if self._over_guard():
@@ -158,7 +165,7 @@ class Journal:
                 if not message.get("more_body", False):
                     # Before the last byte leaves: once the client has it, its run may end.
                     self._record(bytes(request), bytes(reply), status[0], started,
-                                 time.perf_counter() - clock, complete=True)
+                                 time.perf_counter() - clock, complete=True, path=scope["path"])
                     recorded[0] = True
             await send(message)
 
@@ -167,7 +174,7 @@ class Journal:
         finally:
             if not recorded[0]:
                 self._record(bytes(request), bytes(reply), status[0], started, time.perf_counter() - clock,
-                             complete=False)
+                             complete=False, path=scope["path"])
             with self._lock:
                 self._in_flight -= 1
                 self._lock.notify_all()
@@ -184,18 +191,18 @@ class Journal:
             pass
         with self._lock:
             self.entries.append(Entry(request={}, status=400, error=message, started=time.time(),
-                                      guarded=True))
+                                      guarded=True, path=scope["path"]))
         await send({"type": "http.response.start", "status": 400,
                     "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": body})
 
     def _record(self, request: bytes, reply: bytes, status: int, started: float, seconds: float, *,
-                complete: bool) -> None:
+                complete: bool, path: str) -> None:
         try:
             body = json.loads(request) if len(request) < BODY_LIMIT else {}
         except ValueError:
             body = {}
-        got = _reply(reply) if status == 200 else {}
+        got = _reply(reply) if status == 200 and path.endswith(CHAT) else {}
         usage = got.get("usage") or {}
         entry = Entry(
             request=body if isinstance(body, dict) else {}, status=status,
@@ -203,7 +210,7 @@ class Journal:
             completion_tokens=int(usage.get("completion_tokens", 0)),
             reply_text=got.get("text", ""), reply_calls=tuple(got.get("calls", ())),
             error="" if status == 200 else _error(reply), started=started, mock_s=seconds, complete=complete,
-            usage_found=bool(got.get("usage")) or status != 200,
+            usage_found=bool(got.get("usage")) or status != 200, path=path,
         )
         with self._lock:
             self.entries.append(entry)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,34 @@ class Event:
         return self.tool == tool and self.event == event
 
 
+TORN = "torn: the write was cut short"
+_START = '{"tool": '
+_HEAD = re.compile(r'\{"tool": ("(?:[^"\\]|\\.)*"), "event": ("(?:[^"\\]|\\.)*")')
+
+
+def _parse(line: str, t: float) -> list[Event]:
+    """The events on one line. A write cut short (SIGKILL stops a large write at a page) leaves a
+    fragment the next write continues on the same line: the fragment still names its tool and
+    event (they are written first), and what follows it is a whole record."""
+    out = []
+    while line:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            pass
+        else:
+            return [*out, Event(tool=data["tool"], event=data["event"], args=data["args"], t=data["t"],
+                                pid=data["pid"], detail=data.get("detail", ""))]
+        if head := _HEAD.match(line):
+            out.append(Event(tool=json.loads(head[1]), event=json.loads(head[2]), args={}, t=t, pid=0,
+                             detail=TORN))
+        # Inside a JSON string a quote is escaped, so `{"tool": ` can only begin a record.
+        if (cut := line.find(_START, 1)) < 0:
+            return out
+        line = line[cut:]
+    return out
+
+
 @dataclass(frozen=True)
 class Ledger:
     path: Path
@@ -47,11 +76,9 @@ class Ledger:
     def events(self) -> list[Event]:
         if not self.path.exists():
             return []
-        out = []
-        for line in self.path.read_text().splitlines():
-            data = json.loads(line)
-            out.append(Event(tool=data["tool"], event=data["event"], args=data["args"], t=data["t"],
-                             pid=data["pid"], detail=data.get("detail", "")))
+        out: list[Event] = []
+        for line in self.path.read_text(errors="replace").splitlines():
+            out += _parse(line, out[-1].t if out else 0.0)
         return out
 
     def count(self, tool: str, event: str = "start", **args: Any) -> int:

@@ -21,6 +21,8 @@ def load(spec: str) -> Any:
         module = import_module(module_name)
     except ImportError as e:
         raise AdapterError(f"cannot import {module_name!r} for adapter {spec!r}: {e}") from e
+    except Exception as e:  # a module failing as it loads (a missing key, a syntax error): a bad spec too
+        raise AdapterError(f"importing {module_name!r} raised {type(e).__name__}: {e}") from e
     obj: Any = module
     for part in attribute.split("."):
         if not hasattr(obj, part):

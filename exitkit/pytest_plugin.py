@@ -49,16 +49,36 @@ class _Session:
         config.add_cleanup(self.close)
 
     def adapter(self, spec: str) -> tuple[Any, Any]:
-        from exitkit.loader import declared, load
+        from exitkit.loader import AdapterError, declared, load
 
         if spec not in self.loaded:
             adapter = load(spec)
+            if any(who.name == adapter.name for _, who in self.loaded.values()):
+                raise AdapterError(f"two adapters named {adapter.name!r}: give each a `name` of its own")
             self.loaded[spec] = adapter, declared(spec, adapter)
         return self.loaded[spec]
 
     def close(self) -> None:
         self._serving.__exit__(None, None, None)
         self._tmp.cleanup()
+
+
+EVIDENCE_CHARS = 6000
+"""The per-request evidence is long for a runaway; the failure shows its start, report.json all."""
+
+
+def failure_text(result: Any) -> str:
+    """A failed case as pytest shows it: the cell, the criteria, the figures and the evidence."""
+    from exitkit.verdict import CRITERIA
+
+    def dump(value: Any) -> str:
+        return json.dumps(value, indent=1, ensure_ascii=False, default=str)
+
+    evidence = dump(result.evidence)
+    if len(evidence) > EVIDENCE_CHARS:
+        evidence = evidence[:EVIDENCE_CHARS] + "\n… (the rest: --exitkit-out DIR writes report.json)"
+    return (f"{result.adapter} · {result.case}: {result.cell}\n\ncriteria: {CRITERIA[result.case]}"
+            f"\n\nfigures: {dump(result.figures)}\n\nevidence: {evidence}")
 
 
 class ExitCase(pytest.Item):
@@ -74,7 +94,6 @@ class ExitCase(pytest.Item):
 
     def runtest(self) -> None:
         from exitkit.card import run_case
-        from exitkit.verdict import CRITERIA
 
         session = self._session()
         adapter, who = session.adapter(self.spec)
@@ -84,9 +103,7 @@ class ExitCase(pytest.Item):
         if result.verdict == "none exists":
             pytest.skip(f"{who.name}: {result.summary}")
         if result.verdict in ("fail", "error"):
-            figures = json.dumps(result.figures, indent=1, ensure_ascii=False, default=str)
-            raise ExitCaseFailed(f"{who.name} · {self.case}: {result.cell}\n\ncriteria: {CRITERIA[self.case]}"
-                                 f"\n\nfigures: {figures}")
+            raise ExitCaseFailed(failure_text(result))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ExitCaseFailed):
@@ -116,7 +133,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         cases = pick(skip=_skipped(config))
     except ValueError as e:
         raise pytest.UsageError(f"--exitkit-skip: {e}") from e
-    for spec in specs:
+    for spec in dict.fromkeys(specs):  # a spec given twice is one adapter: one row, one test per case
         for case in cases:
             items.append(ExitCase.from_parent(session, name=f"exitkit[{spec}-{case}]", spec=spec, case=case))
 

@@ -18,6 +18,7 @@ so an unchanged agent gives an unchanged file except for the timings and overhea
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,14 @@ from exitkit.verdict import CRITERIA, TITLES, VERDICTS, Result
 SCHEMA = "exitkit-report/1"
 
 
+def _same_keys(results: Sequence[Result]) -> list[dict[str, Any]]:
+    """Each result as JSON, its figures under every key any adapter has for its case (null where
+    it has none: a limit that does not exist, a case that broke), in one order."""
+    keys = {c: list(dict.fromkeys(k for r in results if r.case == c for k in r.figures))
+            for c in dict.fromkeys(r.case for r in results)}
+    return [r.to_json() | {"figures": {k: r.figures.get(k) for k in keys[r.case]}} for r in results]
+
+
 def to_json(adapters: Sequence[Declared], results: Sequence[Result]) -> dict[str, Any]:
     cases = list(dict.fromkeys(r.case for r in results))
     return {
@@ -36,14 +45,30 @@ def to_json(adapters: Sequence[Declared], results: Sequence[Result]) -> dict[str
         "prices": {"input_usd_per_million": PRICE_IN_PER_M, "output_usd_per_million": PRICE_OUT_PER_M},
         "cases": {c: {"title": TITLES[c], "criteria": CRITERIA[c]} for c in cases},
         "adapters": [{"spec": a.spec, "name": a.name, "limits": sorted(a.limits)} for a in adapters],
-        "results": [r.to_json() for r in results],
+        "results": _same_keys(results),
     }
 
 
+_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x85\u2028\u2029]")
+_MARKUP = re.compile(r"([\\`*\[\]<>|])")
+
+
+class _Code(str):
+    """The kit's own text shown as code (an adapter spec); only its pipes are escaped."""
+
+
+def _text(value: Any) -> str:
+    """A string an agent, a tool or the provider controls, as inline markdown text: on one line,
+    with backslashes, code ticks, emphasis, links, images, HTML and table pipes escaped."""
+    return _MARKUP.sub(r"\\\1", _BREAKS.sub(" ", str(value)))
+
+
 def _cell(value: Any, limit: int = 90) -> str:
+    if isinstance(value, _Code):
+        return "`" + _BREAKS.sub(" ", value).replace("`", "'").replace("|", "\\|") + "`"
     text = json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else str(value)
-    text = text.replace("|", "\\|").replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    text = text if len(text) <= limit else text[: limit - 1] + "…"  # cut before escaping: no half escape
+    return _text(text)
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -77,7 +102,7 @@ def _figures(case: str, results: Sequence[Result]) -> str:
 def _finding(case: str, results: Sequence[Result]) -> str:
     """Who got which verdict, in the order of the verdicts."""
     rows = [r for r in results if r.case == case]
-    parts = [f"**{v}**: " + ", ".join(r.adapter for r in rows if r.verdict == v)
+    parts = [f"**{v}**: " + ", ".join(_text(r.adapter) for r in rows if r.verdict == v)
              for v in VERDICTS if any(r.verdict == v for r in rows)]
     return "; ".join(parts) + ".\n"
 
@@ -95,7 +120,7 @@ def markdown(adapters: Sequence[Declared], results: Sequence[Result], *, title: 
              "Limits each agent declares it has (the kit never fakes one it lacks: the cell says *none "
              "exists* and what stopped the run):\n",
              _table(["agent", "adapter", "limits"],
-                    [[a.name, f"`{a.spec}`", ", ".join(sorted(a.limits)) or "none"] for a in adapters]),
+                    [[a.name, _Code(a.spec), ", ".join(sorted(a.limits)) or "none"] for a in adapters]),
              "## Verdict criteria\n"]
     parts += [f"- **{TITLES[c]}** — {CRITERIA[c]}" for c in cases]
     parts.append("")
@@ -105,6 +130,11 @@ def markdown(adapters: Sequence[Declared], results: Sequence[Result], *, title: 
             parts.append(f"![overhead]({chart})\n")
     parts.append(f"Per-request evidence for every case: `report.json`. Regenerate: `{command}`.\n")
     return "\n".join(parts)
+
+
+def _literal(name: str) -> str:
+    """An agent's name as matplotlib text: a pair of `$` would be parsed as math (and may not parse)."""
+    return name.replace("$", r"\$")
 
 
 def chart(results: Sequence[Result], path: Path) -> bool:
@@ -125,12 +155,12 @@ def chart(results: Sequence[Result], path: Path) -> bool:
     for i, r in enumerate(rows):
         ratios = {run["run"]: run["× bare httpx"] for run in r.figures["per run"]}
         left.bar([x + i * width for x in range(len(runs))], [ratios.get(n, 0) for n in runs], width,
-                 label=r.adapter)
-        right.bar(i, r.figures.get("RSS × bare httpx") or 0, label=r.adapter)
+                 label=_literal(r.adapter))
+        right.bar(i, r.figures.get("RSS × bare httpx") or 0, label=_literal(r.adapter))
     left.set_xticks([x + width * (len(rows) - 1) / 2 for x in range(len(runs))], runs)
     left.set_title("overhead per turn, × bare httpx (median)")
     left.legend(fontsize=8)
-    right.set_xticks(range(len(rows)), [r.adapter for r in rows], rotation=15, fontsize=8)
+    right.set_xticks(range(len(rows)), [_literal(r.adapter) for r in rows], rotation=15, fontsize=8)
     right.set_title("peak RSS running plan, × bare httpx")
     fig.tight_layout()
     fig.savefig(path, metadata={"Software": None})

@@ -22,14 +22,25 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
+from exitkit.child import CANNOT_LOAD
 from exitkit.contract import Decision, Outcome, decision_to_json
-from exitkit.journal import Entry, Journal
+from exitkit.journal import CHAT, Entry, Journal
 from exitkit.ledger import Event
 from exitkit.raw import replay
 from exitkit.setup import Setup
 
 RUN_TIMEOUT_S = 120.0
 """A run that takes longer is stopped by the kit and reported as such."""
+SETTLE_S = 0.5
+"""How long tasks a run started may go on after it returns before the kit cancels them."""
+
+
+class ChildLoadError(RuntimeError):
+    """The new process could not load the adapter that loaded here: no verdict can rest on it."""
+
+
+class ForeignAPI(ValueError):
+    """A run spoke an API the kit does not read (Responses, Messages, …): no verdict can rest on it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,9 +56,20 @@ class Run:
     ended: float
     """`time.perf_counter()` around the run (in this process), or around the child."""
     stop_pressed: float | None = None
+    stop_wall: float | None = None
+    """`time.time()` when Stop was pressed, comparable with the journal's `started`."""
     returncode: int = 0
     """The child's exit status; -9 when it SIGKILLed itself."""
     peak_rss_kib: int = 0
+    left_running: int = 0
+    """Tasks the run started that still ran `SETTLE_S` after it returned; the kit cancelled them, so
+    nothing a finished run left behind sends requests into the next measurement."""
+
+    def __post_init__(self) -> None:
+        # The kit reads Chat Completions only: a run that spoke another API would look like no run.
+        if foreign := sorted({e.path for e in self.entries if not e.path.endswith(CHAT)}):
+            raise ForeignAPI(f"the agent sent requests to {', '.join(foreign)}; the kit judges Chat "
+                             "Completions only (POST job.base_url + /chat/completions)")
 
     @property
     def requests(self) -> list[Entry]:
@@ -67,12 +89,24 @@ class Run:
         return sum(e.cost_usd for e in self.requests)
 
     @property
+    def cost_or_unknown(self) -> float | None:
+        """The spend for a figure beside a verdict that does not rest on it: None when unknown."""
+        try:
+            return round(self.cost_usd, 6)
+        except ValueError:
+            return None
+
+    @property
     def wall_s(self) -> float:
         return self.ended - self.started
 
     @property
     def mock_s(self) -> float:
         return sum(e.mock_s for e in self.entries)
+
+    def after_stop(self) -> list[Entry]:
+        """Requests that reached the mock after Stop was pressed (one in flight then is not one)."""
+        return [] if self.stop_wall is None else [e for e in self.requests if e.started >= self.stop_wall]
 
     def last_text(self) -> str:
         """The last answer the mock gave in text."""
@@ -90,6 +124,8 @@ class Kit:
     base_url: str
     workdir: Path
     timeout_s: float = RUN_TIMEOUT_S
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    """The environment when the kit started: a new process gets this, not what a run left behind."""
     _ids: Iterator[int] = field(default_factory=count)
 
     @classmethod
@@ -109,12 +145,13 @@ class Kit:
     async def measure(self, adapter: Any, setup: Setup, *, guard: int | None = None,
                       stop_at: float | None = None) -> Run:
         job = setup.job()
-        pressed: list[float] = []
+        pressed: list[tuple[float, float]] = []
 
         def press() -> None:
-            pressed.append(time.perf_counter())
+            pressed.append((time.perf_counter(), time.time()))
             job.cancel.set()
 
+        before = asyncio.all_tasks()
         with self.journal.window(guard=guard) as seen:
             started = time.perf_counter()
             button = asyncio.get_running_loop().call_later(stop_at, press) if stop_at is not None else None
@@ -127,10 +164,14 @@ class Kit:
             ended = time.perf_counter()
             if button is not None:
                 button.cancel()
+            left = await _settle(asyncio.all_tasks() - before - {asyncio.current_task()})
+            events = setup.ledger.events()  # before the kit's own cancels, which are not the agent's
+            await _cancel(left)
         if not isinstance(outcome, Outcome):
             outcome = Outcome(status="returned", answer=str(outcome))
-        return Run(outcome=outcome, entries=seen, events=setup.ledger.events(), started=started, ended=ended,
-                   stop_pressed=pressed[0] if pressed else None)
+        stop_pressed, stop_wall = pressed[0] if pressed else (None, None)
+        return Run(outcome=outcome, entries=seen, events=events, started=started, ended=ended,
+                   stop_pressed=stop_pressed, stop_wall=stop_wall, left_running=len(left))
 
     async def replay(self, bodies: list[dict[str, Any]]) -> Run:
         """The bare `httpx` floor: the same bodies, sent one after another, in a journal window."""
@@ -148,17 +189,20 @@ class Kit:
         setup.save(job_file)
         argv = [sys.executable, "-m", "exitkit.child", command, spec, str(job_file),
                 json.dumps(decision_to_json(decision))]
-        env = os.environ | {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        env = self.env | {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         with self.journal.window(guard=guard) as seen:
             started = time.perf_counter()
             try:
-                done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout_s, env=env,
-                                      check=False)
+                # No stdin: a framework that prompts on the terminal gets end-of-file, not the user's keys.
+                done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                      timeout=self.timeout_s, env=env, check=False)
                 rc, out, err = done.returncode, done.stdout, done.stderr
             except subprocess.TimeoutExpired:
                 rc, out, err = -1, "", f"no result within {self.timeout_s:g} s"
             ended = time.perf_counter()
         got = _last_json(out)
+        if got is None and rc == CANNOT_LOAD:
+            raise ChildLoadError(f"could not load the adapter in a new process: {err.strip()[-300:]}")
         if got is None:
             why = "killed itself (SIGKILL)" if rc == -9 else f"exited {rc}: {err.strip()[-600:]}"
             outcome = Outcome(status="process ended without a result", error=why)
@@ -166,6 +210,21 @@ class Kit:
             outcome = Outcome(**got["outcome"])
         return Run(outcome=outcome, entries=seen, events=setup.ledger.events(), started=started, ended=ended,
                    returncode=rc, peak_rss_kib=(got or {}).get("peak_rss_kib", 0))
+
+
+async def _settle(born: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
+    """The tasks of `born` still running after a grace for them to finish (a save, a cancellation)."""
+    if not born:
+        return set()
+    _, pending = await asyncio.wait(born, timeout=SETTLE_S)
+    return pending
+
+
+async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=SETTLE_S)
 
 
 def _last_json(stdout: str) -> dict[str, Any] | None:

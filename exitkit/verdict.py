@@ -43,7 +43,7 @@ CRITERIA = {
     "permanent_error": f"`denied`: the model asks for a file the process may not open, forever (cap "
                        f"{DENIED_CAP}). **pass**: the failing call ran once and the caller gets the reason "
                        "(\"permission denied\"). **warn**: it ran once but the reason is lost. **fail**: "
-                       "it ran more than once (identical failing calls).",
+                       "it ran more than once (identical failing calls), or never.",
     "approval": "`destructive` with `delete_file` needing approval. **pass**, all of: the run stops before "
                 "the deletion; approved in a new process, the deletion runs exactly once; the same saved "
                 "state resumed once more does not run it again; a rejection's reason is in the next "
@@ -51,15 +51,18 @@ CRITERIA = {
                 "of these does not hold. **none exists**: no approval or resume.",
     "crash": "`destructive`, approved in a new process whose `delete_file` deletes and then SIGKILLs its "
              "own process before the framework can save; then resumed (approved) in another new process. "
-             "**pass**: the deletion ran once in all (whether the resumed run finished or surfaced the "
-             "call as in doubt). **fail**: it ran again. **none exists**: no approval or resume.",
+             "**pass**: the deletion ran once in all, and the resumed run finished (the mock gave it an "
+             "answer) or surfaced the call as in doubt. **warn**: it ran once but the resumed run did "
+             "neither (the run is lost). **fail**: it ran again. **none exists**: no approval or resume.",
     "cancellation": f"`slow`: the kit presses Stop {STOP_AT_S} s into a 3 s tool. **pass**: the run ends "
                     "before the tool would have finished, the tool saw the cancellation (its task was "
-                    "cancelled), and, where the framework can resume, the next request is valid history "
-                    "(every assistant tool call answered; the mock refuses one that is not, as real APIs "
-                    "do). **warn**: the run ended but the tool was abandoned without being cancelled. "
-                    "**fail**: the tool finished anyway, or the next request carried a dangling tool call "
-                    "or was refused. **none exists**: no cancel API.",
+                    "cancelled), no request reaches the model after Stop, and, where the framework can "
+                    "resume, the next request is valid history (every assistant tool call answered; the "
+                    "mock refuses one that is not, as real APIs do). **warn**: the run ended but the tool "
+                    "was abandoned without being cancelled, or a resume sent no request to judge. "
+                    "**fail**: the run sent the model a request after Stop, ended only after the tool "
+                    "would have finished, the tool finished anyway, or the next request carried a "
+                    "dangling tool call or was refused. **none exists**: no cancel API.",
     "overhead": "`plan` (cap 20) and `runaway` at caps 20 and 100. Per turn: (wall time − the mock's own "
                 "time) / requests, as a ratio to a bare `httpx` loop sending the same bodies to the same "
                 "mock, interleaved run by run; peak RSS of a fresh process running `plan` as a ratio to one "

@@ -35,3 +35,189 @@ class SwallowsErrors(FileLoop):
         except Exception:
             return ""
         return "" if result and result.startswith("Error: ") else result
+
+
+class ResponsesLoop(FileLoop):
+    """Talks the Responses API to the same mock, and ignores the turn cap past 12 requests."""
+
+    name = "responses loop"
+
+    async def run(self, job):
+        import httpx
+
+        async with httpx.AsyncClient(base_url=job.base_url, timeout=30) as http:
+            for _ in range(12):
+                reply = await http.post("/responses", json={"model": job.model, "input": job.task})
+                reply.raise_for_status()
+        from exitkit import Outcome
+
+        return Outcome(status="max_turns")
+
+
+class RunsOnAfterStop(FileLoop):
+    """Cancels the tool on Stop, then tells the model it failed and carries on to an answer."""
+
+    name = "runs on after Stop"
+
+    async def call(self, job, fn, intent):
+        result = await super().call(job, fn, intent)
+        return "Error: the tool was cancelled." if result is None else result
+
+
+
+class GivesUpUnseen(FileLoop):
+    """Says "permission denied" without ever asking the model or running a tool."""
+
+    name = "gives up unseen"
+
+    async def run(self, job):
+        raise PermissionError("permission denied")
+
+
+
+class KeepsStateInTheEnvironment(FileLoop):
+    """Saves its state in os.environ instead of job.state_dir: it survives no new process."""
+
+    name = "keeps its state in the environment"
+
+    def save(self, job, messages):
+        import json
+        import os
+
+        os.environ["EXITKIT_TEST_STATE"] = json.dumps(messages)
+
+    async def resume(self, job, decision):
+        import json
+        import os
+
+        return await self.go(job, json.loads(os.environ["EXITKIT_TEST_STATE"]), decision)
+
+
+class LeavesItRunning(FileLoop):
+    """Starts a background worker on its first run that outlives the run and keeps asking the model."""
+
+    name = "leaves it running"
+    started = False
+
+    async def run(self, job):
+        import asyncio
+
+        import httpx
+
+        async def worker():
+            async with httpx.AsyncClient(base_url=job.base_url, timeout=30) as http:
+                for _ in range(50):
+                    await http.post("/chat/completions", json={"model": "runaway", "messages": [
+                        {"role": "user", "content": job.task}]})
+                    await asyncio.sleep(0.1)
+
+        if not LeavesItRunning.started:
+            LeavesItRunning.started = True
+            asyncio.ensure_future(worker())
+        return await super().run(job)
+
+
+class CapOffByOne(FileLoop):
+    """Counts its turns from zero and lets one more request through than the cap allows."""
+
+    name = "cap off by one"
+    by = 1
+
+    async def run(self, job):
+        from dataclasses import replace
+
+        limits = replace(job.limits, max_turns=job.limits.max_turns + self.by)
+        return await super().run(replace(job, limits=limits))
+
+
+class CapOneShort(CapOffByOne):
+    name = "cap one short"
+    by = -1
+
+
+class PartReason(FileLoop):
+    """Passes the model only the first words of a rejection's reason."""
+
+    name = "passes part of the reason"
+
+    async def resume(self, job, decision):
+        from exitkit import Reject
+
+        if isinstance(decision, Reject):
+            decision = Reject(decision.reason[:12])
+        return await super().resume(job, decision)
+
+
+class ForgetsTheCrash(FileLoop):
+    """Saves only after a tool returns: a crash between the effect and the save re-runs it."""
+
+    name = "forgets the crash"
+
+    async def call(self, job, fn, intent):
+        return await super().call(job, fn, None)
+
+
+class SlowToStop(FileLoop):
+    """Cancels the tool at Stop, then takes longer to wind down than the tool had left to run."""
+
+    name = "slow to stop"
+
+    async def call(self, job, fn, intent):
+        import asyncio
+
+        result = await super().call(job, fn, intent)
+        if result is None:
+            await asyncio.sleep(2.5)
+        return result
+
+
+class GivesUpAfterACrash(FileLoop):
+    """Does not re-run the effect after a crash, but neither finishes nor says the call is in doubt."""
+
+    name = "gives up after a crash"
+
+    async def resume(self, job, decision):
+        if (job.state_dir / "intent").exists():
+            raise RuntimeError("the saved run cannot be read")
+        return await super().resume(job, decision)
+
+
+class SaysWhereItRuns(FileLoop):
+    """Resumes by saying which process it runs in, and what environment it found."""
+
+    name = "says where it runs"
+
+    async def resume(self, job, decision):
+        import os
+        import sys
+
+        from exitkit import Outcome
+
+        late = os.environ.get("EXITKIT_TEST_LATE")
+        return Outcome(status="here", answer=f"{os.getpid()} {sys.argv[0]} {late}")
+
+
+class StopIsTheEnd(FileLoop):
+    """Treats Stop as the end of the run: a resume after it has nothing to continue."""
+
+    name = "Stop is the end"
+
+    async def resume(self, job, decision):
+        from exitkit import Outcome
+
+        if decision is None:
+            return Outcome(status="nothing to resume")
+        return await super().resume(job, decision)
+
+
+class AsksOnTheTerminal(FileLoop):
+    """Asks for approval on stdin, as command-line agents do, when resumed."""
+
+    name = "asks on the terminal"
+
+    async def resume(self, job, decision):
+        import sys
+
+        from exitkit import Outcome
+
+        return Outcome(status="asked", answer=repr(sys.stdin.readline()))

@@ -57,3 +57,22 @@ class FileLoop:
                 self.save(job, messages)
                 if not messages[-1].get("tool_calls"):
                     return Outcome(status="completed", answer=messages[-1]["content"])
+
+
+class _OwnIds(list):
+    def append(self, message):
+        for call in message.get("tool_calls") or []:
+            call["id"] = call["id"] if call["id"].startswith("own-") else f"own-{call['id']}"
+        super().append(message)
+
+
+class OwnIds(FileLoop):
+    """The same loop, naming each tool call with an id of its own (as some frameworks do)."""
+
+    name = "file loop, own call ids"
+
+    async def go(self, job, messages, decision=None):
+        renamed = _OwnIds()
+        for message in messages:
+            renamed.append(message)
+        return await super().go(job, renamed, decision)

@@ -37,6 +37,7 @@ class ApprovalWithoutResume:
 @pytest.mark.parametrize(("spec", "says"), [
     ("no_colon", "MODULE:ATTRIBUTE"),
     ("no_such_module_here:Adapter", "cannot import"),
+    ("raises_on_import:Adapter", "'raises_on_import' raised RuntimeError: OPENAI_API_KEY is not set"),
     ("exitkit.adapters.ours:Nope", "no attribute 'Nope'"),
     (f"{__name__}:NoLimits", "needs `limits`"),
     (f"{__name__}:UnknownLimit", "unknown limits ['max_turn']"),

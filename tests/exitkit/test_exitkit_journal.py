@@ -89,3 +89,15 @@ def test_the_kits_core_imports_no_agent_framework_or_plotting() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                           timeout=60)
     assert json.loads(done.stdout) == []
+
+
+def test_requests_to_other_model_apis_are_recorded_and_guarded_not_missed(journalled) -> None:
+    journal, base_url = journalled
+    with httpx.Client(base_url=base_url) as http, journal.window(guard=2) as seen:
+        anthropic = {"model": "runaway", "max_tokens": 50, "messages": [{"role": "user", "content": "go"}]}
+        statuses = [http.post("/responses", json={"model": "runaway", "input": "go"}).status_code,
+                    http.post("/messages", json=anthropic).status_code,
+                    http.post("/responses", json={"model": "runaway", "input": "go"}).status_code]
+    assert statuses == [200, 200, 400]
+    assert [(e.path, e.guarded) for e in seen] == [("/v1/responses", False), ("/v1/messages", False),
+                                                   ("/v1/responses", True)]

@@ -25,7 +25,8 @@ def test_a_failed_verdict_fails_its_test_with_the_evidence(tmp_path: Path) -> No
                    "exitkit.adapters.plain:PlainLoop", "--exitkit-skip", skip)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "FAILED ::exitkit[broken_loops:SwallowsErrors-tool_error]" in done.stdout
-    assert '"text sent back": ""' in done.stdout  # the evidence, in the failure
+    assert '"text sent back": ""' in done.stdout  # the figures and the evidence, in the failure
+    assert '"reply": "I could not read the file, so I do not know."' in done.stdout
     assert "1 failed, 1 passed" in done.stdout
 
 
@@ -39,3 +40,11 @@ def test_a_limit_the_framework_lacks_is_a_skip_that_says_so(tmp_path: Path) -> N
     assert "1 skipped" in done.stdout
     card = (tmp_path / "card" / "report.md").read_text()
     assert "| plain openai loop | NONE EXISTS (no approval across processes) |" in card
+
+
+@pytest.mark.slow
+def test_an_adapter_named_twice_is_collected_once_per_case(tmp_path: Path) -> None:
+    spec = "exitkit.adapters.plain:PlainLoop"
+    done = _pytest(tmp_path, "--collect-only", "--exitkit", spec, "--exitkit", spec, "--exitkit-skip",
+                   "budget,tool_error,permanent_error,approval,crash,cancellation,overhead")
+    assert done.stdout.count(f"exitkit[{spec}-turn_cap]") == 1, done.stdout
