@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.codec import StateFileError, to_dict
-from harness.state import Approval, CancelledBy, RunState, pending, reason_of
+from harness.state import Approval, CancelledBy, MaxBudget, RunState, pending, reason_of
 from harness.store import SqlStore
 from harness.store import files as old_files
 
@@ -75,10 +75,17 @@ def report(state: RunState, label: str, *, from_cli: bool) -> list[str]:
         lines.append(_next_step(from_cli, f"resume:  harness resume {rid}"))
     else:
         lines.append(f"   stopped: {state.status} ({safe(reason_of(state))})")
-        limit = f"raise the limit and run: harness resume {rid} --max-turns N --budget USD"
-        lines.append(_next_step(from_cli, limit))
+        lines.append(_next_step(from_cli, f"raise the limit and run: {_raise_limit(state)}"))
     lines.append(f"   run id: {rid}")
     return lines
+
+
+def _raise_limit(state: RunState) -> str:
+    """A resume command that works as printed: the limit that stopped the run, doubled."""
+    if isinstance(state.stop, MaxBudget):
+        budget = f"{max(2 * state.cost_usd, 0.000001):.6f}".rstrip("0").rstrip(".")
+        return f"harness resume {state.run_id} --budget {budget}"
+    return f"harness resume {state.run_id} --max-turns {max(2 * state.turns, 1)}"
 
 
 def _next_step(from_cli: bool, command: str) -> str:
