@@ -1,5 +1,6 @@
-"""What the CLI tells a person to type next works when typed as printed."""
+"""What the CLI prints for a person or a program: hints that work as typed, money without float noise."""
 
+import json
 import re
 import shlex
 
@@ -39,3 +40,15 @@ def test_the_printed_decision_command_decides_the_waiting_call(mock_url, tmp_pat
     assert main([*argv, "run", "--scenario", "destructive", "--run-id", "d1"]) == 3
     assert main([*argv, *_hint(capsys.readouterr().out)]) == 0
     assert "Deleted access.log" in capsys.readouterr().out
+
+
+def test_money_in_the_json_a_program_reads_carries_no_float_noise(mock_url, tmp_path, capsys):
+    argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
+    main([*argv, "run", "--scenario", "runaway", "--max-turns", "none", "--budget", "0.01", "--run-id", "b1"])
+    capsys.readouterr()
+    main([*argv, "show", "b1", "--json"])
+    shown = json.loads(capsys.readouterr().out)
+    main([*argv, "list", "--json"])
+    listed = json.loads(capsys.readouterr().out.splitlines()[0])
+    for cost in (shown["cost_usd"], listed["cost_usd"]):
+        assert cost > 0.01 and len(repr(cost).split(".")[1]) <= 9, cost
