@@ -22,7 +22,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness.cancel import Cancel
 from harness.loop import run
@@ -234,6 +234,25 @@ class Research:
 
 
 # --- the chapter's wrong turns -------------------------------------------------------------
+
+
+BudgetCheck = Literal["before_call", "after_call"]
+"""Where the budget is checked: `before_call` (the core's: overshoot ≤ one turn) or `after_call`,
+the placement the chapter warns about."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckedAfterCall(Limits):
+    """The budget compared with what was spent *before* the latest reply, as if checked right
+    after paying for it: a run overshoots by up to two turns. Kept to measure the difference."""
+
+    def spent_for_check(self, cost_usd: float, last_turn_usd: float) -> float:
+        return cost_usd - last_turn_usd
+
+
+def limits_checked(budget_check: BudgetCheck, **limits: Any) -> Limits:
+    """`Limits(**limits)`, or the teaching variant that checks the budget after the call."""
+    return (CheckedAfterCall if budget_check == "after_call" else Limits)(**limits)
 
 
 @dataclass(frozen=True, kw_only=True)

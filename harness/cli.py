@@ -43,7 +43,15 @@ from typing import Any, Literal, get_args
 from harness import listing
 from harness.approvals import DecisionLost, approve, reject
 from harness.cancel import Cancel
-from harness.chapter import SYSTEM, Knobs, chapter_tools, every_tool, make_sandbox
+from harness.chapter import (
+    SYSTEM,
+    BudgetCheck,
+    Knobs,
+    chapter_tools,
+    every_tool,
+    limits_checked,
+    make_sandbox,
+)
 from harness.client import ModelClient, OpenAIChat
 from harness.codec import StateFileError, decode, to_dict
 from harness.listing import safe
@@ -52,7 +60,7 @@ from harness.state import Approval, RunState, Status, new_run, pending
 from harness.store import DEFAULT_FILE, Fenced, LedgerConflict, RunOwned, SqlStore, open_store
 from harness.store.sqlite import SQLiteStore
 from harness.trace import JsonlTrace
-from harness.usage import BudgetCheck, Limits
+from harness.usage import Limits
 
 DEFAULT_TASK = "Which file mentions a timeout?"
 EXIT = {"completed": 0, "failed": 1}
@@ -79,8 +87,8 @@ class Settings:
     scan_seconds: float = 3.0
 
     def limits(self) -> Limits:
-        return Limits(max_turns=self.max_turns, max_budget_usd=self.budget, hard_budget=self.hard_budget,
-                      budget_check=self.budget_check)
+        return limits_checked(self.budget_check, max_turns=self.max_turns, max_budget_usd=self.budget,
+                              hard_budget=self.hard_budget)
 
     def policy(self) -> Policy:
         dedupe = every_tool if self.dedupe == "all" else self.dedupe == "read-only"

@@ -120,12 +120,6 @@ class Pricing:
         return prompt * self.input_per_token + completion * self.output_per_token + extra
 
 
-BudgetCheck = Literal["before_call", "after_call"]
-"""`before_call` (overshoot ≤ one turn) or `after_call`, the placement the chapter warns about:
-the budget is compared with what was spent *before* the last reply, as if checked right after
-paying for it, so a run overshoots by up to two turns. Kept to measure the difference."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class Limits:
     max_turns: int | None = 20
@@ -134,7 +128,6 @@ class Limits:
     """Dollars the run may spend (across resumes, sub-agents included); None = no budget."""
     hard_budget: bool = False
     """Cap `max_tokens` from an exact prompt count so spend never exceeds the budget."""
-    budget_check: BudgetCheck = "before_call"
 
     def __post_init__(self) -> None:
         turns, budget = self.max_turns, self.max_budget_usd
@@ -142,8 +135,10 @@ class Limits:
             raise ValueError(f"max_turns must be an integer >= 0 or None, got {turns!r}")
         if budget is not None and NonNegative().check(budget):
             raise ValueError(f"max_budget_usd must be a finite number >= 0 or None, got {budget!r}")
-        if self.budget_check not in ("before_call", "after_call"):
-            raise ValueError(f"budget_check must be 'before_call' or 'after_call', got {self.budget_check!r}")
+
+    def spent_for_check(self, cost_usd: float, last_turn_usd: float) -> float:
+        """What the budget is compared with: everything spent, the latest model call included."""
+        return cost_usd
 
     def budget_left(self, cost_usd: float) -> float | None:
         return None if self.max_budget_usd is None else max(0.0, self.max_budget_usd - cost_usd)
@@ -155,15 +150,15 @@ LimitHit = Literal["max_turns", "max_budget"]
 def limit_hit(limits: Limits, *, turns: int, cost_usd: float, last_turn_usd: float = 0.0) -> LimitHit | None:
     """Which limit stops the run before its next step, if any.
 
-    `last_turn_usd` is what the latest model call cost; only the `after_call` placement uses it.
+    `last_turn_usd` is what the latest model call cost (a teaching variant of `Limits` in
+    `harness.chapter` leaves it out, to show what checking in the wrong place costs).
     """
     if limits.max_turns is not None and turns >= limits.max_turns:
         return "max_turns"
     budget = limits.max_budget_usd
     if budget is None:
         return None
-    spent = cost_usd - last_turn_usd if limits.budget_check == "after_call" else cost_usd
-    return "max_budget" if spent >= budget else None
+    return "max_budget" if limits.spent_for_check(cost_usd, last_turn_usd) >= budget else None
 
 
 def reply_cap(

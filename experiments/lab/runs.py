@@ -24,7 +24,6 @@ from experiments.chapter.figures import SUB_AGENT
 from experiments.lab.report import usd
 from harness import (
     Cancel,
-    Limits,
     MemoryTrace,
     Model,
     ModelClient,
@@ -43,6 +42,7 @@ from harness import (
 )
 from harness.chapter import (
     SYSTEM,
+    BudgetCheck,
     Knobs,
     ListFiles,
     ReadFile,
@@ -50,6 +50,7 @@ from harness.chapter import (
     Taught,
     chapter_tools,
     every_tool,
+    limits_checked,
     make_sandbox,
 )
 from harness.codec import from_json, to_json
@@ -59,7 +60,6 @@ from harness.trace import read_jsonl
 
 Dedupe = Literal["off", "read-only", "all"]
 ErrorWording = Literal["fatal", "generic", "descriptive"]
-BudgetCheck = Literal["before_call", "after_call"]
 Decision = Callable[[RunState], object]
 """What a person does to a run stopped for approval (approve it, reject it, …)."""
 
@@ -177,8 +177,8 @@ async def run_scenario(
     state = state or new_run(task if task is not None else TASKS[scenario], system=SYSTEM, run_id=run_id)
     knobs = Knobs(deaf_tools=deaf_tools, feed_back_permanent=feed_back_permanent)
     settings: dict[str, Any] = dict(
-        limits=Limits(max_turns=max_turns, max_budget_usd=budget_usd, hard_budget=hard_budget,
-                      budget_check=budget_check),
+        limits=limits_checked(budget_check, max_turns=max_turns, max_budget_usd=budget_usd,
+                              hard_budget=hard_budget),
         policy=Policy(errors=errors, dedupe=every_tool if dedupe == "all" else dedupe == "read-only",
                       auto_approve=auto_approve),
         cancel=cancel or Cancel(), trace=trace, pricing=pricing or Pricing(),

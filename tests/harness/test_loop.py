@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from harness import Limits, MemoryStore, MemoryTrace, ModelClient, Pricing, approve, new_run, pending, run
-from harness.chapter import SYSTEM, ListFiles
+from harness.chapter import SYSTEM, CheckedAfterCall, ListFiles
 from harness.loop import TRUNCATED
 from harness.state import Approval, MaxBudget, MaxTurns
 from harness.usage import Usage
@@ -50,7 +50,7 @@ def test_budget_is_checked_before_the_call_and_overshoots_by_at_most_one_turn(dr
 def test_checking_after_the_call_overshoots_by_one_more_turn(drive):
     limits = Limits(max_turns=None, max_budget_usd=0.01)
     before = drive("runaway", limits=limits)
-    after = drive("runaway", limits=Limits(max_turns=None, max_budget_usd=0.01, budget_check="after_call"))
+    after = drive("runaway", limits=CheckedAfterCall(max_turns=None, max_budget_usd=0.01))
     assert after.turns == before.turns + 1
     two_turns = sum(Pricing().cost(u) for u in after.turn_usage[-2:])
     assert after.cost_usd - two_turns < 0.01 <= after.cost_usd - Pricing().cost(after.turn_usage[-1])
