@@ -32,6 +32,9 @@ instructions × characters, so this and MAX_MATCH_CHARS bound a search's time to
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # a refused pattern is reported once, in the start-up error
+# A condition asks only whether a pattern matches: without captures RE2 answers from its DFA,
+# where groups would send every matching search through its NFA, time × pattern size.
+_OPTIONS.never_capture = True
 
 
 class PatternError(ValueError):

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mockprovider.app import create_app
-from mockprovider.conditions import MAX_MATCH_CHARS
+from mockprovider.conditions import MAX_MATCH_CHARS, compile_pattern
 from mockprovider.scenario_files import ScenarioFileError, compile_scenario
 from mockprovider.scenarios import Conversation
 from mockprovider.server import serve_in_thread
@@ -215,3 +215,10 @@ def test_healthz_answers_while_crafted_tool_results_arrive(crafted_server: str):
         thread.join()
     assert health == [200] * 20
     assert answers == ["no match"] * (2 * 5 * len(CRAFTED))
+
+
+def test_a_pattern_with_groups_compiles_without_captures():
+    # Captures make RE2 find submatches with its NFA, time × pattern size on every search, on
+    # the event loop; a condition needs only "does it match", which RE2's DFA answers.
+    assert compile_pattern(r"(?s)(.*a.*b.*c.*){20}").groups == 0
+    assert _holds({"last_user_matches": r"(a)(b)\z"}, ({"role": "user", "content": "xab"},))
