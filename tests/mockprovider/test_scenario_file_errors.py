@@ -135,6 +135,17 @@ BAD_FILES: list[tuple[str, Any, str, str]] = [
      "expected a number from 1 to"),
     ("nanturn.json", '{"name": "t", "turns": [[{"if": {"turn_at_least": NaN}, "content": "x"}]]}',
      "$.turns[0][0].if.turn_at_least", "expected a number from 0 to"),
+    # What uvicorn refuses to send (the connection dropped with no response) or what the
+    # client would misread (a body it cannot decode).
+    ("delheader.json", {"name": "d", "turns": [{"error": {"status": 503, "message": "m",
+                                                         "headers": {"x-why": "a\x7fb"}}}]},
+     '$.turns[0].error.headers["x-why"]', "no control"),
+    ("encoding.json", {"name": "e", "turns": [{"error": {"status": 503, "message": "m",
+                                                        "headers": {"Content-Encoding": "gzip"}}}]},
+     '$.turns[0].error.headers["Content-Encoding"]', "set by the server from the body it sends"),
+    ("spaceheader.json", {"name": "s", "turns": [{"error": {"status": 503, "message": "m",
+                                                           "headers": {"x-why": " padded "}}}]},
+     '$.turns[0].error.headers["x-why"]', "no leading or trailing space"),
 ]
 
 
