@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 JOURNAL_CAPACITY = 10_000
 _OPTIONS_PREFIX = re.compile(r"^/o/[^/]*")
+_GEMINI_PATH = re.compile(r"^/v1(?:beta)?/models/[^/]+:")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,7 +61,7 @@ def plain_path(path: str) -> str:
 def turn_of(path: str, body: Any) -> int | None:
     """The turn a journalled request asked for (its assistant messages, as the scenarios count
     them) in whichever wire format it came; None for a body that format would refuse."""
-    from mockprovider import anthropic_api, responses_api
+    from mockprovider import anthropic_api, gemini_request, responses_api
     from mockprovider.errors import APIError
 
     path = plain_path(path)
@@ -69,6 +70,8 @@ def turn_of(path: str, body: Any) -> int | None:
             messages = responses_api.responses_request(body).chat.messages
         elif path == "/v1/messages":
             messages = anthropic_api.messages_request(body).messages
+        elif _GEMINI_PATH.match(path):  # `contents`, with the model's turns as role "model"
+            messages = gemini_request.contents_messages(body.get("contents")) if isinstance(body, dict) else None
         else:
             messages = body.get("messages") if isinstance(body, dict) else None
     except APIError:

@@ -111,3 +111,23 @@ def test_get_journal_filters_by_path_and_model(mock_llm: MockLLM):
     assert seen(model="plan+latency=1") == seen(model="plan")
     assert seen(path="/v1/chat/completions", model="weather") == [("/v1/chat/completions", "weather")] * 2
     assert seen(model="nothing") == []
+
+
+@pytest.mark.mock_llm(scenarios=[WEATHER])
+def test_requests_count_the_turn_of_gemini_and_ollama_requests_too(mock_llm: MockLLM):
+    call = {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}
+    answer = {"functionResponse": {"name": "get_weather", "response": {"result": "rain"}}}
+    gemini = {"contents": [{"role": "user", "parts": [{"text": "Umbrella in Paris?"}]},
+                           {"role": "model", "parts": [call]}, {"role": "user", "parts": [answer]}]}
+    ollama = {"model": "weather", "stream": False, "messages": [
+        *ASK, {"role": "assistant", "content": "", "tool_calls": [
+            {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "content": "rain"}]}
+    with httpx.Client(base_url=mock_llm.root_url) as http:
+        assert http.post("/v1beta/models/weather:generateContent", json=gemini).status_code == 200
+        assert http.post("/o/latency=1/v1beta/models/weather:streamGenerateContent", json=gemini).status_code == 200
+        assert http.post("/api/chat", json=ollama).status_code == 200
+    paths = [e.path for e in mock_llm.requests(turn=1)]
+    assert paths == ["/v1beta/models/weather:generateContent",
+                     "/o/latency=1/v1beta/models/weather:streamGenerateContent", "/api/chat"]
+    assert mock_llm.requests(turn=0) == []
