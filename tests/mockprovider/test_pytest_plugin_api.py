@@ -113,8 +113,10 @@ def test_get_journal_filters_by_path_and_model(mock_llm: MockLLM):
     assert seen(model="nothing") == []
 
 
-@pytest.mark.mock_llm(scenarios=[WEATHER])
-def test_requests_count_the_turn_of_gemini_and_ollama_requests_too(mock_llm: MockLLM):
+GEMINI_PATHS = ["/v1beta/models/weather:generateContent", "/o/latency=1/v1beta/models/weather:streamGenerateContent"]
+
+
+def _second_turns_through_gemini_and_ollama(mock: MockLLM) -> None:
     call = {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}
     answer = {"functionResponse": {"name": "get_weather", "response": {"result": "rain"}}}
     gemini = {"contents": [{"role": "user", "parts": [{"text": "Umbrella in Paris?"}]},
@@ -123,11 +125,26 @@ def test_requests_count_the_turn_of_gemini_and_ollama_requests_too(mock_llm: Moc
         *ASK, {"role": "assistant", "content": "", "tool_calls": [
             {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
         {"role": "tool", "content": "rain"}]}
-    with httpx.Client(base_url=mock_llm.root_url) as http:
-        assert http.post("/v1beta/models/weather:generateContent", json=gemini).status_code == 200
-        assert http.post("/o/latency=1/v1beta/models/weather:streamGenerateContent", json=gemini).status_code == 200
+    with httpx.Client(base_url=mock.root_url) as http:
+        for path in GEMINI_PATHS:
+            assert http.post(path, json=gemini).status_code == 200
         assert http.post("/api/chat", json=ollama).status_code == 200
-    paths = [e.path for e in mock_llm.requests(turn=1)]
-    assert paths == ["/v1beta/models/weather:generateContent",
-                     "/o/latency=1/v1beta/models/weather:streamGenerateContent", "/api/chat"]
+
+
+@pytest.mark.mock_llm(scenarios=[WEATHER])
+def test_requests_count_the_turn_of_gemini_and_ollama_requests_too(mock_llm: MockLLM):
+    _second_turns_through_gemini_and_ollama(mock_llm)
+    assert [e.path for e in mock_llm.requests(turn=1)] == [*GEMINI_PATHS, "/api/chat"]
     assert mock_llm.requests(turn=0) == []
+
+
+@pytest.mark.mock_llm(scenarios=[WEATHER])
+def test_get_journal_finds_a_gemini_requests_model_in_its_path(mock_llm: MockLLM):
+    # Gemini names the model in the URL, not the body.
+    _second_turns_through_gemini_and_ollama(mock_llm)
+    httpx.post(f"{mock_llm.root_url}/v1beta/models/plan:generateContent",
+               json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    page = httpx.get(f"{mock_llm.root_url}/journal", params={"model": "weather"}).json()
+    assert [e["path"] for e in page["data"]] == [*GEMINI_PATHS, "/api/chat"]
+    page = httpx.get(f"{mock_llm.root_url}/journal", params={"model": "plan"}).json()
+    assert [e["path"] for e in page["data"]] == ["/v1beta/models/plan:generateContent"]
