@@ -70,8 +70,8 @@ def turn_of(path: str, body: Any) -> int | None:
             messages = responses_api.responses_request(body).chat.messages
         elif path == "/v1/messages":
             messages = anthropic_api.messages_request(body).messages
-        elif _GEMINI_PATH.match(path):  # `contents`, with the model's turns as role "model"
-            messages = gemini_request.contents_messages(body.get("contents")) if isinstance(body, dict) else None
+        elif _GEMINI_PATH.match(path) and isinstance(body, dict):  # the model's turns: role "model"
+            messages = gemini_request.contents_messages(body.get("contents"))
         else:
             messages = body.get("messages") if isinstance(body, dict) else None
     except APIError:

@@ -113,7 +113,8 @@ def test_get_journal_filters_by_path_and_model(mock_llm: MockLLM):
     assert seen(model="nothing") == []
 
 
-GEMINI_PATHS = ["/v1beta/models/weather:generateContent", "/o/latency=1/v1beta/models/weather:streamGenerateContent"]
+GEMINI_PATHS = ["/v1beta/models/weather:generateContent",
+                "/o/latency=1/v1beta/models/weather:streamGenerateContent"]
 
 
 def _second_turns_through_gemini_and_ollama(mock: MockLLM) -> None:
