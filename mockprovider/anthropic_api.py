@@ -253,14 +253,15 @@ def _block_events(
     if block["type"] == "tool_use":
         call = c.tool_calls[index - (c.content is not None)]  # after the text block, if any
         start = {**block, "input": {}}
-        pieces = wire.deltas(_streamed_input(call.arguments), c.chunk)
-        deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
+        pieces = wire.weighed_deltas(_streamed_input(call.arguments), c.chunk)
+        deltas = [({"type": "input_json_delta", "partial_json": p}, tokens) for p, tokens in pieces]
     else:
         start = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": p} for p in wire.deltas(block["text"], c.chunk)]
+        deltas = [({"type": "text_delta", "text": p}, tokens)
+                  for p, tokens in wire.weighed_deltas(block["text"], c.chunk)]
     yield "content_block_start", {"index": index, "content_block": start}, False
-    for delta in deltas:
-        yield "content_block_delta", {"index": index, "delta": delta}, c.chunk
+    for delta, tokens in deltas:
+        yield "content_block_delta", {"index": index, "delta": delta}, tokens
     yield "content_block_stop", {"index": index}, False
 
 

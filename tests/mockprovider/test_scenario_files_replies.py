@@ -275,3 +275,26 @@ def test_any_aimock_document_loads_or_is_refused_with_a_scenario_file_error(fixt
         load_scenarios([{"fixtures": fixtures}])
     except ScenarioFileError as e:
         assert str(e).startswith("<inline scenario 1>: $") and "\n" not in str(e)
+
+
+# A delta waits for the tokens it holds: a short reply under a huge `chunk` is one delta of a
+# few tokens. Waiting `chunk / rate` per delta instead stalled it for days.
+STALLING = {"name": "stalling", "turns": [{"content": "Hi.", "chunk": 1_000_000, "rate": 100,
+                                           "tool_calls": [{"name": "f", "arguments": {"q": 1}}]}]}
+STREAMS = {
+    "chat": ("/v1/chat/completions", {"model": "stalling", "messages": HI, "stream": True}),
+    "responses": ("/v1/responses", {"model": "stalling", "input": "hi", "stream": True}),
+    "messages": ("/v1/messages", {"model": "stalling", "max_tokens": 50, "messages": HI, "stream": True}),
+    "gemini": ("/v1beta/models/stalling:streamGenerateContent?alt=sse",
+               {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
+    "ollama": ("/api/chat", {"model": "stalling", "messages": HI}),
+}
+
+
+@pytest.mark.parametrize("wire_format", STREAMS)
+def test_a_delta_waits_for_the_tokens_it_holds_not_the_chunk_size(wire_format: str):
+    path, body = STREAMS[wire_format]
+    with serve_in_thread(create_app(scenario_files=[STALLING])) as url, httpx.Client(timeout=20) as http:
+        with http.stream("POST", url.removesuffix("/v1") + path, json=body) as response:
+            assert response.status_code == 200
+            assert b"Hi." in b"".join(response.iter_bytes())
