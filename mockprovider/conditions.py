@@ -56,7 +56,8 @@ def compile_pattern(pattern: str) -> re2._Regexp:
     if compiled.programsize > MAX_PROGRAM_SIZE:
         raise PatternError(
             f"compiles to {compiled.programsize} RE2 instructions, more than the limit of "
-            f"{MAX_PROGRAM_SIZE}; use smaller repeat counts"
+            f"{MAX_PROGRAM_SIZE}; use smaller repeat counts, and a script (\\p{{Latin}}, \\p{{Greek}}) "
+            "or a range rather than a whole Unicode category such as \\pL"
         )
     return compiled
 
