@@ -15,6 +15,7 @@ as is the text searched (MAX_MATCH_CHARS): together they bound the time one sear
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -62,16 +63,21 @@ def compile_pattern(pattern: str) -> re2._Regexp:
     return compiled
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _search(pattern: re2._Regexp, text: str) -> bool:
     """Whether `pattern` matches in the first MAX_MATCH_CHARS characters of `text`."""
-    text = text[:MAX_MATCH_CHARS]
+    # One character past the cut stays as context, so `$`, `\z` and `\b` do not take the cut
+    # for the end of the text (or of a word).
+    window = text[:MAX_MATCH_CHARS + 1]
+    end = min(len(window), MAX_MATCH_CHARS)
     try:
-        return pattern.search(text) is not None
+        return pattern.search(window, 0, end) is not None
     except UnicodeEncodeError:
         # RE2 reads UTF-8, which cannot carry a lone surrogate (a JSON escape such as \ud800 in
-        # the client's text); no pattern can name one, so it is replaced by U+FFFD.
-        cleaned = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-        return pattern.search(cleaned) is not None
+        # the client's text); no pattern can name one, so it is replaced by U+FFFD, one for one.
+        return pattern.search(_SURROGATE.sub("\ufffd", window), 0, end) is not None
 
 
 def _tool_results(c: Conversation) -> Iterator[str]:

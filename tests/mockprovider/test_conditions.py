@@ -246,3 +246,11 @@ def test_a_pattern_over_the_size_limit_is_told_why_even_without_a_repeat_count()
         compile_scenario({"name": "u", "turns": [[{"if": {"last_user_matches": r"^\pL+$"}, "content": "x"}]]},
                          source="u.json")
     assert "a whole Unicode category such as \\pL" in str(caught.value)
+
+
+@pytest.mark.parametrize("pattern", [r"done$", r"done\b", r"done\z"])
+def test_the_cut_at_max_match_chars_is_not_the_end_of_the_text(pattern: str):
+    # Searching only a prefix must not make its cut look like the end of the text (or a word's).
+    cut = " " * (MAX_MATCH_CHARS - 4) + "done"
+    assert _holds({"last_user_matches": pattern}, ({"role": "user", "content": cut},))
+    assert not _holds({"last_user_matches": pattern}, ({"role": "user", "content": cut + "x more"},))
