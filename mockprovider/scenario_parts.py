@@ -140,9 +140,12 @@ def _error(value: Any, at: At) -> ScriptedError:
     headers = error.get("headers", {})
     if not isinstance(headers, dict):
         raise (at / "headers").error(f"expected an object of header names and values, got {kind(headers)}")
+    seen: dict[str, str] = {}
     for name, header in headers.items():
         if not all(33 <= ord(ch) <= 126 and ch not in '()<>@,;:\\"/[]?={}' for ch in name) or not name:
             raise (at / "headers" / name).error("not a valid HTTP header name")
+        if (first := seen.setdefault(name.lower(), name)) != name:
+            raise (at / "headers" / name).error(f"names the header {first!r} again (names ignore case)")
         if name.lower() in FRAMING_HEADERS:
             raise (at / "headers" / name).error("set by the server from the body it sends; leave it out")
         text = string(header, at / "headers" / name)
