@@ -214,7 +214,8 @@ REFUSED = [
      "$.fixtures[0].response", "error.code: expected a string, got null"),
     ({"fixtures": [{"match": {}, "response": {"toolCalls": [{"name": "f", "arguments": 5}]}}]},
      "$.fixtures[0].response", "tool_calls[0].arguments: expected an object or a JSON string"),
-    ({"fixtures": [{"match": {}, "response": {"content": "x", "usage": {"input_tokens": -1, "output_tokens": 2}}}]},
+    ({"fixtures": [{"match": {}, "response": {"content": "x",
+                                              "usage": {"input_tokens": -1, "output_tokens": 2}}}]},
      "$.fixtures[0].response", "usage.prompt_tokens: expected a number from 0"),
 ]
 

@@ -147,8 +147,8 @@ BAD_FILES: list[tuple[str, Any, str, str]] = [
                                                            "headers": {"x-why": " padded "}}}]},
      '$.turns[0].error.headers["x-why"]', "no leading or trailing space"),
     # Header names ignore case: one of the two values was silently dropped.
-    ("twoheaders.json", {"name": "t", "turns": [{"error": {"status": 429, "message": "m",
-                                                          "headers": {"Retry-After": "1", "retry-after": "9"}}}]},
+    ("twoheaders.json", {"name": "t", "turns": [{"error": {
+        "status": 429, "message": "m", "headers": {"Retry-After": "1", "retry-after": "9"}}}]},
      '$.turns[0].error.headers["retry-after"]', "names the header 'Retry-After' again"),
 ]
 
