@@ -124,6 +124,9 @@ class MockLLM:
         from mockprovider.app import create_app
 
         _check_options(options)
+        if "journal" in options:
+            pytest.fail("mock_llm: configure() keeps the journal, whose capacity is set when the mock "
+                        "starts (journal= on a mock_llm test's marker)", pytrace=False)
         fresh = create_app(scenario_files=scenarios, **{**options, "journal": 0})
         self.app.state.config = replace(fresh.state.config, journal=self.buffer)
 

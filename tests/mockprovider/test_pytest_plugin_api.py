@@ -149,3 +149,10 @@ def test_get_journal_finds_a_gemini_requests_model_in_its_path(mock_llm: MockLLM
     assert [e["path"] for e in page["data"]] == [*GEMINI_PATHS, "/api/chat"]
     page = httpx.get(f"{mock_llm.root_url}/journal", params={"model": "plan"}).json()
     assert [e["path"] for e in page["data"]] == ["/v1beta/models/plan:generateContent"]
+
+
+def test_configure_refuses_a_journal_capacity_it_would_ignore(mock_llm: MockLLM):
+    # The journal is kept across configure(); a capacity given there was silently dropped.
+    with pytest.raises(pytest.fail.Exception, match="journal"):
+        mock_llm.configure(journal=5)
+    assert mock_llm.buffer.capacity > 5
