@@ -319,13 +319,15 @@ _HEADER_VALUE = st.text(st.sampled_from("aZ- ;\t\r\n\x7féÿĀ"), max_size=4)
 @example(status=503, headers={"x-a": "a\x7f"})  # the connection was dropped, with no response
 @example(status=503, headers={"x-a": " a"})  # likewise under --http h11; trimmed under httptools
 @example(status=503, headers={"Content-Encoding": "gzip"})  # a plain body the client cannot decode
-@given(status=st.integers(400, 599) | st.sampled_from([200, 399, 600]), headers=st.dictionaries(_HEADER_NAME, _HEADER_VALUE, max_size=3))
+@given(status=st.integers(400, 599) | st.sampled_from([200, 399, 600]),
+       headers=st.dictionaries(_HEADER_NAME, _HEADER_VALUE, max_size=3))
 def test_an_error_reply_that_loads_is_answered_with_its_status(swappable: tuple[str, Any], status: int,
                                                                headers: dict[str, str]):
     # Loading is the only check: whatever passes it must reach the client as sent, never as a
     # dropped connection or a 500.
     url, app = swappable
-    document = {"name": "scripted", "turns": [{"error": {"status": status, "message": "m", "headers": headers}}]}
+    error = {"status": status, "message": "m", "headers": headers}
+    document = {"name": "scripted", "turns": [{"error": error}]}
     try:
         app.state.config = create_app(scenario_files=[document]).state.config
     except ScenarioFileError:
