@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mockprovider.file_values import At, array, kind, number, obj, string
+from mockprovider.file_values import At, ScenarioFileError, array, kind, number, obj, string
+from mockprovider.scenario_parts import alternative
 
 FIXTURE_KEYS = (
     "match", "response", "latency", "chunkSize", "streamingProfile", "truncateAfterChunks",
@@ -87,15 +88,27 @@ def _fixture(value: Any, at: At) -> dict[str, Any]:
     for key in fixture:
         if key in _NO_EQUIVALENT:
             _refuse(at / key, key)
-    reply = _response(fixture["response"], at / "response")
+    reply = _checked(_response(fixture["response"], at / "response"), at / "response")
     if "latency" in fixture:  # aimock: milliseconds between streamed chunks; ours: one token each
-        delay = number(fixture["latency"], at / "latency", 0, 300_000)
+        # At most a second: our slowest pace is one token a second.
+        delay = number(fixture["latency"], at / "latency", 0, 1000)
         if delay > 0:
             reply["rate"] = min(1000 / delay, 1e9)
     if "streamingProfile" in fixture:
         reply |= _profile(fixture["streamingProfile"], at / "streamingProfile")
     condition = _match(fixture["match"], at / "match")
     return {"if": condition, **reply} if condition else reply
+
+
+def _checked(reply: dict[str, Any], at: At) -> dict[str, Any]:
+    """`reply`, unless our own format refuses a value in it: then the error names the aimock
+    fixture it came from, not a path of the converted document that the file does not have."""
+    try:
+        alternative(reply, At("reply"), conditional=False)
+    except ScenarioFileError as e:
+        problem = str(e).removeprefix("reply: $").lstrip(".").removeprefix(": ")
+        raise at.error(f"as this mock's reply, {problem}") from None
+    return reply
 
 
 def _profile(value: Any, at: At) -> dict[str, Any]:

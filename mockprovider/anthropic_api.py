@@ -299,20 +299,22 @@ def _block_events(
     """One content block's events; `arguments` is a tool_use block's call as the script wrote it."""
     if block["type"] == "tool_use":
         start = {**block, "input": {}}
-        pieces = wire.deltas(_streamed_input(arguments), chunk)
-        deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
+        deltas = [({"type": "input_json_delta", "partial_json": p}, tokens)
+                  for p, tokens in wire.weighed_deltas(_streamed_input(arguments), chunk)]
     elif block["type"] == "thinking":
         start = {"type": "thinking", "thinking": "", "signature": ""}
-        deltas = [{"type": "thinking_delta", "thinking": p} for p in wire.deltas(block["thinking"], chunk)]
-        deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        deltas = [({"type": "thinking_delta", "thinking": p}, tokens)
+                  for p, tokens in wire.weighed_deltas(block["thinking"], chunk)]
+        deltas.append(({"type": "signature_delta", "signature": block["signature"]}, 0))
     elif block["type"] == "redacted_thinking":
         start, deltas = block, []
     else:
         start = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": p} for p in wire.deltas(block["text"], chunk)]
+        deltas = [({"type": "text_delta", "text": p}, tokens)
+                  for p, tokens in wire.weighed_deltas(block["text"], chunk)]
     yield "content_block_start", {"index": index, "content_block": start}, 0
-    for delta in deltas:
-        yield "content_block_delta", {"index": index, "delta": delta}, chunk
+    for delta, tokens in deltas:
+        yield "content_block_delta", {"index": index, "delta": delta}, tokens
     yield "content_block_stop", {"index": index}, 0
 
 

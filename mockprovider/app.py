@@ -55,11 +55,11 @@ from mockprovider.validation import ChatRequest, chat_request, parse_json
 
 
 async def _stream(completion: wire.Completion, req: ChatRequest, options: Options) -> AsyncIterator[bytes]:
-    delay = completion.chunk / options.rate_tps if options.rate_tps else 0.0
-    for chunk in wire.chunks(completion, include_usage=req.include_usage):
+    delay = 1 / options.rate_tps if options.rate_tps else 0.0
+    for chunk, tokens in wire.weighed_chunks(completion, include_usage=req.include_usage):
         yield wire.sse(chunk)
-        if delay and chunk["choices"] and chunk["choices"][0]["delta"].keys() - {"role", "refusal"}:
-            await asyncio.sleep(delay)
+        if delay and tokens:
+            await asyncio.sleep(delay * tokens)
     yield wire.sse("[DONE]")
 
 

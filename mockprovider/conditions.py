@@ -15,6 +15,7 @@ as is the text searched (MAX_MATCH_CHARS): together they bound the time one sear
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,9 @@ instructions × characters, so this and MAX_MATCH_CHARS bound a search's time to
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # a refused pattern is reported once, in the start-up error
+# A condition asks only whether a pattern matches: without captures RE2 answers from its DFA,
+# where groups would send every matching search through its NFA, time × pattern size.
+_OPTIONS.never_capture = True
 
 
 class PatternError(ValueError):
@@ -53,21 +57,27 @@ def compile_pattern(pattern: str) -> re2._Regexp:
     if compiled.programsize > MAX_PROGRAM_SIZE:
         raise PatternError(
             f"compiles to {compiled.programsize} RE2 instructions, more than the limit of "
-            f"{MAX_PROGRAM_SIZE}; use smaller repeat counts"
+            f"{MAX_PROGRAM_SIZE}; use smaller repeat counts, and a script (\\p{{Latin}}, \\p{{Greek}}) "
+            "or a range rather than a whole Unicode category such as \\pL"
         )
     return compiled
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _search(pattern: re2._Regexp, text: str) -> bool:
     """Whether `pattern` matches in the first MAX_MATCH_CHARS characters of `text`."""
-    text = text[:MAX_MATCH_CHARS]
+    # One character past the cut stays as context, so `$`, `\z` and `\b` do not take the cut
+    # for the end of the text (or of a word).
+    window = text[:MAX_MATCH_CHARS + 1]
+    end = min(len(window), MAX_MATCH_CHARS)
     try:
-        return pattern.search(text) is not None
+        return pattern.search(window, 0, end) is not None
     except UnicodeEncodeError:
         # RE2 reads UTF-8, which cannot carry a lone surrogate (a JSON escape such as \ud800 in
-        # the client's text); no pattern can name one, so it is replaced by U+FFFD.
-        cleaned = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-        return pattern.search(cleaned) is not None
+        # the client's text); no pattern can name one, so it is replaced by U+FFFD, one for one.
+        return pattern.search(_SURROGATE.sub("\ufffd", window), 0, end) is not None
 
 
 def _tool_results(c: Conversation) -> Iterator[str]:

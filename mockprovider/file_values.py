@@ -97,8 +97,9 @@ def number(value: Any, at: At, low: float, high: float, *, integer: bool = False
     """A number from `low` to `high` (a whole one if `integer`)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise at.error(f"expected a number, got {kind(value)}")
-    if integer and value != int(value):
-        raise at.error(f"expected a whole number, got {value}")
+    # The range first: it refuses NaN and the infinities, which int() cannot convert.
     if not low <= value <= high:
         raise at.error(f"expected a number from {low:g} to {high:g}, got {value}")
+    if integer and value != int(value):
+        raise at.error(f"expected a whole number, got {value}")
     return int(value) if integer else float(value)

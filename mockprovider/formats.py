@@ -171,10 +171,10 @@ async def _paced(events: Iterable[tuple[bytes, int]], options: Options) -> Async
 
 
 def event_stream(
-    events: Iterable[tuple[bytes, bool]], options: Options, media_type: str = "text/event-stream"
+    events: Iterable[tuple[bytes, int]], options: Options, media_type: str = "text/event-stream"
 ) -> StreamingResponse:
-    """A streamed response (SSE unless `media_type` says otherwise) from (event bytes, carries a
-    token) pairs, paced by the `rate` option."""
+    """A streamed response (SSE unless `media_type` says otherwise) from (event bytes, tokens it
+    carries) pairs, paced by the `rate` option."""
     return StreamingResponse(
         _paced(events, options), media_type=media_type, headers={"cache-control": "no-cache"}
     )

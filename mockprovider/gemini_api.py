@@ -125,27 +125,32 @@ def body(c: wire.Completion) -> dict[str, Any]:
 def chunks(c: wire.Completion) -> Iterator[dict[str, Any]]:
     """The reply as a stream's GenerateContentResponses: one per delta of text, then one holding
     every function call; the last one finishes it."""
+    return (data for data, _ in _weighed_chunks(c))
+
+
+def _weighed_chunks(c: wire.Completion) -> Iterator[tuple[dict[str, Any], int]]:
+    """`chunks(c)`, each with the tokens it carries: what a paced stream waits for after it."""
     calls = _call_parts(c)
-    pieces = wire.deltas(c.content or "", c.chunk) or ([] if calls else [""])
-    for k, piece in enumerate(pieces):
-        yield _response(c, [{"text": piece}], last=not calls and k == len(pieces) - 1)
+    pieces = wire.weighed_deltas(c.content or "", c.chunk) or ([] if calls else [("", 0)])
+    for k, (piece, tokens) in enumerate(pieces):
+        yield _response(c, [{"text": piece}], last=not calls and k == len(pieces) - 1), tokens
     if calls:
-        yield _response(c, calls, last=True)
+        yield _response(c, calls, last=True), wire.arguments_tokens(c)
 
 
 def _dumps(data: dict[str, Any]) -> str:
     return json.dumps(data, separators=(",", ":"))
 
 
-def sse_events(c: wire.Completion) -> Iterator[tuple[bytes, bool]]:
-    for chunk in chunks(c):
-        yield f"data: {_dumps(chunk)}\r\n\r\n".encode(), True
+def sse_events(c: wire.Completion) -> Iterator[tuple[bytes, int]]:
+    for chunk, tokens in _weighed_chunks(c):
+        yield f"data: {_dumps(chunk)}\r\n\r\n".encode(), tokens
 
 
-def array_events(c: wire.Completion) -> Iterator[tuple[bytes, bool]]:
+def array_events(c: wire.Completion) -> Iterator[tuple[bytes, int]]:
     """The JSON-array stream: `[`, the elements separated by commas, `]`."""
-    for k, chunk in enumerate(chunks(c)):
-        yield ("[" if k == 0 else ",\r\n").encode() + _dumps(chunk).encode(), True
+    for k, (chunk, tokens) in enumerate(_weighed_chunks(c)):
+        yield ("[" if k == 0 else ",\r\n").encode() + _dumps(chunk).encode(), tokens
     yield b"]", False
 
 

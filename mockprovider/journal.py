@@ -245,6 +245,9 @@ def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:
     return out
 
 
+_GEMINI_MODEL = re.compile(r"/v1(?:beta)?/models/([^/]+):[^/:]+")
+
+
 def _plain(path: str) -> str:
     """`path` without an `/o/{options}` prefix: `/o/latency=5/v1/messages` → `/v1/messages`."""
     if not path.startswith("/o/"):
@@ -262,6 +265,8 @@ def matches(entry: Entry, *, path: str | None = None, model: str | None = None) 
         return True
     body = entry.body if b'"model"' in entry.compact else None
     sent = body.get("model") if isinstance(body, dict) else None
+    if sent is None and (named := _GEMINI_MODEL.match(_plain(entry.path))):
+        sent = named[1]  # Gemini names the model in the URL, not the body
     return isinstance(sent, str) and model in (sent, sent.partition("+")[0])
 
 

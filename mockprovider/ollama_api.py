@@ -250,19 +250,19 @@ def body(c: wire.Completion, clock: _Clock) -> dict[str, Any]:
     return _final(c, _assistant(c, c.content or ""), clock)
 
 
-def lines(c: wire.Completion, clock: _Clock) -> Iterator[tuple[bytes, bool]]:
+def lines(c: wire.Completion, clock: _Clock) -> Iterator[tuple[bytes, int]]:
     """The NDJSON stream: a line per delta of text, one with every tool call, then the last."""
     def line(data: dict[str, Any]) -> bytes:
         return json.dumps(data, separators=(",", ":")).encode() + b"\n"
 
-    for piece in wire.deltas(c.content or "", c.chunk):  # a reply's text comes before its calls
+    for piece, tokens in wire.weighed_deltas(c.content or "", c.chunk):  # the text comes before the calls
         yield line({"model": c.model, "created_at": _created_at(),
-                    "message": {"role": "assistant", "content": piece}, "done": False}), c.chunk
+                    "message": {"role": "assistant", "content": piece}, "done": False}), tokens
     calls = _tool_calls_of(c)
-    if calls:
+    if calls:  # one line carries every call: it waits for all their arguments' tokens
         yield line({"model": c.model, "created_at": _created_at(),
                     "message": {"role": "assistant", "content": "", "tool_calls": calls},
-                    "done": False}), True
+                    "done": False}), wire.arguments_tokens(c)
     yield line(_final(c, {"role": "assistant", "content": ""}, clock)), False
 
 

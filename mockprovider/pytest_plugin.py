@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 JOURNAL_CAPACITY = 10_000
 _OPTIONS_PREFIX = re.compile(r"^/o/[^/]*")
+_GEMINI_PATH = re.compile(r"^/v1(?:beta)?/models/[^/]+:")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,7 +61,7 @@ def plain_path(path: str) -> str:
 def turn_of(path: str, body: Any) -> int | None:
     """The turn a journalled request asked for (its assistant messages, as the scenarios count
     them) in whichever wire format it came; None for a body that format would refuse."""
-    from mockprovider import anthropic_api, responses_api
+    from mockprovider import anthropic_api, gemini_request, responses_api
     from mockprovider.errors import APIError
 
     path = plain_path(path)
@@ -69,6 +70,8 @@ def turn_of(path: str, body: Any) -> int | None:
             messages = responses_api.responses_request(body).chat.messages
         elif path == "/v1/messages":
             messages = anthropic_api.messages_request(body).messages
+        elif _GEMINI_PATH.match(path) and isinstance(body, dict):  # the model's turns: role "model"
+            messages = gemini_request.contents_messages(body.get("contents"))
         else:
             messages = body.get("messages") if isinstance(body, dict) else None
     except APIError:
@@ -121,6 +124,9 @@ class MockLLM:
         from mockprovider.app import create_app
 
         _check_options(options)
+        if "journal" in options:
+            pytest.fail("mock_llm: configure() keeps the journal, whose capacity is set when the mock "
+                        "starts (journal= on a mock_llm test's marker)", pytrace=False)
         fresh = create_app(scenario_files=scenarios, **{**options, "journal": 0})
         self.app.state.config = replace(fresh.state.config, journal=self.buffer)
 

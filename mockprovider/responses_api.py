@@ -295,15 +295,15 @@ def _item_events(index: int, item: dict[str, Any], chunk: int) -> Iterator[tuple
         started = {**item, "status": "in_progress", "content": []}
         yield "response.output_item.added", {"output_index": index, "item": started}, False
         yield "response.content_part.added", {**text_at, "part": {**part, "text": ""}}, False
-        for piece in wire.deltas(part["text"], chunk):
-            yield "response.output_text.delta", {**text_at, "delta": piece, "logprobs": []}, chunk
+        for piece, tokens in wire.weighed_deltas(part["text"], chunk):
+            yield "response.output_text.delta", {**text_at, "delta": piece, "logprobs": []}, tokens
         yield "response.output_text.done", {**text_at, "text": part["text"], "logprobs": []}, False
         yield "response.content_part.done", {**text_at, "part": part}, False
     else:
         started = {**item, "status": "in_progress", "arguments": ""}
         yield "response.output_item.added", {"output_index": index, "item": started}, False
-        for piece in wire.deltas(item["arguments"], chunk):
-            yield "response.function_call_arguments.delta", {**at, "delta": piece}, chunk
+        for piece, tokens in wire.weighed_deltas(item["arguments"], chunk):
+            yield "response.function_call_arguments.delta", {**at, "delta": piece}, tokens
         yield "response.function_call_arguments.done", {**at, "name": item["name"],
                                                         "arguments": item["arguments"]}, False
     yield "response.output_item.done", {"output_index": index, "item": item}, False

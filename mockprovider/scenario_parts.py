@@ -41,8 +41,9 @@ PACE_KEYS = ("latency", "rate", "chunk", "usage")
 REPLY_KEYS = (*ANSWER_KEYS, *PACE_KEYS)
 CALL_KEYS = ("name", "arguments", "id")
 ERROR_KEYS = ("status", "message", "type", "code", "headers")
-FRAMING_HEADERS = ("content-length", "transfer-encoding", "connection", "content-type")
-"""Set by the server from the body it sends: a scripted value would break the response."""
+FRAMING_HEADERS = ("content-length", "transfer-encoding", "connection", "content-type", "content-encoding")
+"""Set by the server from the body it sends: a scripted value would break the response (or, for
+content-encoding, make the client fail to decode a body that is sent plain)."""
 USAGE_KEYS = ("prompt_tokens", "completion_tokens")
 CONDITION_KEYS = (
     "tool_result_contains", "any_tool_result_contains", "tool_result_matches", "tool_result_of",
@@ -139,14 +140,20 @@ def _error(value: Any, at: At) -> ScriptedError:
     headers = error.get("headers", {})
     if not isinstance(headers, dict):
         raise (at / "headers").error(f"expected an object of header names and values, got {kind(headers)}")
+    seen: dict[str, str] = {}
     for name, header in headers.items():
         if not all(33 <= ord(ch) <= 126 and ch not in '()<>@,;:\\"/[]?={}' for ch in name) or not name:
             raise (at / "headers" / name).error("not a valid HTTP header name")
+        if (first := seen.setdefault(name.lower(), name)) != name:
+            raise (at / "headers" / name).error(f"names the header {first!r} again (names ignore case)")
         if name.lower() in FRAMING_HEADERS:
             raise (at / "headers" / name).error("set by the server from the body it sends; leave it out")
         text = string(header, at / "headers" / name)
-        if any(ord(ch) < 32 or ord(ch) > 255 for ch in text):
+        # What the HTTP server refuses to send (it drops the connection, with no response at all).
+        if any(ord(ch) < 32 or ord(ch) == 127 or ord(ch) > 255 for ch in text):
             raise (at / "headers" / name).error("a header value may hold no control or non-Latin-1 character")
+        if text != text.strip(" "):
+            raise (at / "headers" / name).error("a header value has no leading or trailing space")
     return ScriptedError(
         int(number(error["status"], at / "status", 400, 599, integer=True)),
         string(error["message"], at / "message"),

@@ -80,10 +80,20 @@ def token_pieces(text: str) -> list[str]:
 
 def deltas(text: str, chunk: int = 1) -> list[str]:
     """`text` as a stream's deltas: `chunk` tokens each (the last may hold fewer)."""
+    return [piece for piece, _ in weighed_deltas(text, chunk)]
+
+
+def arguments_tokens(c: Completion) -> int:
+    """The tokens of every tool call's arguments: what a stream sending them at once waits for."""
+    return sum(len(token_pieces(call.arguments)) for call in c.tool_calls)
+
+
+def weighed_deltas(text: str, chunk: int = 1) -> list[tuple[str, int]]:
+    """`deltas(text, chunk)`, each with the tokens it holds: what a paced stream waits for after
+    it (a short last delta, or a reply shorter than `chunk`, waits only for its own tokens)."""
     pieces = token_pieces(text)
-    if chunk <= 1:
-        return pieces
-    return ["".join(pieces[i:i + chunk]) for i in range(0, len(pieces), chunk)]
+    step = max(chunk, 1)
+    return [("".join(pieces[i:i + step]), len(pieces[i:i + step])) for i in range(0, len(pieces), step)]
 
 
 def _cut(text: str, limit: int) -> tuple[str, int]:
@@ -247,7 +257,12 @@ def render(c: Completion) -> bytes:
 
 
 def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
-    """The `chat.completion.chunk` objects of a stream, in order (without `[DONE]`).
+    """The `chat.completion.chunk` objects of a stream, in order (without `[DONE]`)."""
+    return (data for data, _ in weighed_chunks(c, include_usage=include_usage))
+
+
+def weighed_chunks(c: Completion, *, include_usage: bool) -> Iterator[tuple[dict[str, Any], int]]:
+    """`chunks(c)`, each with the tokens it carries (0 for the role, header and last chunks).
 
     Shape as OpenAI sends it: a role delta; then content deltas, and for tool calls a header
     delta per call (index, id, type, name, empty arguments) followed by its argument deltas
@@ -270,22 +285,22 @@ def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
         return out
 
     text_first = c.content is not None
-    yield chunk({"role": "assistant", "content": "" if text_first else None, "refusal": None})
+    yield chunk({"role": "assistant", "content": "" if text_first else None, "refusal": None}), 0
     if text_first:
-        for piece in deltas(c.content or "", c.chunk):
-            yield chunk({"content": piece})
+        for piece, tokens in weighed_deltas(c.content or "", c.chunk):
+            yield chunk({"content": piece}), tokens
     for index, call in enumerate(c.tool_calls):
         header = {"index": index, "id": call.id, "type": "function",
                   "function": {"name": call.name, "arguments": ""}}
-        yield chunk({"tool_calls": [header]})
-        for piece in deltas(call.arguments, c.chunk):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    yield chunk({}, c.finish_reason)
+        yield chunk({"tool_calls": [header]}), 0
+        for piece, tokens in weighed_deltas(call.arguments, c.chunk):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}), tokens
+    yield chunk({}, c.finish_reason), 0
     if include_usage:
         final = chunk({})
         final["choices"] = []
         final["usage"] = c.usage()
-        yield final
+        yield final, 0
 
 
 def sse(obj: dict[str, Any] | str) -> bytes:

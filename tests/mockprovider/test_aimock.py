@@ -203,6 +203,20 @@ REFUSED = [
      "$.fixtures[0].response.status", "belongs to an error response"),
     ({"fixtures": [{"match": {"endpoint": "embedding"}, "response": {"embedding": [0.1]}}]},
      "$.fixtures[0].response.embedding", "unknown key"),
+    # A value our own format refuses is named where it sits in the aimock file (it was named at
+    # "$.turns[0][0]...", a path the file does not have).
+    ({"fixtures": [{"match": {}, "response": {"content": "x"}}, {"match": {}, "response": {"content": "y"},
+                                                                 "latency": 2000}]},
+     "$.fixtures[1].latency", "expected a number from 0 to 1000"),
+    ({"fixtures": [{"match": {}, "response": {"error": {"message": "m"}, "status": 200}}]},
+     "$.fixtures[0].response", "error.status: expected a number from 400 to 599, got 200"),
+    ({"fixtures": [{"match": {}, "response": {"error": {"message": "m", "code": None}, "status": 429}}]},
+     "$.fixtures[0].response", "error.code: expected a string, got null"),
+    ({"fixtures": [{"match": {}, "response": {"toolCalls": [{"name": "f", "arguments": 5}]}}]},
+     "$.fixtures[0].response", "tool_calls[0].arguments: expected an object or a JSON string"),
+    ({"fixtures": [{"match": {}, "response": {"content": "x",
+                                              "usage": {"input_tokens": -1, "output_tokens": 2}}}]},
+     "$.fixtures[0].response", "usage.prompt_tokens: expected a number from 0"),
 ]
 
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mockprovider.app import create_app
-from mockprovider.conditions import MAX_MATCH_CHARS
+from mockprovider.conditions import MAX_MATCH_CHARS, compile_pattern
 from mockprovider.scenario_files import ScenarioFileError, compile_scenario
 from mockprovider.scenarios import Conversation
 from mockprovider.server import serve_in_thread
@@ -215,3 +215,42 @@ def test_healthz_answers_while_crafted_tool_results_arrive(crafted_server: str):
         thread.join()
     assert health == [200] * 20
     assert answers == ["no match"] * (2 * 5 * len(CRAFTED))
+
+
+def test_a_pattern_with_groups_compiles_without_captures():
+    # Captures make RE2 find submatches with its NFA, time × pattern size on every search, on
+    # the event loop; a condition needs only "does it match", which RE2's DFA answers.
+    assert compile_pattern(r"(?s)(.*a.*b.*c.*){20}").groups == 0
+    assert _holds({"last_user_matches": r"(a)(b)\z"}, ({"role": "user", "content": "xab"},))
+
+
+@pytest.mark.parametrize(("pattern", "text", "expected"), [
+    # As docs/scenarios.md warns: where RE2 and Python's re differ on the same pattern.
+    (r"passed$", "3 passed\n", False),  # re: True; `$` is the very end of the text
+    (r"passed\n?$", "3 passed\n", True),
+    (r"(?m)passed$", "3 passed\n", True),
+    (r"^\d+$", "١٢٣", False),  # re: True; \d, \w, \s and \b are ASCII
+    (r"^\p{Nd}+$", "١٢٣", True),
+    (r"^\w+$", "café", False),
+    (r"^[\p{Latin}\d_]+$", "café", True),
+    (r"(?i)CAFÉ", "café", True),  # case folding is Unicode, as in re
+])
+def test_re2_semantics_the_docs_warn_about(pattern: str, text: str, expected: bool):
+    assert _holds({"last_user_matches": pattern}, ({"role": "user", "content": text},)) is expected
+
+
+def test_a_pattern_over_the_size_limit_is_told_why_even_without_a_repeat_count():
+    # \pL, every Unicode letter, is a large automaton by itself; "use smaller repeat counts"
+    # sent its author looking for a repeat the pattern does not have.
+    with pytest.raises(ScenarioFileError) as caught:
+        compile_scenario({"name": "u", "turns": [[{"if": {"last_user_matches": r"^\pL+$"}, "content": "x"}]]},
+                         source="u.json")
+    assert "a whole Unicode category such as \\pL" in str(caught.value)
+
+
+@pytest.mark.parametrize("pattern", [r"done$", r"done\b", r"done\z"])
+def test_the_cut_at_max_match_chars_is_not_the_end_of_the_text(pattern: str):
+    # Searching only a prefix must not make its cut look like the end of the text (or a word's).
+    cut = " " * (MAX_MATCH_CHARS - 4) + "done"
+    assert _holds({"last_user_matches": pattern}, ({"role": "user", "content": cut},))
+    assert not _holds({"last_user_matches": pattern}, ({"role": "user", "content": cut + "x more"},))

@@ -111,3 +111,48 @@ def test_get_journal_filters_by_path_and_model(mock_llm: MockLLM):
     assert seen(model="plan+latency=1") == seen(model="plan")
     assert seen(path="/v1/chat/completions", model="weather") == [("/v1/chat/completions", "weather")] * 2
     assert seen(model="nothing") == []
+
+
+GEMINI_PATHS = ["/v1beta/models/weather:generateContent",
+                "/o/latency=1/v1beta/models/weather:streamGenerateContent"]
+
+
+def _second_turns_through_gemini_and_ollama(mock: MockLLM) -> None:
+    call = {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}
+    answer = {"functionResponse": {"name": "get_weather", "response": {"result": "rain"}}}
+    gemini = {"contents": [{"role": "user", "parts": [{"text": "Umbrella in Paris?"}]},
+                           {"role": "model", "parts": [call]}, {"role": "user", "parts": [answer]}]}
+    ollama = {"model": "weather", "stream": False, "messages": [
+        *ASK, {"role": "assistant", "content": "", "tool_calls": [
+            {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "content": "rain"}]}
+    with httpx.Client(base_url=mock.root_url) as http:
+        for path in GEMINI_PATHS:
+            assert http.post(path, json=gemini).status_code == 200
+        assert http.post("/api/chat", json=ollama).status_code == 200
+
+
+@pytest.mark.mock_llm(scenarios=[WEATHER])
+def test_requests_count_the_turn_of_gemini_and_ollama_requests_too(mock_llm: MockLLM):
+    _second_turns_through_gemini_and_ollama(mock_llm)
+    assert [e.path for e in mock_llm.requests(turn=1)] == [*GEMINI_PATHS, "/api/chat"]
+    assert mock_llm.requests(turn=0) == []
+
+
+@pytest.mark.mock_llm(scenarios=[WEATHER])
+def test_get_journal_finds_a_gemini_requests_model_in_its_path(mock_llm: MockLLM):
+    # Gemini names the model in the URL, not the body.
+    _second_turns_through_gemini_and_ollama(mock_llm)
+    httpx.post(f"{mock_llm.root_url}/v1beta/models/plan:generateContent",
+               json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    page = httpx.get(f"{mock_llm.root_url}/journal", params={"model": "weather"}).json()
+    assert [e["path"] for e in page["data"]] == [*GEMINI_PATHS, "/api/chat"]
+    page = httpx.get(f"{mock_llm.root_url}/journal", params={"model": "plan"}).json()
+    assert [e["path"] for e in page["data"]] == ["/v1beta/models/plan:generateContent"]
+
+
+def test_configure_refuses_a_journal_capacity_it_would_ignore(mock_llm: MockLLM):
+    # The journal is kept across configure(); a capacity given there was silently dropped.
+    with pytest.raises(pytest.fail.Exception, match="journal"):
+        mock_llm.configure(journal=5)
+    assert mock_llm.buffer.capacity > 5

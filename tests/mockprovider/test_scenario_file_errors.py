@@ -122,6 +122,34 @@ BAD_FILES: list[tuple[str, Any, str, str]] = [
      '{"name": "s", "turns": [{"tool_calls": [{"name": "f", "arguments": {"q": "\\udc00"}}]}]}',
      "$.turns[0].tool_calls[0].arguments", "a lone surrogate (\\udc00)"),
     ("scenario.yaml", "name: x", "expected a .json or .toml file", "'.yaml'"),
+    # Python's JSON reader and TOML accept non-finite numbers; a whole-number field given one
+    # was an OverflowError or ValueError traceback instead of this line.
+    ("infchunk.json", '{"name": "i", "turns": [{"content": "x", "chunk": Infinity}]}', "$.turns[0].chunk",
+     "expected a number from 1 to"),
+    ("nanchunk.json", '{"name": "n", "turns": [{"content": "x", "chunk": NaN}]}', "$.turns[0].chunk",
+     "expected a number from 1 to"),
+    ("bigusage.json",
+     '{"name": "b", "turns": [{"content": "x", "usage": {"prompt_tokens": 1e400, "completion_tokens": 1}}]}',
+     "$.turns[0].usage.prompt_tokens", "expected a number from 0 to"),
+    ("infturn.toml", 'name = "t"\n[[turns]]\ncontent = "x"\nchunk = inf\n', "$.turns[0].chunk",
+     "expected a number from 1 to"),
+    ("nanturn.json", '{"name": "t", "turns": [[{"if": {"turn_at_least": NaN}, "content": "x"}]]}',
+     "$.turns[0][0].if.turn_at_least", "expected a number from 0 to"),
+    # What uvicorn refuses to send (the connection dropped with no response) or what the
+    # client would misread (a body it cannot decode).
+    ("delheader.json", {"name": "d", "turns": [{"error": {"status": 503, "message": "m",
+                                                         "headers": {"x-why": "a\x7fb"}}}]},
+     '$.turns[0].error.headers["x-why"]', "no control"),
+    ("encoding.json", {"name": "e", "turns": [{"error": {"status": 503, "message": "m",
+                                                        "headers": {"Content-Encoding": "gzip"}}}]},
+     '$.turns[0].error.headers["Content-Encoding"]', "set by the server from the body it sends"),
+    ("spaceheader.json", {"name": "s", "turns": [{"error": {"status": 503, "message": "m",
+                                                           "headers": {"x-why": " padded "}}}]},
+     '$.turns[0].error.headers["x-why"]', "no leading or trailing space"),
+    # Header names ignore case: one of the two values was silently dropped.
+    ("twoheaders.json", {"name": "t", "turns": [{"error": {
+        "status": 429, "message": "m", "headers": {"Retry-After": "1", "retry-after": "9"}}}]},
+     '$.turns[0].error.headers["retry-after"]', "names the header 'Retry-After' again"),
 ]
 
 

@@ -16,7 +16,7 @@ import pytest
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import o200k
@@ -276,3 +276,64 @@ def test_any_aimock_document_loads_or_is_refused_with_a_scenario_file_error(fixt
         load_scenarios([{"fixtures": fixtures}])
     except ScenarioFileError as e:
         assert str(e).startswith("<inline scenario 1>: $") and "\n" not in str(e)
+
+
+# A delta waits for the tokens it holds: a short reply under a huge `chunk` is one delta of a
+# few tokens. Waiting `chunk / rate` per delta instead stalled it for days.
+STALLING = {"name": "stalling", "turns": [{"content": "Hi.", "chunk": 1_000_000, "rate": 100,
+                                           "tool_calls": [{"name": "f", "arguments": {"q": 1}}]}]}
+STREAMS = {
+    "chat": ("/v1/chat/completions", {"model": "stalling", "messages": HI, "stream": True}),
+    "responses": ("/v1/responses", {"model": "stalling", "input": "hi", "stream": True}),
+    "messages": ("/v1/messages", {"model": "stalling", "max_tokens": 50, "messages": HI, "stream": True}),
+    "gemini": ("/v1beta/models/stalling:streamGenerateContent?alt=sse",
+               {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
+    "ollama": ("/api/chat", {"model": "stalling", "messages": HI}),
+}
+
+
+@pytest.mark.parametrize("wire_format", STREAMS)
+def test_a_delta_waits_for_the_tokens_it_holds_not_the_chunk_size(wire_format: str):
+    path, body = STREAMS[wire_format]
+    with serve_in_thread(create_app(scenario_files=[STALLING])) as url, httpx.Client(timeout=20) as http:
+        with http.stream("POST", url.removesuffix("/v1") + path, json=body) as response:
+            assert response.status_code == 200
+            assert b"Hi." in b"".join(response.iter_bytes())
+
+
+@pytest.fixture(scope="module")
+def swappable() -> Iterator[tuple[str, Any]]:
+    """A real server (its HTTP protocol checks what a response may carry) whose app's scenarios
+    a test swaps per example."""
+    app = create_app()
+    with serve_in_thread(app) as url:
+        yield url, app
+
+
+# Header names mostly valid; values of letters beside what HTTP framing cares about: spaces,
+# separators, controls, DEL, Latin-1 and beyond.
+_HEADER_NAME = st.sampled_from(["x-a", "Retry-After", "retry-after", "x b", "Content-Encoding"])
+_HEADER_VALUE = st.text(st.sampled_from("aZ- ;\t\r\n\x7féÿĀ"), max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@example(status=503, headers={"x-a": "a\x7f"})  # the connection was dropped, with no response
+@example(status=503, headers={"x-a": " a"})  # likewise under --http h11; trimmed under httptools
+@example(status=503, headers={"Content-Encoding": "gzip"})  # a plain body the client cannot decode
+@given(status=st.integers(400, 599) | st.sampled_from([200, 399, 600]),
+       headers=st.dictionaries(_HEADER_NAME, _HEADER_VALUE, max_size=3))
+def test_an_error_reply_that_loads_is_answered_with_its_status(swappable: tuple[str, Any], status: int,
+                                                               headers: dict[str, str]):
+    # Loading is the only check: whatever passes it must reach the client as sent, never as a
+    # dropped connection or a 500.
+    url, app = swappable
+    error = {"status": status, "message": "m", "headers": headers}
+    document = {"name": "scripted", "turns": [{"error": error}]}
+    try:
+        app.state.config = create_app(scenario_files=[document]).state.config
+    except ScenarioFileError:
+        return
+    answer = httpx.post(f"{url}/chat/completions", json={"model": "scripted", "messages": HI}, timeout=10)
+    assert answer.status_code == status
+    sent = dict(answer.headers.raw)
+    assert all(sent[name.lower().encode()] == value.encode("latin-1") for name, value in headers.items())
