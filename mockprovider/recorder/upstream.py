@@ -9,6 +9,7 @@ that quotes the URL).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -79,8 +80,14 @@ class Upstream:
 
 
 def _rough_mask(text: str) -> str:
-    """A URL too broken to parse, with anything between '//' and '@' masked all the same."""
+    """A URL too broken to parse, masked all the same: everything between '//' and the last '@'
+    (a password may hold '@', '/', '?' or '#' unencoded), and the value of every query parameter
+    named like a key."""
     head, sep, rest = text.partition("//")
-    if sep and "@" in rest.split("/", 1)[0]:
-        return f"{head}//{MASK}@{rest.split('@', 1)[1]}"
-    return text
+    if sep and "@" in rest:
+        rest = f"{MASK}@{rest.rpartition('@')[2]}"
+    return head + sep + _QUERY_VALUE.sub(
+        lambda m: m[1] + (MASK if looks_secret(m[2]) and m[3] else m[3]), rest)
+
+
+_QUERY_VALUE = re.compile(r"([?&;]([^=&;#]*)=)([^&;#]*)")

@@ -280,3 +280,19 @@ def test_a_lone_surrogate_in_the_first_user_message_is_not_recorded(tmp_path: Pa
     line = app.state.recorder.recording.add("b", 0, "m\udfff", {"content": "ok"})
     assert line.startswith("recorded turn 0")
     assert "m\\udfff" in json.loads((tmp_path / "s.json").read_text())["description"]
+
+
+@pytest.mark.parametrize("upstream", [
+    f"htp://user:{PASSWORD}@x@host/v1",  # a typo in the scheme, an '@' in the password
+    f"http://user:{PASSWORD}/x@host/v1",  # an unencoded '/' in the password
+    f"http://user:{PASSWORD}?x@host/v1",
+    f"ftp://host/v1?key={PASSWORD}",  # a key in the query of a URL that is refused
+    f"ftp://host/v1?a=1&api-key={PASSWORD}",
+])
+def test_an_unparseable_upstream_url_is_refused_without_any_piece_of_its_credentials(upstream: str):
+    with pytest.raises(ValueError, match="must be an http") as caught:
+        create_recorder(upstream=upstream, out="x.json")
+    message = str(caught.value)
+    assert PASSWORD not in message and "x@host" not in message
+    assert "host/v1" in message  # still says which URL was refused
+
