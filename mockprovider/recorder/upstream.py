@@ -10,7 +10,7 @@ that quotes the URL).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 import httpx
@@ -24,11 +24,11 @@ _PATH_SAFE = "!$&'()*+,;=:@-._~"
 
 @dataclass(frozen=True, kw_only=True)
 class Upstream:
-    url: httpx.URL
+    url: httpx.URL = field(repr=False)
     """With its credentials: used to send, never shown."""
     shown: str
     """The URL with every credential replaced by `***`: for files, logs and error messages."""
-    secrets: tuple[str, ...]
+    secrets: tuple[str, ...] = field(repr=False)
     """The credentials as they appear in text, longest first, for `scrub`."""
 
     @classmethod

@@ -296,3 +296,10 @@ def test_an_unparseable_upstream_url_is_refused_without_any_piece_of_its_credent
     assert PASSWORD not in message and "x@host" not in message
     assert "host/v1" in message  # still says which URL was refused
 
+
+def test_no_repr_of_the_proxy_shows_the_upstreams_credentials(tmp_path: Path):
+    upstream = f"http://user:{PASSWORD}@127.0.0.1:9/v1?api-key={PASSWORD}Q"
+    with record(upstream, tmp_path / "o.json") as proxy:
+        shown = repr(proxy)
+    assert PASSWORD not in shown
+    assert "127.0.0.1:9" in shown
