@@ -216,7 +216,16 @@ async def _forward(
         stream = Stream(fmt) if recordable and fmt is not None and isinstance(asked, Asked) else None
         relay = _relay(chunks, rec, stream, asked, close)
         return _returned(StreamingResponse(relay, status_code=status, background=close), response)
-    head, ended = await _read_up_to(chunks, response, MAX_REPLY_BYTES)
+    try:
+        head, ended = await _read_up_to(chunks, response, MAX_REPLY_BYTES)
+    except httpx.HTTPError as e:
+        # Nothing has reached the client yet: a whole reply the upstream broke off is a 502, as
+        # for an upstream that cannot be reached, not the framework's plain-text 500.
+        await _close(response, client)
+        why = rec.upstream.scrub(f"{type(e).__name__}: {e}")
+        rec.log(f"the upstream {rec.upstream.shown} failed before its reply was whole ({why}); a 502 sent")
+        raise APIError(502, f"The upstream {rec.upstream.shown} failed before its reply was whole: {why}",
+                       type="server_error", code="upstream_failed") from None
     if not ended:
         if recordable:
             rec.log(f"warning: a reply larger than {MAX_REPLY_BYTES} bytes (the limit of a scenario file) "

@@ -5,6 +5,7 @@ whatever bytes a test gives it."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import tracemalloc
@@ -376,3 +377,61 @@ def test_a_stream_far_past_the_bound_keeps_the_proxys_memory_flat(tmp_path: Path
     assert peak < MAX_REPLY_BYTES * 3, f"peak {peak} bytes while relaying {received}"
     assert any(line.startswith("warning: a streamed reply passed") for line in proxy.log)
     assert not (tmp_path / "huge.json").exists()
+
+
+def _raw_upstream(reply: bytes) -> Iterator[str]:
+    """An upstream on a loopback socket that reads each request whole, sends `reply` as it is
+    and hangs up: an HTTP server that dies in the middle of a reply."""
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, rest = data.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                while len(rest) < length:
+                    rest += conn.recv(65536)
+                conn.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+    finally:
+        server.close()
+
+
+CUT_WHOLE = {
+    "a content-length body cut short": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 100\r\n\r\n{\"choices\":",
+    "a chunked body cut between chunks": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+}
+
+
+@pytest.mark.parametrize("case", list(CUT_WHOLE))
+@pytest.mark.parametrize("path", ["chat/completions", "messages", "models"])
+def test_an_upstream_that_hangs_up_mid_reply_is_a_502_in_the_routes_shape(tmp_path: Path, case: str, path: str):
+    upstream = contextlib.contextmanager(_raw_upstream)(CUT_WHOLE[case])
+    with upstream as url, record(url, tmp_path / "cut.json") as proxy:
+        if path == "models":
+            r = httpx.get(f"{proxy.base_url}/models", timeout=30)
+        else:
+            r = _through(proxy, path)
+    assert r.status_code == 502, r.text
+    error = r.json()["error"]
+    assert error["type"] in ("server_error", "api_error")
+    assert "before its reply was whole" in error["message"]
+    if path == "messages":
+        assert r.json()["type"] == "error"  # Anthropic's shape
+    assert not (tmp_path / "cut.json").exists()
