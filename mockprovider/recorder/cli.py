@@ -40,7 +40,7 @@ def create_recorder(
         if reads:
             recording.load()
         else:
-            recording.mode = out.stat().st_mode & 0o7777
+            recording.take_over()
     mode: Mode = "strict" if strict else "proxy-on-miss" if proxy_on_miss else "record"
     return proxy_app(Recorder(upstream=target, recording=recording, mode=mode))
 

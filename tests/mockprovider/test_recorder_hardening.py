@@ -303,3 +303,31 @@ def test_no_repr_of_the_proxy_shows_the_upstreams_credentials(tmp_path: Path):
         shown = repr(proxy)
     assert PASSWORD not in shown
     assert "127.0.0.1:9" in shown
+
+
+def _ask(proxy, text: str) -> None:
+    with OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0) as client:
+        client.chat.completions.create(model="plan", messages=[{"role": "user", "content": text}])
+
+
+def test_two_proxies_recording_into_one_file_lose_no_conversation(tmp_path: Path):
+    out = tmp_path / "shared.json"
+    with serve_in_thread() as upstream, record(upstream, out) as first:
+        _ask(first, "one")
+        with record(upstream, out, append=True) as second:
+            _ask(second, "two")
+            _ask(first, "three")  # its save must keep what the other proxy wrote meanwhile
+            _ask(second, "four")
+    users = {alt["if"]["user_contains"] for alt in json.loads(out.read_text())["turns"][0]}
+    assert users == {"one", "two", "three", "four"}
+
+
+def test_overwrite_still_starts_a_new_recording(tmp_path: Path):
+    out = tmp_path / "fresh.json"
+    with serve_in_thread() as upstream:
+        with record(upstream, out) as proxy:
+            _ask(proxy, "old")
+        with record(upstream, out, overwrite=True) as proxy:
+            _ask(proxy, "new")
+    users = [alt["if"]["user_contains"] for alt in json.loads(out.read_text())["turns"][0]]
+    assert users == ["new"]
