@@ -85,6 +85,9 @@ class Recording:
     """Model names the client asked for, in order (a dict as an ordered set)."""
     mode: int = field(default_factory=_umask_mode)
     """The file's permission bits: kept from an existing file, else what the umask gives."""
+    options: str | None = None
+    after_last: str = "error"
+    """Both as an appended file had them (a hand edit is kept), else the recorder's defaults."""
     warned_size: bool = False
     seen: tuple[int, int, int] | None = None
     """The file as this recording last read or wrote it (inode, mtime, size): a file that differs
@@ -141,8 +144,9 @@ class Recording:
             "name": self.name,
             "description": self.description
             or f"Recorded from {self.upstream} ({models}): {len(threads)} conversation(s).",
+            **({"options": self.options} if self.options is not None else {}),
             "turns": turns,
-            "after_last": "error",
+            "after_last": self.after_last,
         }
 
     def save(self) -> int:
@@ -201,9 +205,12 @@ class Recording:
         written = doc.get("description")
         if not (isinstance(written, str) and written.startswith("Recorded from ")):  # ours: rewritten
             self.description = self.description or written
+        self.options = doc.get("options", self.options)
+        self.after_last = doc.get("after_last", self.after_last)
         for turn, value in enumerate(doc["turns"]):
             for alternative in value if isinstance(value, list) else [value]:
-                reply = {k: alternative[k] for k in ("content", "tool_calls", "usage") if k in alternative}
+                # Every key but the condition: a hand-added latency or error stays as it was.
+                reply = {k: v for k, v in alternative.items() if k != "if"}
                 if set(reply) == {"content"} and _GAP.fullmatch(reply["content"]):
                     continue
                 when = alternative.get("if", {"user_contains": ""})

@@ -331,3 +331,25 @@ def test_overwrite_still_starts_a_new_recording(tmp_path: Path):
             _ask(proxy, "new")
     users = [alt["if"]["user_contains"] for alt in json.loads(out.read_text())["turns"][0]]
     assert users == ["new"]
+
+
+def test_append_keeps_what_a_hand_edited_recording_adds(tmp_path: Path):
+    out = tmp_path / "edited.json"
+    with serve_in_thread() as upstream:
+        with record(upstream, out) as proxy:
+            _ask(proxy, "slow")
+        doc = json.loads(out.read_text())
+        doc["options"] = "latency=5"
+        doc["after_last"] = "repeat"
+        doc["turns"][0][0]["latency"] = 50
+        doc["turns"].append([{"if": {"user_contains": "slow"}, "error": {"status": 429, "message": "busy"}}])
+        out.write_text(json.dumps(doc))
+        with record(upstream, out, append=True) as proxy:
+            _ask(proxy, "fast")
+    kept = json.loads(out.read_text())
+    assert (kept["options"], kept["after_last"]) == ("latency=5", "repeat")
+    slow = next(alt for alt in kept["turns"][0] if alt["if"]["user_contains"] == "slow")
+    assert slow["latency"] == 50
+    assert kept["turns"][1] == [{"if": {"user_contains": "slow"}, "error": {"status": 429, "message": "busy"}}]
+    with serve_in_thread(scenario_files=[out]) as replay:  # still a file --scenarios loads
+        assert httpx.get(f"{replay}/models").status_code == 200
