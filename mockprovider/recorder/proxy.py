@@ -212,7 +212,8 @@ async def _forward(
         recordable = False
     chunks = response.aiter_raw()
     close = BackgroundTask(_close, response, client)
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
+    media = response.headers.get("content-type", "").lower()  # media types ignore case
+    if media.startswith("text/event-stream"):
         stream = Stream(fmt) if recordable and fmt is not None and isinstance(asked, Asked) else None
         relay = _relay(chunks, rec, stream, asked, close)
         return _returned(StreamingResponse(relay, status_code=status, background=close), response)

@@ -350,6 +350,7 @@ def test_append_keeps_what_a_hand_edited_recording_adds(tmp_path: Path):
     assert (kept["options"], kept["after_last"]) == ("latency=5", "repeat")
     slow = next(alt for alt in kept["turns"][0] if alt["if"]["user_contains"] == "slow")
     assert slow["latency"] == 50
-    assert kept["turns"][1] == [{"if": {"user_contains": "slow"}, "error": {"status": 429, "message": "busy"}}]
+    busy = {"if": {"user_contains": "slow"}, "error": {"status": 429, "message": "busy"}}
+    assert kept["turns"][1] == [busy]
     with serve_in_thread(scenario_files=[out]) as replay:  # still a file --scenarios loads
         assert httpx.get(f"{replay}/models").status_code == 200
