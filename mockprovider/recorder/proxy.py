@@ -117,9 +117,13 @@ def _forwarded(request: Request) -> dict[str, str]:
 
 def _returned(ours: Response, theirs: httpx.Response) -> Response:
     """`ours` with the upstream's headers as they came (repeated ones, such as set-cookie, kept
-    apart), less hop-by-hop ones; the length stays ours, of the body we send."""
-    kept = [(k, v) for k, v in theirs.headers.raw if k.decode("latin-1").lower() not in HOP_BY_HOP]
-    ours.raw_headers = [h for h in ours.raw_headers if h[0] == b"content-length"] + kept
+    apart), less hop-by-hop ones; the length stays ours, of the body we send, except for HEAD,
+    whose length is the upstream's (of the body a GET would get)."""
+    head = theirs.request.method == "HEAD"
+    own = b"" if head else b"content-length"
+    kept = [(k, v) for k, v in theirs.headers.raw
+            if k.decode("latin-1").lower() not in HOP_BY_HOP or (head and k.lower() == b"content-length")]
+    ours.raw_headers = [h for h in ours.raw_headers if h[0] == own] + kept
     return ours
 
 

@@ -421,7 +421,9 @@ CUT_WHOLE = {
 
 @pytest.mark.parametrize("case", list(CUT_WHOLE))
 @pytest.mark.parametrize("path", ["chat/completions", "messages", "models"])
-def test_an_upstream_that_hangs_up_mid_reply_is_a_502_in_the_routes_shape(tmp_path: Path, case: str, path: str):
+def test_an_upstream_that_hangs_up_mid_reply_is_a_502_in_the_routes_shape(
+    tmp_path: Path, case: str, path: str
+):
     upstream = contextlib.contextmanager(_raw_upstream)(CUT_WHOLE[case])
     with upstream as url, record(url, tmp_path / "cut.json") as proxy:
         if path == "models":
@@ -435,3 +437,24 @@ def test_an_upstream_that_hangs_up_mid_reply_is_a_502_in_the_routes_shape(tmp_pa
     if path == "messages":
         assert r.json()["type"] == "error"  # Anthropic's shape
     assert not (tmp_path / "cut.json").exists()
+
+
+def test_a_stream_whose_media_type_is_spelled_in_capitals_is_relayed_and_recorded_as_a_stream(scripted):
+    script, proxy = scripted
+    events = _sse(_chunk({"content": "shouted"}, "stop"), "[DONE]")
+    script.status, script.media, script.chunks = 200, "Text/Event-Stream; charset=UTF-8", events
+    asked = {**ASK, "stream": True, "messages": [{"role": "user", "content": "capitals"}]}
+    with httpx.stream("POST", f"{proxy.base_url}/chat/completions", json=asked, timeout=30) as response:
+        got = b"".join(response.iter_raw())
+    assert got == b"".join(events)
+    assert "transfer-encoding" in response.headers  # relayed as it came, not held and sent whole
+    assert proxy.recorder.recording.lookup("capitals", 0) == {"content": "shouted"}
+
+
+def test_head_through_the_proxy_carries_the_upstreams_content_length(tmp_path: Path):
+    with serve_in_thread() as upstream, record(upstream, tmp_path / "head.json") as proxy:
+        direct = httpx.head(f"{upstream}/models")
+        through = httpx.head(f"{proxy.base_url}/models")
+        whole = httpx.get(f"{proxy.base_url}/models")
+    assert through.status_code == direct.status_code == 200
+    assert through.headers["content-length"] == direct.headers["content-length"] == str(len(whole.content))
