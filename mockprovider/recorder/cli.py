@@ -45,6 +45,10 @@ def create_recorder(
     return proxy_app(Recorder(upstream=target, recording=recording, mode=mode))
 
 
+RELAY = {"server_header": False, "date_header": False}
+"""The upstream's Date and Server headers reach the client, so uvicorn adds none of its own."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Proxy:
     """A running recorder, from `record()`."""
@@ -71,7 +75,7 @@ def record(
     each reply, so it can be read inside the block or after it."""
     app = create_recorder(upstream=upstream, out=out, name=name, description=description, overwrite=overwrite,
                           append=append, strict=strict, proxy_on_miss=proxy_on_miss)
-    with serve_in_thread(app) as base_url:
+    with serve_in_thread(app, uvicorn_options=RELAY) as base_url:
         yield Proxy(base_url=base_url, root_url=base_url.removesuffix("/v1"), out=Path(out),
                     recorder=app.state.recorder)
 
@@ -124,5 +128,5 @@ def main(argv: list[str] | None = None) -> None:
     recorder.log(f"recording proxy ({recorder.mode}) at http://{shown}:{port}/v1 "
                  f"-> {recorder.upstream.shown}; "
                  f"{action} {args.out}")
-    config = uvicorn.Config(app, access_log=False, log_level="warning")
+    config = uvicorn.Config(app, access_log=False, log_level="warning", **RELAY)
     uvicorn.Server(config).run(sockets=[sock])

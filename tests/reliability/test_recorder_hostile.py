@@ -458,3 +458,16 @@ def test_head_through_the_proxy_carries_the_upstreams_content_length(tmp_path: P
         whole = httpx.get(f"{proxy.base_url}/models")
     assert through.status_code == direct.status_code == 200
     assert through.headers["content-length"] == direct.headers["content-length"] == str(len(whole.content))
+
+
+def test_the_upstreams_date_and_server_headers_come_back_as_they_came_not_beside_the_proxys_own(scripted):
+    script, proxy = scripted
+    script.status, script.media, script.chunks = 200, "application/json", [b'{"id": "x"}']
+    script.headers = {"server": "the-upstream"}
+    try:
+        direct = httpx.get(f"{proxy.recorder.upstream.url}/models")
+        through = _through(proxy, "models")
+    finally:
+        script.headers = {}
+    assert through.headers.get_list("server") == direct.headers.get_list("server")
+    assert len(through.headers.get_list("date")) == len(direct.headers.get_list("date")) == 1
