@@ -18,6 +18,8 @@ import httpx
 from mockprovider.journal import looks_secret
 
 MASK = "***"
+_DOTTED = re.compile(r"[;\\]")
+"""What ends a path segment's name for some servers: Tomcat's ';parameters', IIS's backslash."""
 _PATH_SAFE = "!$&'()*+,;=:@-._~"
 """Characters a path segment may carry unescaped (RFC 3986 pchar); the rest is percent-encoded."""
 
@@ -66,6 +68,8 @@ class Upstream:
         for segment in path.split("/"):
             if segment in ("", "."):
                 continue
+            if segment != ".." and ".." in _DOTTED.split(segment):
+                return None  # '..;' and '..\' climb on servers that read ';' or a backslash as a boundary
             if segment == "..":
                 if not kept:
                     return None

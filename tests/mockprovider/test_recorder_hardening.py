@@ -113,6 +113,8 @@ def _raw_get(base_url: str, path: str) -> tuple[int, bytes]:
 @pytest.mark.parametrize("path", [
     "/v1/../../admin/secrets", "/v1/../admin", "/v1/models/../../secrets", "/v1/%2e%2e/admin",
     "/v1/..%2Fadmin", "/v1/./../admin",
+    # Dot segments other servers honour: Tomcat reads '..;' as '..', IIS reads '\\' as '/'.
+    "/v1/..;/admin", "/v1/..;x=1/..;/admin", "/v1/..\\..\\admin", "/v1/models%5C..%5C..%5Cadmin",
 ])
 def test_a_path_that_climbs_out_of_the_upstream_base_is_refused(tmp_path: Path, path: str):
     app, seen = _catch_all()
