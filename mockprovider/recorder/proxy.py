@@ -51,6 +51,7 @@ HOP_BY_HOP = frozenset({
     "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
     "proxy-authorization", "proxy-connection",
 })
+_NOT_FORWARDED = HOP_BY_HOP | {"accept-encoding"}
 OFF_LOOP_BYTES = 1024 * 1024
 """A whole reply larger than this is parsed and recorded on a worker thread."""
 PATHS: dict[Format, str] = {"chat": "chat/completions", "responses": "responses", "messages": "messages"}
@@ -109,9 +110,12 @@ def _error(fmt: Format, e: APIError) -> Response:
     return anthropic_api.error_response(e) if fmt == "messages" else e.response()
 
 
-def _forwarded(request: Request) -> dict[str, str]:
-    headers = {k: v for k, v in request.headers.items() if k not in HOP_BY_HOP and k != "accept-encoding"}
-    headers["accept-encoding"] = "identity"  # bytes pass through as the upstream sent them
+def _forwarded(request: Request) -> list[tuple[bytes, bytes]]:
+    """The client's headers as raw bytes (a value outside ASCII is valid HTTP, and httpx would
+    refuse it as text), less hop-by-hop ones."""
+    headers = [(k, v) for k, v in request.headers.raw
+               if k.decode("latin-1").lower() not in _NOT_FORWARDED]
+    headers.append((b"accept-encoding", b"identity"))  # bytes pass through as the upstream sent them
     return headers
 
 

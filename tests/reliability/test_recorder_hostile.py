@@ -471,3 +471,36 @@ def test_the_upstreams_date_and_server_headers_come_back_as_they_came_not_beside
         script.headers = {}
     assert through.headers.get_list("server") == direct.headers.get_list("server")
     assert len(through.headers.get_list("date")) == len(direct.headers.get_list("date")) == 1
+
+
+def _raw_request(base_url: str, request: bytes) -> bytes:
+    """`request` sent on a socket as written (no client would send these bytes); the reply."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        conn.sendall(request)
+        reply = b""
+        while chunk := conn.recv(65536):
+            reply += chunk
+    return reply
+
+
+@pytest.mark.parametrize("path", [b"/v1/chat/completions", b"/v1/models"])
+def test_a_header_value_outside_ascii_reaches_the_upstream_byte_for_byte(tmp_path: Path, path: bytes):
+    got: list[bytes] = []
+
+    async def echo(request: Request) -> Response:
+        got.extend(v for k, v in request.headers.raw if k == b"x-note")
+        return Response(_message({"role": "assistant", "content": "ok"}), media_type="application/json")
+
+    upstream_app = Starlette(routes=[Route("/v1/{path:path}", echo, methods=["POST"])])
+    body = json.dumps(ASK).encode()
+    request = (b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"X-Note: caf\xe9 \x80\xff\r\nContent-Length: " + str(len(body)).encode()
+               + b"\r\nConnection: close\r\n\r\n" + body)
+    with serve_in_thread(upstream_app) as upstream, record(upstream, tmp_path / "h.json") as proxy:
+        reply = _raw_request(proxy.base_url, request)
+    assert reply.startswith(b"HTTP/1.1 200 "), reply[:200]
+    assert got == [b"caf\xe9 \x80\xff"]
