@@ -39,6 +39,9 @@ def create_recorder(
     if exists:
         if reads:
             recording.load()
+            given = recording.given_name
+            if name is None and given is not None:  # the file's own name, as a hand edit left it
+                recording.name = check_name(given)
         else:
             recording.take_over()
     mode: Mode = "strict" if strict else "proxy-on-miss" if proxy_on_miss else "record"

@@ -88,6 +88,8 @@ class Recording:
     options: str | None = None
     after_last: str = "error"
     """Both as an appended file had them (a hand edit is kept), else the recorder's defaults."""
+    given_name: str | None = None
+    """The name the loaded file gives its scenario, if any."""
     warned_size: bool = False
     seen: tuple[int, int, int] | None = None
     """The file as this recording last read or wrote it (inode, mtime, size): a file that differs
@@ -205,6 +207,7 @@ class Recording:
         written = doc.get("description")
         if not (isinstance(written, str) and written.startswith("Recorded from ")):  # ours: rewritten
             self.description = self.description or written
+        self.given_name = doc["name"] if isinstance(doc.get("name"), str) else None
         self.options = doc.get("options", self.options)
         self.after_last = doc.get("after_last", self.after_last)
         for turn, value in enumerate(doc["turns"]):

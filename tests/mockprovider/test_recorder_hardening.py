@@ -356,3 +356,16 @@ def test_append_keeps_what_a_hand_edited_recording_adds(tmp_path: Path):
     assert kept["turns"][1] == [busy]
     with serve_in_thread(scenario_files=[out]) as replay:  # still a file --scenarios loads
         assert httpx.get(f"{replay}/models").status_code == 200
+
+
+def test_append_keeps_the_scenario_name_the_file_gives_unless_name_is_passed(tmp_path: Path):
+    out = tmp_path / "session.json"
+    with serve_in_thread() as upstream:
+        with record(upstream, out, name="chosen") as proxy:
+            _ask(proxy, "first")
+        with record(upstream, out, append=True) as proxy:
+            _ask(proxy, "second")
+        assert json.loads(out.read_text())["name"] == "chosen"
+        with record(upstream, out, append=True, name="renamed") as proxy:
+            _ask(proxy, "third")
+        assert json.loads(out.read_text())["name"] == "renamed"
