@@ -47,8 +47,8 @@ class Upstream:
         if url.userinfo:
             secrets.add(url.userinfo.decode("ascii", "replace"))
         query = [(k, v) for k, v in url.params.multi_items()]
-        secrets.update(v for k, v in query if looks_secret(k) and v)
-        shown = url.copy_with(params=[(k, MASK if looks_secret(k) and v else v) for k, v in query] or None)
+        secrets.update(v for k, v in query if _secret_param(k) and v)
+        shown = url.copy_with(params=[(k, MASK if _secret_param(k) and v else v) for k, v in query] or None)
         if url.userinfo:
             shown = shown.copy_with(userinfo=MASK.encode())
         ordered = tuple(sorted(secrets, key=len, reverse=True))
@@ -83,6 +83,16 @@ class Upstream:
         return self.url.copy_with(raw_path=raw_path + (b"?" + joined if joined else b""))
 
 
+def _secret_param(name: str) -> bool:
+    """A query parameter that carries a credential: named like a key, or a signature or function
+    key as cloud URLs carry them (`sig`, `code`, `X-Amz-Signature`, `X-Amz-Credential`)."""
+    return looks_secret(name) or name.lower() in _SIGNED or _SIGNED_PART.search(name) is not None
+
+
+_SIGNED = frozenset({"sig", "code"})
+_SIGNED_PART = re.compile(r"signature|credential", re.IGNORECASE)
+
+
 def _rough_mask(text: str) -> str:
     """A URL too broken to parse, masked all the same: everything between '//' and the last '@'
     (a password may hold '@', '/', '?' or '#' unencoded), and the value of every query parameter
@@ -91,7 +101,7 @@ def _rough_mask(text: str) -> str:
     if sep and "@" in rest:
         rest = f"{MASK}@{rest.rpartition('@')[2]}"
     return head + sep + _QUERY_VALUE.sub(
-        lambda m: m[1] + (MASK if looks_secret(m[2]) and m[3] else m[3]), rest)
+        lambda m: m[1] + (MASK if _secret_param(m[2]) and m[3] else m[3]), rest)
 
 
 _QUERY_VALUE = re.compile(r"([?&;]([^=&;#]*)=)([^&;#]*)")

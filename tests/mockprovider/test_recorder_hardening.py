@@ -369,3 +369,16 @@ def test_append_keeps_the_scenario_name_the_file_gives_unless_name_is_passed(tmp
         with record(upstream, out, append=True, name="renamed") as proxy:
             _ask(proxy, "third")
         assert json.loads(out.read_text())["name"] == "renamed"
+
+
+@pytest.mark.parametrize("query", [
+    "sv=2022-11-02&sig=THE-SECRET",  # an Azure SAS token
+    "code=THE-SECRET",  # an Azure Functions key
+    "X-Amz-Credential=AKIA%2FTHE-SECRET&X-Amz-Signature=THE-SECRET",  # an S3 presigned URL
+])
+def test_query_parameters_that_carry_a_signature_or_function_key_are_masked(tmp_path: Path, query: str):
+    with record(f"http://127.0.0.1:9/v1?{query}", tmp_path / "o.json") as proxy:
+        dead = httpx.post(f"{proxy.base_url}/chat/completions", json={"model": "m", "messages": HELLO})
+        shown = proxy.recorder.upstream.shown
+    assert "THE-SECRET" not in shown + dead.text + "\n".join(proxy.log) + repr(proxy)
+    assert "=***" in shown
