@@ -226,6 +226,9 @@ class Stream:
         payload = loads(data)
         if not isinstance(payload, Mapping):
             return
+        if event == "error" or payload.get("type") == "error" or payload.get("error") is not None:
+            # A stream that ends in an error holds half a reply, however cleanly it closes.
+            raise NotRecordable(f"the stream ended in an error: {json.dumps(payload.get('error'))[:200]}")
         if self.fmt == "chat":
             self._chat(payload)
         elif self.fmt == "responses":

@@ -504,3 +504,36 @@ def test_a_header_value_outside_ascii_reaches_the_upstream_byte_for_byte(tmp_pat
         reply = _raw_request(proxy.base_url, request)
     assert reply.startswith(b"HTTP/1.1 200 "), reply[:200]
     assert got == [b"caf\xe9 \x80\xff"]
+
+
+def _anthropic_event(kind: str, data: dict) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+
+
+BROKEN_OFF = {
+    "messages": [
+        _anthropic_event("message_start", {"message": {"id": "m", "type": "message", "role": "assistant",
+                                                       "content": [], "usage": {"input_tokens": 3}}}),
+        _anthropic_event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+        _anthropic_event("content_block_delta", {"index": 0, "delta": {"type": "text_delta",
+                                                                       "text": "Half a"}}),
+        _anthropic_event("error", {"error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    ],
+    "chat/completions": [
+        *_sse(_chunk({"role": "assistant", "content": "Half a"})),
+        *_sse({"error": {"message": "The server had an error", "type": "server_error"}}),
+    ],
+}
+
+
+@pytest.mark.parametrize("path", list(BROKEN_OFF))
+def test_a_stream_that_ends_with_an_error_instead_of_its_end_is_relayed_and_not_recorded(scripted, path: str):
+    script, proxy = scripted
+    script.status, script.media, script.chunks = 200, "text/event-stream", BROKEN_OFF[path]
+    said = f"broken off {path}"
+    asked = {**ASK, "max_tokens": 9, "stream": True, "messages": [{"role": "user", "content": said}]}
+    with httpx.stream("POST", f"{proxy.base_url}/{path}", json=asked, timeout=30) as response:
+        got = b"".join(response.iter_raw())
+    assert got == b"".join(BROKEN_OFF[path])
+    assert proxy.recorder.recording.lookup(said, 0) is None
+    assert proxy.log[-1].startswith("not recorded: ")
