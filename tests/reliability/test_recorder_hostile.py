@@ -537,3 +537,27 @@ def test_a_stream_that_ends_with_an_error_instead_of_its_end_is_relayed_and_not_
     assert got == b"".join(BROKEN_OFF[path])
     assert proxy.recorder.recording.lookup(said, 0) is None
     assert proxy.log[-1].startswith("not recorded: ")
+
+
+ERRORS_WITH_200 = {
+    "messages": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    "responses": {"error": {"message": "The server had an error", "type": "server_error"}},
+    "chat/completions": {"error": {"message": "The server had an error", "type": "server_error"}},
+}
+
+
+@pytest.mark.parametrize("path", list(ERRORS_WITH_200))
+def test_an_error_body_sent_with_a_200_is_passed_through_and_not_recorded_as_an_empty_reply(
+    scripted, path: str
+):
+    script, proxy = scripted
+    body = json.dumps(ERRORS_WITH_200[path]).encode()
+    script.status, script.media, script.chunks = 200, "application/json", [body]
+    said = f"an error in a 200 on {path}"
+    messages = [{"role": "user", "content": said}]
+    asked = {"model": "m", "max_tokens": 9,
+             **({"input": said} if path == "responses" else {"messages": messages})}
+    response = httpx.post(f"{proxy.base_url}/{path}", json=asked, timeout=30)
+    assert (response.status_code, response.content) == (200, body)
+    assert proxy.recorder.recording.lookup(said, 0) is None
+    assert proxy.log[-1].startswith("not recorded: ")
