@@ -190,8 +190,7 @@ def test_the_servers_settings_never_show_the_key_in_a_repr():
     assert app.state.config.api_key == SECRET
 
 
-@pytest.mark.parametrize("count", [20, 2000])
-def test_many_small_headers_are_bounded_by_the_byte_limit(count: int):
+def test_many_small_headers_are_bounded_by_the_byte_limit():
     """Headers cost their strings and dict slots, not just their characters: requests of many
     tiny headers (a server takes thousands within its header-size limit) stay within the bound."""
     from mockprovider.journal import headers_of
@@ -201,9 +200,9 @@ def test_many_small_headers_are_bounded_by_the_byte_limit(count: int):
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        for _ in range(400):
+        for _ in range(200):  # past the bound whether a header counts a few bytes or a hundred
             # Fresh strings per request, as a server decodes them.
-            pairs = [(f"h{i}", bytes([118, 118]).decode()) for i in range(count)]
+            pairs = [(f"h{i}", bytes([118, 118]).decode()) for i in range(2000)]
             journal.record_raw(method="POST", path="/v1/x", headers=headers_of(pairs), raw=b"{}")
         kept = tracemalloc.get_traced_memory()[0] - before
     finally:
