@@ -18,6 +18,8 @@ import httpx
 from mockprovider.journal import looks_secret
 
 MASK = "***"
+_BARE = 4
+"""A credential this long is masked wherever it appears; a shorter one only where a URL holds it."""
 _DOTTED = re.compile(r"[;\\]")
 """What ends a path segment's name for some servers: Tomcat's ';parameters', IIS's backslash."""
 _PATH_SAFE = "!$&'()*+,;=:@-._~"
@@ -58,7 +60,10 @@ class Upstream:
 
     def scrub(self, text: str) -> str:
         for secret in self.secrets:
-            text = text.replace(secret, MASK)
+            if len(secret) >= _BARE:
+                text = text.replace(secret, MASK)
+            else:  # where a URL holds it: 'user:1@', '?key=1'; elsewhere it is every '1' in a port
+                text = re.sub(rf"(?<=[:/=]){re.escape(secret)}(?=[@&#'\"\s]|$)", MASK, text)
         return text
 
     def target(self, path: str, query: bytes = b"") -> httpx.URL | None:

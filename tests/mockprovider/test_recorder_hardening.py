@@ -382,3 +382,19 @@ def test_query_parameters_that_carry_a_signature_or_function_key_are_masked(tmp_
         shown = proxy.recorder.upstream.shown
     assert "THE-SECRET" not in shown + dead.text + "\n".join(proxy.log) + repr(proxy)
     assert "=***" in shown
+
+
+@pytest.mark.parametrize("password", ["1", "0", "127"])
+def test_a_short_password_never_masks_the_port_the_command_logs(tmp_path: Path, password: str):
+    command = [sys.executable, "-m", "mockprovider", "record", "--port", "0",
+               "--out", str(tmp_path / "o.json"), "--upstream", f"http://user:{password}@127.0.0.1:9/v1"]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            line = proc.stderr.readline() if proc.stderr else ""
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=10)
+    address = line.split(" at ", 1)[1].split(" -> ", 1)[0]
+    assert address.startswith("http://127.0.0.1:") and address.endswith("/v1"), line
+    assert address.removeprefix("http://127.0.0.1:").removesuffix("/v1").isdigit(), line
+    assert "-> http://***@127.0.0.1:9/v1" in line
