@@ -155,19 +155,20 @@ class Recording:
         """Write the file atomically, keeping what another writer (a second proxy recording into
         the same file) saved since this one last did; its size in bytes."""
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(self.out.parent):
+        file = Path(os.path.realpath(self.out))  # through a symlink: the link stays, its target changes
+        with _locked(file.parent):
             self._keep_others()
             document = self.document()
             try:
                 data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
             except UnicodeEncodeError:  # a --description from undecodable argv: escaped, still JSON
                 data = (json.dumps(document, indent=2) + "\n").encode()
-            fd, tmp = tempfile.mkstemp(dir=self.out.parent, prefix=f".{self.out.name}.", suffix=".tmp")
+            fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
             try:
                 with os.fdopen(fd, "wb") as f:
                     os.fchmod(f.fileno(), self.mode)
                     f.write(data)
-                os.replace(tmp, self.out)
+                os.replace(tmp, file)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise

@@ -398,3 +398,17 @@ def test_a_short_password_never_masks_the_port_the_command_logs(tmp_path: Path, 
     assert address.startswith("http://127.0.0.1:") and address.endswith("/v1"), line
     assert address.removeprefix("http://127.0.0.1:").removesuffix("/v1").isdigit(), line
     assert "-> http://***@127.0.0.1:9/v1" in line
+
+
+def test_a_recording_reached_through_a_symlink_is_written_where_the_link_points(tmp_path: Path):
+    real = tmp_path / "kept" / "session.json"
+    link = tmp_path / "session.json"
+    with serve_in_thread() as upstream:
+        with record(upstream, real) as proxy:
+            _ask(proxy, "first")
+        link.symlink_to(real)
+        with record(upstream, link, append=True) as proxy:
+            _ask(proxy, "second")
+    assert link.is_symlink()
+    users = {alt["if"]["user_contains"] for alt in json.loads(real.read_text())["turns"][0]}
+    assert users == {"first", "second"}
