@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import sys
 import threading
 from collections import deque
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
@@ -32,6 +33,8 @@ MAX_BYTES = 64 * 1024 * 1024
 """What a journal keeps at most by default, bodies and headers counted as stored."""
 _ENTRY_BYTES = 256
 """Counted per entry beside its body and headers: the objects that hold them."""
+_HEADER_BYTES = 40
+"""Counted per header beside its two strings (each at its size as an object): its dict slot."""
 _SECRET = re.compile(r"key|token|auth|secret|cookie|passw|session", re.IGNORECASE)
 MASK = "<redacted>"
 
@@ -126,7 +129,10 @@ class Entry:
     @property
     def size(self) -> int:
         """The bytes this entry counts against its journal's `max_bytes`."""
-        headers = sum(len(name) + len(value) for name, value in self.headers.items())
+        # A header of two short strings costs many times its characters: counted as objects, so
+        # thousands of tiny headers cannot hold more memory than the bound says.
+        headers = sum(sys.getsizeof(name) + sys.getsizeof(value) + _HEADER_BYTES
+                      for name, value in self.headers.items())
         return _ENTRY_BYTES + len(self.path) + headers + len(self.compact)
 
     def render(self) -> bytes:

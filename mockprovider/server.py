@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -22,8 +23,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 @contextmanager
-def serve_in_thread(app: ASGIApp | None = None, *, host: str = "127.0.0.1", **app_options) -> Iterator[str]:
-    """Serve `app` (default: a fresh mock built from `app_options`); yield its `/v1` base URL."""
+def serve_in_thread(
+    app: ASGIApp | None = None, *, host: str = "127.0.0.1", uvicorn_options: dict[str, Any] | None = None,
+    **app_options,
+) -> Iterator[str]:
+    """Serve `app` (default: a fresh mock built from `app_options`); yield its `/v1` base URL.
+    `uvicorn_options` go to `uvicorn.Config` as they are."""
     if app is None:
         from mockprovider.app import create_app
 
@@ -36,7 +41,8 @@ def serve_in_thread(app: ASGIApp | None = None, *, host: str = "127.0.0.1", **ap
     sock.bind((host, 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1
+        app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1,
+        **(uvicorn_options or {}),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -39,10 +39,17 @@ def create_recorder(
     if exists:
         if reads:
             recording.load()
+            given = recording.given_name
+            if name is None and given is not None:  # the file's own name, as a hand edit left it
+                recording.name = check_name(given)
         else:
-            recording.mode = out.stat().st_mode & 0o7777
+            recording.take_over()
     mode: Mode = "strict" if strict else "proxy-on-miss" if proxy_on_miss else "record"
     return proxy_app(Recorder(upstream=target, recording=recording, mode=mode))
+
+
+RELAY = {"server_header": False, "date_header": False}
+"""The upstream's Date and Server headers reach the client, so uvicorn adds none of its own."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,7 +78,7 @@ def record(
     each reply, so it can be read inside the block or after it."""
     app = create_recorder(upstream=upstream, out=out, name=name, description=description, overwrite=overwrite,
                           append=append, strict=strict, proxy_on_miss=proxy_on_miss)
-    with serve_in_thread(app) as base_url:
+    with serve_in_thread(app, uvicorn_options=RELAY) as base_url:
         yield Proxy(base_url=base_url, root_url=base_url.removesuffix("/v1"), out=Path(out),
                     recorder=app.state.recorder)
 
@@ -124,5 +131,5 @@ def main(argv: list[str] | None = None) -> None:
     recorder.log(f"recording proxy ({recorder.mode}) at http://{shown}:{port}/v1 "
                  f"-> {recorder.upstream.shown}; "
                  f"{action} {args.out}")
-    config = uvicorn.Config(app, access_log=False, log_level="warning")
+    config = uvicorn.Config(app, access_log=False, log_level="warning", **RELAY)
     uvicorn.Server(config).run(sockets=[sock])

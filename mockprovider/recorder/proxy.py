@@ -51,6 +51,7 @@ HOP_BY_HOP = frozenset({
     "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
     "proxy-authorization", "proxy-connection",
 })
+_NOT_FORWARDED = HOP_BY_HOP | {"accept-encoding"}
 OFF_LOOP_BYTES = 1024 * 1024
 """A whole reply larger than this is parsed and recorded on a worker thread."""
 PATHS: dict[Format, str] = {"chat": "chat/completions", "responses": "responses", "messages": "messages"}
@@ -109,17 +110,24 @@ def _error(fmt: Format, e: APIError) -> Response:
     return anthropic_api.error_response(e) if fmt == "messages" else e.response()
 
 
-def _forwarded(request: Request) -> dict[str, str]:
-    headers = {k: v for k, v in request.headers.items() if k not in HOP_BY_HOP and k != "accept-encoding"}
-    headers["accept-encoding"] = "identity"  # bytes pass through as the upstream sent them
+def _forwarded(request: Request) -> list[tuple[bytes, bytes]]:
+    """The client's headers as raw bytes (a value outside ASCII is valid HTTP, and httpx would
+    refuse it as text), less hop-by-hop ones."""
+    headers = [(k, v) for k, v in request.headers.raw
+               if k.decode("latin-1").lower() not in _NOT_FORWARDED]
+    headers.append((b"accept-encoding", b"identity"))  # bytes pass through as the upstream sent them
     return headers
 
 
 def _returned(ours: Response, theirs: httpx.Response) -> Response:
     """`ours` with the upstream's headers as they came (repeated ones, such as set-cookie, kept
-    apart), less hop-by-hop ones; the length stays ours, of the body we send."""
-    kept = [(k, v) for k, v in theirs.headers.raw if k.decode("latin-1").lower() not in HOP_BY_HOP]
-    ours.raw_headers = [h for h in ours.raw_headers if h[0] == b"content-length"] + kept
+    apart), less hop-by-hop ones; the length stays ours, of the body we send, except for HEAD,
+    whose length is the upstream's (of the body a GET would get)."""
+    head = theirs.request.method == "HEAD"
+    own = b"" if head else b"content-length"
+    kept = [(k, v) for k, v in theirs.headers.raw
+            if k.decode("latin-1").lower() not in HOP_BY_HOP or (head and k.lower() == b"content-length")]
+    ours.raw_headers = [h for h in ours.raw_headers if h[0] == own] + kept
     return ours
 
 
@@ -212,11 +220,21 @@ async def _forward(
         recordable = False
     chunks = response.aiter_raw()
     close = BackgroundTask(_close, response, client)
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
+    media = response.headers.get("content-type", "").lower()  # media types ignore case
+    if media.startswith("text/event-stream"):
         stream = Stream(fmt) if recordable and fmt is not None and isinstance(asked, Asked) else None
         relay = _relay(chunks, rec, stream, asked, close)
         return _returned(StreamingResponse(relay, status_code=status, background=close), response)
-    head, ended = await _read_up_to(chunks, response, MAX_REPLY_BYTES)
+    try:
+        head, ended = await _read_up_to(chunks, response, MAX_REPLY_BYTES)
+    except httpx.HTTPError as e:
+        # Nothing has reached the client yet: a whole reply the upstream broke off is a 502, as
+        # for an upstream that cannot be reached, not the framework's plain-text 500.
+        await _close(response, client)
+        why = rec.upstream.scrub(f"{type(e).__name__}: {e}")
+        rec.log(f"the upstream {rec.upstream.shown} failed before its reply was whole ({why}); a 502 sent")
+        raise APIError(502, f"The upstream {rec.upstream.shown} failed before its reply was whole: {why}",
+                       type="server_error", code="upstream_failed") from None
     if not ended:
         if recordable:
             rec.log(f"warning: a reply larger than {MAX_REPLY_BYTES} bytes (the limit of a scenario file) "

@@ -19,9 +19,16 @@ import re
 import stat
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: one recorder per file, as before
+    fcntl = None  # type: ignore[assignment]
 
 from mockprovider.scenario_files import MAX_FILE_BYTES, NAME, ScenarioFileError, compile_scenario
 
@@ -78,7 +85,15 @@ class Recording:
     """Model names the client asked for, in order (a dict as an ordered set)."""
     mode: int = field(default_factory=_umask_mode)
     """The file's permission bits: kept from an existing file, else what the umask gives."""
+    options: str | None = None
+    after_last: str = "error"
+    """Both as an appended file had them (a hand edit is kept), else the recorder's defaults."""
+    given_name: str | None = None
+    """The name the loaded file gives its scenario, if any."""
     warned_size: bool = False
+    seen: tuple[int, int, int] | None = None
+    """The file as this recording last read or wrote it (inode, mtime, size): a file that differs
+    at the next save was written by someone else meanwhile, whose replies are kept."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def lookup(self, user: str, turn: int) -> dict[str, Any] | None:
@@ -101,6 +116,8 @@ class Recording:
             size = self.save()
         except OSError as e:
             return f"not saved: {self.out}: {e.strerror or e}"
+        except RecordingError as e:  # another writer left something the recorder cannot read
+            return f"not saved: {e}"
         what = ", ".join(filter(None, [
             "text" if reply.get("content") else "",
             ", ".join(call["name"] for call in reply.get("tool_calls", [])),
@@ -129,28 +146,51 @@ class Recording:
             "name": self.name,
             "description": self.description
             or f"Recorded from {self.upstream} ({models}): {len(threads)} conversation(s).",
+            **({"options": self.options} if self.options is not None else {}),
             "turns": turns,
-            "after_last": "error",
+            "after_last": self.after_last,
         }
 
     def save(self) -> int:
-        """Write the file atomically; its size in bytes."""
-        document = self.document()
-        try:
-            data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
-        except UnicodeEncodeError:  # a --description from undecodable argv: escaped, still JSON
-            data = (json.dumps(document, indent=2) + "\n").encode()
+        """Write the file atomically, keeping what another writer (a second proxy recording into
+        the same file) saved since this one last did; its size in bytes."""
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.out.parent, prefix=f".{self.out.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), self.mode)
-                f.write(data)
-            os.replace(tmp, self.out)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        file = Path(os.path.realpath(self.out))  # through a symlink: the link stays, its target changes
+        with _locked(file.parent):
+            self._keep_others()
+            document = self.document()
+            try:
+                data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+            except UnicodeEncodeError:  # a --description from undecodable argv: escaped, still JSON
+                data = (json.dumps(document, indent=2) + "\n").encode()
+            fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    os.fchmod(f.fileno(), self.mode)
+                    f.write(data)
+                os.replace(tmp, file)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            self.seen = _signature(self.out)
         return len(data)
+
+    def take_over(self) -> None:
+        """Start a new recording over the existing file (--overwrite): its mode is kept, its
+        replies are not."""
+        self.mode = stat.S_IMODE(self.out.stat().st_mode)
+        self.seen = _signature(self.out)
+
+    def _keep_others(self) -> None:
+        now = _signature(self.out)
+        if now is None or now == self.seen:
+            return
+        theirs = Recording(upstream=self.upstream, out=self.out, name=self.name)
+        theirs.load()
+        for user, turns in theirs.replies.items():
+            ours = self.replies.setdefault(user, {})
+            for turn, reply in turns.items():
+                ours.setdefault(turn, reply)
 
     def load(self) -> None:
         """Take the replies of the existing file at `out` (for --append and replay)."""
@@ -164,12 +204,17 @@ class Recording:
         except (ValueError, RecursionError) as e:
             raise RecordingError(f"{self.out} is not a scenario file the recorder can add to: {e}") from None
         self.mode = stat.S_IMODE(self.out.stat().st_mode)
+        self.seen = _signature(self.out)
         written = doc.get("description")
         if not (isinstance(written, str) and written.startswith("Recorded from ")):  # ours: rewritten
             self.description = self.description or written
+        self.given_name = doc["name"] if isinstance(doc.get("name"), str) else None
+        self.options = doc.get("options", self.options)
+        self.after_last = doc.get("after_last", self.after_last)
         for turn, value in enumerate(doc["turns"]):
             for alternative in value if isinstance(value, list) else [value]:
-                reply = {k: alternative[k] for k in ("content", "tool_calls", "usage") if k in alternative}
+                # Every key but the condition: a hand-added latency or error stays as it was.
+                reply = {k: v for k, v in alternative.items() if k != "if"}
                 if set(reply) == {"content"} and _GAP.fullmatch(reply["content"]):
                     continue
                 when = alternative.get("if", {"user_contains": ""})
@@ -180,6 +225,29 @@ class Recording:
                         "only recordings made by the recorder can be added to"
                     )
                 self.replies.setdefault(user, {})[turn] = reply
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """The folder locked against other recorders' saves (in this process or another) while a
+    save reads what they wrote and replaces the file."""
+    if fcntl is None:
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def fit(reply: dict[str, Any], user: str = "") -> tuple[dict[str, Any], str]:

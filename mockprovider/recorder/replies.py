@@ -153,15 +153,24 @@ def messages_content(content: Any) -> dict[str, Any]:
 def reply_of(fmt: Format, raw: bytes) -> dict[str, Any]:
     """A whole JSON reply of `fmt` as a scenario reply; `NotRecordable` otherwise."""
     body = _object(loads(raw), "the reply")
+    if body.get("type") == "error" or body.get("error") is not None:
+        raise NotRecordable(f"the reply is an error: {json.dumps(body.get('error'))[:200]}")
     usage = usage_of(body.get("usage"))
     if fmt == "chat":
         choices = _list(body.get("choices"), "choices")
         if not choices:
             raise NotRecordable("the reply has no choices")
         return with_usage(chat_message(_object(choices[0], "choices[0]").get("message")), usage)
+    # A reply without the array that holds its answer is not an empty answer.
     if fmt == "responses":
-        return with_usage(responses_output(body.get("output")), usage)
-    return with_usage(messages_content(body.get("content")), usage)
+        return with_usage(responses_output(_required(body, "output")), usage)
+    return with_usage(messages_content(_required(body, "content")), usage)
+
+
+def _required(body: Mapping[str, Any], key: str) -> Any:
+    if body.get(key) is None:
+        raise NotRecordable(f"the reply has no {key}")
+    return body[key]
 
 
 # --- streams ------------------------------------------------------------------------------------
@@ -226,6 +235,9 @@ class Stream:
         payload = loads(data)
         if not isinstance(payload, Mapping):
             return
+        if event == "error" or payload.get("type") == "error" or payload.get("error") is not None:
+            # A stream that ends in an error holds half a reply, however cleanly it closes.
+            raise NotRecordable(f"the stream ended in an error: {json.dumps(payload.get('error'))[:200]}")
         if self.fmt == "chat":
             self._chat(payload)
         elif self.fmt == "responses":

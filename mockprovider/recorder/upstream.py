@@ -9,7 +9,8 @@ that quotes the URL).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 import httpx
@@ -17,17 +18,21 @@ import httpx
 from mockprovider.journal import looks_secret
 
 MASK = "***"
+_BARE = 4
+"""A credential this long is masked wherever it appears; a shorter one only where a URL holds it."""
+_DOTTED = re.compile(r"[;\\]")
+"""What ends a path segment's name for some servers: Tomcat's ';parameters', IIS's backslash."""
 _PATH_SAFE = "!$&'()*+,;=:@-._~"
 """Characters a path segment may carry unescaped (RFC 3986 pchar); the rest is percent-encoded."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Upstream:
-    url: httpx.URL
+    url: httpx.URL = field(repr=False)
     """With its credentials: used to send, never shown."""
     shown: str
     """The URL with every credential replaced by `***`: for files, logs and error messages."""
-    secrets: tuple[str, ...]
+    secrets: tuple[str, ...] = field(repr=False)
     """The credentials as they appear in text, longest first, for `scrub`."""
 
     @classmethod
@@ -44,8 +49,8 @@ class Upstream:
         if url.userinfo:
             secrets.add(url.userinfo.decode("ascii", "replace"))
         query = [(k, v) for k, v in url.params.multi_items()]
-        secrets.update(v for k, v in query if looks_secret(k) and v)
-        shown = url.copy_with(params=[(k, MASK if looks_secret(k) and v else v) for k, v in query] or None)
+        secrets.update(v for k, v in query if _secret_param(k) and v)
+        shown = url.copy_with(params=[(k, MASK if _secret_param(k) and v else v) for k, v in query] or None)
         if url.userinfo:
             shown = shown.copy_with(userinfo=MASK.encode())
         ordered = tuple(sorted(secrets, key=len, reverse=True))
@@ -55,7 +60,10 @@ class Upstream:
 
     def scrub(self, text: str) -> str:
         for secret in self.secrets:
-            text = text.replace(secret, MASK)
+            if len(secret) >= _BARE:
+                text = text.replace(secret, MASK)
+            else:  # where a URL holds it: 'user:1@', '?key=1'; elsewhere it is every '1' in a port
+                text = re.sub(rf"(?<=[:/=]){re.escape(secret)}(?=[@&#'\"\s]|$)", MASK, text)
         return text
 
     def target(self, path: str, query: bytes = b"") -> httpx.URL | None:
@@ -65,6 +73,8 @@ class Upstream:
         for segment in path.split("/"):
             if segment in ("", "."):
                 continue
+            if segment != ".." and ".." in _DOTTED.split(segment):
+                return None  # '..;' and '..\' climb on servers that read ';' or a backslash as a boundary
             if segment == "..":
                 if not kept:
                     return None
@@ -78,9 +88,25 @@ class Upstream:
         return self.url.copy_with(raw_path=raw_path + (b"?" + joined if joined else b""))
 
 
+def _secret_param(name: str) -> bool:
+    """A query parameter that carries a credential: named like a key, or a signature or function
+    key as cloud URLs carry them (`sig`, `code`, `X-Amz-Signature`, `X-Amz-Credential`)."""
+    return looks_secret(name) or name.lower() in _SIGNED or _SIGNED_PART.search(name) is not None
+
+
+_SIGNED = frozenset({"sig", "code"})
+_SIGNED_PART = re.compile(r"signature|credential", re.IGNORECASE)
+
+
 def _rough_mask(text: str) -> str:
-    """A URL too broken to parse, with anything between '//' and '@' masked all the same."""
+    """A URL too broken to parse, masked all the same: everything between '//' and the last '@'
+    (a password may hold '@', '/', '?' or '#' unencoded), and the value of every query parameter
+    named like a key."""
     head, sep, rest = text.partition("//")
-    if sep and "@" in rest.split("/", 1)[0]:
-        return f"{head}//{MASK}@{rest.split('@', 1)[1]}"
-    return text
+    if sep and "@" in rest:
+        rest = f"{MASK}@{rest.rpartition('@')[2]}"
+    return head + sep + _QUERY_VALUE.sub(
+        lambda m: m[1] + (MASK if _secret_param(m[2]) and m[3] else m[3]), rest)
+
+
+_QUERY_VALUE = re.compile(r"([?&;]([^=&;#]*)=)([^&;#]*)")

@@ -188,3 +188,24 @@ def test_the_servers_settings_never_show_the_key_in_a_repr():
     app = create_app(api_key=SECRET, journal=5)
     assert SECRET not in repr(app.state.config)
     assert app.state.config.api_key == SECRET
+
+
+def test_many_small_headers_are_bounded_by_the_byte_limit():
+    """Headers cost their strings and dict slots, not just their characters: requests of many
+    tiny headers (a server takes thousands within its header-size limit) stay within the bound."""
+    from mockprovider.journal import headers_of
+
+    limit = 2 * MB
+    journal = Journal(100_000, max_bytes=limit)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(200):  # past the bound whether a header counts a few bytes or a hundred
+            # Fresh strings per request, as a server decodes them.
+            pairs = [(f"h{i}", bytes([118, 118]).decode()) for i in range(2000)]
+            journal.record_raw(method="POST", path="/v1/x", headers=headers_of(pairs), raw=b"{}")
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert journal.kept_bytes <= limit
+    assert kept < 1.25 * limit, f"{kept} bytes kept with a limit of {limit}"

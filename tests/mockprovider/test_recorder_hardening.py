@@ -113,6 +113,8 @@ def _raw_get(base_url: str, path: str) -> tuple[int, bytes]:
 @pytest.mark.parametrize("path", [
     "/v1/../../admin/secrets", "/v1/../admin", "/v1/models/../../secrets", "/v1/%2e%2e/admin",
     "/v1/..%2Fadmin", "/v1/./../admin",
+    # Dot segments other servers honour: Tomcat reads '..;' as '..', IIS reads '\\' as '/'.
+    "/v1/..;/admin", "/v1/..;x=1/..;/admin", "/v1/..\\..\\admin", "/v1/models%5C..%5C..%5Cadmin",
 ])
 def test_a_path_that_climbs_out_of_the_upstream_base_is_refused(tmp_path: Path, path: str):
     app, seen = _catch_all()
@@ -280,3 +282,133 @@ def test_a_lone_surrogate_in_the_first_user_message_is_not_recorded(tmp_path: Pa
     line = app.state.recorder.recording.add("b", 0, "m\udfff", {"content": "ok"})
     assert line.startswith("recorded turn 0")
     assert "m\\udfff" in json.loads((tmp_path / "s.json").read_text())["description"]
+
+
+@pytest.mark.parametrize("upstream", [
+    f"htp://user:{PASSWORD}@x@host/v1",  # a typo in the scheme, an '@' in the password
+    f"http://user:{PASSWORD}/x@host/v1",  # an unencoded '/' in the password
+    f"http://user:{PASSWORD}?x@host/v1",
+    f"ftp://host/v1?key={PASSWORD}",  # a key in the query of a URL that is refused
+    f"ftp://host/v1?a=1&api-key={PASSWORD}",
+])
+def test_an_unparseable_upstream_url_is_refused_without_any_piece_of_its_credentials(upstream: str):
+    with pytest.raises(ValueError, match="must be an http") as caught:
+        create_recorder(upstream=upstream, out="x.json")
+    message = str(caught.value)
+    assert PASSWORD not in message and "x@host" not in message
+    assert "host/v1" in message  # still says which URL was refused
+
+
+def test_no_repr_of_the_proxy_shows_the_upstreams_credentials(tmp_path: Path):
+    upstream = f"http://user:{PASSWORD}@127.0.0.1:9/v1?api-key={PASSWORD}Q"
+    with record(upstream, tmp_path / "o.json") as proxy:
+        shown = repr(proxy)
+    assert PASSWORD not in shown
+    assert "127.0.0.1:9" in shown
+
+
+def _ask(proxy, text: str) -> None:
+    with OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0) as client:
+        client.chat.completions.create(model="plan", messages=[{"role": "user", "content": text}])
+
+
+def test_two_proxies_recording_into_one_file_lose_no_conversation(tmp_path: Path):
+    out = tmp_path / "shared.json"
+    with serve_in_thread() as upstream, record(upstream, out) as first:
+        _ask(first, "one")
+        with record(upstream, out, append=True) as second:
+            _ask(second, "two")
+            _ask(first, "three")  # its save must keep what the other proxy wrote meanwhile
+            _ask(second, "four")
+    users = {alt["if"]["user_contains"] for alt in json.loads(out.read_text())["turns"][0]}
+    assert users == {"one", "two", "three", "four"}
+
+
+def test_overwrite_still_starts_a_new_recording(tmp_path: Path):
+    out = tmp_path / "fresh.json"
+    with serve_in_thread() as upstream:
+        with record(upstream, out) as proxy:
+            _ask(proxy, "old")
+        with record(upstream, out, overwrite=True) as proxy:
+            _ask(proxy, "new")
+    users = [alt["if"]["user_contains"] for alt in json.loads(out.read_text())["turns"][0]]
+    assert users == ["new"]
+
+
+def test_append_keeps_what_a_hand_edited_recording_adds(tmp_path: Path):
+    out = tmp_path / "edited.json"
+    with serve_in_thread() as upstream:
+        with record(upstream, out) as proxy:
+            _ask(proxy, "slow")
+        doc = json.loads(out.read_text())
+        doc["options"] = "latency=5"
+        doc["after_last"] = "repeat"
+        doc["turns"][0][0]["latency"] = 50
+        doc["turns"].append([{"if": {"user_contains": "slow"}, "error": {"status": 429, "message": "busy"}}])
+        out.write_text(json.dumps(doc))
+        with record(upstream, out, append=True) as proxy:
+            _ask(proxy, "fast")
+    kept = json.loads(out.read_text())
+    assert (kept["options"], kept["after_last"]) == ("latency=5", "repeat")
+    slow = next(alt for alt in kept["turns"][0] if alt["if"]["user_contains"] == "slow")
+    assert slow["latency"] == 50
+    busy = {"if": {"user_contains": "slow"}, "error": {"status": 429, "message": "busy"}}
+    assert kept["turns"][1] == [busy]
+    with serve_in_thread(scenario_files=[out]) as replay:  # still a file --scenarios loads
+        assert httpx.get(f"{replay}/models").status_code == 200
+
+
+def test_append_keeps_the_scenario_name_the_file_gives_unless_name_is_passed(tmp_path: Path):
+    out = tmp_path / "session.json"
+    with serve_in_thread() as upstream:
+        with record(upstream, out, name="chosen") as proxy:
+            _ask(proxy, "first")
+        with record(upstream, out, append=True) as proxy:
+            _ask(proxy, "second")
+        assert json.loads(out.read_text())["name"] == "chosen"
+        with record(upstream, out, append=True, name="renamed") as proxy:
+            _ask(proxy, "third")
+        assert json.loads(out.read_text())["name"] == "renamed"
+
+
+@pytest.mark.parametrize("query", [
+    "sv=2022-11-02&sig=THE-SECRET",  # an Azure SAS token
+    "code=THE-SECRET",  # an Azure Functions key
+    "X-Amz-Credential=AKIA%2FTHE-SECRET&X-Amz-Signature=THE-SECRET",  # an S3 presigned URL
+])
+def test_query_parameters_that_carry_a_signature_or_function_key_are_masked(tmp_path: Path, query: str):
+    with record(f"http://127.0.0.1:9/v1?{query}", tmp_path / "o.json") as proxy:
+        dead = httpx.post(f"{proxy.base_url}/chat/completions", json={"model": "m", "messages": HELLO})
+        shown = proxy.recorder.upstream.shown
+    assert "THE-SECRET" not in shown + dead.text + "\n".join(proxy.log) + repr(proxy)
+    assert "=***" in shown
+
+
+@pytest.mark.parametrize("password", ["1", "0", "127"])
+def test_a_short_password_never_masks_the_port_the_command_logs(tmp_path: Path, password: str):
+    command = [sys.executable, "-m", "mockprovider", "record", "--port", "0",
+               "--out", str(tmp_path / "o.json"), "--upstream", f"http://user:{password}@127.0.0.1:9/v1"]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            line = proc.stderr.readline() if proc.stderr else ""
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=10)
+    address = line.split(" at ", 1)[1].split(" -> ", 1)[0]
+    assert address.startswith("http://127.0.0.1:") and address.endswith("/v1"), line
+    assert address.removeprefix("http://127.0.0.1:").removesuffix("/v1").isdigit(), line
+    assert "-> http://***@127.0.0.1:9/v1" in line
+
+
+def test_a_recording_reached_through_a_symlink_is_written_where_the_link_points(tmp_path: Path):
+    real = tmp_path / "kept" / "session.json"
+    link = tmp_path / "session.json"
+    with serve_in_thread() as upstream:
+        with record(upstream, real) as proxy:
+            _ask(proxy, "first")
+        link.symlink_to(real)
+        with record(upstream, link, append=True) as proxy:
+            _ask(proxy, "second")
+    assert link.is_symlink()
+    users = {alt["if"]["user_contains"] for alt in json.loads(real.read_text())["turns"][0]}
+    assert users == {"first", "second"}

@@ -5,6 +5,7 @@ whatever bytes a test gives it."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import tracemalloc
@@ -376,3 +377,187 @@ def test_a_stream_far_past_the_bound_keeps_the_proxys_memory_flat(tmp_path: Path
     assert peak < MAX_REPLY_BYTES * 3, f"peak {peak} bytes while relaying {received}"
     assert any(line.startswith("warning: a streamed reply passed") for line in proxy.log)
     assert not (tmp_path / "huge.json").exists()
+
+
+def _raw_upstream(reply: bytes) -> Iterator[str]:
+    """An upstream on a loopback socket that reads each request whole, sends `reply` as it is
+    and hangs up: an HTTP server that dies in the middle of a reply."""
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, rest = data.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                while len(rest) < length:
+                    rest += conn.recv(65536)
+                conn.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+    finally:
+        server.close()
+
+
+CUT_WHOLE = {
+    "a content-length body cut short": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 100\r\n\r\n{\"choices\":",
+    "a chunked body cut between chunks": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+}
+
+
+@pytest.mark.parametrize("case", list(CUT_WHOLE))
+@pytest.mark.parametrize("path", ["chat/completions", "messages", "models"])
+def test_an_upstream_that_hangs_up_mid_reply_is_a_502_in_the_routes_shape(
+    tmp_path: Path, case: str, path: str
+):
+    upstream = contextlib.contextmanager(_raw_upstream)(CUT_WHOLE[case])
+    with upstream as url, record(url, tmp_path / "cut.json") as proxy:
+        if path == "models":
+            r = httpx.get(f"{proxy.base_url}/models", timeout=30)
+        else:
+            r = _through(proxy, path)
+    assert r.status_code == 502, r.text
+    error = r.json()["error"]
+    assert error["type"] in ("server_error", "api_error")
+    assert "before its reply was whole" in error["message"]
+    if path == "messages":
+        assert r.json()["type"] == "error"  # Anthropic's shape
+    assert not (tmp_path / "cut.json").exists()
+
+
+def test_a_stream_whose_media_type_is_spelled_in_capitals_is_relayed_and_recorded_as_a_stream(scripted):
+    script, proxy = scripted
+    events = _sse(_chunk({"content": "shouted"}, "stop"), "[DONE]")
+    script.status, script.media, script.chunks = 200, "Text/Event-Stream; charset=UTF-8", events
+    asked = {**ASK, "stream": True, "messages": [{"role": "user", "content": "capitals"}]}
+    with httpx.stream("POST", f"{proxy.base_url}/chat/completions", json=asked, timeout=30) as response:
+        got = b"".join(response.iter_raw())
+    assert got == b"".join(events)
+    assert "transfer-encoding" in response.headers  # relayed as it came, not held and sent whole
+    assert proxy.recorder.recording.lookup("capitals", 0) == {"content": "shouted"}
+
+
+def test_head_through_the_proxy_carries_the_upstreams_content_length(tmp_path: Path):
+    with serve_in_thread() as upstream, record(upstream, tmp_path / "head.json") as proxy:
+        direct = httpx.head(f"{upstream}/models")
+        through = httpx.head(f"{proxy.base_url}/models")
+        whole = httpx.get(f"{proxy.base_url}/models")
+    assert through.status_code == direct.status_code == 200
+    assert through.headers["content-length"] == direct.headers["content-length"] == str(len(whole.content))
+
+
+def test_the_upstreams_date_and_server_headers_come_back_as_they_came_not_beside_the_proxys_own(scripted):
+    script, proxy = scripted
+    script.status, script.media, script.chunks = 200, "application/json", [b'{"id": "x"}']
+    script.headers = {"server": "the-upstream"}
+    try:
+        direct = httpx.get(f"{proxy.recorder.upstream.url}/models")
+        through = _through(proxy, "models")
+    finally:
+        script.headers = {}
+    assert through.headers.get_list("server") == direct.headers.get_list("server")
+    assert len(through.headers.get_list("date")) == len(direct.headers.get_list("date")) == 1
+
+
+def _raw_request(base_url: str, request: bytes) -> bytes:
+    """`request` sent on a socket as written (no client would send these bytes); the reply."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        conn.sendall(request)
+        reply = b""
+        while chunk := conn.recv(65536):
+            reply += chunk
+    return reply
+
+
+@pytest.mark.parametrize("path", [b"/v1/chat/completions", b"/v1/models"])
+def test_a_header_value_outside_ascii_reaches_the_upstream_byte_for_byte(tmp_path: Path, path: bytes):
+    got: list[bytes] = []
+
+    async def echo(request: Request) -> Response:
+        got.extend(v for k, v in request.headers.raw if k == b"x-note")
+        return Response(_message({"role": "assistant", "content": "ok"}), media_type="application/json")
+
+    upstream_app = Starlette(routes=[Route("/v1/{path:path}", echo, methods=["POST"])])
+    body = json.dumps(ASK).encode()
+    request = (b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"X-Note: caf\xe9 \x80\xff\r\nContent-Length: " + str(len(body)).encode()
+               + b"\r\nConnection: close\r\n\r\n" + body)
+    with serve_in_thread(upstream_app) as upstream, record(upstream, tmp_path / "h.json") as proxy:
+        reply = _raw_request(proxy.base_url, request)
+    assert reply.startswith(b"HTTP/1.1 200 "), reply[:200]
+    assert got == [b"caf\xe9 \x80\xff"]
+
+
+def _anthropic_event(kind: str, data: dict) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+
+
+BROKEN_OFF = {
+    "messages": [
+        _anthropic_event("message_start", {"message": {"id": "m", "type": "message", "role": "assistant",
+                                                       "content": [], "usage": {"input_tokens": 3}}}),
+        _anthropic_event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+        _anthropic_event("content_block_delta", {"index": 0, "delta": {"type": "text_delta",
+                                                                       "text": "Half a"}}),
+        _anthropic_event("error", {"error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    ],
+    "chat/completions": [
+        *_sse(_chunk({"role": "assistant", "content": "Half a"})),
+        *_sse({"error": {"message": "The server had an error", "type": "server_error"}}),
+    ],
+}
+
+
+@pytest.mark.parametrize("path", list(BROKEN_OFF))
+def test_a_stream_that_ends_with_an_error_instead_of_its_end_is_relayed_and_not_recorded(scripted, path: str):
+    script, proxy = scripted
+    script.status, script.media, script.chunks = 200, "text/event-stream", BROKEN_OFF[path]
+    said = f"broken off {path}"
+    asked = {**ASK, "max_tokens": 9, "stream": True, "messages": [{"role": "user", "content": said}]}
+    with httpx.stream("POST", f"{proxy.base_url}/{path}", json=asked, timeout=30) as response:
+        got = b"".join(response.iter_raw())
+    assert got == b"".join(BROKEN_OFF[path])
+    assert proxy.recorder.recording.lookup(said, 0) is None
+    assert proxy.log[-1].startswith("not recorded: ")
+
+
+ERRORS_WITH_200 = {
+    "messages": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    "responses": {"error": {"message": "The server had an error", "type": "server_error"}},
+    "chat/completions": {"error": {"message": "The server had an error", "type": "server_error"}},
+}
+
+
+@pytest.mark.parametrize("path", list(ERRORS_WITH_200))
+def test_an_error_body_sent_with_a_200_is_passed_through_and_not_recorded_as_an_empty_reply(
+    scripted, path: str
+):
+    script, proxy = scripted
+    body = json.dumps(ERRORS_WITH_200[path]).encode()
+    script.status, script.media, script.chunks = 200, "application/json", [body]
+    said = f"an error in a 200 on {path}"
+    messages = [{"role": "user", "content": said}]
+    asked = {"model": "m", "max_tokens": 9,
+             **({"input": said} if path == "responses" else {"messages": messages})}
+    response = httpx.post(f"{proxy.base_url}/{path}", json=asked, timeout=30)
+    assert (response.status_code, response.content) == (200, body)
+    assert proxy.recorder.recording.lookup(said, 0) is None
+    assert proxy.log[-1].startswith("not recorded: ")
