@@ -44,11 +44,10 @@ from typing import Any, Literal, get_args
 from harness import listing
 from harness.approvals import DecisionLost, approve, reject
 from harness.cancel import Cancel
-from harness.chapter import Knobs, chapter_tools, every_tool, make_sandbox
-from harness.client import ModelClient
+from harness.chapter import SYSTEM, Knobs, chapter_tools, every_tool, make_sandbox
+from harness.client import ModelClient, OpenAIChat
 from harness.codec import StateFileError, decode, to_dict
 from harness.loop import Policy, Progress, run
-from harness.model import OpenAIChat
 from harness.state import Approval, CancelledBy, RunState, Status, new_run, pending, reason_of
 from harness.store import DEFAULT_FILE, Fenced, LedgerConflict, RunOwned, SqlStore, open_store
 from harness.store.sqlite import SQLiteStore
@@ -254,7 +253,7 @@ def _cmd_run(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
     names = {f.name for f in dataclasses.fields(Settings)}
     given = {k: v for k, v in vars(args).items() if k in names}
     settings = Settings(**{**given, "auto_approve": tuple(sorted(args.auto_approve))})
-    state = new_run(args.task, run_id=args.run_id, meta={"settings": to_dict(settings)})
+    state = new_run(args.task, system=SYSTEM, run_id=args.run_id, meta={"settings": to_dict(settings)})
     state_dir = args.state_dir.absolute()
     state.meta["sandbox"] = str(state_dir / "sandboxes" / state.run_id)
     state.meta["trace"] = str(state_dir / "traces" / f"{state.run_id}.jsonl")
