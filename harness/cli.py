@@ -52,6 +52,7 @@ from harness.state import Approval, CancelledBy, RunState, Status, new_run, pend
 from harness.store import DEFAULT_FILE, Fenced, LedgerConflict, RunOwned, SqlStore, open_store
 from harness.store.sqlite import SQLiteStore
 from harness.trace import JsonlTrace
+from harness.ui import options as ui_options
 from harness.usage import BudgetCheck, Limits
 
 DEFAULT_TASK = "Which file mentions a timeout?"
@@ -407,11 +408,18 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true", help="one JSON object per line")
     i = sub.add_parser("import-state", help="move the runs of an old state folder (<id>.json files) in")
     i.add_argument("directory")
+    ui_options.add_parser(sub)
     return p
 
 
+def _cmd_ui(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
+    from harness.ui.serve import main as serve_ui  # starlette and uvicorn load for this command only
+
+    return serve_ui(args, store)
+
+
 COMMANDS = {"run": _cmd_run, "approve": _cmd_decide, "reject": _cmd_decide, "resume": _cmd_resume,
-            "show": _cmd_show, "list": _cmd_list, "import-state": _cmd_import}
+            "show": _cmd_show, "list": _cmd_list, "import-state": _cmd_import, "ui": _cmd_ui}
 
 
 def open_cli_store(args: argparse.Namespace, checkpoint: Callable[[str], None] | None) -> SqlStore:

@@ -1,0 +1,132 @@
+"""The UI's pages over SQLite, served for real: the list, a run, escaping, headers, errors."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import httpx
+import pytest
+from ui_support import (
+    PageParts,
+    hostile_strings,
+    make_runs,
+    save_hostile_run,
+    serve_ui,
+    sqlite_pair,
+)
+
+ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "a", "span", "main", "h1", "h2",
+                "h3", "p", "nav", "table", "thead", "tbody", "tr", "th", "td", "code", "div", "section",
+                "article", "pre", "b", "form", "input", "button", "label", "br", "textarea", "script", "svg",
+                "g", "rect", "line", "polyline", "text", "ul", "li", "i"}
+
+
+@pytest.fixture
+def runs_dir(tmp_path, mock_url):
+    make_runs(tmp_path, mock_url, ("p1", "plan"), ("d1", "destructive"), ("r1", "runaway"))
+    return tmp_path
+
+
+def test_the_list_shows_status_turns_cost_and_the_waiting_call_newest_first(runs_dir):
+    reader, writer = sqlite_pair(runs_dir / "harness.db")
+    with serve_ui(reader, writer=writer) as url:
+        page = httpx.get(url + "/")
+    assert page.status_code == 200
+    rows = re.findall(r'<tr data-run="([^"]+)">(.*?)</tr>', page.text)
+    assert [r[0] for r in rows] == ["r1", "d1", "p1"]
+    d1 = dict(rows)["d1"]
+    assert "interrupted" in d1 and "<code>c2</code> delete_file" in d1 and "$0.00" in d1
+    assert re.search(r'<td class="num">2</td>', d1)
+    assert "max_turns_exceeded" in dict(rows)["r1"] and re.search(r'<td class="num">20</td>', dict(rows)["r1"])
+
+
+def test_the_list_filters_by_status_and_refuses_an_unknown_one(runs_dir):
+    reader, writer = sqlite_pair(runs_dir / "harness.db")
+    with serve_ui(reader, writer=writer) as url:
+        waiting = httpx.get(url + "/", params={"status": "interrupted"})
+        done = httpx.get(url + "/", params={"status": "completed"})
+        bad = httpx.get(url + "/", params={"status": "<b>done</b>"})
+    assert re.findall(r'<tr data-run="([^"]+)"', waiting.text) == ["d1"]
+    assert re.findall(r'<tr data-run="([^"]+)"', done.text) == ["p1"]
+    assert bad.status_code == 400 and "unknown status" in bad.text and "<b>done</b>" not in bad.text
+
+
+def test_a_run_page_shows_transcript_tool_runs_stop_chart_and_trace(runs_dir):
+    reader, writer = sqlite_pair(runs_dir / "harness.db")
+    with serve_ui(reader, writer=writer) as url:
+        plan = httpx.get(url + "/runs/p1").text
+        waiting = httpx.get(url + "/runs/d1").text
+    assert 'data-call="c1"' in plan and "<b>list_files</b>" in plan and "<b>read_file</b>" in plan
+    assert "result of call <code>c2</code> (read_file)" in plan
+    assert '<pre id="answer">errors.log mentions a timeout: worker 7 timed out after 30000 ms.</pre>' in plan
+    assert len(re.findall(r'<rect class="in"', plan)) == 3  # one bar per turn
+    assert "<polyline class=\"cost\"" in plan
+    trace_types = re.findall(r"<tr><td>(\w+)</td><td><pre>", plan)
+    assert trace_types == ["turn", "tool_start", "tool_result", "turn", "tool_start", "tool_result", "turn",
+                           "run_stopped"]
+    assert '<pre class="args" id="waiting-args">{\n  &quot;path&quot;: &quot;access.log&quot;\n}</pre>' in waiting
+    assert 'id="approve"' in waiting and 'id="reject"' in waiting
+    forms = PageParts(waiting).forms()
+    assert forms["approve-form"]["call_id"] == "c2" and len(forms["approve-form"]["digest"]) == 64
+
+
+def test_every_hostile_string_renders_as_text_and_nothing_else_enters_the_page(tmp_path):
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    strings = hostile_strings("http://127.0.0.1:9")
+    save_hostile_run(writer, "h1", strings)
+    with serve_ui(reader, writer=writer) as url:
+        response = httpx.get(url + "/runs/h1")
+        listing = httpx.get(url + "/").text
+    assert response.status_code == 200
+    parts = PageParts(response.text)
+    assert {tag for tag, _ in parts.tags} <= ALLOWED_TAGS
+    assert all(not name.startswith("on") for _, attrs in parts.tags for name in attrs)
+    assert all(not (attrs.get("href") or attrs.get("src") or "").lower().startswith(("javascript:", "http"))
+               for _, attrs in parts.tags)
+    nonce = re.search(r"'nonce-([^']+)'", response.headers["content-security-policy"]).group(1)
+    assert parts.scripts == [{"nonce": nonce}]
+    text = "".join(parts.text)
+    for s in strings:
+        visible = re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]",
+                         lambda m: f"\\u{ord(m.group()):04x}", s)
+        assert visible in text, s
+    for control in ("\u202e", "\u2066", "\u200b", "\x1b"):
+        assert control not in response.text
+    assert "h1" in listing and "&lt;1&gt;" in listing  # the waiting call id, escaped in the list too
+    assert "<script>alert" not in response.text + listing
+
+
+def test_every_response_carries_a_nonce_csp_and_the_safety_headers(runs_dir):
+    reader, writer = sqlite_pair(runs_dir / "harness.db")
+    with serve_ui(reader, writer=writer) as url:
+        first, second = httpx.get(url + "/runs/p1"), httpx.get(url + "/runs/p1")
+        missing = httpx.get(url + "/runs/nope")
+    policy = first.headers["content-security-policy"]
+    assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+    assert re.search(r"script-src 'nonce-[^']{16,}';", policy) and "unsafe-inline" not in policy
+    assert policy != second.headers["content-security-policy"]  # a fresh nonce per response
+    for r in (first, missing):
+        assert r.headers["x-content-type-options"] == "nosniff"
+        assert r.headers["x-frame-options"] == "DENY" and r.headers["referrer-policy"] == "no-referrer"
+    assert missing.status_code == 404 and "no saved run &#x27;nope&#x27;" in missing.text
+
+
+def test_a_bad_run_id_and_a_damaged_run_are_clear_errors_and_the_run_is_left_alone(runs_dir):
+    reader, writer = sqlite_pair(runs_dir / "harness.db")
+    with writer._transaction() as tx:
+        tx.execute("UPDATE runs SET head = '{not json' WHERE run_id = 'p1'")
+    with serve_ui(reader, writer=writer) as url:
+        bad_id = httpx.get(url + "/runs/..%2F..%2Fetc")
+        damaged = httpx.get(url + "/runs/p1")
+    assert bad_id.status_code == 404
+    assert damaged.status_code == 422 and "nothing was changed" in damaged.text
+    with writer._transaction() as tx:
+        assert tx.fetchall("SELECT head FROM runs WHERE run_id = 'p1'") == [("{not json",)]
+
+
+def test_importing_the_harness_or_its_cli_loads_no_web_stack():
+    code = "import sys, harness, harness.cli; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "'starlette'" not in loaded and "'uvicorn'" not in loaded
