@@ -39,7 +39,8 @@ def test_the_list_shows_status_turns_cost_and_the_waiting_call_newest_first(runs
     d1 = dict(rows)["d1"]
     assert "interrupted" in d1 and "<code>c2</code> delete_file" in d1 and "$0.00" in d1
     assert re.search(r'<td class="num">2</td>', d1)
-    assert "max_turns_exceeded" in dict(rows)["r1"] and re.search(r'<td class="num">20</td>', dict(rows)["r1"])
+    r1 = dict(rows)["r1"]
+    assert "max_turns_exceeded" in r1 and re.search(r'<td class="num">20</td>', r1)
 
 
 def test_the_list_filters_by_status_and_refuses_an_unknown_one(runs_dir):
@@ -66,7 +67,8 @@ def test_a_run_page_shows_transcript_tool_runs_stop_chart_and_trace(runs_dir):
     trace_types = re.findall(r"<tr><td>(\w+)</td><td><pre>", plan)
     assert trace_types == ["turn", "tool_start", "tool_result", "turn", "tool_start", "tool_result", "turn",
                            "run_stopped"]
-    assert '<pre class="args" id="waiting-args">{\n  &quot;path&quot;: &quot;access.log&quot;\n}</pre>' in waiting
+    args = '<pre class="args" id="waiting-args">{\n  &quot;path&quot;: &quot;access.log&quot;\n}</pre>'
+    assert args in waiting
     assert 'id="approve"' in waiting and 'id="reject"' in waiting
     forms = PageParts(waiting).forms()
     assert forms["approve-form"]["call_id"] == "c2" and len(forms["approve-form"]["digest"]) == 64

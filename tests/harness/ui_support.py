@@ -61,7 +61,8 @@ def save_hostile_run(store: SqlStore, run_id: str, strings: list[str]) -> RunSta
     args = {f"k{i}": s for i, s in enumerate(strings)}
     call = {"id": "c<1>", "type": "function",
             "function": {"name": "delete_file", "arguments": json.dumps(args, ensure_ascii=False)}}
-    earlier = {"id": "c0", "type": "function", "function": {"name": strings[0], "arguments": json.dumps(args)}}
+    earlier = {"id": "c0", "type": "function",
+               "function": {"name": strings[0], "arguments": json.dumps(args)}}
     state = RunState(run_id=run_id, messages=[
         {"role": "system", "content": text},
         {"role": "user", "content": text},
