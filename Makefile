@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: help test test-slow serve lint experiments bench bench-check reliability clean
+.PHONY: help test test-slow serve lint experiments bench bench-check reliability distributed clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ peers: $(STAMP) ## the five exits through the Agents SDK, pydantic-ai and LangGr
 
 bench-check: $(STAMP) ## under a minute: fail if a promised speed ratio regresses past its (generous) bound
 	$(PY) -m experiments.bench.check
+
+distributed: $(STAMP) ## workers sharing only a PostgreSQL URL under SIGKILL/SIGSTOP (loopback, ~2 min); write results/distributed.*
+	$(PY) -m experiments.beyond.distributed
 
 reliability: $(STAMP) ## crash matrix, hostile input, load (full size); write results/reliability.md
 	$(PY) -m experiments.reliability.suite

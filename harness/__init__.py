@@ -2,7 +2,7 @@
 
     async with OpenAIChat("plan") as model:
         state = await run(new_run("Which file mentions a timeout?"), model=model,
-                          tools=my_tools, store=SQLiteStore("state/harness.db"))
+                          tools=my_tools, store=MemoryStore())
 
 The core (`loop`, `state`, `usage`, `tools`, `model`, `store`, `trace`, `approvals`) knows
 nothing of the chapter's demo; `chapter` holds its tools, sandbox, system prompt and the designs

@@ -41,8 +41,8 @@ after a crash and a continuation after an approval all take the same path:
    sent back to the provider. Everything the reply decides is saved in one write. Back to 2.
 
 `checkpoint(name)` is called at named boundaries — "after_model_reply", "before_save",
-"after_intent", "after_tool_result" (and the file store's "mid_save") — so a test can kill
-the process at an exact point without sleeping.
+"after_intent", "after_tool_result" (and the store's "mid_save", inside a save's transaction) —
+so a test can kill the process at an exact point without sleeping.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
-"""The `make_store` fixture: a factory of store objects on one database, for each store kind."""
+"""Store fixtures for each kind: `make_store` (store objects), `store_url`, `store_for` (URLs)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from pgserver import new_database
 
 from harness import MemoryStore, SQLiteStore, open_store
 
@@ -34,3 +37,21 @@ def store_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'shared' / 'harness.db'}"
     return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_for(request):
+    """Factory: `store_for(folder)` is the URL of a fresh database for that folder's run (the same
+    URL on every call with the same folder): a SQLite file in it, or a new PostgreSQL database."""
+    urls: dict[Path, str] = {}
+
+    def url(folder: Path) -> str:
+        if folder not in urls:
+            if request.param == "sqlite":
+                urls[folder] = f"sqlite:///{folder.absolute() / 'harness.db'}"
+            else:
+                urls[folder] = new_database(request.getfixturevalue("pg_server"))
+        return urls[folder]
+
+    return url
+

@@ -28,6 +28,7 @@ from harness import (
     Store,
     ToolContext,
     new_run,
+    open_store,
     run,
 )
 from harness.chapter import SYSTEM, chapter_tools
@@ -64,15 +65,21 @@ async def raw_loop(base_url: str, sandbox: Path, turns: int) -> float:
 
 
 async def harness_loop(base_url: str, sandbox: Path, turns: int, store: str) -> float:
-    """Seconds `run()` takes for `turns` turns of `runaway`, saving to the named store."""
+    """Seconds `run()` takes for `turns` turns of `runaway`, saving to the named store (a name in
+    `STORES`, or a store URL such as `postgresql://…`)."""
     with tempfile.TemporaryDirectory(prefix="overhead-") as folder:
-        async with ModelClient(base_url) as client:
-            model = OpenAIChat("runaway", client=client)
-            state = new_run(TASK, system=SYSTEM)
-            started = time.perf_counter()
-            await run(state, model=model, tools=chapter_tools(sandbox), limits=Limits(max_turns=turns),
-                      store=STORES[store](Path(folder)))
-            elapsed = time.perf_counter() - started
+        saver = open_store(store) if "://" in store else STORES[store](Path(folder))
+        try:
+            async with ModelClient(base_url) as client:
+                model = OpenAIChat("runaway", client=client)
+                state = new_run(TASK, system=SYSTEM)
+                started = time.perf_counter()
+                await run(state, model=model, tools=chapter_tools(sandbox), limits=Limits(max_turns=turns),
+                          store=saver)
+                elapsed = time.perf_counter() - started
+        finally:
+            if saver is not None and hasattr(saver, "close"):
+                saver.close()
     if state.turns != turns:
         raise RuntimeError(f"the harness ran {state.turns} turns, not {turns} ({state.status})")
     return elapsed

@@ -59,11 +59,15 @@ PER_TURN = [
      "test_harness_runaway[memory-20]", "≤ 1.3"),
     ("harness + SQLiteStore, per turn at 100 turns / at 20 turns", "test_harness_runaway[sqlite-100]",
      "test_harness_runaway[sqlite-20]", "≤ 1.3"),
+    ("harness + PostgresStore, per turn at 100 turns / at 20 turns", "test_harness_runaway[postgres-100]",
+     "test_harness_runaway[postgres-20]", "≤ 1.3"),
     ("raw httpx loop, per turn at 100 turns / at 20 turns (the floor's own growth)",
      "test_raw_loop_runaway[100]", "test_raw_loop_runaway[20]", "—"),
     ("harness + MemoryStore / raw httpx loop, per turn at 100 turns", "test_harness_runaway[memory-100]",
      "test_raw_loop_runaway[100]", "≤ 1.5"),
     ("harness + SQLiteStore / raw httpx loop, per turn at 100 turns", "test_harness_runaway[sqlite-100]",
+     "test_raw_loop_runaway[100]", "≤ 1.5"),
+    ("harness + PostgresStore / raw httpx loop, per turn at 100 turns", "test_harness_runaway[postgres-100]",
      "test_raw_loop_runaway[100]", "—"),
 ]
 

@@ -37,8 +37,10 @@ def test_raw_loop_runaway(benchmark, mock_url, sandbox, turns):
 
 
 @pytest.mark.parametrize("turns", TURNS)
-@pytest.mark.parametrize("store", ["memory", "sqlite"])
-def test_harness_runaway(benchmark, mock_url, sandbox, turns, store):
-    seconds = benchmark.pedantic(lambda: asyncio.run(harness_loop(mock_url, sandbox, turns, store)), rounds=5)
+@pytest.mark.parametrize("store", ["memory", "sqlite", "postgres"])
+def test_harness_runaway(benchmark, mock_url, sandbox, turns, store, request):
+    target = request.getfixturevalue("pg_url") if store == "postgres" else store
+    seconds = benchmark.pedantic(lambda: asyncio.run(harness_loop(mock_url, sandbox, turns, target)),
+                                 rounds=5)
     benchmark.extra_info["turns"] = turns
     assert seconds > 0

@@ -222,3 +222,15 @@ def test_a_lease_row_with_a_nonsense_time_reads_as_unknown(tmp_path, since):
 
 def test_math_is_finite_guard_matches_what_json_can_carry():
     assert not math.isfinite(json.loads("1e999"))
+
+
+def test_the_depth_limit_holds_at_every_depth_from_1_to_2000():
+    from harness.codec import check_depth
+
+    refused = []
+    for depth in range(1, 2001):
+        try:
+            check_depth('{"a":' * depth + "1" + "}" * depth if depth % 2 else "[" * depth + "]" * depth, "run")
+        except StateFileError:
+            refused.append(depth)
+    assert refused == list(range(MAX_DEPTH + 1, 2001))

@@ -145,3 +145,25 @@ def test_the_store_comes_from_harness_store_when_no_flag_names_it(tmp_path, caps
     assert main(["--state-dir", str(tmp_path / "state"), "list", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["run_id"] == "e1"
     assert not (tmp_path / "state").exists()
+
+
+def test_a_connection_lost_mid_run_stops_it_resumable_never_half_saved(pg_url, mock_url, tmp_path, capsys):
+    import psycopg
+
+    seen = []
+
+    def cut_the_line(name: str) -> None:
+        seen.append(name)
+        if seen.count("after_model_reply") == 2 and name == "after_model_reply":
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                              "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+
+    argv = ["--store", pg_url, "--state-dir", str(tmp_path), "--base-url", mock_url]
+    assert main([*argv, "run", "--scenario", "plan", "--run-id", "p1"], checkpoint=cut_the_line) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: ") and "rolled back" in err and "Traceback" not in err
+    died = open_store(pg_url).load("p1")
+    assert (died.status, died.turns) == ("running", 2)  # the last whole save: turn 2's reply
+    assert main([*argv, "resume", "p1"]) == 0
+    assert "turns=3  tools=2" in capsys.readouterr().out

@@ -13,20 +13,23 @@ Each case checks, against an uninterrupted run with the same decisions:
 - no model call repeated for a turn already saved: the mock's own request log, per turn index;
 - no write twice: `tool_start` of delete_file in the run's JSONL trace (every process appends
   to it), and the in-doubt path asks instead of writing;
-- the state file loads after every kill.
+- the saved run loads after every kill.
+
+Every case runs against SQLite and against a real PostgreSQL (`store_for`).
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from reliability_support import FULL, ROOT, RequestLog
 
-from harness import RunState, SQLiteStore
+from harness import RunState, open_store
 from harness.cli import main as harness_main
 from harness.state import Approval
 from harness.trace import read_jsonl
@@ -34,6 +37,22 @@ from harness.trace import read_jsonl
 pytestmark = pytest.mark.slow
 
 RUN = "crash"
+_url: Callable[[Path], str]
+"""The store URL of a case's folder (set per store kind by `_each_store`)."""
+
+
+@pytest.fixture(autouse=True)
+def _each_store(store_for):
+    global _url
+    _url = store_for
+
+
+def _load(directory: Path) -> RunState | None:
+    store = open_store(_url(directory))
+    try:
+        return store.load(RUN) if store.exists(RUN) else None
+    finally:
+        store.close()
 DECLINE = "access.log was already deleted by the earlier process"
 
 
@@ -85,7 +104,8 @@ def _cli(directory: Path, url: str, *argv: str, crash_at: list[str] | None = Non
     crash = ["-m", "experiments.reliability.crash", ",".join(crash_at or ()), "--"]
     head = crash if crash_at else ["-m", "harness"]
     proc = subprocess.run(
-        [sys.executable, *head, "--state-dir", str(directory), "--base-url", url, *argv],
+        [sys.executable, *head, "--store", _url(directory), "--state-dir", str(directory), "--base-url", url,
+         *argv],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -98,7 +118,8 @@ def _cli(directory: Path, url: str, *argv: str, crash_at: list[str] | None = Non
 
 def _in_process(directory: Path, url: str, *argv: str, record: list[str] | None = None) -> int:
     checkpoint = record.append if record is not None else None
-    return harness_main(["--state-dir", str(directory), "--base-url", url, *argv], checkpoint=checkpoint)
+    return harness_main(["--store", _url(directory), "--state-dir", str(directory), "--base-url", url, *argv],
+                        checkpoint=checkpoint)
 
 
 def _decide(state: RunState, directory: Path) -> tuple[str, ...]:
@@ -116,7 +137,7 @@ def _start_stage(plan: Plan, directory: Path, url: str, record: list[str] | None
     if not plan.approve_first:
         return list(plan.run_argv)
     assert _in_process(directory, url, *plan.run_argv) == 3
-    state = SQLiteStore.in_folder(directory).load(RUN)
+    state = _load(directory)
     assert isinstance(state.interruption, Approval) and not state.interruption.in_doubt
     return list(_decide(state, directory))
 
@@ -130,16 +151,15 @@ def _reference(plan: Plan, directory: Path, url: str, *, decline: bool) -> tuple
     else:
         argv = _start_stage(plan, directory, url)
         assert _in_process(directory, url, *argv, record=boundaries) == 0
-    return SQLiteStore.in_folder(directory).load(RUN), boundaries
+    return _load(directory), boundaries
 
 
 def _recover(plan: Plan, directory: Path, url: str, case: Case) -> RunState:
-    store = SQLiteStore.in_folder(directory)
     for _ in range(6):
-        if not store.exists(RUN):
+        state = _load(directory)
+        if state is None:
             argv: tuple[str, ...] = plan.run_argv
         else:
-            state = store.load(RUN)
             if state.status == "completed":
                 return state
             if isinstance(state.interruption, Approval):
@@ -169,9 +189,8 @@ def _crash_case(
     rc = _cli(directory, url, *argv, crash_at=boundaries[: index + 1])
     if rc != -9:
         case.problems.append(f"the process was not killed (exit {rc})")
-    store = SQLiteStore.in_folder(directory)
-    if store.exists(RUN):
-        died = store.load(RUN)  # raises if a kill ever left a corrupt file
+    died = _load(directory)  # raises if a kill ever left a corrupt run
+    if died is not None:
         case.saved_turns, case.had_intent = died.turns, bool(died.intents)
     elif plan.approve_first or "after_model_reply" in boundaries[:index]:
         case.problems.append("nothing saved although a save had completed")
@@ -267,7 +286,7 @@ def test_sigkill_at_every_boundary_resumes_with_nothing_lost_or_repeated(
     for c in cases:
         where = f"#{c.index + 1}/{len(boundaries)} {c.boundary}, {_moment(boundaries, c.index, before)}"
         ledger.record(
-            plan.fault,
+            f"{plan.fault} ({_url(tmp_path / 'reference').split(':', 1)[0]})",
             where,
             survived=int(not c.problems),
             lost=c.lost,

@@ -23,7 +23,7 @@ import pytest
 from reliability_support import FULL, ROOT
 
 from experiments.reliability.crash import HOLDING, READY
-from harness import RunState, SQLiteStore
+from harness import RunState, open_store
 from harness.cli import REFUSED
 from harness.cli import main as harness_main
 from harness.state import Approval
@@ -44,8 +44,26 @@ class Ended:
     stderr: str
 
 
+_url: Callable[[Path], str]
+"""The store URL of a trial's folder (set per store kind by `_each_store`)."""
+
+
+@pytest.fixture(autouse=True)
+def _each_store(store_for):
+    global _url
+    _url = store_for
+
+
+def _load(directory: Path) -> RunState:
+    store = open_store(_url(directory))
+    try:
+        return store.load(RUN)
+    finally:
+        store.close()
+
+
 def _argv(directory: Path, url: str, *args: str) -> list[str]:
-    return ["--state-dir", str(directory), "--base-url", url, *args]
+    return ["--store", _url(directory), "--state-dir", str(directory), "--base-url", url, *args]
 
 
 def _spawn(spec: str, directory: Path, url: str, *args: str) -> subprocess.Popen[str]:
@@ -85,7 +103,7 @@ def _together(directory: Path, url: str, *commands: tuple[str, ...]) -> list[End
 def _stopped_for_approval(directory: Path, url: str, *, approved: bool = False) -> str:
     """A destructive run waiting for its delete (approved but not resumed, if asked); the call id."""
     assert harness_main(_argv(directory, url, "run", "--scenario", "destructive", "--run-id", RUN)) == 3
-    stop = SQLiteStore.in_folder(directory).load(RUN).interruption
+    stop = _load(directory).interruption
     assert isinstance(stop, Approval) and stop.tool_name == "delete_file"
     if approved:
         assert harness_main(_argv(directory, url, "approve", RUN, stop.call_id, "--no-resume")) == 3
@@ -97,7 +115,7 @@ def _problems(directory: Path, ended: list[Ended], *, winners: int = 1) -> tuple
     problems = []
     events = read_jsonl(directory / "traces" / f"{RUN}.jsonl")
     deletes = sum(1 for e in events if e["type"] == "tool_start" and e["toolName"] == "delete_file")
-    state = SQLiteStore.in_folder(directory).load(RUN)
+    state = _load(directory)
     gone = not (directory / "sandboxes" / RUN / "access.log").exists()
     recorded = any(r.tool == "delete_file" and r.ok for r in state.tool_runs)
     if deletes > 1:
@@ -119,7 +137,8 @@ def _trials(ledger, fault: str, n: int, tmp_path: Path, trial: Callable[[Path], 
     """Run `trial` in `n` fresh state folders; one ledger row; fail on any broken promise."""
     results = [trial(tmp_path / str(i)) for i in range(n)]
     bad = [p for p in results if p]
-    ledger.record(fault, f"{n} trials", tried=n, survived=n - len(bad), lost=len(bad),
+    kind = _url(tmp_path / "0").split(":", 1)[0]
+    ledger.record(f"{fault} ({kind})", f"{n} trials", tried=n, survived=n - len(bad), lost=len(bad),
                   detail="; ".join(sorted({x for p in bad for x in p}))[:300])
     assert not bad, bad[:3]
 
@@ -151,6 +170,20 @@ def test_approve_reject_approve_has_exactly_one_winner_and_the_record_matches(co
         return problems
 
     _trials(ledger, "two processes: approve || reject || approve", TRIALS, tmp_path, trial)
+
+
+def test_plain_approve_against_plain_reject_has_one_winner_and_the_loser_exits_4(
+    counted_mock, tmp_path, ledger
+):
+    url, _ = counted_mock
+
+    def trial(d: Path) -> list[str]:
+        _stopped_for_approval(d, url)
+        ended = _together(d, url, ("approve", RUN), ("reject", RUN, "--reason", "keep it"))
+        problems, _ = _problems(d, ended)
+        return problems + [f"{e.argv[0]} exited 2: {e.stderr[-200:]}" for e in ended if e.code == 2]
+
+    _trials(ledger, "two processes: approve RUN || reject RUN (no call id)", TRIALS, tmp_path, trial)
 
 
 def test_resume_against_resume_runs_the_approved_delete_once(counted_mock, tmp_path, ledger):

@@ -1,0 +1,212 @@
+"""`make distributed`: runs shared by processes through nothing but a PostgreSQL URL, under
+SIGKILL and SIGSTOP, measured.
+
+For 1, 2 and 4 workers, calm and then under faults: a fresh database holds a queue of
+`destructive` runs (each stops for a person's approval of `delete_file`); two approver processes
+decide (three in four approved); under faults, every 0.5–1.5 s one worker is SIGKILLed (and a
+fresh one started) or SIGSTOPped for 1.5 leases and then continued. Every process has its own
+working folder and HOME (`experiments/beyond/distributed_roles.py`). When the queue is empty:
+
+- runs lost: queued runs that did not complete (must be 0);
+- effects per approved call: lines in the witness file with that call's idempotency key, which
+  the delete tool writes outside the database (must be exactly 1; 0 for a rejected call);
+- writes refused by fencing: saves by a worker that woke up after its lease was taken over;
+- runs/s: queued runs over the wall time to drain the queue, kills and pauses included.
+
+Loopback only, bounded (`RUNS_PER_WORKER` runs a worker, at most `DEADLINE_S` per row). Writes
+`results/distributed.md` and `.csv`; exit status 1 if a run was lost or an effect was not once.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from experiments.beyond.distributed_roles import LEASE_SECONDS
+from experiments.lab.paths import RESULTS, ROOT
+from experiments.lab.postgres import new_database, throwaway_server
+from experiments.lab.report import csv_text, markdown_table
+from experiments.lab.servers import mock_server
+from harness import open_store
+
+NAME = "distributed"
+WORKERS = (1, 2, 4)
+APPROVERS = 2
+RUNS_PER_WORKER = 8
+DEADLINE_S = 60.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    workers: int
+    faults: bool
+    runs: int
+    completed: int
+    lost: int
+    approved_calls: int
+    effects_not_once: int
+    """Approved calls whose witness count is not exactly 1, plus rejected calls with any effect."""
+    in_doubt: int
+    fenced_writes: int
+    kills: int
+    pauses: int
+    seconds: float
+
+    @property
+    def runs_per_s(self) -> float:
+        return self.runs / self.seconds
+
+
+class _Fleet:
+    """The processes of one row, each in its own folder with its own HOME."""
+
+    def __init__(self, db: str, mock_url: str, logs: Path, root: Path) -> None:
+        self.db, self.mock_url, self.logs, self.root = db, mock_url, logs, root
+        self.workers: list[subprocess.Popen] = []
+        self.others: list[subprocess.Popen] = []
+        self.count = 0
+
+    def spawn(self, role: str) -> subprocess.Popen:
+        self.count += 1
+        home = self.root / f"{role}-{self.count}"
+        home.mkdir()
+        env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(ROOT)}
+        argv = [sys.executable, "-m", "experiments.beyond.distributed_roles", role, self.db, self.mock_url,
+                str(self.logs)]
+        with open(home / "stderr", "wb") as err:  # the child keeps its own copy of the descriptor
+            proc = subprocess.Popen(argv, cwd=home, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        (self.workers if role == "worker" else self.others).append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for p in self.workers + self.others:
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGCONT)
+                p.kill()
+            p.wait()
+
+
+def _chaos(fleet: _Fleet, done: threading.Event, rng: random.Random, tally: Counter) -> None:
+    while not done.wait(rng.uniform(0.5, 1.5)):
+        alive = [p for p in fleet.workers if p.poll() is None]
+        if not alive:
+            continue
+        victim = rng.choice(alive)
+        if rng.random() < 0.5:
+            victim.kill()
+            victim.wait()
+            fleet.spawn("worker")
+            tally["kills"] += 1
+        else:
+            os.kill(victim.pid, signal.SIGSTOP)
+            tally["pauses"] += 1
+            done.wait(1.5 * LEASE_SECONDS)
+            os.kill(victim.pid, signal.SIGCONT)
+
+
+def measure_row(server: str, mock_url: str, workers: int, rng: random.Random, *, faults: bool) -> Row:
+    db = new_database(server)
+    runs = [f"run{i:03d}" for i in range(workers * RUNS_PER_WORKER)]
+    open_store(db).close()  # the store's tables, before any process races to create them
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE queue (run_id TEXT PRIMARY KEY, state TEXT NOT NULL)")
+        for r in runs:
+            conn.execute("INSERT INTO queue VALUES (%s, 'ready')", (r,))
+    with tempfile.TemporaryDirectory(prefix="distributed-") as folder:
+        root, logs = Path(folder), Path(folder) / "logs"
+        logs.mkdir()
+        fleet, tally, done = _Fleet(db, mock_url, logs, root), Counter(), threading.Event()
+        started = time.perf_counter()
+        for _ in range(workers):
+            fleet.spawn("worker")
+        for _ in range(APPROVERS):
+            fleet.spawn("approver")
+        chaos = threading.Thread(target=_chaos, args=(fleet, done, rng, tally))
+        if faults:
+            chaos.start()
+        with psycopg.connect(db, autocommit=True) as conn:
+            while conn.execute("SELECT count(*) FROM queue WHERE state <> 'done'").fetchone()[0]:
+                if time.perf_counter() - started > DEADLINE_S:
+                    break
+                time.sleep(0.05)
+        seconds = time.perf_counter() - started
+        done.set()
+        if faults:
+            chaos.join()
+        fleet.stop_all()
+        return _tally(db, runs, logs, workers, faults, tally, seconds)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _tally(db: str, runs: list[str], logs: Path, workers: int, faults: bool, tally: Counter,
+           seconds: float) -> Row:
+    store = open_store(db)
+    try:
+        completed = {r.run_id for r in store.list_runs("completed")}
+    finally:
+        store.close()
+    effects = Counter(_lines(logs / "witness.log"))
+    events = [line.split() for line in _lines(logs / "events.log")]
+    approved = {e[1] for e in events if e[0] == "approve"}
+    rejected = {e[1] for e in events if e[0] == "reject"}
+    wrong = sum(effects[k] != 1 for k in approved) + sum(effects[k] != 0 for k in rejected)
+    wrong += sum(1 for k in effects if k not in approved)  # an effect nobody approved
+    return Row(workers=workers, faults=faults, runs=len(runs), completed=len(completed & set(runs)),
+               lost=len(set(runs) - completed), approved_calls=len(approved), effects_not_once=wrong,
+               in_doubt=sum(e[0] == "in_doubt" for e in events),
+               fenced_writes=sum(e[0] == "fenced" for e in events), kills=tally["kills"],
+               pauses=tally["pauses"], seconds=seconds)
+
+
+def table(rows: list[Row]) -> list[dict[str, object]]:
+    return [{"workers": r.workers, "faults": "kill + stop" if r.faults else "none", "runs": r.runs,
+             "completed": r.completed, "lost": r.lost,
+             "approved calls": r.approved_calls, "effects not exactly once": r.effects_not_once,
+             "in-doubt calls": r.in_doubt, "writes refused by fencing": r.fenced_writes,
+             "SIGKILLs": r.kills, "SIGSTOPs": r.pauses, "runs/s": round(r.runs_per_s, 2)} for r in rows]
+
+
+def write(rows: list[Row]) -> None:
+    shown = table(rows)
+    (RESULTS / f"{NAME}.csv").write_text(csv_text(shown))
+    ok = all(r.lost == 0 and r.effects_not_once == 0 for r in rows)
+    text = (
+        "# Distributed runs: workers sharing only a PostgreSQL URL, under SIGKILL and SIGSTOP\n\n"
+        f"Made by `make distributed`. Lease {LEASE_SECONDS:g} s; {APPROVERS} approver processes; "
+        f"{RUNS_PER_WORKER} `destructive` runs per worker; a worker SIGKILLed or SIGSTOPped for "
+        f"{1.5 * LEASE_SECONDS:g} s every 0.5–1.5 s under faults. Effects are counted by a witness "
+        "file outside the database (one line per delete, keyed by the call's idempotency key).\n\n"
+        + markdown_table(shown)
+        + f"\n\nEvery run completed and every approved call took effect exactly once: **{ok}**.\n"
+    )
+    (RESULTS / f"{NAME}.md").write_text(text)
+
+
+def main() -> int:
+    rng = random.Random(2026)
+    with throwaway_server() as server, mock_server() as (mock_url, _):
+        rows = []
+        for faults in (False, True):
+            for n in WORKERS:
+                rows.append(measure_row(server, mock_url, n, rng, faults=faults))
+                print(f"distributed: {table(rows[-1:])[0]}", flush=True)
+    write(rows)
+    return 0 if all(r.lost == 0 and r.effects_not_once == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""A throwaway PostgreSQL server: the machine's own server binaries, `initdb` in a temporary
+folder, run as an unprivileged user (Debian's `postgres` when we are root), reached only over a
+unix socket in that folder. Used by the test session and by `make distributed`."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+USER = "postgres"
+
+
+def _bin(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return candidates[-1] if candidates else None
+
+
+def _as_user(argv: list[str]) -> list[str]:
+    return ["runuser", "-u", USER, "--", *argv] if os.geteuid() == 0 else argv
+
+
+@contextmanager
+def throwaway_server(*, max_connections: int = 200) -> Iterator[str]:
+    """Start a fresh server; yield a libpq URL for its `postgres` database; remove it all after."""
+    initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
+    if not (initdb and pg_ctl):
+        raise RuntimeError("PostgreSQL server binaries not found: apt-get install postgresql (.ci/run does)")
+    root = Path(tempfile.mkdtemp(prefix="harness-pg-"))
+    if os.geteuid() == 0:
+        account = pwd.getpwnam(USER)
+        os.chown(root, account.pw_uid, account.pw_gid)
+    data = root / "data"
+    try:
+        subprocess.run(_as_user([initdb, "-D", str(data), "-U", "harness", "--auth=trust", "-E", "UTF8",
+                                 "--no-sync"]), check=True, capture_output=True, timeout=120)
+        options = f"-k {root} -c listen_addresses='' -c fsync=off -c max_connections={max_connections}"
+        subprocess.run(_as_user([pg_ctl, "-D", str(data), "-o", options, "-l", str(root / "log"), "-w",
+                                 "-t", "60", "start"]), check=True, capture_output=True, timeout=120)
+        yield f"postgresql://harness@/postgres?host={root}"
+    finally:
+        if (data / "postmaster.pid").exists():
+            subprocess.run(_as_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]),
+                           capture_output=True, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def new_database(server: str) -> str:
+    """A new empty database on `server` (a URL from `throwaway_server`); its URL."""
+    import psycopg
+
+    name = f"t{os.urandom(6).hex()}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return server.replace("/postgres?", f"/{name}?")
