@@ -11,7 +11,8 @@ TOKEN_ENV = "HARNESS_UI_TOKEN"
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    u = sub.add_parser("ui", help="runs and approvals in a browser (see docs/ui.md)")
+    # No abbreviations: `--token SECRET` would otherwise mean `--token-file SECRET` and print the secret.
+    u = sub.add_parser("ui", help="runs and approvals in a browser (see docs/ui.md)", allow_abbrev=False)
     u.add_argument("--host", default=None,
                    help="address to bind (default: 127.0.0.1 only); any other needs a token, "
                         f"from --token-file or ${TOKEN_ENV}")

@@ -90,6 +90,8 @@ def main(args: argparse.Namespace, store: SqlStore) -> int:
     config = uvicorn.Config(create_app(ui), log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
     try:
         uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # uvicorn shuts down gracefully on Ctrl-C, then raises it again for the caller
     finally:
         sock.close()
         if resumer is not None:
