@@ -26,7 +26,7 @@ from harness.store import SqlStore, StoreError
 from harness.ui import kit
 from harness.ui.decide import Conflict, Decider, Decision, Resumer, ui_identity
 from harness.ui.layout import notice, page
-from harness.ui.live import SCRIPT, stream
+from harness.ui.live import PARTIAL_HEADER, SCRIPT, stream
 from harness.ui.markup import Markup, html
 from harness.ui.run_page import RunView, run_body
 from harness.ui.runs_page import STATUSES, runs_body
@@ -48,6 +48,8 @@ class UiSettings:
 
 
 def _page(request: Request, title: str, body: Markup, status: int = 200) -> HTMLResponse:
+    if request.headers.get(PARTIAL_HEADER):  # the live script's refresh: the sections, no frame
+        return HTMLResponse(body, status_code=status)
     return HTMLResponse(page(title, body, nonce=request.state.nonce, script=SCRIPT), status_code=status)
 
 
@@ -181,6 +183,7 @@ def create_app(ui: UiSettings) -> Starlette:
         Route("/runs/{run_id}", p.run_page), Route("/runs/{run_id}/events", p.run_events),
         Route("/runs/{run_id}/{verdict}", p.decide, methods=["POST"]),
         Route("/login", p.login, methods=["GET", "POST"]),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
         *kit.routes(lambda: ui.kit_reports, _page, _error),
     ]
     app = Starlette(routes=routes)

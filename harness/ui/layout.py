@@ -66,7 +66,7 @@ def page(title: str, body: Markup, *, nonce: str, script: Markup | None = None) 
     return html(
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta name="referrer" content="no-referrer">'
+        '<meta name="referrer" content="same-origin">'
         '<title>{}</title><style nonce="{}">{}</style></head><body>'
         '<header class="top"><a href="/">harness · runs</a><a href="/kit">kit reports</a>'
         '<span class="live" id="live"></span></header>'

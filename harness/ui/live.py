@@ -3,8 +3,9 @@
 The server polls the store (in a worker thread) every `poll_seconds` and sends a `changed`
 event when what the page shows has moved: for the list, any run's status, turns, cost or
 waiting call; for a run page, the run's row or its lease. The script then fetches its own
-page again and swaps the sections that differ (parsed with DOMParser: nothing in the fetched
-HTML runs). A stream ends after `max_seconds`; the browser's EventSource reconnects by itself.
+page's sections again (`PARTIAL_HEADER`) and swaps those that differ (parsed with DOMParser:
+nothing in the fetched HTML runs). A stream ends after `max_seconds`; the browser's
+EventSource reconnects by itself.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from harness.ui.markup import Markup
+
+PARTIAL_HEADER = "x-harness-partial"
+"""Sent by the page's script: answer with the page's sections only (no head, no style, no script)."""
 
 SCRIPT = Markup("""
 (function () {
@@ -32,7 +36,7 @@ SCRIPT = Markup("""
   function refresh() {
     if (busy) { again = true; return; }
     busy = true;
-    fetch(location.href, {credentials: 'same-origin', headers: {'Accept': 'text/html'}})
+    fetch(location.href, {credentials: 'same-origin', headers: {'X-Harness-Partial': '1'}})
       .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
       .then(function (text) {
         var doc = new DOMParser().parseFromString(text, 'text/html');

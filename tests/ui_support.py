@@ -4,6 +4,7 @@ full of hostile strings, and a reader of what a page really contains (tags, attr
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from html.parser import HTMLParser
@@ -41,6 +42,12 @@ HOSTILE_WITH_ORIGIN = [
     '<link rel="stylesheet" href="{origin}/x.css">',
     "<meta http-equiv=refresh content='0;url={origin}/moved'>",
 ]
+
+
+def visible(s: str) -> str:
+    """`s` as the page shows it: invisible and bidi characters as `\\uXXXX` escapes."""
+    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]",
+                  lambda m: f"\\u{ord(m.group()):04x}", s)
 
 
 def hostile_strings(origin: str) -> list[str]:
