@@ -52,6 +52,12 @@ def reports(root: Path) -> dict[str, Path]:
     return found
 
 
+def _charts(folder: Path) -> list[str]:
+    """The folder's PNG files: regular files whose first bytes are the PNG signature."""
+    return [n for n in _files(folder, ".png")
+            if (_regular(folder / n, MAX_PNG_BYTES) or b"").startswith(PNG_SIGNATURE)]
+
+
 def _files(folder: Path, suffix: str) -> list[str]:
     return sorted(e.name for e in os.scandir(folder)
                   if e.is_file(follow_symlinks=False) and e.name.endswith(suffix) and NAME.fullmatch(e.name))
@@ -145,7 +151,7 @@ class KitPages:
         if folder is None:
             return refusal
         name = request.path_params["report"]
-        pngs = _files(folder, ".png")
+        pngs = _charts(folder)
         shown: set[str] = set()
 
         def image(src: str, alt: str) -> Markup:
@@ -170,6 +176,7 @@ class KitPages:
             return refusal
         file = request.path_params["file"]
         data = _regular(folder / file, MAX_PNG_BYTES) if file in _files(folder, ".png") else None
+        # Checked again here: the file may have changed since the page listed it.
         if data is None or not data.startswith(PNG_SIGNATURE):
             return self.error(request, 404, f"no PNG chart {file!r} in this report")
         return Response(data, media_type="image/png")
