@@ -186,10 +186,15 @@ def create_app(ui: UiSettings) -> Starlette:
         Route("/favicon.ico", lambda request: Response(status_code=204)),
         *kit.routes(lambda: ui.kit_reports, _page, _error),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, exception_handlers={StoreError: _unavailable})
     app.state.ui = ui
     app.add_middleware(GuardMiddleware, guard=ui.guard)
     return app
+
+
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    """The database cannot be read right now (PostgreSQL down, a locked file): said, not a 500."""
+    return _error(request, 503, str(exc))
 
 
 def _reason(last: dict[str, Any]) -> Markup:

@@ -45,10 +45,13 @@ def _regular(path: Path, limit: int) -> bytes | None:
 def reports(root: Path) -> dict[str, Path]:
     """Report name -> folder, for every folder under `root` (and `root`) holding a `.md` file."""
     found: dict[str, Path] = {}
-    candidates = [root, *(root / e.name for e in os.scandir(root) if e.is_dir(follow_symlinks=False))]
-    for folder in candidates:
-        if NAME.fullmatch(folder.name) and any(n.endswith(".md") for n in os.listdir(folder)):
-            found.setdefault(folder.name, folder)
+    try:
+        candidates = [root, *(root / e.name for e in os.scandir(root) if e.is_dir(follow_symlinks=False))]
+        for folder in candidates:
+            if NAME.fullmatch(folder.name) and any(n.endswith(".md") for n in os.listdir(folder)):
+                found.setdefault(folder.name, folder)
+    except OSError:  # the folder went away or may not be read: no reports, said as such
+        return found
     return found
 
 

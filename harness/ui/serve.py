@@ -75,6 +75,8 @@ def main(args: argparse.Namespace, store: SqlStore) -> int:
     guard = guard_for(host, read_token(args.token_file))
     if not args.poll_seconds > 0:
         raise ValueError(f"--poll-seconds must be > 0, got {args.poll_seconds}")
+    if args.kit_reports is not None and not args.kit_reports.is_dir():
+        raise ValueError(f"--kit-reports {args.kit_reports} is not a folder")
     writer = open_cli_store(args, None)
     resumer = (Resumer(writer, state_dir=args.state_dir.absolute(), base_url=args.base_url)
                if args.resume else None)

@@ -66,10 +66,10 @@ def test_a_person_approves_one_run_and_rejects_another_in_chromium(browser, tmp_
         assert browser.screenshot(SCREENSHOT).startswith(b"\x89PNG")
 
         browser.click("#approve")
-        # The redirect shows the decision; the live stream then brings the finished run in.
+        # Resumed in the UI's process; the live stream brings the finished run in if the
+        # redirected page was drawn before it finished.
         answer = browser.wait(lambda: browser.text("#answer"), what="the resumed run's answer")
         assert answer == "Deleted access.log to free space."
-        assert int(browser.run("return document.body.dataset.updates || 0")) >= 1
 
         browser.get(url + "/runs/d2")
         browser.type("#reason", "keep access.log: the auditors need it")
@@ -77,6 +77,11 @@ def test_a_person_approves_one_run_and_rejects_another_in_chromium(browser, tmp_
         answer = browser.wait(lambda: browser.text("#answer"), what="the rejected run's answer")
         assert answer == "I did not delete anything: you declined the deletion."
         resumer.join(timeout=30)
+
+        browser.get(url + "/")
+        make_runs(tmp_path, mock_url, ("p2", "plan"))  # another process's run appears without a reload
+        browser.wait(lambda: browser.find_all('tr[data-run="p2"]'), what="the new run in the live list")
+        assert int(browser.run("return document.body.dataset.updates")) >= 1
 
     d1, d2 = writer.load("d1"), writer.load("d2")
     assert d1.status == "completed" and d1.meta["last_decision"]["verdict"] == "approved"

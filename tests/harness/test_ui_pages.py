@@ -127,6 +127,15 @@ def test_a_bad_run_id_and_a_damaged_run_are_clear_errors_and_the_run_is_left_alo
         assert tx.fetchall("SELECT head FROM runs WHERE run_id = 'p1'") == [("{not json",)]
 
 
+def test_a_store_that_cannot_be_read_is_a_503_page_not_a_crash(tmp_path):
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    reader.close()  # what a database gone away looks like to the pages
+    with serve_ui(reader, writer=writer) as url:
+        listing, run = httpx.get(url + "/"), httpx.get(url + "/runs/p1")
+    assert listing.status_code == 503 and "cannot start a transaction" in listing.text
+    assert run.status_code == 503
+
+
 def test_importing_the_harness_or_its_cli_loads_no_web_stack():
     code = "import sys, harness, harness.cli; print(sorted({m.split('.')[0] for m in sys.modules}))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
