@@ -2,9 +2,10 @@
 
 Runs the reliability suite (`tests/reliability`) with RELIABILITY_FULL=1 — SIGKILL at every
 boundary of `plan` and `destructive`, 50 trials of each race between two processes on one
-run, 10,000 fuzzed requests to the mock, hostile provider replies to the harness (garbage,
-impossible usage, thousands of calls, 20 MB arguments, trickled bodies, terminal escapes),
-200 concurrent runs x cap 50 against one and two uvicorn workers —
+run (both on SQLite and on a throwaway PostgreSQL), 10,000 fuzzed requests to the mock,
+hostile provider replies to the harness (garbage, impossible usage, thousands of calls, 20 MB
+arguments, trickled bodies, terminal escapes), 200 concurrent runs x cap 50 against one and
+two uvicorn workers —
 while every test appends one line per case to a ledger. The ledger becomes
 `results/reliability.csv` (one row per case) and `results/reliability.md` (one row per fault:
 cases tried, survived, what was lost, which must be zero). Exit status 1 if any case failed;

@@ -57,18 +57,25 @@ class PostgresStore(SqlStore):
         self._errors = psycopg.Error
         self.label = mask_url(url)
         try:
+            # One direct connection first: an unreachable server is one clear error at once,
+            # not a pool retrying until its timeout.
+            psycopg.connect(url, connect_timeout=max(1, int(connect_seconds))).close()
             self._pool = ConnectionPool(url, min_size=1, max_size=max(2, max_connections), open=False,
                                         timeout=connect_seconds,
-                                        kwargs={"connect_timeout": int(connect_seconds)})
+                                        kwargs={"connect_timeout": max(1, int(connect_seconds))})
             self._pool.open(wait=True, timeout=connect_seconds)
         except Exception as e:  # noqa: BLE001 - psycopg's and the pool's errors: one clear line
             raise StoreError(
                 f"cannot reach {self.label} ({_first_line(e, url)}); nothing was written"
             ) from None
-        self._create_schema()
+        try:
+            self._create_schema()
+        except BaseException:
+            self._pool.close()
+            raise
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[Tx]:
+    def _transaction(self, *, write: bool = True) -> Iterator[Tx]:
         try:
             with self._pool.connection() as conn, conn.transaction():
                 yield _PgTx(conn)

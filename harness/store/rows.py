@@ -70,6 +70,11 @@ class Tracker:
     def __init__(self) -> None:
         self._cursors: dict[str, _Cursor] = {}
 
+    def follows(self, state: RunState) -> bool:
+        """Whether `state` is the object last written, with its lists only appended to since."""
+        cursor = self._cursors.get(state.run_id)
+        return cursor is not None and cursor.follows(state)
+
     def delta(self, state: RunState, written_intents: frozenset[str] | None = None) -> Delta:
         """The rows for saving `state`; `written_intents` is what the database holds open when
         this tracker does not know (a rewrite)."""

@@ -112,7 +112,7 @@ class SqlStore:
 
     # --- engine seam ---------------------------------------------------------------------
 
-    def _transaction(self) -> contextlib.AbstractContextManager[Tx]:
+    def _transaction(self, *, write: bool = True) -> contextlib.AbstractContextManager[Tx]:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -208,7 +208,7 @@ class SqlStore:
                 self._check_schema(tx)
                 epoch = self._fence(tx, state.run_id)
                 open_intents = None
-                if not self._tracker_follows(state):
+                if not self._tracker.follows(state):
                     open_intents = frozenset(r[0] for r in tx.fetchall(
                         "SELECT tool_call_id FROM tool_ledger WHERE run_id = ? AND state = 'intent'",
                         (state.run_id,)))
@@ -221,10 +221,6 @@ class SqlStore:
             raise
         self._tracker.written(state)
         self.saves += 1
-
-    def _tracker_follows(self, state: RunState) -> bool:
-        cursor = self._tracker._cursors.get(state.run_id)
-        return cursor is not None and cursor.follows(state)
 
     def _write(self, tx: Tx, state: RunState, delta: Delta, epoch: int) -> None:
         rid = state.run_id
@@ -263,7 +259,7 @@ class SqlStore:
 
     def load(self, run_id: str) -> RunState:
         check_run_id(run_id)
-        with self._transaction() as tx:
+        with self._transaction(write=False) as tx:
             self._check_schema(tx)
             head = tx.fetchall("SELECT head FROM runs WHERE run_id = ?", (run_id,))
             if not head:
@@ -280,16 +276,16 @@ class SqlStore:
         return state
 
     def exists(self, run_id: str) -> bool:
-        with self._transaction() as tx:
+        with self._transaction(write=False) as tx:
             return bool(tx.fetchall("SELECT 1 FROM runs WHERE run_id = ?", (check_run_id(run_id),)))
 
     def run_ids(self) -> list[str]:
-        with self._transaction() as tx:
+        with self._transaction(write=False) as tx:
             return [r[0] for r in tx.fetchall("SELECT run_id FROM runs ORDER BY run_id")]
 
     def list_runs(self, status: str | None = None) -> list[RunSummary]:
         where, params = (" WHERE status = ?", (status,)) if status else ("", ())
-        with self._transaction() as tx:
+        with self._transaction(write=False) as tx:
             rows = tx.fetchall("SELECT run_id, status, turns, cost_usd, waiting_call, waiting_tool, "
                                "updated_at FROM runs" + where + " ORDER BY updated_at, run_id", params)
         return [RunSummary(run_id=r[0], status=r[1], turns=r[2], cost_usd=r[3], waiting_call=r[4],
@@ -297,14 +293,14 @@ class SqlStore:
 
     def ledger(self, run_id: str) -> list[dict[str, Any]]:
         """The run's tool ledger rows: call id, tool, state (intent/done/abandoned), attempt, epoch."""
-        with self._transaction() as tx:
+        with self._transaction(write=False) as tx:
             rows = tx.fetchall("SELECT tool_call_id, tool, state, attempt, epoch FROM tool_ledger "
                                "WHERE run_id = ? ORDER BY tool_call_id", (check_run_id(run_id),))
         return [dict(zip(("call_id", "tool", "state", "attempt", "epoch"), r, strict=True)) for r in rows]
 
     def lease(self, run_id: str) -> dict[str, Any] | None:
         """The run's lease row as read now (epoch, holder, seconds left), or None."""
-        with self._transaction() as tx:
+        with self._transaction(write=False) as tx:
             rows = tx.fetchall("SELECT epoch, owner, holder, until FROM leases WHERE run_id = ?",
                                (check_run_id(run_id),))
             now = tx.now()

@@ -53,7 +53,11 @@ class SQLiteStore(SqlStore):
         self.label = str(self.path)
         self._lock = threading.RLock()  # the heartbeat thread shares the connection
         self._conn = self._connect(busy_seconds)
-        self._create_schema()
+        try:
+            self._create_schema()
+        except BaseException:
+            self._conn.close()
+            raise
 
     @classmethod
     def in_folder(cls, directory: str | os.PathLike[str], **kwargs) -> SQLiteStore:
@@ -80,10 +84,12 @@ class SQLiteStore(SqlStore):
         return conn
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[Tx]:
+    def _transaction(self, *, write: bool = True) -> Iterator[Tx]:
         with self._lock:
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
+                # A writer takes the write lock up front (no upgrade deadlock); WAL lets readers
+                # read beside it.
+                self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             except sqlite3.DatabaseError as e:
                 raise StoreError(
                     f"{self.path}: cannot start a transaction ({e}); nothing was written"

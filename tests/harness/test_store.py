@@ -230,7 +230,8 @@ def test_the_depth_limit_holds_at_every_depth_from_1_to_2000():
     refused = []
     for depth in range(1, 2001):
         try:
-            check_depth('{"a":' * depth + "1" + "}" * depth if depth % 2 else "[" * depth + "]" * depth, "run")
+            text = '{"a":' * depth + "1" + "}" * depth if depth % 2 else "[" * depth + "]" * depth
+            check_depth(text, "run")
         except StateFileError:
             refused.append(depth)
     assert refused == list(range(MAX_DEPTH + 1, 2001))
