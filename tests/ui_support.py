@@ -85,11 +85,12 @@ def save_hostile_run(store: SqlStore, run_id: str, strings: list[str]) -> RunSta
 @contextmanager
 def serve_ui(reader: SqlStore, *, writer: SqlStore | None = None, token: str | None = None,
              resumer: Resumer | None = None, kit_reports: Path | None = None,
-             poll_seconds: float = 0.1) -> Iterator[str]:
+             poll_seconds: float = 0.1, decide_wait: float = 3.0) -> Iterator[str]:
     """A UI on a real loopback socket; yields its base URL (`http://127.0.0.1:PORT`)."""
     guard = Guard(hosts=LOOPBACK_NAMES, token=token)
-    ui = UiSettings(reader=reader, decider=Decider(writer or reader), guard=guard, resumer=resumer,
-                    kit_reports=kit_reports, poll_seconds=poll_seconds, stream_seconds=30)
+    decider = Decider(writer or reader, wait_seconds=decide_wait)
+    ui = UiSettings(reader=reader, decider=decider, guard=guard, resumer=resumer, kit_reports=kit_reports,
+                    poll_seconds=poll_seconds, stream_seconds=30)
     with serve_in_thread(create_app(ui)) as url:
         yield url.removesuffix("/v1")
 

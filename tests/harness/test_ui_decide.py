@@ -4,10 +4,12 @@ lease, and resuming here only with --resume. Runs are made by the real CLI again
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -163,7 +165,7 @@ def test_a_run_another_process_holds_is_read_only_and_its_decision_is_refused(wa
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "holding"
-        with serve_ui(reader, writer=writer) as url, httpx.Client(base_url=url) as browser:
+        with serve_ui(reader, writer=writer, decide_wait=0.3) as url, httpx.Client(base_url=url) as browser:
             form = _form(browser, "d2", "approve")  # d1's page offers no form; d2's call is the same
             page = browser.get("/runs/d1").text
             answer = browser.post("/runs/d1/approve", data=form)
@@ -188,3 +190,27 @@ def test_with_resume_the_ui_process_finishes_the_run_and_the_file_is_deleted_onc
     assert state.status == "completed" and state.answer == "Deleted access.log to free space."
     assert not (waiting / "sandboxes" / "d1" / "access.log").exists() and _deletes(waiting, "d1") == 1
     assert '<pre id="answer">Deleted access.log to free space.</pre>' in page
+
+
+@pytest.mark.slow
+def test_harness_run_then_harness_ui_resume_in_two_processes_deletes_the_file_once(tmp_path, mock_url):
+    common = [sys.executable, "-m", "harness", "--state-dir", str(tmp_path), "--base-url", mock_url]
+    first = subprocess.run([*common, "run", "--scenario", "destructive", "--run-id", "d1"],
+                           capture_output=True, text=True, timeout=60)
+    assert first.returncode == 3, first.stderr
+    ui = subprocess.Popen([*common, "ui", "--port", "0", "--resume"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    try:
+        url = ui.stdout.readline().split()[2].rstrip("/")
+        with httpx.Client(base_url=url, timeout=30) as browser:
+            assert browser.post("/runs/d1/approve", data=_form(browser, "d1", "approve")).status_code == 303
+            store = SQLiteStore(tmp_path / "harness.db")
+            deadline = time.monotonic() + 30
+            while store.load("d1").status != "completed" and time.monotonic() < deadline:
+                time.sleep(0.1)
+    finally:
+        ui.send_signal(signal.SIGINT)
+        _, err = ui.communicate(timeout=20)
+    assert store.load("d1").answer == "Deleted access.log to free space.", err
+    assert "run d1 resumed here and stopped completed" in err
+    assert not (tmp_path / "sandboxes" / "d1" / "access.log").exists() and _deletes(tmp_path, "d1") == 1
