@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
@@ -30,6 +31,8 @@ SESSION_COOKIE = "harness_ui_session"
 MAX_FORM_BYTES = 64 * 1024
 """A decision is a call id, a digest and a reason: anything larger is not one of our forms."""
 OPEN_PATHS = ("/login",)
+TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{43}")
+"""What `secrets.token_urlsafe(32)` makes; a cookie of any other shape is replaced, not echoed."""
 
 
 class Refused(Exception):
@@ -104,7 +107,7 @@ class GuardMiddleware:
         nonce = secrets.token_urlsafe(18)
         jar = _cookies(scope)
         csrf = jar.get(CSRF_COOKIE)
-        fresh_csrf = csrf is None or len(csrf) < 32
+        fresh_csrf = csrf is None or not TOKEN_SHAPE.fullmatch(csrf)
         if fresh_csrf:
             csrf = secrets.token_urlsafe(32)
         scope.setdefault("state", {}).update(nonce=nonce, csrf=csrf)
