@@ -2,7 +2,8 @@
 
 Routes: `/` (runs, `?status=`), `/events` (their live stream), `/runs/{id}` (one run),
 `/runs/{id}/events`, `POST /runs/{id}/approve` and `/reject` (form: csrf, call_id, digest,
-reason), `/login` (when a token guards the UI), `/kit/…` (report folders, when given).
+reason), `/api/runs` and `/api/runs/{id}` (what `harness list --json` and `show --json` print),
+`/login` (when a token guards the UI), `/kit/…` (report folders, when given).
 Store calls block, so they run in worker threads; pages read through their own store object,
 decisions and resumes write through another (`Decider`, `Resumer`).
 """
@@ -17,10 +18,18 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
-from harness.codec import StateFileError
+from harness import listing
+from harness.codec import StateFileError, to_dict
 from harness.state import check_run_id
 from harness.store import SqlStore, StoreError
 from harness.ui import kit
@@ -155,6 +164,30 @@ class Pages:
             self.ui.resumer.start(run_id)
         return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
+    async def api_runs(self, request: Request) -> Response:
+        """`harness list --json` as one JSON array."""
+        status = request.query_params.get("status") or None
+        if status is not None and status not in STATUSES:
+            return JSONResponse({"error": f"unknown status {status!r}; known: {', '.join(STATUSES)}"}, 400)
+        listed = await run_in_threadpool(self.ui.reader.list_runs, status)
+        return JSONResponse([to_dict(r) for r in listed])
+
+    async def api_run(self, request: Request) -> Response:
+        """`harness show RUN --json`: the same versioned object."""
+        run_id = request.path_params["run_id"]
+
+        def shown() -> dict[str, Any]:
+            return listing.show_json(self.ui.reader.load(check_run_id(run_id)), self.ui.reader)
+
+        try:
+            return JSONResponse(await run_in_threadpool(shown))
+        except StateFileError as e:
+            return JSONResponse({"error": str(e)}, 422)
+        except StoreError as e:
+            return JSONResponse({"error": str(e)}, 503)
+        except (FileNotFoundError, ValueError) as e:
+            return JSONResponse({"error": str(e)}, 404)
+
     async def login(self, request: Request) -> Response:
         guard = self.ui.guard
         if guard.token is None:
@@ -182,6 +215,7 @@ def create_app(ui: UiSettings) -> Starlette:
         Route("/", p.runs), Route("/events", p.runs_events),
         Route("/runs/{run_id}", p.run_page), Route("/runs/{run_id}/events", p.run_events),
         Route("/runs/{run_id}/{verdict}", p.decide, methods=["POST"]),
+        Route("/api/runs", p.api_runs), Route("/api/runs/{run_id}", p.api_run),
         Route("/login", p.login, methods=["GET", "POST"]),
         Route("/favicon.ico", lambda request: Response(status_code=204)),
         *kit.routes(lambda: ui.kit_reports, _page, _error),

@@ -55,8 +55,10 @@ def svg(points: list[TurnPoint]) -> Markup:
                           '<rect class="out" x="{}" y="{}" width="{}" height="{}"/></g>',
                           tip, f"{x:.1f}", f"{y_in:.1f}", f"{bar:.1f}", f"{h_in:.1f}",
                           f"{x:.1f}", f"{y_in - h_out:.1f}", f"{bar:.1f}", f"{h_out:.1f}"))
-    line = " ".join(f"{LEFT + slot * i + slot / 2:.1f},{TOP + plot_h - plot_h * p.cost_usd / cost_top:.1f}"
-                    for i, p in enumerate(points))
+    xy = [(LEFT + slot * i + slot / 2, TOP + plot_h - plot_h * p.cost_usd / cost_top)
+          for i, p in enumerate(points)]
+    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
+    dots = join(html('<circle class="cost" cx="{}" cy="{}" r="3"/>', f"{x:.1f}", f"{y:.1f}") for x, y in xy)
     every = max(1, n // 10)
     labels = join(html('<text x="{}" y="{}" class="tick" text-anchor="middle">{}</text>',
                        f"{LEFT + slot * i + slot / 2:.1f}", H - BOTTOM + 14, p.turn)
@@ -68,12 +70,12 @@ def svg(points: list[TurnPoint]) -> Markup:
         '<text class="tick" x="{}" y="{}" text-anchor="end">{}</text>'
         '<text class="tick" x="{}" y="{}" text-anchor="end">0</text>'
         '<text class="tick cost" x="{}" y="{}">{}</text>'
-        '{}<polyline class="cost" points="{}"/>{}'
+        '{}<polyline class="cost" points="{}"/>{}{}'
         '<text class="tick" x="{}" y="{}" text-anchor="middle">turn</text></svg>',
         W, H, W, H, f"Tokens per turn (bars) and cumulative cost (line) over {n} turns",
         LEFT, TOP + plot_h, W - RIGHT, TOP + plot_h,
         LEFT - 6, TOP + 8, f"{tokens_top:,.0f} tok",
         LEFT - 6, TOP + plot_h,
         W - RIGHT + 6, TOP + 8, f"${cost_top:g}",
-        join(parts), line, labels, LEFT + plot_w / 2, H - 2,
+        join(parts), line, dots, labels, LEFT + plot_w / 2, H - 2,
     )

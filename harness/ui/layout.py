@@ -51,6 +51,7 @@ nav.filter a.on { font-weight:700; text-decoration:none; color:var(--ink); }
 svg.chart { background:#fff; border:1px solid var(--line); border-radius:6px; max-width:100%; height:auto; }
 svg.chart rect.in { fill:#6f8fd8; } svg.chart rect.out { fill:#e0a040; }
 svg.chart polyline.cost { fill:none; stroke:#b3261e; stroke-width:2; }
+svg.chart circle.cost { fill:#b3261e; }
 svg.chart .axis { stroke:#8a99ad; } svg.chart .tick { font-size:10px; fill:#5d6776; }
 svg.chart .tick.cost { fill:#b3261e; }
 .legend span { margin-right:14px; }

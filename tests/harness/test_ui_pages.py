@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -18,10 +19,12 @@ from ui_support import (
     visible,
 )
 
+from harness.cli import main as harness_main
+
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "a", "span", "main", "h1", "h2",
                 "h3", "p", "nav", "table", "thead", "tbody", "tr", "th", "td", "code", "div", "section",
                 "article", "pre", "b", "form", "input", "button", "label", "br", "textarea", "script", "svg",
-                "g", "rect", "line", "polyline", "text", "ul", "li", "i"}
+                "g", "rect", "line", "polyline", "circle", "text", "ul", "li", "i"}
 
 
 @pytest.fixture
@@ -125,6 +128,22 @@ def test_a_bad_run_id_and_a_damaged_run_are_clear_errors_and_the_run_is_left_alo
     assert damaged.status_code == 422 and "nothing was changed" in damaged.text
     with writer._transaction() as tx:
         assert tx.fetchall("SELECT head FROM runs WHERE run_id = 'p1'") == [("{not json",)]
+
+
+def test_the_json_api_gives_what_harness_list_and_show_json_print(runs_dir, capsys):
+    reader, writer = sqlite_pair(runs_dir / "harness.db")
+    argv = ["--state-dir", str(runs_dir)]
+    with serve_ui(reader, writer=writer) as url:
+        listed = httpx.get(url + "/api/runs", params={"status": "interrupted"}).json()
+        shown = httpx.get(url + "/api/runs/d1").json()
+        missing = httpx.get(url + "/api/runs/nope")
+    capsys.readouterr()
+    harness_main([*argv, "list", "--status", "interrupted", "--json"])
+    assert listed == [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    harness_main([*argv, "show", "d1", "--json"])
+    assert shown == json.loads(capsys.readouterr().out)
+    assert shown["waiting"]["call_id"] == "c2"
+    assert missing.status_code == 404 and "no saved run" in missing.json()["error"]
 
 
 def test_a_store_that_cannot_be_read_is_a_503_page_not_a_crash(tmp_path):
