@@ -78,6 +78,7 @@ def test_a_person_approves_one_run_and_rejects_another_in_chromium(browser, tmp_
         assert answer == "I did not delete anything: you declined the deletion."
         resumer.join(timeout=30)
 
+        assert browser.console() == []  # no CSP violation, no script error, nothing failed to load
         browser.get(url + "/")
         make_runs(tmp_path, mock_url, ("p2", "plan"))  # another process's run appears without a reload
         browser.wait(lambda: browser.find_all('tr[data-run="p2"]'), what="the new run in the live list")
@@ -108,6 +109,7 @@ def test_the_hostile_string_run_renders_inert_in_chromium(browser, tmp_path):
             transcript = browser.text("#transcript")
             browser.get(url + "/")
             assert browser.alert() is None
+            assert browser.console() == []  # escaped, so nothing even tried to run or load
     for s in strings:
         assert visible(s) in transcript, s
     assert seen == []

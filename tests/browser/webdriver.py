@@ -81,6 +81,11 @@ class Browser:
                 return None
             raise
 
+    def console(self) -> list[str]:
+        """Console messages since the last call: script errors, CSP violations, failed loads
+        (chromedriver's log extension; W3C WebDriver has none)."""
+        return [e["message"] for e in self._call("POST", "/se/log", {"type": "browser"})]
+
     def resize(self, width: int, height: int) -> None:
         self._call("POST", "/window/rect", {"width": width, "height": height})
 

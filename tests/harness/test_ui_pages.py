@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -19,6 +21,7 @@ from ui_support import (
     visible,
 )
 
+import harness.ui
 from harness.cli import main as harness_main
 
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "a", "span", "main", "h1", "h2",
@@ -153,6 +156,17 @@ def test_a_store_that_cannot_be_read_is_a_503_page_not_a_crash(tmp_path):
         listing, run = httpx.get(url + "/"), httpx.get(url + "/runs/p1")
     assert listing.status_code == 503 and "cannot start a transaction" in listing.text
     assert run.status_code == 503
+
+
+def test_the_ui_imports_neither_the_kit_nor_the_mock_nor_the_experiments():
+    found = set()
+    for path in Path(harness.ui.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module.split(".")[0])
+    assert "starlette" in found and not found & {"exitkit", "mockprovider", "experiments"}
 
 
 def test_importing_the_harness_or_its_cli_loads_no_web_stack():
