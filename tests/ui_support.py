@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import struct
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from html.parser import HTMLParser
@@ -52,6 +54,15 @@ def visible(s: str) -> str:
 
 def hostile_strings(origin: str) -> list[str]:
     return HOSTILE + [s.format(origin=origin) for s in HOSTILE_WITH_ORIGIN]
+
+
+def tiny_png() -> bytes:
+    """A valid 1x1 PNG, built with the standard library."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"\x00\xff\x00\x00")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
 
 
 def make_runs(state_dir: Path, mock_url: str, *runs: tuple[str, str]) -> None:

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from ui_support import hostile_strings, make_runs, save_hostile_run, serve_ui, sqlite_pair, visible
+from ui_support import hostile_strings, make_runs, save_hostile_run, serve_ui, sqlite_pair, tiny_png, visible
 
 from harness.ui.decide import Resumer
 
@@ -113,3 +113,21 @@ def test_the_hostile_string_run_renders_inert_in_chromium(browser, tmp_path):
     for s in strings:
         assert visible(s) in transcript, s
     assert seen == []
+
+
+def test_a_kit_report_shows_its_chart_in_chromium(browser, tmp_path):
+    card = tmp_path / "kit" / "card1"
+    card.mkdir(parents=True)
+    report = "# Exit report card\n\n| case | ours |\n| --- | --- |\n| turn cap | pass |\n\n"
+    report += "![overhead](report.png)\n"
+    (card / "report.md").write_text(report)
+    (card / "report.png").write_bytes(tiny_png())
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    with serve_ui(reader, writer=writer, kit_reports=tmp_path / "kit") as url:
+        browser.get(url + "/kit")
+        browser.click('a[href="/kit/card1"]')
+        chart = "var i = document.querySelector('img.kit'); return i && i.complete && i.naturalWidth"
+        loaded = browser.wait(lambda: browser.run(chart), what="the chart")
+        assert loaded == 1
+        assert "turn cap" in browser.text("table")
+        assert browser.console() == []

@@ -4,12 +4,10 @@ nothing outside the folder (or not a PNG, or not a regular file) ever served."""
 from __future__ import annotations
 
 import os
-import struct
-import zlib
 
 import httpx
 import pytest
-from ui_support import PageParts, serve_ui, sqlite_pair
+from ui_support import PageParts, serve_ui, sqlite_pair, tiny_png
 
 REPORT = """# Exit report card
 
@@ -32,15 +30,6 @@ raw <pre> block </pre>
 """
 
 
-def _png() -> bytes:
-    """A valid 1x1 PNG, built with the standard library."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
-    pixels = zlib.compress(b"\x00\xff\x00\x00")
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
-
-
 @pytest.fixture
 def kit_dir(tmp_path):
     root = tmp_path / "kit"
@@ -48,7 +37,7 @@ def kit_dir(tmp_path):
     card.mkdir(parents=True)
     (card / "report.md").write_text(REPORT)
     (card / "report.json").write_text('{"schema": "exitkit-report/1"}')
-    (card / "report.png").write_bytes(_png())
+    (card / "report.png").write_bytes(tiny_png())
     (card / "fake.png").write_bytes(b"<svg onload=alert(1)>")
     (card / "leak.png").symlink_to("/etc/passwd")
     os.mkfifo(card / "fifo.png")
@@ -76,7 +65,7 @@ def test_a_kit_report_shows_its_markdown_as_escaped_html_with_its_charts(tmp_pat
     links = [attrs.get("href") or "" for tag, attrs in PageParts(text).tags if tag == "a"]
     assert not any("javascript" in href for href in links)
     assert chart.status_code == 200 and chart.headers["content-type"] == "image/png"
-    assert chart.content == _png()
+    assert chart.content == tiny_png()
 
 
 @pytest.mark.parametrize("path", ["/kit/card1/leak.png", "/kit/card1/fake.png", "/kit/card1/fifo.png",
