@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import secrets
 import socket
@@ -122,21 +123,16 @@ class SqlStore:
         with self._transaction() as tx:
             for statement in SCHEMA:
                 tx.execute(statement)
-            rows = tx.fetchall("SELECT version FROM harness_schema")
-            if not rows:
+            if not tx.fetchall("SELECT version FROM harness_schema"):
                 tx.execute("INSERT INTO harness_schema (version) VALUES (?)", (DB_SCHEMA_VERSION,))
-            elif rows[0][0] != DB_SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.label} has table layout version {rows[0][0]!r}; this harness reads version "
-                    f"{DB_SCHEMA_VERSION} only (a newer harness wrote it?); nothing was written"
-                )
+            self._check_schema(tx)
 
     def _check_schema(self, tx: Tx) -> None:
         rows = tx.fetchall("SELECT version FROM harness_schema")
         if rows and rows[0][0] != DB_SCHEMA_VERSION:
             raise StoreError(
                 f"{self.label} has table layout version {rows[0][0]!r}; this harness reads version "
-                f"{DB_SCHEMA_VERSION} only; nothing was written"
+                f"{DB_SCHEMA_VERSION} only (a newer harness wrote it?); nothing was written"
             )
 
     # --- the lease -----------------------------------------------------------------------
@@ -171,7 +167,9 @@ class SqlStore:
                    "ON CONFLICT (run_id) DO NOTHING", (run_id,))
         ((epoch, current, raw, until),) = tx.fetchall(
             "SELECT epoch, owner, holder, until FROM leases WHERE run_id = ?" + self.for_update, (run_id,))
-        if current is not None and until > tx.now() and not _gone(_holder(raw)):
+        if isinstance(epoch, bool) or not isinstance(epoch, int):
+            raise StoreError(f"{self.label}: the lease row of run {run_id} is damaged (epoch {epoch!r})")
+        if _live(current, until, tx.now()) and not _gone(_holder(raw)):
             raise RunOwned(run_id, _holder(raw))
         tx.execute("UPDATE leases SET epoch = ?, owner = ?, holder = ?, until = ? WHERE run_id = ?",
                    (epoch + 1, owner, json.dumps(holder), tx.now() + self.lease_seconds, run_id))
@@ -195,9 +193,9 @@ class SqlStore:
             return claim.epoch
         rows = tx.fetchall(
             "SELECT epoch, owner, holder, until FROM leases WHERE run_id = ?" + self.for_update, (run_id,))
-        if rows and rows[0][1] is not None and rows[0][3] > tx.now() and not _gone(_holder(rows[0][2])):
+        if rows and _live(rows[0][1], rows[0][3], tx.now()) and not _gone(_holder(rows[0][2])):
             raise RunOwned(run_id, _holder(rows[0][2]))
-        return rows[0][0] if rows else 0
+        return rows[0][0] if rows and isinstance(rows[0][0], int) else 0
 
     # --- saving --------------------------------------------------------------------------
 
@@ -307,8 +305,15 @@ class SqlStore:
         if not rows:
             return None
         epoch, owner, raw, until = rows[0]
-        return {"epoch": epoch, "held": owner is not None and until > now, "holder": _holder(raw),
-                "seconds_left": max(0.0, until - now) if owner is not None else 0.0}
+        held = _live(owner, until, now)
+        return {"epoch": epoch, "held": held, "holder": _holder(raw),
+                "seconds_left": max(0.0, until - now) if held else 0.0}
+
+
+def _live(owner: object, until: object, now: float) -> bool:
+    """Whether a lease row is held and unexpired; a row edited into nonsense holds nothing."""
+    return (owner is not None and not isinstance(until, bool) and isinstance(until, int | float)
+            and math.isfinite(until) and until > now)
 
 
 def _holder(raw: object) -> dict[str, object]:

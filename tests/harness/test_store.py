@@ -235,3 +235,18 @@ def test_the_depth_limit_holds_at_every_depth_from_1_to_2000():
         except StateFileError:
             refused.append(depth)
     assert refused == list(range(MAX_DEPTH + 1, 2001))
+
+
+@pytest.mark.parametrize("until", ["'soon'", "'Infinity'", "x'00'"])
+def test_a_lease_row_with_a_nonsense_expiry_holds_nothing_and_raises_nothing(tmp_path, until):
+    import sqlite3
+
+    db = tmp_path / "harness.db"
+    SQLiteStore(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"INSERT INTO leases VALUES ('r1', 3, 'someone', '{{}}', {until})")
+    store = SQLiteStore(db)
+    assert store.lease("r1")["held"] is False
+    with store.claim("r1"):
+        store.save(new_run("t", run_id="r1"))
+    assert store.lease("r1")["epoch"] == 4
