@@ -12,6 +12,8 @@ from harness.ui.layout import money
 from harness.ui.markup import Markup, html, join
 
 STATUSES: tuple[str, ...] = get_args(Status)
+MAX_LISTED = 500
+"""Rows drawn on the list; older runs are reached by filtering, `harness list` or /api/runs."""
 
 
 def _when(t: float) -> str:
@@ -40,8 +42,12 @@ def filter_nav(current: str | None) -> Markup:
 
 
 def runs_body(runs: list[RunSummary], status: str | None, store_label: str) -> Markup:
-    rows = join(_row(r) for r in reversed(runs)) if runs else html(
+    shown = runs[-MAX_LISTED:]
+    rows = join(_row(r) for r in reversed(shown)) if runs else html(
         '<tr><td colspan="6" class="muted">No runs{}.</td></tr>', f" with status {status}" if status else "")
+    if len(shown) < len(runs):
+        rows = html('{}<tr><td colspan="6" class="muted" id="more">The {} newest of {} runs are shown; '
+                    'filter by status, or read them all at /api/runs.</td></tr>', rows, len(shown), len(runs))
     return html(
         '<h1>Runs</h1><p class="muted">Store: <code>{}</code> · newest first · updates live</p>{}'
         '<table id="runs" data-live="/events{}"><thead><tr><th>run id</th><th>status</th>'

@@ -23,6 +23,7 @@ from ui_support import (
 
 import harness.ui
 from harness.cli import main as harness_main
+from harness.ui import runs_page
 
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "a", "span", "main", "h1", "h2",
                 "h3", "p", "nav", "table", "thead", "tbody", "tr", "th", "td", "code", "div", "section",
@@ -48,6 +49,15 @@ def test_the_list_shows_status_turns_cost_and_the_waiting_call_newest_first(runs
     assert re.search(r'<td class="num">2</td>', d1)
     r1 = dict(rows)["r1"]
     assert "max_turns_exceeded" in r1 and re.search(r'<td class="num">20</td>', r1)
+
+
+def test_a_long_list_draws_the_newest_runs_and_says_how_many_it_left_out(runs_dir, monkeypatch):
+    monkeypatch.setattr(runs_page, "MAX_LISTED", 2)
+    reader, writer = sqlite_pair(runs_dir / "harness.db")
+    with serve_ui(reader, writer=writer) as url:
+        page = httpx.get(url + "/").text
+    assert re.findall(r'<tr data-run="([^"]+)"', page) == ["r1", "d1"]
+    assert "The 2 newest of 3 runs are shown" in page
 
 
 def test_the_list_filters_by_status_and_refuses_an_unknown_one(runs_dir):
