@@ -46,7 +46,7 @@ textarea { width:420px; max-width:100%; height:54px; font:inherit; }
 button { font:inherit; padding:5px 14px; border-radius:5px; border:1px solid #888; cursor:pointer; }
 button.approve { background:#1f7a3a; color:#fff; border-color:#1f7a3a; }
 button.reject { background:#b3261e; color:#fff; border-color:#b3261e; }
-nav.filter a { margin-right:10px; }
+nav.filter { margin:0 0 8px; } nav.filter a { margin-right:10px; }
 nav.filter a.on { font-weight:700; text-decoration:none; color:var(--ink); }
 svg.chart { background:#fff; border:1px solid var(--line); border-radius:6px; max-width:100%; height:auto; }
 svg.chart rect.in { fill:#6f8fd8; } svg.chart rect.out { fill:#e0a040; }
