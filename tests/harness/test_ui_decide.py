@@ -214,3 +214,31 @@ def test_harness_run_then_harness_ui_resume_in_two_processes_deletes_the_file_on
     assert store.load("d1").answer == "Deleted access.log to free space.", err
     assert "run d1 resumed here and stopped completed" in err
     assert not (tmp_path / "sandboxes" / "d1" / "access.log").exists() and _deletes(tmp_path, "d1") == 1
+
+
+def test_two_ui_servers_on_one_database_deciding_at_once_meet_at_the_lease(waiting):
+    """Each server has its own store objects, as two UI processes would: the loser waits for
+    the winner's lease, then finds the call decided and names the winner's decision."""
+    db = waiting / "harness.db"
+    first, second = sqlite_pair(db), sqlite_pair(db)
+    answers: list[httpx.Response] = []
+    with serve_ui(first[0], writer=first[1]) as one, serve_ui(second[0], writer=second[1]) as two:
+        people = [httpx.Client(base_url=one), httpx.Client(base_url=two)]
+        forms = [_form(people[0], "d1", "approve"), {**_form(people[1], "d1", "reject"), "reason": "no"}]
+        start = threading.Barrier(2)
+
+        def click(i: int) -> None:
+            start.wait()
+            answers.append(people[i].post(f"/runs/d1/{('approve', 'reject')[i]}", data=forms[i]))
+
+        threads = [threading.Thread(target=click, args=(i,)) for i in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for c in people:
+            c.close()
+    assert sorted(a.status_code for a in answers) == [303, 409]
+    (loser,) = [a for a in answers if a.status_code == 409]
+    won = SQLiteStore(db).load("d1").meta["last_decision"]["verdict"]
+    assert f"On record: call c2 was {won}" in loser.text
