@@ -4,8 +4,9 @@ SIGKILL and SIGSTOP, measured.
 For 1, 2 and 4 workers, calm and then under faults: a fresh database holds a queue of
 `destructive` runs (each stops for a person's approval of `delete_file`); two approver processes
 decide (three in four approved); under faults, every 0.5–1.5 s one worker is SIGKILLed (and a
-fresh one started) or SIGSTOPped for 1.5 leases and then continued. Every process has its own
-working folder and HOME (`experiments/beyond/distributed_roles.py`). When the queue is empty:
+fresh one started), or one that holds a run is SIGSTOPped for three leases and then continued.
+Every process has its own working folder and HOME
+(`experiments/beyond/distributed_roles.py`). When the queue is empty:
 
 - runs lost: queued runs that did not complete (must be 0);
 - effects per approved call: lines in the witness file with that call's idempotency key, which
@@ -19,6 +20,7 @@ Loopback only, bounded (`RUNS_PER_WORKER` runs a worker, at most `DEADLINE_S` pe
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -45,6 +47,7 @@ WORKERS = (1, 2, 4)
 APPROVERS = 2
 RUNS_PER_WORKER = 8
 DEADLINE_S = 60.0
+PAUSE_LEASES = 3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +78,7 @@ class _Fleet:
         self.db, self.mock_url, self.logs, self.root = db, mock_url, logs, root
         self.workers: list[subprocess.Popen] = []
         self.others: list[subprocess.Popen] = []
+        self.stderr: dict[int, Path] = {}
         self.count = 0
 
     def spawn(self, role: str) -> subprocess.Popen:
@@ -86,33 +90,50 @@ class _Fleet:
                 str(self.logs)]
         with open(home / "stderr", "wb") as err:  # the child keeps its own copy of the descriptor
             proc = subprocess.Popen(argv, cwd=home, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        self.stderr[proc.pid] = home / "stderr"
         (self.workers if role == "worker" else self.others).append(proc)
         return proc
 
-    def stop_all(self) -> None:
+    def stop_all(self) -> list[str]:
+        """Stop every process; the stderr tails of those that had died on their own."""
+        died = [p for p in self.workers + self.others if p.poll() not in (None, -signal.SIGKILL)]
         for p in self.workers + self.others:
             if p.poll() is None:
                 os.kill(p.pid, signal.SIGCONT)
                 p.kill()
             p.wait()
+        return [f"{p.args[3]} pid {p.pid} exited {p.returncode}: {self.stderr[p.pid].read_text()[-800:]}"
+                for p in died]
+
+
+def _holders(db: str) -> set[int]:
+    """Pids holding a live lease now (a pause of one of them is the case fencing is for)."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        rows = conn.execute("SELECT holder FROM leases WHERE owner IS NOT NULL AND "
+                            "until > EXTRACT(EPOCH FROM clock_timestamp())").fetchall()
+    return {json.loads(r[0]).get("pid") for r in rows if r[0]}
 
 
 def _chaos(fleet: _Fleet, done: threading.Event, rng: random.Random, tally: Counter) -> None:
+    """Every 0.5-1.5 s: SIGKILL a random worker (and start another), or SIGSTOP a random worker
+    that holds a run, for `PAUSE_LEASES` leases (long enough for another worker to take it over)."""
     while not done.wait(rng.uniform(0.5, 1.5)):
         alive = [p for p in fleet.workers if p.poll() is None]
         if not alive:
             continue
-        victim = rng.choice(alive)
         if rng.random() < 0.5:
+            victim = rng.choice(alive)
             victim.kill()
             victim.wait()
             fleet.spawn("worker")
             tally["kills"] += 1
-        else:
-            os.kill(victim.pid, signal.SIGSTOP)
-            tally["pauses"] += 1
-            done.wait(1.5 * LEASE_SECONDS)
-            os.kill(victim.pid, signal.SIGCONT)
+            continue
+        holding = [p for p in alive if p.pid in _holders(fleet.db)]
+        victim = rng.choice(holding or alive)
+        os.kill(victim.pid, signal.SIGSTOP)
+        tally["pauses"] += 1
+        done.wait(PAUSE_LEASES * LEASE_SECONDS)
+        os.kill(victim.pid, signal.SIGCONT)
 
 
 def measure_row(server: str, mock_url: str, workers: int, rng: random.Random, *, faults: bool) -> Row:
@@ -144,7 +165,8 @@ def measure_row(server: str, mock_url: str, workers: int, rng: random.Random, *,
         done.set()
         if faults:
             chaos.join()
-        fleet.stop_all()
+        for tail in fleet.stop_all():  # a process that died on its own is a finding: say why
+            print(f"distributed: {tail}", file=sys.stderr, flush=True)
         return _tally(db, runs, logs, workers, faults, tally, seconds)
 
 
@@ -187,9 +209,10 @@ def write(rows: list[Row]) -> None:
     text = (
         "# Distributed runs: workers sharing only a PostgreSQL URL, under SIGKILL and SIGSTOP\n\n"
         f"Made by `make distributed`. Lease {LEASE_SECONDS:g} s; {APPROVERS} approver processes; "
-        f"{RUNS_PER_WORKER} `destructive` runs per worker; a worker SIGKILLed or SIGSTOPped for "
-        f"{1.5 * LEASE_SECONDS:g} s every 0.5–1.5 s under faults. Effects are counted by a witness "
-        "file outside the database (one line per delete, keyed by the call's idempotency key).\n\n"
+        f"{RUNS_PER_WORKER} `destructive` runs per worker; a worker SIGKILLed, or one holding a run "
+        f"SIGSTOPped for {PAUSE_LEASES * LEASE_SECONDS:g} s, every 0.5–1.5 s under faults. Effects are "
+        "counted by a witness file outside the database (one line per delete, keyed by the call's "
+        "idempotency key).\n\n"
         + markdown_table(shown)
         + f"\n\nEvery run completed and every approved call took effect exactly once: **{ok}**.\n"
     )

@@ -27,7 +27,7 @@ from typing import Any
 import psycopg
 
 from harness import ModelClient, OpenAIChat, new_run, open_store, run
-from harness.approvals import approve, reject
+from harness.approvals import DecisionLost, approve, reject
 from harness.chapter import SYSTEM, chapter_tools, make_sandbox
 from harness.state import Approval
 from harness.store import Fenced, RunOwned, SqlStore
@@ -36,6 +36,7 @@ from harness.tools import ToolContext
 LEASE_SECONDS = 1.0
 """Short, so a paused worker's runs are taken over within the measurement."""
 TASK = "Free some space: delete the access log."
+DOWNSTREAM_SECONDS = 0.3
 MOCK_OPTIONS = "latency=100"
 """Each model call takes 100 ms, so a pause is likely to catch a worker holding a run."""
 
@@ -63,6 +64,9 @@ class WitnessDelete:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         append_line(self.witness, ctx.idempotency_key)
+        # The downstream system's reply takes a while: a kill can land after the effect and
+        # before its result is saved, which is the case the idempotency key is for.
+        await asyncio.sleep(DOWNSTREAM_SECONDS)
         return f"Deleted {args.get('path')}."
 
 
@@ -157,6 +161,8 @@ def approver(db: str, logs: Path) -> None:
                     _decide(store, conn, run_id, logs, rng)
                 except RunOwned:
                     continue
+                except DecisionLost:  # the other approver decided first: compare-and-set held
+                    append_line(logs / "events.log", f"lost {run_id} pid={os.getpid()}")
 
 
 def main(argv: list[str]) -> int:
