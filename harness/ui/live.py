@@ -60,17 +60,24 @@ SCRIPT = Markup("""
 """)
 
 
+async def _read(read: Callable[[], Any]) -> Any:
+    try:
+        return await run_in_threadpool(read)
+    except ValueError as e:  # StoreError, StateFileError: the page shows it; the stream waits it out
+        return f"unreadable: {e}"
+
+
 async def stream(read: Callable[[], Any], *, poll_seconds: float, max_seconds: float,
                  disconnected: Callable[[], Any]) -> AsyncIterator[str]:
     """SSE text: `changed` whenever `read()` (blocking, run in a thread) returns something new."""
     yield f"retry: {int(max(poll_seconds, 0.5) * 1000)}\n\n"
-    last, waited = await run_in_threadpool(read), 0.0
+    last, waited = await _read(read), 0.0
     while waited < max_seconds:
         await asyncio.sleep(poll_seconds)
         waited += poll_seconds
         if await disconnected():
             return
-        now = await run_in_threadpool(read)
+        now = await _read(read)
         if now != last:
             last = now
             yield f"event: changed\ndata: {json.dumps(now, default=str)}\n\n"

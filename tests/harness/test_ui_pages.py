@@ -164,8 +164,11 @@ def test_a_store_that_cannot_be_read_is_a_503_page_not_a_crash(tmp_path):
     reader.close()  # what a database gone away looks like to the pages
     with serve_ui(reader, writer=writer) as url:
         listing, run = httpx.get(url + "/"), httpx.get(url + "/runs/p1")
+        with httpx.stream("GET", url + "/runs/p1/events", timeout=10) as live:
+            lines = [line for _, line in zip(range(3), live.iter_lines(), strict=False)]
     assert listing.status_code == 503 and "cannot start a transaction" in listing.text
     assert run.status_code == 503
+    assert live.status_code == 200 and lines[0].startswith("retry:") and ": idle" in lines  # waits it out
 
 
 def test_the_ui_imports_neither_the_kit_nor_the_mock_nor_the_experiments():
