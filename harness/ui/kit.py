@@ -66,16 +66,18 @@ def _files(folder: Path, suffix: str) -> list[str]:
                   if e.is_file(follow_symlinks=False) and e.name.endswith(suffix) and NAME.fullmatch(e.name))
 
 
-_INLINE = re.compile(r"`([^`]+)`|\*\*([^*]+)\*\*")
+_INLINE = re.compile(r"`([^`]+)`|\*\*([^*]+)\*\*|\*([^*\s][^*]*)\*")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+_ITEM = re.compile(r"\s*[-*]\s+")
 
 
 def _inline(text: str) -> Markup:
     out, at = [], 0
     for m in _INLINE.finditer(text):
         out.append(html("{}", text[at:m.start()]))
-        code, bold = m.groups()
-        out.append(html("<code>{}</code>", code) if code is not None else html("<b>{}</b>", bold))
+        code, bold, em = m.groups()
+        out.append(html("<code>{}</code>", code) if code is not None else
+                   html("<b>{}</b>", bold) if bold is not None else html("<i>{}</i>", em))
         at = m.end()
     out.append(html("{}", text[at:]))
     return join(out)
@@ -91,6 +93,13 @@ def _table(rows: list[str]) -> Markup:
     return html("<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>", head, body)
 
 
+def _until(lines: list[str], i: int, inside) -> int:
+    """The index after the run of lines from `i` for which `inside(line)` holds."""
+    while i < len(lines) and inside(lines[i]):
+        i += 1
+    return i
+
+
 def markdown(text: str, image: Callable[[str, str], Markup]) -> Markup:
     """A safe subset of Markdown as HTML; every character of `text` is escaped."""
     out: list[Markup] = []
@@ -98,29 +107,27 @@ def markdown(text: str, image: Callable[[str, str], Markup]) -> Markup:
     while i < len(lines):
         line = lines[i]
         if line.startswith("```"):
-            j = i + 1
-            while j < len(lines) and not lines[j].startswith("```"):
-                j += 1
+            j = _until(lines, i + 1, lambda x: not x.startswith("```"))
             out.append(html("<pre>{}</pre>", "\n".join(lines[i + 1:j])))
             i = j + 1
-            continue
-        if line.lstrip().startswith("|"):
-            j = i
-            while j < len(lines) and lines[j].lstrip().startswith("|"):
-                j += 1
+        elif line.lstrip().startswith("|"):
+            j = _until(lines, i, lambda x: x.lstrip().startswith("|"))
             out.append(_table(lines[i:j]))
             i = j
-            continue
-        if m := re.match(r"(#{1,6})\s+(.*)", line):
-            level = min(len(m.group(1)) + 1, 6)  # the page's own title is the h1
-            out.append(html(f"<h{level}>{{}}</h{level}>", _inline(m.group(2))))
-        elif m := _IMAGE.fullmatch(line.strip()):
-            out.append(image(m.group(2), m.group(1)))
-        elif re.match(r"\s*[-*]\s+", line):
-            out.append(html("<ul><li>{}</li></ul>", _inline(re.sub(r"^\s*[-*]\s+", "", line))))
-        elif line.strip():
-            out.append(html("<p>{}</p>", _inline(line)))
-        i += 1
+        elif _ITEM.match(line):
+            j = _until(lines, i, _ITEM.match)
+            items = join(html("<li>{}</li>", _inline(_ITEM.sub("", x, count=1))) for x in lines[i:j])
+            out.append(html("<ul>{}</ul>", items))
+            i = j
+        else:
+            if m := re.match(r"(#{1,6})\s+(.*)", line):
+                level = min(len(m.group(1)) + 1, 6)  # the page's own title is the h1
+                out.append(html(f"<h{level}>{{}}</h{level}>", _inline(m.group(2))))
+            elif m := _IMAGE.fullmatch(line.strip()):
+                out.append(image(m.group(2), m.group(1)))
+            elif line.strip():
+                out.append(html("<p>{}</p>", _inline(line)))
+            i += 1
     return join(out)
 
 

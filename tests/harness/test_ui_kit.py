@@ -16,7 +16,7 @@ and `<img src=x onerror=alert(2)>`.
 
 | adapter | turn cap | budget |
 | --- | --- | --- |
-| ours | **pass** · 8 requests | warn · <b>overshoot</b> |
+| ours | **pass** · 8 requests | warn · <b>overshoot</b> · *none exists* |
 
 - one finding
 - [a link](javascript:alert(3))
@@ -55,7 +55,9 @@ def test_a_kit_report_shows_its_markdown_as_escaped_html_with_its_charts(tmp_pat
     assert page.status_code == 200
     text = page.text
     assert "<h2>Exit report card</h2>" in text
-    assert "<td><b>pass</b> · 8 requests</td>" in text and "warn · &lt;b&gt;overshoot&lt;/b&gt;" in text
+    assert "<td><b>pass</b> · 8 requests</td>" in text
+    assert "<td>warn · &lt;b&gt;overshoot&lt;/b&gt; · <i>none exists</i></td>" in text
+    assert "<ul><li>one finding</li><li>[a link](javascript:alert(3))</li></ul>" in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "<code>&lt;img src=x onerror=alert(2)&gt;</code>" in text
     assert "<pre>raw &lt;pre&gt; block &lt;/pre&gt;</pre>" in text
