@@ -6,7 +6,7 @@ kit's report folders. May import the harness core, starlette and uvicorn. Nothin
 imports this package: `harness.cli` loads it only for the `ui` command, so `import harness`
 never pulls in a web stack (a test pins it). This file imports nothing for the same reason.
 
-    harness ui [--store URL] [--port 8765] [--host HOST] [--resume] [--kit-reports DIR]
+    harness [--store URL] ui [--port 8765] [--host HOST] [--resume] [--kit-reports DIR]
 
 See docs/ui.md.
 """
