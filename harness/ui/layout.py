@@ -20,6 +20,7 @@ th, td { text-align:left; padding:6px 8px; border-bottom:1px solid var(--line); 
 th { background:#eef1f5; font-weight:600; font-size:13px; }
 td.num, th.num { text-align:right; font-variant-numeric: tabular-nums; }
 pre { margin:0; white-space:pre-wrap; word-break:break-word; font:12.5px/1.4 ui-monospace, Menlo, monospace; }
+pre.args { background:#fff; border:1px solid #e0b050; border-radius:4px; padding:8px 10px; margin:8px 0 4px; }
 .muted { color:var(--muted); }
 .badge { display:inline-block; padding:1px 8px; border-radius:10px; font-size:12px; font-weight:600;
          background:#e6e9ef; }
