@@ -83,8 +83,7 @@ def decision(v: RunView, csrf: str) -> Markup:
     box = _call_box(s, stop)
     if call is None or is_approved(s, call):
         what = _decided(last) if last else "It has a decision."
-        then = ("This UI resumes it (started with --resume)." if v.resume_here else
-                html("A worker continues it: <code>harness resume {}</code>.", s.run_id))
+        then = _who_continues(v)
         return html('<section data-swap id="decision" data-digest=""><h2>Waiting call</h2>'
                     '<div class="box notice">{}<p id="decided">{} {}</p></div></section>', box, what, then)
     digest = call_digest(call)
@@ -106,6 +105,14 @@ def decision(v: RunView, csrf: str) -> Markup:
         target, hidden, target, hidden)
     return html('<section data-swap id="decision" data-digest="{}"><h2>Waiting call</h2>'
                 '<div class="box waiting">{}{}</div></section>', digest, box, forms)
+
+
+def _who_continues(v: RunView) -> Markup | str:
+    if not ("settings" in v.state.meta or "scenario" in v.state.meta):  # saved through the Python API
+        return "Its program continues it (harness.run): the CLI and this UI do not know its tools."
+    if v.resume_here:
+        return "This UI resumes it (started with --resume)."
+    return html("A worker continues it: <code>harness resume {}</code>.", v.state.run_id)
 
 
 def _decided(last: dict[str, Any]) -> Markup:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from ui_support import PageParts, make_runs, serve_ui, sqlite_pair
+from ui_support import PageParts, make_runs, save_hostile_run, serve_ui, sqlite_pair
 
 from harness import SQLiteStore
 from harness.cli import main as harness_main
@@ -242,3 +242,15 @@ def test_two_ui_servers_on_one_database_deciding_at_once_meet_at_the_lease(waiti
     (loser,) = [a for a in answers if a.status_code == 409]
     won = SQLiteStore(db).load("d1").meta["last_decision"]["verdict"]
     assert f"On record: call c2 was {won}" in loser.text
+
+
+def test_a_run_saved_from_python_is_decided_here_and_left_to_its_program(tmp_path):
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    save_hostile_run(writer, "h1", ["<b>x</b>", "\u202eevil", "plain"])
+    with serve_ui(reader, writer=writer) as url, httpx.Client(base_url=url) as browser:
+        form = _form(browser, "h1", "approve")
+        assert form["call_id"] == "c<1>"
+        assert browser.post("/runs/h1/approve", data=form).status_code == 303
+        page = browser.get("/runs/h1").text
+    assert [a.call_id for a in writer.load("h1").approved] == ["c<1>"]
+    assert "Its program continues it (harness.run)" in page
