@@ -21,7 +21,7 @@ from starlette.responses import Response, StreamingResponse
 from mockprovider import scenarios, transcript, wire
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.faults import Options
-from mockprovider.pipeline import Config, delay_or_fault, injected, resolve
+from mockprovider.pipeline import Config, delay_or_fault, injected, resolve, scripted_reply
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,8 +50,9 @@ async def scripted_turn(request: Request, config: Config, req: ChatShaped) -> Tu
     fault = await delay_or_fault(request, req.model, conversation.turn, options)
     if fault is not None:
         return await injected(request, fault, options)
+    reply, options = await scripted_reply(request, script, conversation, req.tools, options)
     completion = wire.complete(
-        script(conversation),
+        reply,
         model=req.model,
         prompt_tokens=await transcript.count(req.messages, req.tools),
         max_tokens=req.max_tokens,
@@ -130,16 +131,19 @@ def sse_event(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {_dumps(data)}\n\n".encode()
 
 
-async def _paced(events: Iterable[tuple[bytes, bool]], options: Options) -> AsyncIterator[bytes]:
+async def _paced(events: Iterable[tuple[bytes, int]], options: Options) -> AsyncIterator[bytes]:
     delay = 1 / options.rate_tps if options.rate_tps else 0.0
-    for data, is_token in events:
+    for data, tokens in events:
         yield data
-        if delay and is_token:
-            await asyncio.sleep(delay)
+        if delay and tokens:
+            await asyncio.sleep(delay * tokens)
 
 
-def event_stream(events: Iterable[tuple[bytes, bool]], options: Options) -> StreamingResponse:
-    """An SSE response from (event bytes, carries a token) pairs, paced by the `rate` option."""
+def event_stream(
+    events: Iterable[tuple[bytes, bool]], options: Options, media_type: str = "text/event-stream"
+) -> StreamingResponse:
+    """A streamed response (SSE unless `media_type` says otherwise) from (event bytes, carries a
+    token) pairs, paced by the `rate` option."""
     return StreamingResponse(
-        _paced(events, options), media_type="text/event-stream", headers={"cache-control": "no-cache"}
+        _paced(events, options), media_type=media_type, headers={"cache-control": "no-cache"}
     )

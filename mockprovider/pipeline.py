@@ -12,17 +12,17 @@ import asyncio
 import hmac
 import logging
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
 
 from starlette.requests import Request
 
 from mockprovider import faults, scenarios
-from mockprovider.errors import APIError
+from mockprovider.errors import APIError, ScriptedError
 from mockprovider.faults import Fault, Options
 from mockprovider.journal import Journal, headers_of
-from mockprovider.scenarios import Scenario
+from mockprovider.scenarios import Conversation, Reply, Scenario
 from mockprovider.validation import parse_json
 
 log = logging.getLogger("mockprovider")
@@ -36,8 +36,8 @@ class Config:
     """One server's settings; per-request options override `defaults`."""
 
     defaults: Options = field(default_factory=Options)
-    api_key: str | None = None
-    """When set, /v1/* requires `Authorization: Bearer <api_key>`."""
+    api_key: str | None = field(default=None, repr=False)
+    """When set, /v1/* requires `Authorization: Bearer <api_key>`; never in a repr."""
     max_body_bytes: int = 1_000_000
     scenarios: Mapping[str, Scenario] = field(default_factory=lambda: dict(scenarios.SCENARIOS))
     """Every model name this server answers to: the built-ins and any scenario files."""
@@ -78,8 +78,10 @@ def header(request: Request, name: bytes) -> str | None:
 def authorize(request: Request, config: Config) -> None:
     if config.api_key is None:
         return
-    # Anthropic's clients send the key as x-api-key; every other client as a bearer token.
-    key = header(request, b"x-api-key")
+    # Anthropic's clients send the key as x-api-key, Google's as x-goog-api-key or ?key=; every
+    # other client as a bearer token.
+    key = (header(request, b"x-api-key") or header(request, b"x-goog-api-key")
+           or request.query_params.get("key"))
     given = f"Bearer {key}" if key is not None else header(request, b"authorization") or ""
     if not given:
         raise APIError(
@@ -129,11 +131,12 @@ async def _read_body(request: Request, declared: bytes, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def read_raw(request: Request, config: Config) -> bytes:
-    """The request's body, after auth, content type and the size cap."""
+async def read_raw(request: Request, config: Config, *, any_content_type: bool = False) -> bytes:
+    """The request's body, after auth, content type (unless `any_content_type`) and the size cap."""
     authorize(request, config)
     headers = header_map(request)
-    _check_content_type(headers)
+    if not any_content_type:
+        _check_content_type(headers)
     raw = await _read_body(request, headers.get(b"content-length", b""), config.max_body_bytes)
     if config.journal is not None:
         headers = headers_of(request.headers.items())
@@ -215,6 +218,28 @@ async def delay_or_fault(request: Request, model: str, turn: int, options: Optio
     if options.latency_ms:
         await _wait_unless_gone(request, options.latency_ms / 1000)
     return fault
+
+
+async def scripted_reply(
+    request: Request, script: Scenario, conversation: Conversation,
+    tools: Sequence[Mapping[str, Any]] | None, options: Options,
+) -> tuple[Reply, Options]:
+    """The scenario's reply to `conversation` and the options it streams under, after the
+    reply's own latency; a scripted error reply is raised, for the wire format to render."""
+    if tools:
+        conversation = replace(conversation, tools=tools)
+    reply = script(conversation)
+    if reply.latency_ms:
+        await _wait_unless_gone(request, reply.latency_ms / 1000)
+    if (e := reply.error) is not None:
+        # A fresh exception per request: re-raising one shared instance would grow its traceback.
+        given = e.type if getattr(e, "given_type", True) else None
+        raise ScriptedError(e.status, e.message, type=given, code=e.code, headers=dict(e.headers))
+    if reply.rate_tps is not None:
+        options = replace(options, rate_tps=reply.rate_tps)
+    if reply.usage is not None and options.usage != "recorded":
+        reply = replace(reply, usage=None)
+    return reply, options
 
 
 async def hang(request: Request) -> None:

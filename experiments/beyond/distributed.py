@@ -11,6 +11,7 @@ Every process has its own working folder and HOME
 - runs lost: queued runs that did not complete (must be 0);
 - effects per approved call: lines in the witness file with that call's idempotency key, which
   the delete tool writes outside the database (must be exactly 1; 0 for a rejected call);
+- decisions lost: an approver's verdict refused because the other approver decided first;
 - writes refused by fencing: saves by a worker that woke up after its lease was taken over;
 - runs/s: queued runs over the wall time to drain the queue, kills and pauses included.
 
@@ -61,6 +62,8 @@ class Row:
     effects_not_once: int
     """Approved calls whose witness count is not exactly 1, plus rejected calls with any effect."""
     in_doubt: int
+    decisions_lost: int
+    """Decisions refused because the other approver had decided the call first."""
     fenced_writes: int
     kills: int
     pauses: int
@@ -190,6 +193,7 @@ def _tally(db: str, runs: list[str], logs: Path, workers: int, faults: bool, tal
     return Row(workers=workers, faults=faults, runs=len(runs), completed=len(completed & set(runs)),
                lost=len(set(runs) - completed), approved_calls=len(approved), effects_not_once=wrong,
                in_doubt=sum(e[0] == "in_doubt" for e in events),
+               decisions_lost=sum(e[0] == "lost" for e in events),
                fenced_writes=sum(e[0] == "fenced" for e in events), kills=tally["kills"],
                pauses=tally["pauses"], seconds=seconds)
 
@@ -198,7 +202,8 @@ def table(rows: list[Row]) -> list[dict[str, object]]:
     return [{"workers": r.workers, "faults": "kill + stop" if r.faults else "none", "runs": r.runs,
              "completed": r.completed, "lost": r.lost,
              "approved calls": r.approved_calls, "effects not exactly once": r.effects_not_once,
-             "in-doubt calls": r.in_doubt, "writes refused by fencing": r.fenced_writes,
+             "in-doubt calls": r.in_doubt, "decisions lost to the other approver": r.decisions_lost,
+             "writes refused by fencing": r.fenced_writes,
              "SIGKILLs": r.kills, "SIGSTOPs": r.pauses, "runs/s": round(r.runs_per_s, 2)} for r in rows]
 
 
