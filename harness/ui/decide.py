@@ -93,7 +93,7 @@ class Decider:
                         return self._apply(d)
                 except RunOwned as e:
                     if time.monotonic() >= deadline:
-                        raise Conflict(f"{e}", self._last(d)) from None
+                        raise Conflict(str(e), self._last(d)) from None
                     time.sleep(0.05)
                 except (Fenced, LedgerConflict) as e:
                     raise Conflict(str(e), self._last(d)) from None
