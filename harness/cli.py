@@ -32,7 +32,6 @@ import dataclasses
 import json
 import math
 import os
-import re
 import signal
 import socket
 import sys
@@ -47,8 +46,9 @@ from harness.cancel import Cancel
 from harness.chapter import SYSTEM, Knobs, chapter_tools, every_tool, make_sandbox
 from harness.client import ModelClient, OpenAIChat
 from harness.codec import StateFileError, decode, to_dict
+from harness.listing import safe
 from harness.loop import Policy, Progress, run
-from harness.state import Approval, CancelledBy, RunState, Status, new_run, pending, reason_of
+from harness.state import Approval, RunState, Status, new_run, pending
 from harness.store import DEFAULT_FILE, Fenced, LedgerConflict, RunOwned, SqlStore, open_store
 from harness.store.sqlite import SQLiteStore
 from harness.trace import JsonlTrace
@@ -58,15 +58,6 @@ from harness.usage import BudgetCheck, Limits
 DEFAULT_TASK = "Which file mentions a timeout?"
 EXIT = {"completed": 0, "failed": 1}
 REFUSED = 4
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
-
-
-def safe(text: object) -> str:
-    """`text` with every control character visibly escaped (`\x1b`, `\n`): a provider's or a
-    file's string cannot move the cursor, recolour, or redraw what the person is reading."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
-
-
 Dedupe = Literal["off", "read-only", "all"]
 ErrorWording = Literal["fatal", "generic", "descriptive"]
 
@@ -127,13 +118,8 @@ def settings_of(state: RunState) -> Settings:
         raise StateFileError(f"run {state.run_id} has no usable CLI settings ({e})") from None
 
 
-def summary_line(state: RunState, label: str) -> str:
-    """The chapter's one-line account of a run."""
-    return (
-        f"{label:<14}  turns={state.turns}  tools={len(state.tool_runs)}  in={state.prompt_tokens}  "
-        f"out={state.completion_tokens}  cost=${state.cost_usd:.6f}  ms={state.elapsed_ms:.0f}  "
-        f"status={state.status}"
-    )
+def _report(state: RunState) -> list[str]:
+    return listing.report(state, _label(state), from_cli=_cli_run(state))
 
 
 def _label(state: RunState) -> str:
@@ -141,43 +127,6 @@ def _label(state: RunState) -> str:
         return "(not a CLI run)"  # saved through the Python API into the same folder
     s = settings_of(state)
     return f"{s.scenario}, cap {s.max_turns if s.max_turns is not None else 'none'}"
-
-
-def _report(state: RunState) -> list[str]:
-    lines = [safe(summary_line(state, _label(state)))]
-    stop, rid = state.stop, state.run_id
-    if state.status == "completed":
-        lines.append(f'   answer: "{safe(state.answer)}"')
-    elif state.status == "failed":
-        lines.append(f"   error: {safe(state.error)}")
-    elif isinstance(stop, Approval):
-        doubt = " (IN DOUBT: an earlier process may already have done this)" if stop.in_doubt else ""
-        call = safe(f"{stop.tool_name}({json.dumps(stop.args)})")
-        lines.append(f"   stopped: interrupted / approval -> {call}{doubt}")
-        cid = _quoted(stop.call_id)
-        lines.append(_next_step(state, f"decide:  harness approve {rid} {cid}   |   "
-                                       f"harness reject {rid} {cid} --reason \"...\""))
-    elif isinstance(stop, CancelledBy):
-        lines.append(f"   interrupted / cancelled: {safe(stop.reason)}")
-        lines.append(_next_step(state, f"resume:  harness resume {rid}"))
-    else:
-        lines.append(f"   stopped: {state.status} ({safe(reason_of(state))})")
-        limit = f"raise the limit and run: harness resume {rid} --max-turns N --budget USD"
-        lines.append(_next_step(state, limit))
-    lines.append(f"   run id: {rid}")
-    return lines
-
-
-def _next_step(state: RunState, command: str) -> str:
-    if _cli_run(state):
-        return f"   {command}"
-    return ("   continue it from Python (harness.approve / reject, then harness.run): "
-            "the CLI does not know its tools")
-
-
-def _quoted(call_id: str) -> str:
-    """A call id as a shell word: plain when it is one, else escaped and quoted (never raw)."""
-    return call_id if re.fullmatch(r"[A-Za-z0-9._:-]+", call_id) else repr(safe(call_id))
 
 
 def _run_paths(state: RunState, state_dir: Path) -> tuple[Path, Path]:

@@ -1,4 +1,8 @@
-"""Runs read by programs: `harness list`, `harness show RUN --json`, `harness import-state DIR`.
+"""How the CLI shows runs: to a person (the chapter's summary line, how a run stopped, the next
+command), to programs (`harness list`, `harness show RUN --json`), and `harness import-state DIR`.
+
+Everything a provider or a saved run controls is printed through `safe`, with control characters
+escaped (`\x1b`), so a hostile id or reply cannot redraw the screen.
 
 `show --json` prints one object whose shape is versioned (`SHOW_JSON_VERSION`; a field is
 only ever added within a version):
@@ -23,15 +27,70 @@ waiting_tool, updated_at. Both read the same whichever store holds the runs.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from harness.codec import StateFileError, to_dict
-from harness.state import Approval, RunState, pending, reason_of
+from harness.state import Approval, CancelledBy, RunState, pending, reason_of
 from harness.store import SqlStore
 from harness.store import files as old_files
 
 SHOW_JSON_VERSION = 1
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def safe(text: object) -> str:
+    """`text` with every control character visibly escaped (`\x1b`, `\n`): a provider's or a
+    file's string cannot move the cursor, recolour, or redraw what the person is reading."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def summary_line(state: RunState, label: str) -> str:
+    """The chapter's one-line account of a run."""
+    return (
+        f"{label:<14}  turns={state.turns}  tools={len(state.tool_runs)}  in={state.prompt_tokens}  "
+        f"out={state.completion_tokens}  cost=${state.cost_usd:.6f}  ms={state.elapsed_ms:.0f}  "
+        f"status={state.status}"
+    )
+
+
+def report(state: RunState, label: str, *, from_cli: bool) -> list[str]:
+    """What a person reads after a command: the summary line, how the run stopped, what to do next."""
+    lines = [safe(summary_line(state, label))]
+    stop, rid = state.stop, state.run_id
+    if state.status == "completed":
+        lines.append(f'   answer: "{safe(state.answer)}"')
+    elif state.status == "failed":
+        lines.append(f"   error: {safe(state.error)}")
+    elif isinstance(stop, Approval):
+        doubt = " (IN DOUBT: an earlier process may already have done this)" if stop.in_doubt else ""
+        call = safe(f"{stop.tool_name}({json.dumps(stop.args)})")
+        lines.append(f"   stopped: interrupted / approval -> {call}{doubt}")
+        cid = _quoted(stop.call_id)
+        lines.append(_next_step(from_cli, f"decide:  harness approve {rid} {cid}   |   "
+                                          f"harness reject {rid} {cid} --reason \"...\""))
+    elif isinstance(stop, CancelledBy):
+        lines.append(f"   interrupted / cancelled: {safe(stop.reason)}")
+        lines.append(_next_step(from_cli, f"resume:  harness resume {rid}"))
+    else:
+        lines.append(f"   stopped: {state.status} ({safe(reason_of(state))})")
+        limit = f"raise the limit and run: harness resume {rid} --max-turns N --budget USD"
+        lines.append(_next_step(from_cli, limit))
+    lines.append(f"   run id: {rid}")
+    return lines
+
+
+def _next_step(from_cli: bool, command: str) -> str:
+    if from_cli:
+        return f"   {command}"
+    return ("   continue it from Python (harness.approve / reject, then harness.run): "
+            "the CLI does not know its tools")
+
+
+def _quoted(call_id: str) -> str:
+    """A call id as a shell word: plain when it is one, else escaped and quoted (never raw)."""
+    return call_id if re.fullmatch(r"[A-Za-z0-9._:-]+", call_id) else repr(safe(call_id))
 
 
 def show_json(state: RunState, store: SqlStore) -> dict[str, Any]:
