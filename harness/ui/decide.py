@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.approvals import DecisionLost, approve, reject
+from harness.listing import safe
 from harness.state import RunState, args_digest, pending
 from harness.store import Fenced, LedgerConflict, RunOwned, SqlStore
 
@@ -148,7 +149,7 @@ class Resumer:
             thread.join(timeout)
 
     def _resume(self, run_id: str) -> None:
-        from harness.cli import _drive, safe  # the CLI's own wiring: scenario, tools, sandbox, trace
+        from harness.cli import _drive  # the CLI's own wiring: scenario, tools, sandbox, trace
 
         try:
             with self.store.claim(run_id):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import uvicorn
 
+from harness.listing import safe
 from harness.store import SqlStore
 from harness.ui.app import UiSettings, create_app
 from harness.ui.decide import Decider, Resumer
@@ -69,7 +70,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def main(args: argparse.Namespace, store: SqlStore) -> int:
-    from harness.cli import open_cli_store, safe
+    from harness.cli import open_cli_store
 
     host = args.host or "127.0.0.1"
     guard = guard_for(host, read_token(args.token_file))
