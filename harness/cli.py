@@ -361,14 +361,8 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _cmd_ui(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
-    from harness.ui.serve import main as serve_ui  # starlette and uvicorn load for this command only
-
-    return serve_ui(args, store)
-
-
 COMMANDS = {"run": _cmd_run, "approve": _cmd_decide, "reject": _cmd_decide, "resume": _cmd_resume,
-            "show": _cmd_show, "list": _cmd_list, "import-state": _cmd_import, "ui": _cmd_ui}
+            "show": _cmd_show, "list": _cmd_list, "import-state": _cmd_import, "ui": ui_options.command}
 
 
 def open_cli_store(args: argparse.Namespace, checkpoint: Callable[[str], None] | None) -> SqlStore:
