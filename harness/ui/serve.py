@@ -66,6 +66,9 @@ def bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host.strip("[]"), port))
+    # Listening before the address is printed: a client that connects the moment it reads the
+    # line waits in the backlog until uvicorn accepts, instead of being refused.
+    sock.listen(128)
     return sock
 
 

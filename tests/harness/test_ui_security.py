@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 
@@ -14,7 +15,7 @@ import pytest
 from ui_support import PageParts, make_runs, serve_ui, sqlite_pair
 
 from harness.cli import main as harness_main
-from harness.ui.serve import guard_for, is_loopback
+from harness.ui.serve import bind, guard_for, is_loopback
 
 TOKEN = "t0ken-for-tests-only-0123456789"
 
@@ -70,6 +71,15 @@ def test_a_loopback_ui_answers_only_loopback_host_names(tmp_path):
         rebound = httpx.get(url + "/", headers={"host": f"attacker.example:{port}"})
     assert ok.status_code == 200
     assert rebound.status_code == 400 and "unknown host" in rebound.text
+
+
+def test_the_address_is_listening_before_it_is_printed():
+    sock = bind("127.0.0.1", 0)  # what serve.main binds, then prints, then hands to uvicorn
+    try:
+        with socket.create_connection(sock.getsockname(), timeout=5):
+            pass  # queued in the backlog, not refused, though nothing accepts yet
+    finally:
+        sock.close()
 
 
 def _start(argv: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, str]:
