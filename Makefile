@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: help test test-slow serve lint experiments bench bench-check reliability distributed clean
+.PHONY: help test test-slow ui-screenshot serve lint experiments bench bench-check reliability distributed clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -21,6 +21,9 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP) ## run the test suite (sets itself up); the slower suites are `make test-slow`
 	$(PY) -m pytest -q -m "not slow"
+
+ui-screenshot: $(STAMP) ## retake docs/ui-run-page.png from the browser test (needs chromium)
+	UI_SCREENSHOT=1 $(PY) -m pytest -q -m slow tests/browser -k approves_one_run
 
 test-slow: $(STAMP) ## the slower suites: experiment reruns, broken mechanisms, the reliability subset
 	$(PY) -m pytest -q -m slow

@@ -60,6 +60,7 @@ from harness.state import Approval, RunState, Status, new_run, pending
 from harness.store import DEFAULT_FILE, Fenced, LedgerConflict, RunOwned, SqlStore, open_store
 from harness.store.sqlite import SQLiteStore
 from harness.trace import JsonlTrace
+from harness.ui import options as ui_options
 from harness.usage import Limits
 
 DEFAULT_TASK = "Which file mentions a timeout?"
@@ -366,11 +367,12 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true", help="one JSON object per line")
     i = sub.add_parser("import-state", help="move the runs of an old state folder (<id>.json files) in")
     i.add_argument("directory")
+    ui_options.add_parser(sub)
     return p
 
 
 COMMANDS = {"run": _cmd_run, "approve": _cmd_decide, "reject": _cmd_decide, "resume": _cmd_resume,
-            "show": _cmd_show, "list": _cmd_list, "import-state": _cmd_import}
+            "show": _cmd_show, "list": _cmd_list, "import-state": _cmd_import, "ui": ui_options.command}
 
 
 def open_cli_store(args: argparse.Namespace, checkpoint: Callable[[str], None] | None) -> SqlStore:

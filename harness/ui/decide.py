@@ -1,0 +1,164 @@
+"""A person's decision from the browser: the CLI's compare-and-set, plus the page's digest.
+
+The path is the one `harness approve` / `harness reject` take: claim the run's lease, load it,
+`approve()` / `reject()` (which refuse a call that already has a decision: `DecisionLost`),
+record `meta["last_decision"]` in the CLI's shape, save, release. The page adds one check
+before that: the call's digest (`args_digest`, the value an approval is bound to) as it was
+when the page was drawn must still be the call's digest now, so nobody approves arguments
+they did not see.
+
+Two clicks at once: decisions on one run are serialised in this process (a lock per run),
+and across processes by the lease (a claim held by someone else is retried for a moment,
+since a decision takes milliseconds); whoever comes second finds the call decided and is
+told who decided it and what (`Conflict.last`).
+
+After a decision the run is left for whichever worker resumes it (`harness resume RUN`),
+unless the UI was started with `--resume`: then `Resumer` continues it in this process, in a
+thread, under its own claim, through the CLI's own driver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from harness.approvals import DecisionLost, approve, reject
+from harness.listing import safe
+from harness.state import RunState, args_digest, pending
+from harness.store import Fenced, LedgerConflict, RunOwned, SqlStore
+
+Verdict = Literal["approved", "rejected"]
+
+
+class Conflict(Exception):
+    """The decision was not applied: someone decided first, the call changed, or the run is
+    busy. `last` is the decision on record for this call, when there is one."""
+
+    def __init__(self, message: str, last: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message, self.last = message, last
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    run_id: str
+    call_id: str
+    verdict: Verdict
+    digest: str
+    """`args_digest` of the call as the page showed it."""
+    reason: str = ""
+    by: str
+    """Who decided, as recorded in the run and shown to whoever comes second."""
+
+
+def call_digest(call: dict[str, Any]) -> str:
+    return args_digest(call["function"]["name"], call["function"]["arguments"])
+
+
+def last_decision_on(state: RunState, call_id: str) -> dict[str, Any] | None:
+    """The recorded decision on `call_id` (verdict, by, at, and the reason of a rejection)."""
+    last = state.meta.get("last_decision")
+    if not isinstance(last, dict) or last.get("call_id") != call_id:
+        return None
+    reasons = [r.reason for r in state.rejections if r.call_id == call_id]
+    return {**last, "reason": reasons[-1]} if reasons and last.get("verdict") == "rejected" else dict(last)
+
+
+class Decider:
+    """Applies decisions to runs of one store (its own store object, apart from the pages')."""
+
+    def __init__(self, store: SqlStore, *, wait_seconds: float = 3.0) -> None:
+        self.store, self.wait_seconds = store, wait_seconds
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _lock(self, run_id: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(run_id, threading.Lock())
+
+    def decide(self, d: Decision) -> dict[str, Any]:
+        """Apply `d`; the decision as recorded. `Conflict` (nothing changed) when it lost."""
+        with self._lock(d.run_id):
+            deadline = time.monotonic() + self.wait_seconds
+            while True:
+                try:
+                    with self.store.claim(d.run_id):
+                        return self._apply(d)
+                except RunOwned as e:
+                    if time.monotonic() >= deadline:
+                        raise Conflict(str(e), self._last(d)) from None
+                    time.sleep(0.05)
+                except (Fenced, LedgerConflict) as e:
+                    raise Conflict(str(e), self._last(d)) from None
+
+    def _last(self, d: Decision) -> dict[str, Any] | None:
+        try:
+            return last_decision_on(self.store.load(d.run_id), d.call_id)
+        except Exception:  # noqa: BLE001 - only context for the refusal; the refusal stands
+            return None
+
+    def _apply(self, d: Decision) -> dict[str, Any]:
+        state = self.store.load(d.run_id)
+        calls = {c["id"]: c for c in pending(state)}
+        if d.call_id in calls and call_digest(calls[d.call_id]) != d.digest:
+            raise Conflict(f"call {d.call_id!r} of run {d.run_id} has changed since this page was drawn "
+                           "(its arguments' digest differs); nothing was decided: review the call again")
+        try:
+            if d.verdict == "approved":
+                approve(state, d.call_id)
+            else:
+                reject(state, d.call_id, reason=d.reason)
+        except DecisionLost as e:
+            raise Conflict(str(e), last_decision_on(state, d.call_id)) from None
+        record = {"call_id": d.call_id, "verdict": d.verdict, "by": d.by, "at": round(time.time(), 3)}
+        state.meta["last_decision"] = record
+        self.store.save(state)
+        return last_decision_on(state, d.call_id) or record
+
+
+def ui_identity(client: str | None) -> str:
+    """How a decision made here is signed: this process, and the browser's address."""
+    return f"harness ui (process {os.getpid()} on {socket.gethostname()}, browser at {client or 'unknown'})"
+
+
+class Resumer:
+    """Continues decided runs in this process (`harness ui --resume`), one thread per run."""
+
+    def __init__(self, store: SqlStore, *, state_dir: os.PathLike[str], base_url: str | None,
+                 log: Callable[[str], None] | None = None) -> None:
+        self.store = store
+        self.args = argparse.Namespace(state_dir=state_dir, base_url=base_url)
+        self.threads: dict[str, threading.Thread] = {}
+        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+
+    def start(self, run_id: str) -> None:
+        thread = threading.Thread(target=self._resume, args=(run_id,), daemon=True, name=f"resume-{run_id}")
+        self.threads[run_id] = thread
+        thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        for thread in list(self.threads.values()):
+            thread.join(timeout)
+
+    def _resume(self, run_id: str) -> None:
+        from harness.cli import _drive  # the CLI's own wiring: scenario, tools, sandbox, trace
+
+        try:
+            with self.store.claim(run_id):
+                state = self.store.load(run_id)
+                if not state.resumable:
+                    return
+                state = asyncio.run(_drive(state, self.store, self.args, None))
+            self.log(safe(f"harness ui: run {run_id} resumed here and stopped {state.status}"))
+        except RunOwned as e:
+            self.log(safe(f"harness ui: run {run_id} left to its owner: {e}"))
+        except Exception as e:  # noqa: BLE001 - a thread has no caller: say what happened
+            self.log(safe(f"harness ui: resuming run {run_id} failed: {type(e).__name__}: {e}"))

@@ -1,0 +1,55 @@
+"""HTML that is safe by construction: every value is escaped unless it is already `Markup`.
+
+A page is built from `html("<p>{}</p>", value)` calls; `{}` slots escape their value, so a
+string a provider, a tool, a file or a run id controls can only ever become text. Escaping
+also makes invisible characters visible: C0/C1 controls, zero-width characters and the
+bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069) render as `\\u202e`
+in a marked span, so a tool call cannot reorder what the person reads before approving it.
+Newlines and tabs stay (transcripts are shown preformatted).
+"""
+
+from __future__ import annotations
+
+import html as _html
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+class Markup(str):
+    """A string that is already HTML: slots take it as it is."""
+
+    __slots__ = ()
+
+
+def _visible(m: re.Match[str]) -> str:
+    return f'<span class="ctl" title="invisible character">\\u{ord(m.group()):04x}</span>'
+
+
+def escape(value: object) -> Markup:
+    """`value` as HTML text: `<>&"'` escaped, invisible characters shown as escapes."""
+    if isinstance(value, Markup):
+        return value
+    return Markup(_INVISIBLE.sub(_visible, _html.escape(str(value), quote=True)))
+
+
+def html(template: str, *values: object) -> Markup:
+    """`template` (trusted, ours) with each `{}` slot filled by an escaped value."""
+    return Markup(template.format(*(escape(v) for v in values)))
+
+
+def join(parts: Iterable[object], sep: str = "") -> Markup:
+    return Markup(sep.join(escape(p) for p in parts))
+
+
+def pretty(value: Any) -> str:
+    """A JSON value (or a JSON string) indented for reading; other text unchanged."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
