@@ -1,0 +1,37 @@
+"""Store URLs: a password is masked however it is spelled, as libpq would read it."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cli import main
+from harness.store.url import mask_url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://ann:se#cret@127.0.0.1:1/runs",  # libpq reads '#' and '?' as part of the password
+        "postgresql://ann:se?cret@127.0.0.1:1/runs",
+        "postgresql://ann:se?cret@127.0.0.1:1/runs?connect_timeout=1",
+        "postgresql://ann:se@cret@127.0.0.1:1/runs",
+        "postgresql://ann:secret@127.0.0.1:1/runs?password=secret",
+        "postgresql://ann@127.0.0.1:1/runs?PassWord=secret&connect_timeout=1",
+        "postgresql:ann:secret@127.0.0.1/runs",  # no "//": still a password
+    ],
+)
+def test_a_password_is_masked_whatever_characters_it_holds(url):
+    masked = mask_url(url)
+    assert "cret" not in masked and "***" in masked, masked
+
+
+def test_a_password_with_a_hash_never_reaches_the_terminal(tmp_path, capsys):
+    url = "postgresql://ann:se#cret@127.0.0.1:1/runs"
+    assert main(["--store", url, "--state-dir", str(tmp_path), "list"]) == 2
+    err = capsys.readouterr().err
+    assert "cret" not in err and err.startswith("harness: ")
+
+
+def test_a_url_without_credentials_is_printed_unchanged():
+    url = "postgresql://ann@db.example:5432/runs?connect_timeout=3"
+    assert mask_url(url) == url
