@@ -61,7 +61,7 @@ class PostgresStore(SqlStore):
             # not a pool retrying until its timeout.
             psycopg.connect(url, connect_timeout=max(1, int(connect_seconds))).close()
             self._pool = ConnectionPool(url, min_size=1, max_size=max(2, max_connections), open=False,
-                                        timeout=connect_seconds,
+                                        timeout=connect_seconds, configure=self._configure,
                                         kwargs={"connect_timeout": max(1, int(connect_seconds))})
             self._pool.open(wait=True, timeout=connect_seconds)
         except Exception as e:  # noqa: BLE001 - psycopg's and the pool's errors: one clear line
@@ -73,6 +73,15 @@ class PostgresStore(SqlStore):
         except BaseException:
             self._pool.close()
             raise
+
+    def _configure(self, conn) -> None:
+        # A holder paused inside a save (SIGSTOP, a partition) keeps its transaction open and the
+        # lease row locked while its connection lives; the server ends such a session once it
+        # sits idle in a transaction for a lease, so the run can be taken over and the paused
+        # holder's commit fails instead of landing.
+        timeout = max(1, round(self.lease_seconds * 1000))
+        conn.execute("SELECT set_config('idle_in_transaction_session_timeout', %s, false)", (str(timeout),))
+        conn.commit()
 
     @contextlib.contextmanager
     def _transaction(self, *, write: bool = True) -> Iterator[Tx]:

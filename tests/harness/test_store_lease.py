@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -21,6 +22,7 @@ from harness.store import Fenced, LedgerConflict, RunOwned
 LEASE = 1.0
 HOLDER = """
 import sys
+import threading
 from harness import new_run, open_store
 from harness.store import Fenced
 store = open_store(sys.argv[1], lease_seconds=float(sys.argv[2]))
@@ -146,3 +148,75 @@ def test_a_fenced_save_raises_in_process_too(store_url):
         with pytest.raises(Fenced):
             store.save(s)
     assert other.load("r1").turns == 0
+
+
+PAUSED_MID_SAVE = """
+import os, signal, sys
+from harness import new_run, open_store
+from harness.store import Fenced, StoreError
+store = open_store(sys.argv[1], lease_seconds=float(sys.argv[2]))
+state = new_run("first holder", run_id="r1")
+with store.claim("r1"):
+    store.save(state)
+    print("saved", flush=True)
+    store.checkpoint = lambda where: os.kill(os.getpid(), signal.SIGSTOP)  # paused inside the save
+    state.messages.append({"role": "assistant", "content": "written after waking up"})
+    try:
+        store.save(state)
+        print("written", flush=True)
+    except (Fenced, StoreError) as e:
+        print("refused:", e, flush=True)
+"""
+
+
+def _stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return f.read().rsplit(b")", 1)[-1].split()[0] == b"T"
+
+
+@pytest.mark.slow
+def test_a_holder_paused_inside_a_save_is_taken_over_after_its_lease_not_waited_on_for_ever(pg_url):
+    """A paused holder's open transaction must not hold the run's rows past its lease."""
+    child = subprocess.Popen([sys.executable, "-c", PAUSED_MID_SAVE, pg_url, str(LEASE)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    store = open_store(pg_url, lease_seconds=LEASE)
+    outcome: list[object] = []
+    try:
+        assert child.stdout.readline() == "saved\n"
+        deadline = time.monotonic() + 30
+        while not _stopped(child.pid):
+            assert time.monotonic() < deadline and child.poll() is None
+            time.sleep(0.02)
+
+        def take() -> None:
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    with store.claim("r1"):
+                        taken = store.load("r1")
+                        taken.messages.append({"role": "assistant", "content": "the new owner's turn"})
+                        store.save(taken)
+                    outcome.append("taken")
+                    return
+                except RunOwned:
+                    if time.monotonic() > deadline:
+                        outcome.append("still owned")
+                        return
+                    time.sleep(0.05)
+
+        taker = threading.Thread(target=take, daemon=True)
+        taker.start()
+        taker.join(timeout=30)
+        blocked = taker.is_alive()
+        os.kill(child.pid, signal.SIGCONT)  # frees a blocked taker too, so the test never hangs
+        out, err = child.communicate(timeout=60)
+        taker.join(timeout=30)
+        assert not blocked, "the takeover waited on the paused holder's transaction"
+        assert outcome == ["taken"]
+        assert out.startswith("refused:"), out + err
+        assert store.load("r1").messages[-1]["content"] == "the new owner's turn"
+    finally:
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGCONT)
+            child.kill()
+        store.close()
