@@ -286,8 +286,18 @@ class SqlStore:
         with self._transaction(write=False) as tx:
             rows = tx.fetchall("SELECT run_id, status, turns, cost_usd, waiting_call, waiting_tool, "
                                "updated_at FROM runs" + where + " ORDER BY updated_at, run_id", params)
-        return [RunSummary(run_id=r[0], status=r[1], turns=r[2], cost_usd=r[3], waiting_call=r[4],
-                           waiting_tool=r[5], updated_at=r[6]) for r in rows]
+        return [self._summary(r) for r in rows]
+
+    def _summary(self, row: tuple) -> RunSummary:
+        """One `runs` row as typed values; a row edited by hand into other types is refused by name."""
+        kinds = {"run_id": str, "status": str, "turns": int, "cost_usd": int | float,
+                 "waiting_call": str | None, "waiting_tool": str | None, "updated_at": int | float}
+        for (column, kind), value in zip(kinds.items(), row, strict=True):
+            bad = isinstance(value, bool) or not isinstance(value, kind)
+            if bad or (isinstance(value, float) and not math.isfinite(value)):
+                raise StateFileError(f"{self.label}: the runs row of {row[0]!r} is damaged ({column} is "
+                                     f"{value!r}); nothing was changed")
+        return RunSummary(**dict(zip(kinds, row, strict=True)))
 
     def ledger(self, run_id: str) -> list[dict[str, Any]]:
         """The run's tool ledger rows: call id, tool, state (intent/done/abandoned), attempt, epoch."""

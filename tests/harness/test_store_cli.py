@@ -167,3 +167,22 @@ def test_a_connection_lost_mid_run_stops_it_resumable_never_half_saved(pg_url, m
     assert (died.status, died.turns) == ("running", 2)  # the last whole save: turn 2's reply
     assert main([*argv, "resume", "p1"]) == 0
     assert "turns=3  tools=2" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("column", "value"), [("turns", "'x'"), ("cost_usd", "'lots'"),
+                                               ("updated_at", "'zz'"), ("waiting_call", "x'00'"),
+                                               ("status", "x'00'")])
+def test_a_hand_edited_runs_row_is_one_line_naming_the_run_and_column(column, value, tmp_path, capsys):
+    import sqlite3
+
+    db = tmp_path / "harness.db"
+    store = SQLiteStore(db)
+    store.save(new_run("t", run_id="ok1"))
+    store.save(new_run("t", run_id="bad1"))
+    store.close()
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"UPDATE runs SET {column} = {value} WHERE run_id = 'bad1'")
+    for argv in (["list"], ["list", "--json"]):
+        assert main(["--store", f"sqlite:///{db}", *argv]) == 2
+        err = capsys.readouterr().err
+        assert "bad1" in err and column in err and err.count("\n") == 1, err
