@@ -37,7 +37,7 @@ from typing import Any, Protocol
 from harness.codec import StateFileError
 from harness.state import Approval, RunState, check_run_id
 from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreError
-from harness.store.rows import APPEND_ONLY, Delta, Tracker, assemble
+from harness.store.rows import APPEND_ONLY, CACHE, Delta, Tracker, assemble
 
 DB_SCHEMA_VERSION = 1
 """The layout of the tables; a database written by a newer layout is refused, not guessed at."""
@@ -224,8 +224,11 @@ class SqlStore:
         rid = state.run_id
         if delta.rewrite:
             tx.execute("DELETE FROM run_items WHERE run_id = ?", (rid,))
+        if delta.cache_rewrite and not delta.rewrite:
+            tx.execute("DELETE FROM run_items WHERE run_id = ? AND field = ?", (rid, CACHE))
         rows = [(rid, f, start + i, body) for f in APPEND_ONLY
                 for start, bodies in [delta.items[f]] for i, body in enumerate(bodies)]
+        rows += [(rid, CACHE, delta.cache[0] + i, body) for i, body in enumerate(delta.cache[1])]
         if rows:
             tx.executemany("INSERT INTO run_items (run_id, field, seq, body) VALUES (?, ?, ?, ?)", rows)
         waiting = state.stop if isinstance(state.stop, Approval) else None
@@ -270,7 +273,10 @@ class SqlStore:
             if not (isinstance(name, str) and isinstance(seq, int) and isinstance(body, str)):
                 raise StateFileError(f"{self.label} run {run_id}: an item row has the wrong column types")
         state = assemble(run_id, head[0][0], items, f"{self.label} run {run_id}")
-        self._tracker.written(state)
+        if state.cache and not any(name == CACHE for name, _, _ in items):
+            self._tracker.forget(run_id)  # its cache is in an older head: the next save writes its rows
+        else:
+            self._tracker.written(state)
         return state
 
     def exists(self, run_id: str) -> bool:
