@@ -79,7 +79,7 @@ class PostgresStore(SqlStore):
         # lease row locked while its connection lives; the server ends such a session once it
         # sits idle in a transaction for a lease, so the run can be taken over and the paused
         # holder's commit fails instead of landing.
-        timeout = max(1, round(self.lease_seconds * 1000))
+        timeout = min(2**31 - 1, max(1, round(self.lease_seconds * 1000)))  # the server's range, in ms
         conn.execute("SELECT set_config('idle_in_transaction_session_timeout', %s, false)", (str(timeout),))
         conn.commit()
 

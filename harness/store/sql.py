@@ -100,10 +100,17 @@ class SqlStore:
     """Appended to a lease read inside a transaction (PostgreSQL locks the row)."""
 
     def __init__(self, *, lease_seconds: float | None = None) -> None:
+        name, given = "lease_seconds", lease_seconds
         if lease_seconds is None:
-            lease_seconds = float(os.environ.get("HARNESS_LEASE_SECONDS") or DEFAULT_LEASE_SECONDS)
-        if not lease_seconds > 0:
-            raise StoreError(f"lease_seconds must be > 0, got {lease_seconds!r}")
+            name, given = "HARNESS_LEASE_SECONDS", os.environ.get("HARNESS_LEASE_SECONDS") or ""
+            try:
+                lease_seconds = float(given) if given else DEFAULT_LEASE_SECONDS
+            except ValueError:
+                lease_seconds = math.nan
+        # An infinite lease would read as no lease at all (an expiry must be a finite time).
+        if not (isinstance(lease_seconds, int | float) and math.isfinite(lease_seconds)
+                and lease_seconds > 0):
+            raise StoreError(f"{name} must be a finite number of seconds > 0, got {given!r}")
         self.lease_seconds = lease_seconds
         self._tracker = Tracker()
         self._claims: dict[str, _Claim] = {}

@@ -35,3 +35,20 @@ def test_a_password_with_a_hash_never_reaches_the_terminal(tmp_path, capsys):
 def test_a_url_without_credentials_is_printed_unchanged():
     url = "postgresql://ann@db.example:5432/runs?connect_timeout=3"
     assert mask_url(url) == url
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "0", "-1", "abc", "1e400"])
+def test_a_lease_length_that_is_not_a_finite_positive_number_is_refused_by_name(value, tmp_path, capsys,
+                                                                                  monkeypatch):
+    monkeypatch.setenv("HARNESS_LEASE_SECONDS", value)
+    assert main(["--state-dir", str(tmp_path), "list"]) == 2
+    err = capsys.readouterr().err
+    assert "HARNESS_LEASE_SECONDS" in err and err.count("\n") == 1, err
+
+
+def test_an_infinite_lease_given_in_python_is_refused():
+    from harness import MemoryStore
+    from harness.store import StoreError
+
+    with pytest.raises(StoreError, match="lease_seconds"):
+        MemoryStore(lease_seconds=float("inf"))
