@@ -38,6 +38,7 @@ from harness.codec import StateFileError
 from harness.state import Approval, RunState, check_run_id
 from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreError
 from harness.store.rows import APPEND_ONLY, CACHE, Delta, Tracker, assemble
+from harness.store.url import mask_command
 
 DB_SCHEMA_VERSION = 1
 """The layout of the tables; a database written by a newer layout is refused, not guessed at."""
@@ -150,7 +151,7 @@ class SqlStore:
         check_run_id(run_id)
         owner = secrets.token_hex(8)
         holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": round(time.time(), 3),
-                  "command": " ".join(sys.argv)[:500]}
+                  "command": mask_command(sys.argv)[:500]}
         with self._transaction() as tx:
             epoch = self._take(tx, run_id, owner, holder)
         claim = _Claim(owner=owner, epoch=epoch, stop=threading.Event())
@@ -345,7 +346,11 @@ def _holder(raw: object) -> dict[str, object]:
         data = json.loads(raw) if isinstance(raw, str) else {}
     except ValueError:
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    if isinstance(data.get("command"), str):  # masked again: a row written by an older harness
+        data["command"] = mask_command(data["command"].split(" "))
+    return data
 
 
 def _gone(holder: dict[str, object]) -> bool:

@@ -35,6 +35,12 @@ def mask_url(url: str) -> str:
     return f"{scheme}{sep}{base}{q}{query}"
 
 
+def mask_command(words: list[str]) -> str:
+    """A command line as one string with the password of every URL in it masked (`--store URL`,
+    `--store=URL`): a lease records its holder's command, and others print it."""
+    return " ".join(mask_url(w) if "@" in w else w for w in words)
+
+
 def sqlite_path(url: str) -> Path:
     """The file a `sqlite:` URL names (`sqlite:///rel/path`, `sqlite:////abs/path`)."""
     parts = urlsplit(url)

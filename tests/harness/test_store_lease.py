@@ -220,3 +220,32 @@ def test_a_holder_paused_inside_a_save_is_taken_over_after_its_lease_not_waited_
             os.kill(child.pid, signal.SIGCONT)
             child.kill()
         store.close()
+
+
+def test_a_holders_command_line_never_carries_the_store_password(pg_url, tmp_path, capsys):
+    """The lease records its holder's command line; a `--store` URL in it is masked when written
+    and when read, so a refusal, `lease()` and `show --json` never print the password."""
+    from harness.cli import REFUSED, main
+
+    url = pg_url.replace("postgresql://harness@", "postgresql://harness:s3cret@")
+    child = subprocess.Popen([sys.executable, "-c", HOLDER, url, "600", "--store", url, f"--store={url}"],
+                             stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    store = open_store(url)
+    try:
+        assert child.stdout.readline() == "saved\n", child.stderr.read()
+        with pytest.raises(RunOwned) as refused:
+            with store.claim("r1"):
+                pass
+        assert "--store" in str(refused.value) and "s3cret" not in str(refused.value)
+        assert "s3cret" not in json.dumps(store.lease("r1"))
+        with store._transaction() as tx:
+            assert "s3cret" not in tx.fetchall("SELECT holder FROM leases")[0][0]
+        assert main(["--store", url, "show", "r1", "--json"]) in (0, 3)
+        assert main(["--store", url, "approve", "r1"]) == REFUSED
+        captured = capsys.readouterr()
+        assert "s3cret" not in captured.out + captured.err
+    finally:
+        child.kill()
+        child.communicate()
+        store.close()
