@@ -35,9 +35,15 @@ def throwaway_server(*, max_connections: int = 200) -> Iterator[str]:
     initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
     if not (initdb and pg_ctl):
         raise RuntimeError("PostgreSQL server binaries not found: apt-get install postgresql (.ci/run does)")
+    account = None
+    if os.geteuid() == 0:  # the server refuses to run as root: it runs as USER
+        try:
+            account = pwd.getpwnam(USER)
+        except KeyError:
+            raise RuntimeError(f"running as root needs a {USER!r} account to run PostgreSQL as: "
+                               "apt-get install postgresql creates it (.ci/run does)") from None
     root = Path(tempfile.mkdtemp(prefix="harness-pg-"))
-    if os.geteuid() == 0:
-        account = pwd.getpwnam(USER)
+    if account is not None:
         os.chown(root, account.pw_uid, account.pw_gid)
     data = root / "data"
     try:
