@@ -15,6 +15,9 @@ from harness.store.errors import StoreError
 from harness.store.sql import SqlStore, Tx
 from harness.store.url import mask_url
 
+IDLE_FLOOR_SECONDS = 5.0
+"""The shortest time the server lets a session sit idle inside a transaction."""
+
 
 @cache
 def _pg(sql: str) -> str:
@@ -77,9 +80,11 @@ class PostgresStore(SqlStore):
     def _configure(self, conn) -> None:
         # A holder paused inside a save (SIGSTOP, a partition) keeps its transaction open and the
         # lease row locked while its connection lives; the server ends such a session once it
-        # sits idle in a transaction for a lease, so the run can be taken over and the paused
-        # holder's commit fails instead of landing.
-        timeout = min(2**31 - 1, max(1, round(self.lease_seconds * 1000)))  # the server's range, in ms
+        # sits idle in a transaction for a lease (never under IDLE_FLOOR_SECONDS: a busy machine
+        # may stall a live save that long), so the run can be taken over and the paused holder's
+        # commit fails instead of landing.
+        seconds = max(self.lease_seconds, IDLE_FLOOR_SECONDS)
+        timeout = min(2**31 - 1, round(seconds * 1000))  # the server's range, in ms
         conn.execute("SELECT set_config('idle_in_transaction_session_timeout', %s, false)", (str(timeout),))
         conn.commit()
 
