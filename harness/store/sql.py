@@ -1,8 +1,9 @@
 """The database store, once for every SQL engine: schema, lease, fenced saves, ledger, reads.
 
 Tables (`SCHEMA`): `runs` (one head row per run, plus the columns `harness list` shows),
-`run_items` (one row per item of a list that only grows), `leases` (who may write a run, until
-when, at which epoch) and `tool_ledger` (one row per started write, `UNIQUE(run_id, tool_call_id)`).
+`run_items` (one row per item of a list that only grows, and per dedupe-cache entry),
+`leases` (who may write a run, until when, at which epoch) and `tool_ledger` (one row per
+started write, `UNIQUE(run_id, tool_call_id)`).
 
 **One writer per run.** `claim(run_id)` takes the run's lease row: free, expired, or held by
 a process of this host that is gone. It bumps the run's *epoch*, and a heartbeat thread renews
