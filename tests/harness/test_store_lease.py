@@ -249,3 +249,47 @@ def test_a_holders_command_line_never_carries_the_store_password(pg_url, tmp_pat
         child.kill()
         child.communicate()
         store.close()
+
+
+class _Crash(BaseException):
+    """The process dying right after a tool's effect, before its result is saved."""
+
+
+class _KeyedDelete:
+    """A write tool whose effect is a line naming the idempotency key it was handed."""
+
+    name, description, read_only, needs_approval = "delete_file", "delete a file", False, True
+    parameters = {"type": "object", "properties": {"path": {"type": "string"}}}
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    async def run(self, args, ctx) -> str:
+        self.keys.append(ctx.idempotency_key)
+        return "deleted"
+
+
+def test_a_call_re_run_after_a_crash_gets_the_same_idempotency_key(drive):
+    """The loop hands each call `<run id>:<call id>`, and a call decided again after a crash
+    between its effect and its result is re-run under the very same key."""
+    from harness import MemoryStore, approve
+    from harness.state import Approval
+
+    store, tool = MemoryStore(), _KeyedDelete()
+    seen: list[str] = []
+
+    def crash_after_the_effect(name: str) -> None:
+        seen.append(name)
+        if name == "before_save" and "after_intent" in seen:
+            raise _Crash
+
+    state = new_run("delete access.log", run_id="k1")
+    with pytest.raises(_Crash):
+        drive("double_delete", state=state, tools=[tool], store=store,
+              auto_approve=frozenset({"delete_file"}), checkpoint=crash_after_the_effect)
+    assert tool.keys == ["k1:c1"]
+    resumed = drive("double_delete", state=store.load("k1"), tools=[tool], store=store)
+    assert isinstance(resumed.stop, Approval) and resumed.stop.in_doubt and tool.keys == ["k1:c1"]
+    approve(resumed, "c1")
+    drive("double_delete", state=resumed, tools=[tool], store=store)
+    assert tool.keys == ["k1:c1", "k1:c1"]
