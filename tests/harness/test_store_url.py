@@ -52,3 +52,33 @@ def test_an_infinite_lease_given_in_python_is_refused():
 
     with pytest.raises(StoreError, match="lease_seconds"):
         MemoryStore(lease_seconds=float("inf"))
+
+
+def _mount_read_only_copy(tmp_path):
+    """A tmpfs holding a saved run, remounted read-only (root only; else the test is skipped)."""
+    import subprocess
+
+    from harness import SQLiteStore, new_run
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)],
+                      capture_output=True).returncode:
+        pytest.skip("mounting a tmpfs needs root")
+    store = SQLiteStore(folder / "harness.db")
+    store.save(new_run("t", run_id="a1"))
+    store.close()
+    subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+    return folder
+
+
+def test_a_read_only_database_is_named_read_only_not_unusable(tmp_path, capsys):
+    import subprocess
+
+    folder = _mount_read_only_copy(tmp_path)
+    try:
+        assert main(["--store", f"sqlite:///{folder / 'harness.db'}", "list"]) == 2
+        err = capsys.readouterr().err
+        assert "read-only" in err and "not a usable SQLite database" not in err and err.count("\n") == 1, err
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
