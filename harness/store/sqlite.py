@@ -71,6 +71,7 @@ class SQLiteStore(SqlStore):
         folder.mkdir(parents=True, exist_ok=True)
         for suffix in ("", "-wal", "-shm", "-journal"):
             _regular_or_absent(Path(f"{self.path}{suffix}"))
+        conn = None
         try:
             conn = sqlite3.connect(self.path, timeout=busy_seconds, isolation_level=None,
                                    check_same_thread=False)
@@ -78,6 +79,12 @@ class SQLiteStore(SqlStore):
             # Every committed save survives a power cut too, as the old fsync'd files did.
             conn.execute("PRAGMA synchronous=FULL")
         except sqlite3.DatabaseError as e:
+            if conn is not None:
+                conn.close()
+            if not all(os.access(p, os.W_OK) for p in (folder, self.path) if p.exists()):
+                # WAL needs its -shm and -wal files beside the database, even to read it.
+                raise StoreError(f"{self.path} is read-only (the file or its folder); the harness "
+                                 "needs to write beside it, even to read; nothing was written") from None
             raise StoreError(
                 f"{self.path} is not a usable SQLite database ({e}); nothing was written"
             ) from None

@@ -45,6 +45,47 @@ def test_a_save_writes_what_the_turn_added_not_what_the_run_holds(tmp_path):
     assert SQLiteStore(tmp_path / "harness.db").load("r1") == s
 
 
+def _read_turn(s, n: int) -> None:
+    """A turn of a read-only tool deduped: a call, its result, one new cache entry."""
+    call = {"id": f"c{n}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    s.messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    s.messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": "x" * 40})
+    s.cache[f'read_file:{{"path":"notes/file_{n:05d}.txt"}}'] = len(s.messages) - 1
+    s.turns = n + 1
+
+
+def test_a_save_with_a_growing_dedupe_cache_writes_only_the_new_entry(tmp_path):
+    """The cache grows by an entry per deduped call: a save writes that entry, not the cache."""
+    store = SQLiteStore(tmp_path / "harness.db")
+    written: list[int] = []
+    s = new_run("t", run_id="r1")
+    store.save(s)
+    store._conn.set_trace_callback(lambda sql: written.append(len(sql)))
+    sizes = []
+    for n in range(200):
+        _read_turn(s, n)
+        written.clear()
+        store.save(s)
+        sizes.append(sum(written))
+    assert sizes[199] < 1.3 * sizes[19], (sizes[19], sizes[199])
+    assert SQLiteStore(tmp_path / "harness.db").load("r1") == s
+
+
+def test_a_dedupe_cache_replaced_or_edited_is_saved_whole(make_store):
+    store = make_store()
+    s = new_run("t", run_id="r1")
+    for n in range(3):
+        _read_turn(s, n)
+        store.save(s)
+    s.cache = {}  # a write clears the cache by replacing it
+    _read_turn(s, 3)
+    store.save(s)
+    assert make_store().load("r1").cache == s.cache
+    s.cache[next(iter(s.cache))] = 2  # an entry changed in place
+    store.save(s)
+    assert make_store().load("r1").cache == s.cache
+
+
 def test_edits_that_are_not_appends_are_saved_whole(make_store):
     store = make_store()
     s = new_run("t", run_id="r1")
@@ -250,3 +291,27 @@ def test_a_lease_row_with_a_nonsense_expiry_holds_nothing_and_raises_nothing(tmp
     with store.claim("r1"):
         store.save(new_run("t", run_id="r1"))
     assert store.lease("r1")["epoch"] == 4
+
+
+def test_a_run_whose_head_still_holds_its_cache_loads_and_saves_its_cache_as_rows(tmp_path):
+    """A database written when the cache lived in the head row reads the same, and its next save
+    moves the cache into rows."""
+    import sqlite3
+
+    db = tmp_path / "harness.db"
+    store = SQLiteStore(db)
+    s = new_run("t", run_id="r1")
+    for n in range(3):
+        _read_turn(s, n)
+    store.save(s)
+    with sqlite3.connect(db) as conn:  # the layout before: cache in the head, no cache rows
+        conn.execute("DELETE FROM run_items WHERE field = 'cache'")
+        head = json.loads(conn.execute("SELECT head FROM runs").fetchone()[0])
+        conn.execute("UPDATE runs SET head = ?", (json.dumps({**head, "cache": s.cache}),))
+    reader = SQLiteStore(db)
+    loaded = reader.load("r1")
+    assert loaded.cache == s.cache
+    loaded.turns += 1
+    reader.save(loaded)  # the same store object: it must know the cache has no rows yet
+    assert SQLiteStore(db).load("r1") == loaded
+    assert "cache" not in rows(db, "r1")[0] and any(f == "cache" for f, _, _ in rows(db, "r1")[1])

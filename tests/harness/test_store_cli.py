@@ -167,3 +167,46 @@ def test_a_connection_lost_mid_run_stops_it_resumable_never_half_saved(pg_url, m
     assert (died.status, died.turns) == ("running", 2)  # the last whole save: turn 2's reply
     assert main([*argv, "resume", "p1"]) == 0
     assert "turns=3  tools=2" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("column", "value"), [("turns", "'x'"), ("cost_usd", "'lots'"),
+                                               ("updated_at", "'zz'"), ("waiting_call", "x'00'"),
+                                               ("status", "x'00'")])
+def test_a_hand_edited_runs_row_is_one_line_naming_the_run_and_column(column, value, tmp_path, capsys):
+    import sqlite3
+
+    db = tmp_path / "harness.db"
+    store = SQLiteStore(db)
+    store.save(new_run("t", run_id="ok1"))
+    store.save(new_run("t", run_id="bad1"))
+    store.close()
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"UPDATE runs SET {column} = {value} WHERE run_id = 'bad1'")
+    for argv in (["list"], ["list", "--json"]):
+        assert main(["--store", f"sqlite:///{db}", *argv]) == 2
+        err = capsys.readouterr().err
+        assert "bad1" in err and column in err and err.count("\n") == 1, err
+
+
+def test_import_state_never_overwrites_a_run_created_while_it_was_importing(tmp_path):
+    """Another process creates the run between the import's look and its claim: the import skips it."""
+    from harness import listing
+
+    old = tmp_path / "old"
+    _old_folder(old)
+    store = SQLiteStore(tmp_path / "harness.db")
+    rival = new_run("the other process's run", run_id="old1")
+    claim = store.claim
+
+    def claim_after_a_rival(run_id):
+        if run_id == "old1" and not store.exists("old1"):
+            other = SQLiteStore(tmp_path / "harness.db")
+            with other.claim("old1"):
+                other.save(rival)
+            other.close()
+        return claim(run_id)
+
+    store.claim = claim_after_a_rival
+    lines, _ = listing.import_state(old, store)
+    assert any(line.startswith("skipped old1: already in") for line in lines), lines
+    assert SQLiteStore(tmp_path / "harness.db").load("old1").messages == rival.messages

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -21,6 +22,7 @@ from harness.store import Fenced, LedgerConflict, RunOwned
 LEASE = 1.0
 HOLDER = """
 import sys
+import threading
 from harness import new_run, open_store
 from harness.store import Fenced
 store = open_store(sys.argv[1], lease_seconds=float(sys.argv[2]))
@@ -146,3 +148,148 @@ def test_a_fenced_save_raises_in_process_too(store_url):
         with pytest.raises(Fenced):
             store.save(s)
     assert other.load("r1").turns == 0
+
+
+PAUSED_MID_SAVE = """
+import os, signal, sys
+from harness import new_run, open_store
+from harness.store import Fenced, StoreError
+store = open_store(sys.argv[1], lease_seconds=float(sys.argv[2]))
+state = new_run("first holder", run_id="r1")
+with store.claim("r1"):
+    store.save(state)
+    print("saved", flush=True)
+    store.checkpoint = lambda where: os.kill(os.getpid(), signal.SIGSTOP)  # paused inside the save
+    state.messages.append({"role": "assistant", "content": "written after waking up"})
+    try:
+        store.save(state)
+        print("written", flush=True)
+    except (Fenced, StoreError) as e:
+        print("refused:", e, flush=True)
+"""
+
+
+def _stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return f.read().rsplit(b")", 1)[-1].split()[0] == b"T"
+
+
+@pytest.mark.slow
+def test_a_holder_paused_inside_a_save_is_taken_over_after_its_lease_not_waited_on_for_ever(pg_url):
+    """A paused holder's open transaction must not hold the run's rows past its lease."""
+    child = subprocess.Popen([sys.executable, "-c", PAUSED_MID_SAVE, pg_url, str(LEASE)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    store = open_store(pg_url, lease_seconds=LEASE)
+    outcome: list[object] = []
+    try:
+        assert child.stdout.readline() == "saved\n"
+        deadline = time.monotonic() + 30
+        while not _stopped(child.pid):
+            assert time.monotonic() < deadline and child.poll() is None
+            time.sleep(0.02)
+
+        def take() -> None:
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    with store.claim("r1"):
+                        taken = store.load("r1")
+                        taken.messages.append({"role": "assistant", "content": "the new owner's turn"})
+                        store.save(taken)
+                    outcome.append("taken")
+                    return
+                except RunOwned:
+                    if time.monotonic() > deadline:
+                        outcome.append("still owned")
+                        return
+                    time.sleep(0.05)
+
+        taker = threading.Thread(target=take, daemon=True)
+        taker.start()
+        taker.join(timeout=30)
+        blocked = taker.is_alive()
+        os.kill(child.pid, signal.SIGCONT)  # frees a blocked taker too, so the test never hangs
+        out, err = child.communicate(timeout=60)
+        taker.join(timeout=30)
+        assert not blocked, "the takeover waited on the paused holder's transaction"
+        assert outcome == ["taken"]
+        assert out.startswith("refused:"), out + err
+        assert store.load("r1").messages[-1]["content"] == "the new owner's turn"
+    finally:
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGCONT)
+            child.kill()
+        store.close()
+
+
+def test_a_holders_command_line_never_carries_the_store_password(pg_url, tmp_path, capsys):
+    """The lease records its holder's command line; a `--store` URL in it is masked when written
+    and when read, so a refusal, `lease()` and `show --json` never print the password."""
+    from harness.cli import REFUSED, main
+
+    url = pg_url.replace("postgresql://harness@", "postgresql://harness:s3cret@")
+    child = subprocess.Popen([sys.executable, "-c", HOLDER, url, "600", "--store", url, f"--store={url}"],
+                             stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    store = open_store(url)
+    try:
+        assert child.stdout.readline() == "saved\n", child.stderr.read()
+        with pytest.raises(RunOwned) as refused:
+            with store.claim("r1"):
+                pass
+        assert "--store" in str(refused.value) and "s3cret" not in str(refused.value)
+        assert "s3cret" not in json.dumps(store.lease("r1"))
+        with store._transaction() as tx:
+            assert "s3cret" not in tx.fetchall("SELECT holder FROM leases")[0][0]
+        assert main(["--store", url, "show", "r1", "--json"]) in (0, 3)
+        assert main(["--store", url, "approve", "r1"]) == REFUSED
+        captured = capsys.readouterr()
+        assert "s3cret" not in captured.out + captured.err
+    finally:
+        child.kill()
+        child.communicate()
+        store.close()
+
+
+class _Crash(BaseException):
+    """The process dying right after a tool's effect, before its result is saved."""
+
+
+class _KeyedDelete:
+    """A write tool whose effect is a line naming the idempotency key it was handed."""
+
+    name, description, read_only, needs_approval = "delete_file", "delete a file", False, True
+    parameters = {"type": "object", "properties": {"path": {"type": "string"}}}
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    async def run(self, args, ctx) -> str:
+        self.keys.append(ctx.idempotency_key)
+        return "deleted"
+
+
+def test_a_call_re_run_after_a_crash_gets_the_same_idempotency_key(drive):
+    """The loop hands each call `<run id>:<call id>`, and a call decided again after a crash
+    between its effect and its result is re-run under the very same key."""
+    from harness import MemoryStore, approve
+    from harness.state import Approval
+
+    store, tool = MemoryStore(), _KeyedDelete()
+    seen: list[str] = []
+
+    def crash_after_the_effect(name: str) -> None:
+        seen.append(name)
+        if name == "before_save" and "after_intent" in seen:
+            raise _Crash
+
+    state = new_run("delete access.log", run_id="k1")
+    with pytest.raises(_Crash):
+        drive("double_delete", state=state, tools=[tool], store=store,
+              auto_approve=frozenset({"delete_file"}), checkpoint=crash_after_the_effect)
+    assert tool.keys == ["k1:c1"]
+    resumed = drive("double_delete", state=store.load("k1"), tools=[tool], store=store)
+    assert isinstance(resumed.stop, Approval) and resumed.stop.in_doubt and tool.keys == ["k1:c1"]
+    approve(resumed, "c1")
+    drive("double_delete", state=resumed, tools=[tool], store=store)
+    assert tool.keys == ["k1:c1", "k1:c1"]
