@@ -8,10 +8,10 @@ from experiments.lab import postgres
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the server runs as another user only when we are root")
-def test_root_without_a_postgres_account_is_told_what_to_install(monkeypatch, tmp_path):
-    monkeypatch.setattr(postgres, "USER", "no-such-account-for-postgres")
+def test_root_without_an_unprivileged_account_is_told_so(monkeypatch, tmp_path):
+    monkeypatch.setattr(postgres, "USERS", ("no-such-account-for-postgres", "nor-this-one"))
     monkeypatch.setattr(postgres.tempfile, "tempdir", str(tmp_path))
-    with pytest.raises(RuntimeError, match="no-such-account-for-postgres"):
+    with pytest.raises(RuntimeError, match="no-such-account-for-postgres, nor-this-one"):
         with postgres.throwaway_server():
             pass
     assert list(tmp_path.iterdir()) == []  # its temporary folder is removed too
