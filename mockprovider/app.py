@@ -34,6 +34,7 @@ from mockprovider.pipeline import (
     injected,
     log,
     read_raw,
+    reply_for,
     resolve,
 )
 from mockprovider.scenario_files import Source, load_scenarios, paths_from_env
@@ -60,7 +61,7 @@ async def _chat(request: Request) -> Response | bytes:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
     completion = wire.complete(
-        script(req.transcript.conversation()),
+        reply_for(script, req.transcript.conversation(), req.tool_choice, req.tools, options),
         model=req.model,
         prompt_tokens=await transcript.prompt_tokens(req.transcript, req.tools),
         max_tokens=req.max_tokens,

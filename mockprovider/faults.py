@@ -14,6 +14,10 @@ Keys:
     latency=MS          time to first byte, in milliseconds
     rate=TPS            streaming pace, tokens per second (default: as fast as possible)
     retry=MS            the Retry-After sent with a 429 (default 100 ms)
+    undeclared_tools=allow|refuse
+                        refuse: a scripted call of a tool the request does not declare is a
+                        `script_mismatch` error (default allow: served as scripted)
+    scenario=NAME       the scenario, whatever the model name says (base URL or header only)
     fault=KIND[@T][xK]  KIND is 429, 500, 401, hang or malformed; on turn T only (default:
                         every turn), for the first K attempts (default 1)
 
@@ -38,6 +42,8 @@ SYNTAX = (
     "a base-URL path prefix (/o/latency=250/v1) or an x-mock-options header; keys: "
     "latency=MS, rate=TPS, retry=MS, fault=KIND[@TURN][xK] with KIND in "
     + ", ".join(FAULT_KINDS)
+    + ", undeclared_tools=allow|refuse, scenario=NAME (base URL or header: the scenario, whatever "
+    "the model is)"
     + "; the attempt comes from x-stainless-retry-count or x-lab-attempt"
 )
 
@@ -66,6 +72,8 @@ class Options:
     rate_tps: float | None = None
     retry_ms: int = 100
     faults: tuple[Fault, ...] = field(default_factory=tuple)
+    refuse_undeclared: bool = False
+    """`undeclared_tools=refuse`: a scripted call of a tool the request does not declare is an error."""
 
     def fault_for(self, turn: int, attempt: int) -> Fault | None:
         if not self.faults:  # nearly every request: no generator to build and exhaust
@@ -121,6 +129,12 @@ def apply(base: Options, text: str, *, param: str) -> Options:
             updates["retry_ms"] = int(_number(key, value, param=param))
         elif key == "fault":
             faults.append(_fault(value, param=param))
+        elif key == "undeclared_tools":
+            if value not in ("allow", "refuse"):
+                raise invalid(f"option undeclared_tools={value!r} must be allow or refuse; {SYNTAX}", param=param)
+            updates["refuse_undeclared"] = value == "refuse"
+        elif key == "scenario":
+            continue  # chosen by pipeline.resolve, before any options apply
         else:
             raise invalid(f"unknown option {key!r}; {SYNTAX}", param=param)
     # This source's faults go first: on a (turn, attempt) that two sources fault, the later

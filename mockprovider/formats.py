@@ -21,7 +21,8 @@ from starlette.responses import Response, StreamingResponse
 from mockprovider import scenarios, transcript, wire
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.faults import Options
-from mockprovider.pipeline import Config, delay_or_fault, injected, resolve
+from mockprovider.pipeline import Config, delay_or_fault, injected, reply_for, resolve
+from mockprovider.tool_choice import AUTO, ToolChoice
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +34,7 @@ class ChatShaped:
     tools: list[dict[str, Any]]
     max_tokens: int | None
     stream: bool
+    tool_choice: ToolChoice = AUTO
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,7 +53,7 @@ async def scripted_turn(request: Request, config: Config, req: ChatShaped) -> Tu
     if fault is not None:
         return await injected(request, fault, options)
     completion = wire.complete(
-        script(conversation),
+        reply_for(script, conversation, req.tool_choice, req.tools, options),
         model=req.model,
         prompt_tokens=await transcript.count(req.messages, req.tools),
         max_tokens=req.max_tokens,

@@ -18,11 +18,12 @@ from typing import Any, assert_never
 
 from starlette.requests import Request
 
-from mockprovider import faults, scenarios
+from mockprovider import faults, scenarios, tool_choice
 from mockprovider.errors import APIError
 from mockprovider.faults import Fault, Options
 from mockprovider.journal import Journal, headers_of
-from mockprovider.scenarios import Scenario
+from mockprovider.scenarios import Conversation, Reply, Scenario
+from mockprovider.tool_choice import ToolChoice
 from mockprovider.validation import parse_json
 
 log = logging.getLogger("mockprovider")
@@ -146,13 +147,28 @@ async def read_json(request: Request, config: Config) -> Any:
     return parse_json(await read_raw(request, config))
 
 
+def _chosen(*texts: str | None) -> str | None:
+    """The `scenario=NAME` item of the last options string that has one, if any."""
+    name = None
+    for text in texts:
+        if text and "scenario=" in text:
+            for item in text.split("+"):
+                if item.startswith("scenario="):
+                    name = item.removeprefix("scenario=")
+    return name
+
+
 def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Options]:
-    """The scenario a model name selects and the options in force for this request.
+    """The scenario a model name (or a `scenario=NAME` option in the base-URL path or the
+    header, whatever the model says) selects, and the options in force for this request.
 
     Later sources override earlier ones: server defaults < the scenario file's `options` <
     base-URL path < model suffix < header.
     """
     name, _, suffix = model.partition("+")
+    path, sent = request.path_params.get("options", ""), header(request, b"x-mock-options")
+    if path or sent:
+        name = _chosen(path, sent) or name
     script = config.scenarios.get(name)
     if script is None:
         known = ", ".join(config.scenarios)
@@ -166,14 +182,28 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
     options = config.defaults
     sources = (
         (getattr(script, "options", ""), "model"),  # a file scenario's, checked when it was loaded
-        (request.path_params.get("options", ""), "base_url"),
+        (path, "base_url"),
         (suffix, "model"),
-        (header(request, b"x-mock-options"), "x-mock-options"),
+        (sent, "x-mock-options"),
     )
     for text, param in sources:
         if text:
             options = faults.apply(options, text, param=param)
     return script, options
+
+
+def reply_for(
+    script: Scenario, c: Conversation, choice: ToolChoice, tools: Any, options: Options
+) -> Reply:
+    """The script's reply to `c`, as a real model could give it under the request's tools and
+    tool_choice (see `tool_choice.constrain`)."""
+    reply = script(c)
+    if tool_choice.needed(choice, tools, options.refuse_undeclared):
+        return tool_choice.constrain(
+            reply, script=script, turn=c.turn, choice=choice, tools=tools,
+            refuse_undeclared=options.refuse_undeclared,
+        )
+    return reply
 
 
 class ClientGone(Exception):

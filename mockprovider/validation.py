@@ -11,8 +11,9 @@ from collections.abc import Callable
 from itertools import repeat
 from typing import Any, NamedTuple
 
-from mockprovider import transcript
+from mockprovider import tool_choice, transcript
 from mockprovider.errors import APIError, invalid, missing
+from mockprovider.tool_choice import AUTO, ToolChoice
 from mockprovider.transcript import ROLES, Known, Transcript
 
 __all__ = ["ROLES", "ChatRequest", "chat_request", "parse_json"]
@@ -25,6 +26,7 @@ class ChatRequest(NamedTuple):
     transcript: Transcript
     """The messages checked and (most of them) counted, with their turn and tool text."""
     tools: list[dict[str, Any]] | None
+    tool_choice: ToolChoice
     max_tokens: int | None
     stream: bool
     include_usage: bool
@@ -88,6 +90,10 @@ def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(map(isinstance, tools, repeat(dict)))):
         raise invalid("Invalid 'tools': expected an array of objects.", param="tools")
+    choice = AUTO
+    if "tool_choice" in body:
+        choice = tool_choice.chat_choice(body["tool_choice"])
+        tool_choice.check(choice, tools)
     # Most bodies carry none of the optional fields below: each is looked at only when present.
     stream = flag(body, "stream") if "stream" in body else False
     options = body.get("stream_options")
@@ -100,6 +106,7 @@ def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
         model=model,
         transcript=messages,
         tools=tools,
+        tool_choice=choice,
         max_tokens=_max_tokens(body) if "max_tokens" in body or "max_completion_tokens" in body else None,
         stream=stream,
         include_usage=bool(stream and options and options.get("include_usage")),

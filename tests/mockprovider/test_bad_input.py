@@ -76,7 +76,7 @@ CASES = {
             )
         ),
         400,
-        "messages[2].tool_call_id",
+        "messages.[2].role",
     ),
     "tool_answers_a_later_call": (
         chat(
@@ -89,7 +89,7 @@ CASES = {
             )
         ),
         400,
-        "messages[1].tool_call_id",
+        "messages.[1].role",
     ),
     "tool_without_call_id": (
         chat(

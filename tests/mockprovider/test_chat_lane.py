@@ -14,6 +14,7 @@ from mockprovider.app import create_app
 from mockprovider.server import serve_in_thread
 
 MESSAGES = [{"role": "user", "content": "Which file mentions a timeout?"}]
+TOOLS = [{"type": "function", "function": {"name": "list_files"}}]
 
 
 def test_an_unexpected_error_in_the_chat_endpoint_is_an_openai_shaped_500(monkeypatch):
@@ -38,11 +39,11 @@ def test_an_unexpected_error_in_the_chat_endpoint_is_an_openai_shaped_500(monkey
 )
 def test_a_chat_request_is_answered_alike_by_the_lane_and_by_the_router(root_path, path):
     with TestClient(create_app(), root_path=root_path) as client:
-        ok = client.post(path, json={"model": "plan", "messages": MESSAGES})
+        ok = client.post(path, json={"model": "plan", "messages": MESSAGES, "tools": TOOLS})
         bad = client.post(path, json={"model": "plan", "messages": []})
         unknown = client.post(path, json={"model": "nope", "messages": MESSAGES})
     assert ok.status_code == 200 and ok.headers["content-type"] == "application/json"
-    assert ok.json()["usage"]["prompt_tokens"] == o200k.prompt_tokens(MESSAGES)
+    assert ok.json()["usage"]["prompt_tokens"] == o200k.prompt_tokens(MESSAGES, TOOLS)
     assert ok.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "list_files"
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "messages"
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "model_not_found"
