@@ -136,14 +136,15 @@ def _user(blocks: list[dict[str, Any]], p: str, expected: list[str]) -> list[dic
         call_id = string(block.get("tool_use_id"), f"{q}.tool_use_id")
         if call_id in answered:
             raise invalid(
-                f"{dotted}.content.{j}: each tool_use must have a single result. Found multiple `tool_result` "
-                f"blocks with id: {call_id}",
+                f"{dotted}.content.{j}: each tool_use must have a single result. Found multiple "
+                f"`tool_result` blocks with id: {call_id}",
                 param=f"{q}.tool_use_id",
             )
         if call_id not in expected:
             raise invalid(
-                f"{dotted}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: {call_id}. Each "
-                "`tool_result` block must have a corresponding `tool_use` block in the previous message.",
+                f"{dotted}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: {call_id}. "
+                "Each `tool_result` block must have a corresponding `tool_use` block in the previous "
+                "message.",
                 param=f"{q}.tool_use_id",
             )
         expected.remove(call_id)

@@ -131,7 +131,9 @@ def apply(base: Options, text: str, *, param: str) -> Options:
             faults.append(_fault(value, param=param))
         elif key == "undeclared_tools":
             if value not in ("allow", "refuse"):
-                raise invalid(f"option undeclared_tools={value!r} must be allow or refuse; {SYNTAX}", param=param)
+                raise invalid(
+                    f"option undeclared_tools={value!r} must be allow or refuse; {SYNTAX}", param=param
+                )
             updates["refuse_undeclared"] = value == "refuse"
         elif key == "scenario":
             continue  # chosen by pipeline.resolve, before any options apply

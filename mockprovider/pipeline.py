@@ -24,7 +24,7 @@ from mockprovider.faults import Fault, Options
 from mockprovider.journal import Journal, headers_of
 from mockprovider.scenarios import Conversation, Reply, Scenario
 from mockprovider.tool_choice import ToolChoice
-from mockprovider.validation import parse_json
+from mockprovider.validation import check_depth, parse_json
 
 log = logging.getLogger("mockprovider")
 
@@ -143,8 +143,11 @@ async def read_raw(request: Request, config: Config) -> bytes:
 
 
 async def read_json(request: Request, config: Config) -> Any:
-    """The request's JSON body, after auth, content type and the size cap."""
-    return parse_json(await read_raw(request, config))
+    """The request's JSON body, after auth, content type, the size cap and the depth bound."""
+    raw = await read_raw(request, config)
+    body = parse_json(raw)
+    check_depth(raw, body)
+    return body
 
 
 def _chosen(*texts: str | None) -> str | None:

@@ -45,7 +45,9 @@ _MODES = {"auto": AUTO, "none": ToolChoice("none"), "required": ToolChoice("requ
 
 
 def _bad(expected: str, value: Any) -> APIError:
-    return invalid(f"Invalid value for 'tool_choice': expected {expected}, got {value!r}.", param="tool_choice")
+    return invalid(
+        f"Invalid value for 'tool_choice': expected {expected}, got {value!r}.", param="tool_choice"
+    )
 
 
 def chat_choice(value: Any) -> ToolChoice:
@@ -84,7 +86,8 @@ def messages_choice(value: Any) -> ToolChoice:
     if kind == "tool" and isinstance(value.get("name"), str):
         return ToolChoice("function", value["name"])
     raise invalid(
-        f"tool_choice: expected an object with type 'auto', 'any', 'none', or 'tool' with a name; got {value!r}.",
+        "tool_choice: expected an object with type 'auto', 'any', 'none', or 'tool' with a name; "
+        f"got {value!r}.",
         param="tool_choice",
     )
 
@@ -155,13 +158,16 @@ def constrain(
     names = declared(tools)
     if refuse_undeclared and (undeclared := [c.name for c in reply.tool_calls if c.name not in names]):
         raise _mismatch(
-            script, turn,
+            script,
+            turn,
             f"calls {', '.join(map(repr, undeclared))}, which the request's tools do not declare "
             f"({', '.join(map(repr, names))}), and the option undeclared_tools=refuse is set,",
         )
     if choice.mode == "required" and not reply.tool_calls:
         raise _mismatch(script, turn, "answers with text where tool_choice requires a tool call")
-    if choice.mode == "function" and (not reply.tool_calls or any(c.name != choice.name for c in reply.tool_calls)):
+    if choice.mode == "function" and (
+        not reply.tool_calls or any(c.name != choice.name for c in reply.tool_calls)
+    ):
         called = ", ".join(repr(c.name) for c in reply.tool_calls) or "no function"
         raise _mismatch(script, turn, f"calls {called} where tool_choice names the function {choice.name!r}")
     return reply

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from harness import Limits, MemoryStore, MemoryTrace, ModelClient, Pricing, approve, new_run, pending, run
-from harness.chapter import ListFiles
+from harness.chapter import ListFiles, ReadFile
 from harness.loop import TRUNCATED
 from harness.state import Approval, MaxBudget, MaxTurns
 from harness.usage import Usage
@@ -203,7 +203,9 @@ def test_a_run_writes_no_file_its_caller_did_not_name(mock_url, task, tmp_path, 
     async def main():
         async with OpenAIChat("runaway", client=ModelClient(mock_url)) as model:
             try:
-                return await run(new_run(task), model=model, tools=[], limits=Limits(max_turns=2))
+                # No list_files in the catalog; a request with no tools at all would get text.
+                tools = [ReadFile(tmp_path)]
+                return await run(new_run(task), model=model, tools=tools, limits=Limits(max_turns=2))
             finally:
                 await model.client.aclose()
 

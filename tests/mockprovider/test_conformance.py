@@ -12,8 +12,10 @@ import openai
 import pytest
 
 QUESTION = {"role": "user", "content": "Which file mentions a timeout?"}
-TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
-         for n in ("list_files", "read_file")]
+TOOLS = [
+    {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+    for n in ("list_files", "read_file")
+]
 
 
 def _call(call_id: str, name: str = "list_files") -> dict:
@@ -48,22 +50,42 @@ ORPHAN = "Invalid parameter: messages with role 'tool' must be a response to a p
 CHAT_REFUSED = {
     "a_call_left_unanswered_at_the_end": ([QUESTION, _asks("c1")], UNANSWERED, "messages.[1].role", "c1"),
     "one_of_two_calls_unanswered": (
-        [QUESTION, _asks("c1", "c2"), _answer("c1")], UNANSWERED, "messages.[1].role", "c2",
+        [QUESTION, _asks("c1", "c2"), _answer("c1")],
+        UNANSWERED,
+        "messages.[1].role",
+        "c2",
     ),
     "a_user_message_before_the_answer": (
         [QUESTION, _asks("c1"), {"role": "user", "content": "go on"}, _answer("c1")],
-        UNANSWERED, "messages.[1].role", "c1",
+        UNANSWERED,
+        "messages.[1].role",
+        "c1",
     ),
     "a_cancelled_run_resumed_with_a_new_question": (
-        [QUESTION, _asks("c1"), QUESTION], UNANSWERED, "messages.[1].role", "c1",
+        [QUESTION, _asks("c1"), QUESTION],
+        UNANSWERED,
+        "messages.[1].role",
+        "c1",
     ),
     "a_result_answering_no_call": ([QUESTION, _answer("zz")], ORPHAN, "messages.[1].role", None),
     "a_result_after_the_turn_moved_on": (
-        [QUESTION, _asks("c1"), _answer("c1"), {"role": "assistant", "content": "ok"}, QUESTION, _answer("c9")],
-        ORPHAN, "messages.[5].role", None,
+        [
+            QUESTION,
+            _asks("c1"),
+            _answer("c1"),
+            {"role": "assistant", "content": "ok"},
+            QUESTION,
+            _answer("c9"),
+        ],
+        ORPHAN,
+        "messages.[5].role",
+        None,
     ),
     "a_call_answered_twice": (
-        [QUESTION, _asks("c1"), _answer("c1"), _answer("c1")], ORPHAN, "messages.[3].role", "c1",
+        [QUESTION, _asks("c1"), _answer("c1"), _answer("c1")],
+        ORPHAN,
+        "messages.[3].role",
+        "c1",
     ),
 }
 
@@ -101,10 +123,12 @@ USER_ITEM = {"role": "user", "content": "Which file mentions a timeout?"}
 RESPONSES_REFUSED = {
     "a_call_left_unanswered": ([USER_ITEM, FUNCTION_CALL], "No tool output found for function call c1."),
     "an_output_answering_no_call": (
-        [USER_ITEM, OUTPUT], "No tool call found for function call output with call_id c1.",
+        [USER_ITEM, OUTPUT],
+        "No tool call found for function call output with call_id c1.",
     ),
     "an_output_before_its_call": (
-        [USER_ITEM, OUTPUT, FUNCTION_CALL], "No tool call found for function call output with call_id c1.",
+        [USER_ITEM, OUTPUT, FUNCTION_CALL],
+        "No tool call found for function call output with call_id c1.",
     ),
     "a_call_answered_twice": ([USER_ITEM, FUNCTION_CALL, OUTPUT, OUTPUT], "Duplicate function call output"),
 }
@@ -120,7 +144,9 @@ def test_responses_refuses_what_openai_refuses_with_its_wording(chat, items, wor
 
 
 def test_responses_serves_a_call_with_its_output(chat):
-    tools = [{"type": "function", "name": t["function"]["name"], "parameters": {"type": "object"}} for t in TOOLS]
+    tools = [
+        {"type": "function", "name": t["function"]["name"], "parameters": {"type": "object"}} for t in TOOLS
+    ]
     response = chat.responses.create(model="plan", input=[USER_ITEM, FUNCTION_CALL, OUTPUT], tools=tools)
     assert response.output[0].type == "function_call"  # plan's turn 1: read_file
     assert response.output[0].name == "read_file"
@@ -137,14 +163,21 @@ UNEXPECTED = "unexpected `tool_use_id` found in `tool_result` blocks: toolu_1."
 MESSAGES_REFUSED = {
     "a_call_left_unanswered_at_the_end": ([QUESTION, ASKED], f"messages.1: {NOT_FOUND}"),
     "a_text_reply_instead_of_the_result": (
-        [QUESTION, ASKED, {"role": "user", "content": "go on"}], f"messages.1: {NOT_FOUND}",
+        [QUESTION, ASKED, {"role": "user", "content": "go on"}],
+        f"messages.1: {NOT_FOUND}",
     ),
     "a_result_answering_no_call": (
-        [{"role": "user", "content": [RESULT]}], f"messages.0.content.0: {UNEXPECTED}",
+        [{"role": "user", "content": [RESULT]}],
+        f"messages.0.content.0: {UNEXPECTED}",
     ),
     "a_result_two_messages_late": (
-        [QUESTION, ASKED, {"role": "user", "content": [RESULT]}, {"role": "assistant", "content": "ok"},
-         {"role": "user", "content": [RESULT]}],
+        [
+            QUESTION,
+            ASKED,
+            {"role": "user", "content": [RESULT]},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": [RESULT]},
+        ],
         f"messages.4.content.0: {UNEXPECTED}",
     ),
     "a_call_answered_twice": (
@@ -166,7 +199,9 @@ def test_messages_refuses_what_anthropic_refuses_with_its_wording(messages_api, 
 
 def test_messages_serves_a_call_answered_in_the_next_message(messages_api):
     reply = messages_api.messages.create(
-        model="plan", max_tokens=100, messages=[QUESTION, ASKED, {"role": "user", "content": [RESULT]}],
+        model="plan",
+        max_tokens=100,
+        messages=[QUESTION, ASKED, {"role": "user", "content": [RESULT]}],
         tools=[{"name": t["function"]["name"], "input_schema": {"type": "object"}} for t in TOOLS],
     )
     assert reply.stop_reason == "tool_use"

@@ -32,7 +32,8 @@ TOOLS = [{"type": "function", "function": {"name": n}} for n in ("list_files", "
 def _answer(client: OpenAI, model: str, messages: list[dict[str, Any]], *, stream: bool) -> Reply:
     """(content, [(id, name, arguments)]) of one turn, read through the official client."""
     if not stream:
-        message = client.chat.completions.create(model=model, messages=messages, tools=TOOLS).choices[0].message
+        completion = client.chat.completions.create(model=model, messages=messages, tools=TOOLS)
+        message = completion.choices[0].message
         calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]
         return message.content, calls
     text, parts = "", {}
@@ -263,7 +264,8 @@ def test_python_m_mockprovider_record_proxies_and_writes_the_file(upstream: str,
                     assert time.monotonic() < deadline, "the recorder did not start"
                     time.sleep(0.05)
             client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
-            client.chat.completions.create(model="once", messages=[{"role": "user", "content": "go"}], tools=TOOLS)
+            client.chat.completions.create(model="once", messages=[{"role": "user", "content": "go"}],
+                                           tools=TOOLS)
         finally:
             proc.send_signal(signal.SIGTERM)
             _, err = proc.communicate(timeout=10)

@@ -186,7 +186,9 @@ def test_a_max_tokens_cut_bills_and_shows_the_same_in_every_format(
     asked = [{"role": "user", "content": TASK}]
     chat_tools = [{"type": "function", "function": {"name": n, "parameters": s}} for n, s in SCHEMAS.items()]
     with openai.OpenAI(base_url=umbrella_url, api_key="unused", max_retries=0) as client:
-        chat = client.chat.completions.create(model="umbrella", messages=asked, max_tokens=limit, tools=chat_tools)
+        chat = client.chat.completions.create(
+            model="umbrella", messages=asked, max_tokens=limit, tools=chat_tools
+        )
         response = client.responses.create(
             model="umbrella", input=TASK, max_output_tokens=limit,
             tools=[{"type": "function", "name": n, "parameters": s} for n, s in SCHEMAS.items()],

@@ -19,21 +19,37 @@ CHAT_TOOLS = [
     {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {}}}}
     for name in ("list_files", "read_file")
 ]
-RESPONSES_TOOLS = [{"type": "function", "name": t["function"]["name"], "parameters": t["function"]["parameters"]}
-                   for t in CHAT_TOOLS]
-MESSAGES_TOOLS = [{"name": t["function"]["name"], "input_schema": t["function"]["parameters"]} for t in CHAT_TOOLS]
+RESPONSES_TOOLS = [
+    {"type": "function", "name": t["function"]["name"], "parameters": t["function"]["parameters"]}
+    for t in CHAT_TOOLS
+]
+MESSAGES_TOOLS = [
+    {"name": t["function"]["name"], "input_schema": t["function"]["parameters"]} for t in CHAT_TOOLS
+]
 ANSWERED_TWICE = [  # plan's turn 2, where it answers in text
     QUESTION,
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}
+        ],
+    },
     {"role": "tool", "tool_call_id": "c1", "content": "errors.log"},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c2", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c2", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+        ],
+    },
     {"role": "tool", "tool_call_id": "c2", "content": "worker 7 timed out"},
 ]
 FALLBACK_SCENARIO = {
-    "name": "react", "fallback": "Thought: I can answer now.\nAnswer: errors.log",
-    "turns": [{"tool_calls": [{"name": "list_files"}]}], "after_last": "repeat",
+    "name": "react",
+    "fallback": "Thought: I can answer now.\nAnswer: errors.log",
+    "turns": [{"tool_calls": [{"name": "list_files"}]}],
+    "after_last": "repeat",
 }
 UNDECLARED = {"name": "hallucinates", "turns": [{"tool_calls": [{"name": "rm_rf"}]}], "after_last": "repeat"}
 
@@ -59,7 +75,9 @@ def messages_api(url):
 # --- no tool may be called: text, never a tool call -------------------------------------------
 
 
-@pytest.mark.parametrize("extra", [{}, {"tools": CHAT_TOOLS, "tool_choice": "none"}], ids=["no_tools", "none"])
+@pytest.mark.parametrize(
+    "extra", [{}, {"tools": CHAT_TOOLS, "tool_choice": "none"}], ids=["no_tools", "none"]
+)
 def test_chat_answers_a_tool_call_turn_with_text_when_no_tool_may_be_called(chat, extra):
     reply = chat.chat.completions.create(model="plan", messages=[QUESTION], **extra)
     assert reply.choices[0].message.tool_calls is None
@@ -91,7 +109,9 @@ def test_a_text_turn_is_unchanged_without_tools(chat):
 
 
 def test_responses_answers_with_a_message_item_and_echoes_tool_choice(chat):
-    response = chat.responses.create(model="plan", input="Which file?", tools=RESPONSES_TOOLS, tool_choice="none")
+    response = chat.responses.create(
+        model="plan", input="Which file?", tools=RESPONSES_TOOLS, tool_choice="none"
+    )
     assert [item.type for item in response.output] == ["message"]
     assert response.output_text == FALLBACK_TEXT
     assert response.tool_choice == "none"
@@ -99,8 +119,9 @@ def test_responses_answers_with_a_message_item_and_echoes_tool_choice(chat):
     assert plain.output_text == FALLBACK_TEXT and plain.tool_choice == "auto"
 
 
-@pytest.mark.parametrize("extra", [{}, {"tools": MESSAGES_TOOLS, "tool_choice": {"type": "none"}}],
-                         ids=["no_tools", "none"])
+@pytest.mark.parametrize(
+    "extra", [{}, {"tools": MESSAGES_TOOLS, "tool_choice": {"type": "none"}}], ids=["no_tools", "none"]
+)
 def test_messages_answers_with_a_text_block(messages_api, extra):
     reply = messages_api.messages.create(model="plan", max_tokens=200, messages=[QUESTION], **extra)
     assert [block.type for block in reply.content] == ["text"]
@@ -121,13 +142,17 @@ def _mismatch(caught: pytest.ExceptionInfo, *words: str) -> None:
 
 def test_chat_required_and_a_text_turn_is_a_script_mismatch_naming_the_turn(chat):
     with pytest.raises(openai.BadRequestError) as caught:
-        chat.chat.completions.create(model="plan", messages=ANSWERED_TWICE, tools=CHAT_TOOLS, tool_choice="required")
+        chat.chat.completions.create(
+            model="plan", messages=ANSWERED_TWICE, tools=CHAT_TOOLS, tool_choice="required"
+        )
     _mismatch(caught, "turn 2", "requires a tool call", "'plan'")
     assert caught.value.body["code"] == "script_mismatch"
 
 
 def test_chat_required_and_a_call_turn_is_served(chat):
-    reply = chat.chat.completions.create(model="plan", messages=[QUESTION], tools=CHAT_TOOLS, tool_choice="required")
+    reply = chat.chat.completions.create(
+        model="plan", messages=[QUESTION], tools=CHAT_TOOLS, tool_choice="required"
+    )
     assert reply.choices[0].message.tool_calls[0].function.name == "list_files"
 
 
@@ -140,7 +165,9 @@ def test_chat_a_named_function_the_script_does_not_call_is_a_script_mismatch(cha
 
 def test_chat_the_named_function_the_script_calls_is_served(chat):
     choice = {"type": "function", "function": {"name": "list_files"}}
-    reply = chat.chat.completions.create(model="plan", messages=[QUESTION], tools=CHAT_TOOLS, tool_choice=choice)
+    reply = chat.chat.completions.create(
+        model="plan", messages=[QUESTION], tools=CHAT_TOOLS, tool_choice=choice
+    )
     assert reply.choices[0].message.tool_calls[0].function.name == "list_files"
 
 
@@ -164,8 +191,13 @@ def test_messages_any_and_a_named_tool_are_held_like_required_and_named(messages
     )
     assert reply.content[0].type == "tool_use"
     with pytest.raises(anthropic.BadRequestError) as caught:
-        messages_api.messages.create(model="plan", max_tokens=200, messages=asked, tools=MESSAGES_TOOLS,
-                                     tool_choice={"type": "tool", "name": "read_file"})
+        messages_api.messages.create(
+            model="plan",
+            max_tokens=200,
+            messages=asked,
+            tools=MESSAGES_TOOLS,
+            tool_choice={"type": "tool", "name": "read_file"},
+        )
     _mismatch(caught, "turn 0", "'read_file'")
 
 
@@ -190,7 +222,9 @@ def test_chat_a_tool_choice_without_tools_is_the_apis_400(chat, choice):
     )
 
 
-@pytest.mark.parametrize("choice", ["sometimes", {"type": "function"}, 7, {"type": "function", "function": "x"}])
+@pytest.mark.parametrize(
+    "choice", ["sometimes", {"type": "function"}, 7, {"type": "function", "function": "x"}]
+)
 def test_chat_a_malformed_tool_choice_is_a_400_naming_it(chat, choice):
     with pytest.raises(openai.BadRequestError) as caught:
         chat.chat.completions.create(model="plan", messages=[QUESTION], tools=CHAT_TOOLS, tool_choice=choice)
@@ -199,11 +233,20 @@ def test_chat_a_malformed_tool_choice_is_a_400_naming_it(chat, choice):
 
 def test_responses_and_messages_refuse_a_named_function_not_declared(chat, messages_api):
     with pytest.raises(openai.BadRequestError, match="'delete_file'"):
-        chat.responses.create(model="plan", input="Which file?", tools=RESPONSES_TOOLS,
-                              tool_choice={"type": "function", "name": "delete_file"})
+        chat.responses.create(
+            model="plan",
+            input="Which file?",
+            tools=RESPONSES_TOOLS,
+            tool_choice={"type": "function", "name": "delete_file"},
+        )
     with pytest.raises(anthropic.BadRequestError, match="'delete_file'"):
-        messages_api.messages.create(model="plan", max_tokens=100, messages=[QUESTION], tools=MESSAGES_TOOLS,
-                                     tool_choice={"type": "tool", "name": "delete_file"})
+        messages_api.messages.create(
+            model="plan",
+            max_tokens=100,
+            messages=[QUESTION],
+            tools=MESSAGES_TOOLS,
+            tool_choice={"type": "tool", "name": "delete_file"},
+        )
 
 
 # --- scripted calls of tools the request does not declare ---------------------------------------
@@ -216,14 +259,21 @@ def test_an_undeclared_tool_is_called_as_scripted_by_default(chat):
 
 def test_the_undeclared_tools_refuse_option_makes_it_a_script_mismatch(chat, url):
     with pytest.raises(openai.BadRequestError) as caught:
-        chat.chat.completions.create(model="hallucinates+undeclared_tools=refuse", messages=[QUESTION],
-                                     tools=CHAT_TOOLS)
+        chat.chat.completions.create(
+            model="hallucinates+undeclared_tools=refuse", messages=[QUESTION], tools=CHAT_TOOLS
+        )
     _mismatch(caught, "'rm_rf'", "undeclared_tools=refuse")
-    with openai.OpenAI(base_url=url.replace("/v1", "/o/undeclared_tools=refuse/v1"), api_key="x",
-                       max_retries=0) as strict, pytest.raises(openai.BadRequestError, match="'rm_rf'"):
+    with (
+        openai.OpenAI(
+            base_url=url.replace("/v1", "/o/undeclared_tools=refuse/v1"), api_key="x", max_retries=0
+        ) as strict,
+        pytest.raises(openai.BadRequestError, match="'rm_rf'"),
+    ):
         strict.chat.completions.create(model="hallucinates", messages=[QUESTION], tools=CHAT_TOOLS)
 
 
 def test_a_bad_undeclared_tools_value_is_refused_naming_the_choices(chat):
     with pytest.raises(openai.BadRequestError, match="allow or refuse"):
-        chat.chat.completions.create(model="plan+undeclared_tools=maybe", messages=[QUESTION], tools=CHAT_TOOLS)
+        chat.chat.completions.create(
+            model="plan+undeclared_tools=maybe", messages=[QUESTION], tools=CHAT_TOOLS
+        )

@@ -18,6 +18,7 @@ from mockprovider.app import create_app
 from mockprovider.server import serve_in_thread
 
 ASK = [{"role": "user", "content": "Which file mentions a timeout?"}]
+TOOLS = [{"type": "function", "function": {"name": "list_files"}}]
 LISTED = "errors.log (270 bytes)"
 
 
@@ -29,11 +30,11 @@ def journalled() -> Iterator[tuple[Journal, OpenAI]]:
 
 
 def _answer_first_call(client: OpenAI) -> None:
-    reply = client.chat.completions.create(model="plan", messages=ASK)
+    reply = client.chat.completions.create(model="plan", messages=ASK, tools=TOOLS)
     call = reply.choices[0].message.tool_calls[0]
     messages = [*ASK, reply.choices[0].message.model_dump(exclude_none=True),
                 {"role": "tool", "tool_call_id": call.id, "content": LISTED}]
-    client.chat.completions.create(model="plan", messages=messages)
+    client.chat.completions.create(model="plan", messages=messages, tools=TOOLS)
 
 
 def test_a_window_holds_its_requests_with_the_usage_the_mock_billed(journalled) -> None:
