@@ -277,3 +277,10 @@ def test_a_bad_undeclared_tools_value_is_refused_naming_the_choices(chat):
         chat.chat.completions.create(
             model="plan+undeclared_tools=maybe", messages=[QUESTION], tools=CHAT_TOOLS
         )
+
+
+def test_a_fallback_that_is_not_text_is_refused_at_start_up_naming_its_path():
+    from mockprovider.scenario_files import ScenarioFileError, load_scenarios
+
+    with pytest.raises(ScenarioFileError, match=r"\$\.fallback"):
+        load_scenarios([{**FALLBACK_SCENARIO, "fallback": 7}])
