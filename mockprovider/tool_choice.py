@@ -19,6 +19,7 @@ it at once, naming the turn and the constraint.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
 from mockprovider.errors import APIError, invalid
@@ -123,6 +124,12 @@ def check(choice: ToolChoice, tools: Sequence[Any] | None) -> None:
 # --- holding a scripted reply to them ---------------------------------------------------------
 
 
+@lru_cache(maxsize=256)
+def _text(content: str) -> Reply:
+    """A Reply is a value: one per fallback text serves every request (bounded: few texts)."""
+    return Reply(content=content)
+
+
 def needed(choice: ToolChoice, tools: Sequence[Any] | None, refuse_undeclared: bool) -> bool:
     """Whether `constrain` can change or refuse anything: false for an agent loop's usual
     request (tools offered, `tool_choice` auto, undeclared tools allowed)."""
@@ -154,7 +161,7 @@ def constrain(
     if not tools or choice.mode == "none":
         if not reply.tool_calls:
             return reply
-        return Reply(content=getattr(script, "fallback", None) or FALLBACK_TEXT)
+        return _text(getattr(script, "fallback", None) or FALLBACK_TEXT)
     names = declared(tools)
     if refuse_undeclared and (undeclared := [c.name for c in reply.tool_calls if c.name not in names]):
         raise _mismatch(
