@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: help test serve lint experiments bench bench-check reliability clean
+.PHONY: help test test-slow serve lint experiments bench bench-check reliability clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -16,11 +16,14 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,experiments]'
 	touch $@
 
-test: $(STAMP) ## run the test suite (sets itself up)
-	$(PY) -m pytest -q
+test: $(STAMP) ## run the test suite (sets itself up); the slower suites are `make test-slow`
+	$(PY) -m pytest -q -m "not slow"
+
+test-slow: $(STAMP) ## the slower suites: experiment reruns, broken mechanisms, the reliability subset
+	$(PY) -m pytest -q -m slow
 
 serve: $(STAMP) ## start the scripted provider on 127.0.0.1:$(PORT) (SCENARIOS=a.json:dir/ adds scenario files)
 	$(PY) -m mockprovider --host 127.0.0.1 --port $(PORT) $(foreach s,$(subst :, ,$(SCENARIOS)),--scenarios $(s))
@@ -33,7 +36,7 @@ experiments: $(STAMP) ## rerun every measurement and rewrite results/
 
 bench: $(STAMP) ## run the benchmarks, write results/bench.json and results/bench.md
 	$(PY) -m pytest tests/benchmarks -q --benchmark-enable --benchmark-json=results/bench.json
-	$(PY) -m experiments.bench results/bench.json
+	$(PY) -m experiments.bench.page results/bench.json
 
 .PHONY: real-model
 real-model: $(STAMP) ## run the six tasks against SmolLM2-135M on llama.cpp (slow, offline), write results/real_model.*
@@ -47,10 +50,10 @@ peers: $(STAMP) ## the five exits through the Agents SDK, pydantic-ai and LangGr
 	$(PY) -m experiments.peers
 
 bench-check: $(STAMP) ## under a minute: fail if a promised speed ratio regresses past its (generous) bound
-	$(PY) -m experiments.bench_check
+	$(PY) -m experiments.bench.check
 
 reliability: $(STAMP) ## crash matrix, hostile input, load (full size); write results/reliability.md
-	$(PY) -m experiments.reliability
+	$(PY) -m experiments.reliability.suite
 
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .benchmarks

@@ -18,11 +18,12 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
-from experiments import REGISTRY, index
-from experiments.paths import RESULTS
-from experiments.report import outcome, write
-from experiments.runs import Env, open_client
-from experiments.servers import mock_process
+from experiments import REGISTRY
+from experiments.lab import index
+from experiments.lab.paths import RESULTS
+from experiments.lab.report import outcome, write
+from experiments.lab.runs import Env, open_client
+from experiments.lab.servers import mock_process
 
 
 async def _run_all(names: list[str], env: Env, out: Path) -> list[str]:

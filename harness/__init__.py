@@ -2,50 +2,32 @@
 
     async with OpenAIChat("plan") as model:
         state = await run(new_run("Which file mentions a timeout?"), model=model,
-                          tools=chapter_tools(make_sandbox("sandbox")), store=FileStore("state"))
+                          tools=my_tools, store=MemoryStore())
 
 The core (`loop`, `state`, `usage`, `tools`, `model`, `store`, `trace`, `approvals`) knows
-nothing of the chapter's demo; `chapter` holds its tools, sandbox and the designs it argues
-against; `cli` wires them together.
+nothing of the chapter's demo; `chapter` holds its tools, sandbox, system prompt and the designs
+it argues against; `cli` wires them together. How a run stopped is `state.stop`, one of the
+tagged values in `harness.state` (`Completed`, `Failed`, `MaxTurns`, `MaxBudget`, `Approval`,
+`CancelledBy`).
 """
 
 from harness.approvals import approve, reject
-from harness.cancel import Cancel, Cancelled
-from harness.chapter import chapter_tools, make_sandbox
-from harness.client import Completion, ModelClient, ProviderError
+from harness.cancel import Cancel
+from harness.client import ModelClient, OpenAIChat
 from harness.codec import StateFileError
-from harness.loop import Policy, Progress, run
-from harness.model import Model, OpenAIChat
-from harness.state import (
-    Approval,
-    CancelledBy,
-    Completed,
-    Failed,
-    MaxBudget,
-    MaxTurns,
-    RunState,
-    Stop,
-    new_run,
-    pending,
-)
+from harness.loop import Policy, run
+from harness.model import Model, ProviderError
+from harness.state import RunState, new_run, pending
 from harness.store import FileStore, MemoryStore, Store
 from harness.tools import PermanentToolError, Tool, ToolContext
-from harness.trace import JsonlTrace, MemoryTrace, TraceSink
+from harness.trace import JsonlTrace, MemoryTrace
 from harness.usage import Limits, Pricing, Usage
 
 __all__ = [
-    "Approval",
     "Cancel",
-    "Cancelled",
-    "CancelledBy",
-    "Completed",
-    "Completion",
-    "Failed",
     "FileStore",
     "JsonlTrace",
     "Limits",
-    "MaxBudget",
-    "MaxTurns",
     "MemoryStore",
     "MemoryTrace",
     "Model",
@@ -54,19 +36,14 @@ __all__ = [
     "PermanentToolError",
     "Policy",
     "Pricing",
-    "Progress",
     "ProviderError",
     "RunState",
     "StateFileError",
-    "Stop",
     "Store",
     "Tool",
     "ToolContext",
-    "TraceSink",
     "Usage",
     "approve",
-    "chapter_tools",
-    "make_sandbox",
     "new_run",
     "pending",
     "reject",

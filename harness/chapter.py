@@ -174,6 +174,12 @@ class ScanArchive:
         return f"scanned {self.files} files; 2 incidents: worker 7 timed out twice in August."
 
 
+SYSTEM = (
+    "You are a careful assistant working in a folder of log files. Use the tools to look "
+    "before you answer, never guess file contents, and answer in one short sentence."
+)
+"""The demo's system prompt: every chapter run starts with it."""
+
 RESEARCH_SYSTEM = (
     "You are a research assistant. Investigate the question with the tools and reply with a "
     "one-sentence summary of what you found."

@@ -36,11 +36,10 @@ from typing import Any, Literal, get_args
 
 from harness.approvals import DecisionLost, approve, reject
 from harness.cancel import Cancel
-from harness.chapter import Knobs, chapter_tools, every_tool, make_sandbox
-from harness.client import ModelClient
+from harness.chapter import SYSTEM, Knobs, chapter_tools, every_tool, make_sandbox
+from harness.client import ModelClient, OpenAIChat
 from harness.codec import StateFileError, decode, to_dict
 from harness.loop import Policy, Progress, run
-from harness.model import OpenAIChat
 from harness.state import Approval, CancelledBy, RunState, new_run, pending, reason_of
 from harness.store import FileStore, RunOwned
 from harness.trace import JsonlTrace
@@ -227,7 +226,7 @@ def _cmd_run(args: argparse.Namespace, store: FileStore, checkpoint) -> int:
     names = {f.name for f in dataclasses.fields(Settings)}
     given = {k: v for k, v in vars(args).items() if k in names}
     settings = Settings(**{**given, "auto_approve": tuple(sorted(args.auto_approve))})
-    state = new_run(args.task, run_id=args.run_id, meta={"settings": to_dict(settings)})
+    state = new_run(args.task, system=SYSTEM, run_id=args.run_id, meta={"settings": to_dict(settings)})
     with store.claim(state.run_id):
         if store.path(state.run_id).exists():
             raise SystemExit(f"harness: run {state.run_id} already exists in {store.directory}")

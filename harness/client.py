@@ -22,12 +22,14 @@ import asyncio
 import math
 import os
 import random
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
 
+import o200k
 from harness.cancel import Cancel, Cancelled
+from harness.model import Completion, ProviderError
 from harness.usage import Usage
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
@@ -39,31 +41,11 @@ OPENAI_HOST = "api.openai.com"
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
-class ProviderError(Exception):
-    """The provider refused the request for good, or kept failing past the retry bound."""
-
-    def __init__(self, message: str, *, status: int | None = None, code: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.code = code
-
-
 class _Retryable(Exception):
     def __init__(self, message: str, *, status: int | None = None, wait_s: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.wait_s = wait_s
-
-
-@dataclass(frozen=True, kw_only=True)
-class Completion:
-    message: dict[str, Any]
-    """The assistant message, trimmed to role, content and tool_calls."""
-    finish_reason: str
-    usage: Usage
-    attempts: int
-    """How many HTTP attempts this completion took (1 = no retry)."""
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -255,3 +237,47 @@ async def _race(work: Any, cancel: Cancel) -> Any:
     if task.cancelled():
         raise Cancelled(cancel.reason or "cancelled")
     return task.result()
+
+
+class OpenAIChat:
+    """`name` behind a chat-completions endpoint. Use `async with`, or pass your own `client`.
+
+    `headers` go with every request (e.g. `{"x-mock-options": "latency=250"}` for the mock).
+    """
+
+    def __init__(
+        self, name: str, *, client: ModelClient | None = None, headers: Mapping[str, str] | None = None
+    ) -> None:
+        self.name = name
+        self.headers = dict(headers or {})
+        self._own = client is None
+        self.client = client or ModelClient()
+
+    async def __aenter__(self) -> OpenAIChat:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._own:
+            await self.client.aclose()
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None,
+        max_tokens: int | None,
+        cancel: Cancel,
+    ) -> Completion:
+        return await self.client.complete(
+            model=self.name, messages=list(messages), tools=list(tools) if tools else None,
+            max_tokens=max_tokens, cancel=cancel, headers=self.headers,
+        )
+
+    def count_prompt_tokens(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+    ) -> int:
+        return o200k.prompt_tokens(messages, tools)
+
+    def with_name(self, name: str) -> OpenAIChat:
+        """The same endpoint and client under another model name (a sub-agent's, say)."""
+        return OpenAIChat(name, client=self.client, headers=self.headers)

@@ -56,8 +56,7 @@ from functools import partial
 from typing import Any
 
 from harness.cancel import Cancel, Cancelled
-from harness.client import ProviderError
-from harness.model import Model
+from harness.model import Model, ProviderError
 from harness.state import (
     Approval,
     CancelledBy,

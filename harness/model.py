@@ -1,20 +1,21 @@
-"""The model seam: what the loop needs from a model, and the OpenAI-compatible one.
+"""The model seam: what the loop needs from a model, and the types it hands back.
 
 The loop asks a model two things: complete a conversation, and say what a conversation would
 cost in prompt tokens before sending it (the hard budget prices the prompt first). Anything
-with those two methods is a model; `OpenAIChat` is one over any OpenAI-compatible endpoint,
-counting prompts with the `o200k_base` formula of the `o200k` package (exact against this
-lab's mock; against another provider an estimate, and a hard budget is only as good as it).
+with those two methods is a model. `harness.client.OpenAIChat` is one over any
+OpenAI-compatible endpoint, counting prompts with the `o200k_base` formula of the `o200k`
+package (exact against this lab's mock; against another provider an estimate, and a hard
+budget is only as good as it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-import o200k
 from harness.cancel import Cancel
-from harness.client import Completion, ModelClient
+from harness.usage import Usage
 
 
 @runtime_checkable
@@ -37,45 +38,21 @@ class Model(Protocol):
         ...
 
 
-class OpenAIChat:
-    """`name` behind a chat-completions endpoint. Use `async with`, or pass your own `client`.
+class ProviderError(Exception):
+    """The provider refused the request for good, or kept failing past the retry bound."""
 
-    `headers` go with every request (e.g. `{"x-mock-options": "latency=250"}` for the mock).
-    """
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code
 
-    def __init__(
-        self, name: str, *, client: ModelClient | None = None, headers: Mapping[str, str] | None = None
-    ) -> None:
-        self.name = name
-        self.headers = dict(headers or {})
-        self._own = client is None
-        self.client = client or ModelClient()
 
-    async def __aenter__(self) -> OpenAIChat:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._own:
-            await self.client.aclose()
-
-    async def complete(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None,
-        max_tokens: int | None,
-        cancel: Cancel,
-    ) -> Completion:
-        return await self.client.complete(
-            model=self.name, messages=list(messages), tools=list(tools) if tools else None,
-            max_tokens=max_tokens, cancel=cancel, headers=self.headers,
-        )
-
-    def count_prompt_tokens(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
-    ) -> int:
-        return o200k.prompt_tokens(messages, tools)
-
-    def with_name(self, name: str) -> OpenAIChat:
-        """The same endpoint and client under another model name (a sub-agent's, say)."""
-        return OpenAIChat(name, client=self.client, headers=self.headers)
+@dataclass(frozen=True, kw_only=True)
+class Completion:
+    message: dict[str, Any]
+    """The assistant message, trimmed to role, content and tool_calls."""
+    finish_reason: str
+    usage: Usage
+    attempts: int
+    """How many HTTP attempts this completion took (1 = no retry)."""

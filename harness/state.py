@@ -283,16 +283,10 @@ class RunState:
         return last.get("content") if last.get("role") == "assistant" else None
 
 
-DEFAULT_SYSTEM = (
-    "You are a careful assistant working in a folder of log files. Use the tools to look "
-    "before you answer, never guess file contents, and answer in one short sentence."
-)
-
-
 def new_run(
     task: str,
     *,
-    system: str | None = DEFAULT_SYSTEM,
+    system: str | None = None,
     run_id: str | None = None,
     meta: dict[str, Any] | None = None,
 ) -> RunState:

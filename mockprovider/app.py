@@ -21,7 +21,17 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import o200k
-from mockprovider import anthropic_api, faults, memo, responses_api, scenarios, transcript, wire
+from mockprovider import (
+    anthropic_api,
+    faults,
+    gemini_api,
+    memo,
+    ollama_api,
+    responses_api,
+    scenarios,
+    transcript,
+    wire,
+)
 from mockprovider.errors import APIError
 from mockprovider.faults import Options
 from mockprovider.journal import Journal
@@ -84,9 +94,9 @@ async def chat_completions(scope: Scope, receive: Receive, send: Send) -> None:
     """POST /v1/chat/completions as a bare ASGI app.
 
     Most requests end in a plain JSON reply, sent here directly: Starlette's Request/Response
-    wrapping around a function endpoint took ~25 µs of a ~60 µs endpoint parsing a turn-1 body
-    (measured in a loop, no socket). An `APIError` raised inside reaches the app's exception
-    handlers (behind the router) or `ChatLane`'s (in front of it).
+    wrapping costs a turn-1 request a large share of its own work (results/bench.md). An
+    `APIError` raised inside reaches the app's exception handlers (behind the router) or
+    `ChatLane`'s (in front of it).
     """
     out = await _chat(Request(scope, receive, send))
     if isinstance(out, bytes):
@@ -159,8 +169,8 @@ class ChatLane:
     """Middleware: `POST /v1/chat/completions`, the request an agent loop sends every turn,
     goes straight to its endpoint, past the router and the exception middleware.
 
-    Those layers were ~40 µs of a turn-1 request's ~1 ms over loopback (measured: the same bare
-    endpoint behind them and behind this lane). What the endpoint raises is answered by the
+    Those layers cost what the mock's budget against a bare endpoint cannot spare
+    (results/bench.md, `make bench-check`). What the endpoint raises is answered by the
     app's own handlers, as behind the router; anything else still reaches the server-error
     handler, which sits outside this middleware. Every other request takes the usual path.
     """
@@ -190,6 +200,8 @@ ROUTES = [
     Route("/journal", request_journal, methods=["GET"]),
     *responses_api.ROUTES,
     *anthropic_api.ROUTES,
+    *gemini_api.ROUTES,
+    *ollama_api.ROUTES,
 ]
 
 

@@ -140,8 +140,11 @@ async def _paced(events: Iterable[tuple[bytes, bool]], options: Options) -> Asyn
             await asyncio.sleep(delay)
 
 
-def event_stream(events: Iterable[tuple[bytes, bool]], options: Options) -> StreamingResponse:
-    """An SSE response from (event bytes, carries a token) pairs, paced by the `rate` option."""
+def event_stream(
+    events: Iterable[tuple[bytes, bool]], options: Options, media_type: str = "text/event-stream"
+) -> StreamingResponse:
+    """A streamed response (SSE unless `media_type` says otherwise) from (event bytes, carries a
+    token) pairs, paced by the `rate` option."""
     return StreamingResponse(
-        _paced(events, options), media_type="text/event-stream", headers={"cache-control": "no-cache"}
+        _paced(events, options), media_type=media_type, headers={"cache-control": "no-cache"}
     )

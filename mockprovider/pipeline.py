@@ -79,8 +79,10 @@ def header(request: Request, name: bytes) -> str | None:
 def authorize(request: Request, config: Config) -> None:
     if config.api_key is None:
         return
-    # Anthropic's clients send the key as x-api-key; every other client as a bearer token.
-    key = header(request, b"x-api-key")
+    # Anthropic's clients send the key as x-api-key, Google's as x-goog-api-key or ?key=; every
+    # other client as a bearer token.
+    key = (header(request, b"x-api-key") or header(request, b"x-goog-api-key")
+           or request.query_params.get("key"))
     given = f"Bearer {key}" if key is not None else header(request, b"authorization") or ""
     if not given:
         raise APIError(
@@ -130,11 +132,12 @@ async def _read_body(request: Request, declared: bytes, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def read_raw(request: Request, config: Config) -> bytes:
-    """The request's body, after auth, content type and the size cap."""
+async def read_raw(request: Request, config: Config, *, any_content_type: bool = False) -> bytes:
+    """The request's body, after auth, content type (unless `any_content_type`) and the size cap."""
     authorize(request, config)
     headers = header_map(request)
-    _check_content_type(headers)
+    if not any_content_type:
+        _check_content_type(headers)
     raw = await _read_body(request, headers.get(b"content-length", b""), config.max_body_bytes)
     if config.journal is not None:
         headers = headers_of(request.headers.items())

@@ -61,9 +61,8 @@ def _reply(call_id: str, name: str, arguments: str) -> Reply:
 
 _asked = lru_cache(maxsize=1024)(_reply)
 """A Reply is a value, so one per distinct short call serves every request that asks it: a
-script asks the same few calls in every run, and building two frozen dataclasses per request
-took ~3 µs of the mock's ~40 µs of own work at turn 1 (measured in a loop). Short calls only:
-bounded memory."""
+script asks the same few calls in every run, and building them anew was a visible share of a
+turn-1 request's own work (results/bench.md). Short calls only: bounded memory."""
 
 
 ANSWER_PLAN = "errors.log mentions a timeout: worker 7 timed out after 30000 ms."

@@ -30,7 +30,7 @@ def serve_in_thread(app: ASGIApp | None = None, *, host: str = "127.0.0.1", **ap
         app = create_app(**app_options)
     # Binding our own socket avoids the race between picking a free port and uvicorn binding it.
     # proto must be IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say
-    # so, and without it every response waits ~40 ms for Nagle and delayed ACK.
+    # so, and without it every response waits for Nagle and delayed ACK.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))

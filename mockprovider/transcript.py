@@ -257,8 +257,8 @@ def _read_new(
     """`read` of `messages[count:]`, after `start`.
 
     One loop with the three shapes an agent loop sends written out (a plain message, a tool
-    answer, an assistant's tool calls), so that a short request runs few functions: that was
-    a fiftieth of a turn-1 request's time over loopback (measured). Anything else, including
+    answer, an assistant's tool calls), so that a short request runs few functions (what a
+    request costs is mostly how many it touches; results/bench.md). Anything else, including
     every malformed message, goes through `read_message`.
     """
     turn, tool_text, calls = start.turn, start.tool_text, set(start.calls)

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.paths import RESULTS
+from experiments.lab.paths import RESULTS
 from experiments.peers import report
 from experiments.peers.journal import Journal
 from experiments.peers.measure import Lab, measure_all

@@ -8,7 +8,7 @@ framework's own cancel API). What the caller gets is an `Ending`; everything cou
 elsewhere, at the mock.
 
 This module and `folder.py` are all a memory child imports besides the peer itself, so neither
-may import pandas, matplotlib or another experiment (`experiments.runs` would bring them).
+may import pandas, matplotlib or another experiment (`experiments.lab.runs` would bring them).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ TASKS = {
     "destructive": "Look at the log folder and tell me what is in it.",
     "slow": "Scan the archive for known incidents.",
 }
-"""The user's task per scenario, as `experiments.runs.TASKS` has it (a test keeps them equal)."""
+"""The user's task per scenario, as `experiments.lab.runs.TASKS` has it (a test keeps them equal)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,6 @@
 """The chapter's four tools as plain functions over a sandbox, for the frameworks to wrap.
 
-They do what the harness's catalog does (same folder from `harness.make_sandbox`, same texts,
+They do what the harness's catalog does (same folder from `harness.chapter.make_sandbox`, same texts,
 same descriptions), and each run is appended to a log file beside the sandbox, so tool runs are
 counted across processes (an approval resumed in a new process) without trusting any framework.
 The tool descriptions and the system prompt every peer is given are the harness's, written beside
@@ -32,14 +32,13 @@ class Folder:
     def make(cls, directory: Path) -> Folder:
         """A fresh sandbox, an empty log and the texts every peer is given, in `directory`."""
         # Imported here: only the lab's own process makes folders; children only open them.
-        from harness import chapter_tools, make_sandbox
-        from harness.state import DEFAULT_SYSTEM
+        from harness.chapter import SYSTEM, chapter_tools, make_sandbox
 
         folder = cls.at(directory)
         make_sandbox(folder.root)
         folder.log.write_text("")
         descriptions = {t.name: t.description for t in chapter_tools(folder.root)}
-        folder.given.write_text(json.dumps({"system": DEFAULT_SYSTEM, "descriptions": descriptions}))
+        folder.given.write_text(json.dumps({"system": SYSTEM, "descriptions": descriptions}))
         return folder
 
     @classmethod

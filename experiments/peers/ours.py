@@ -26,12 +26,12 @@ from harness import (
     Tool,
     ToolContext,
     approve,
-    chapter_tools,
     new_run,
     pending,
 )
 from harness import run as run_harness
 from harness.cancel import Cancelled
+from harness.chapter import SYSTEM, chapter_tools
 from harness.state import Approval, reason_of
 from harness.tools import ErrorPolicy
 
@@ -79,7 +79,7 @@ def _ending(state: RunState) -> Ending:
 
 async def _run(case: Case, scenario: str, state: RunState | None = None, **options: Any) -> Ending:
     tools = [_Noted(t, case.folder) for t in chapter_tools(case.folder.root)]
-    state = state or new_run(case.task(scenario), run_id=RUN_ID)
+    state = state or new_run(case.task(scenario), system=SYSTEM, run_id=RUN_ID)
     async with ModelClient(case.base_url) as client:
         await run_harness(state, model=OpenAIChat(scenario, client=client), tools=tools, **options)
     return _ending(state)

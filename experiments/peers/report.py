@@ -11,10 +11,10 @@ from typing import Any
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from experiments.charts import OURS, STYLE, save_png
+from experiments.lab.charts import OURS, STYLE, save_png
+from experiments.lab.report import markdown_table
 from experiments.peers import NAME, TITLE
 from experiments.peers.measure import BUDGET_USD, CAP, OUTSIDE_CAP, STOP_AT_S, peers
-from experiments.report import markdown_table
 
 Rows = list[dict[str, Any]]
 HEADINGS = {

@@ -14,11 +14,11 @@ import tempfile
 from contextlib import nullcontext
 from pathlib import Path
 
-from experiments.paths import RESULTS
+from experiments.lab.paths import RESULTS
+from experiments.lab.report import outcome, write
+from experiments.lab.runs import Env
 from experiments.real_model import tasks
 from experiments.real_model.server import local_model
-from experiments.report import outcome, write
-from experiments.runs import Env
 
 
 def main(argv: list[str] | None = None) -> int:

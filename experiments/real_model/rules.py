@@ -9,8 +9,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from experiments.chapter import REAL_MODEL
-from experiments.runs import Run
+from experiments.chapter.figures import REAL_MODEL
+from experiments.lab.runs import Run
 
 TASKS = tuple(task for task, _ in REAL_MODEL.tasks)
 """The chapter's six tasks, in its order."""

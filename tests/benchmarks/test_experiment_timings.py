@@ -12,8 +12,8 @@ from dataclasses import replace
 
 import pytest
 
-from experiments import cancellation, latency, subagent
-from experiments.runs import Env
+from experiments.chapter import cancellation, latency, subagent
+from experiments.lab.runs import Env
 from harness import ModelClient
 from mockprovider.server import serve_in_thread
 

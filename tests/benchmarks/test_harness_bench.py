@@ -8,7 +8,8 @@ import time
 import httpx
 import pytest
 
-from harness import MemoryTrace, ModelClient, OpenAIChat, chapter_tools, make_sandbox, new_run, run
+from harness import MemoryTrace, ModelClient, OpenAIChat, new_run, run
+from harness.chapter import SYSTEM, chapter_tools, make_sandbox
 from mockprovider import create_app, serve_in_thread
 
 
@@ -44,7 +45,7 @@ def test_harness_overhead_per_turn(benchmark, sandbox):
         started = time.perf_counter()
         state = loop.run_until_complete(
             run(
-                new_run("Which file mentions a timeout?"),
+                new_run("Which file mentions a timeout?", system=SYSTEM),
                 model=OpenAIChat("plan", client=client),
                 tools=chapter_tools(sandbox),
                 trace=MemoryTrace(),
@@ -79,7 +80,7 @@ def test_plan_run_end_to_end_loopback(benchmark, sandbox, mock_url):
     def plan_run():
         return loop.run_until_complete(
             run(
-                new_run("Which file mentions a timeout?"),
+                new_run("Which file mentions a timeout?", system=SYSTEM),
                 model=OpenAIChat("plan", client=client),
                 tools=chapter_tools(sandbox),
                 trace=MemoryTrace(),

@@ -11,8 +11,8 @@ import asyncio
 
 import pytest
 
-from experiments.overhead import harness_loop, raw_loop
-from harness import make_sandbox
+from experiments.bench.overhead import harness_loop, raw_loop
+from harness.chapter import make_sandbox
 from mockprovider import serve_in_thread
 
 TURNS = (20, 100)

@@ -1,4 +1,4 @@
-"""The mock's memory stays bounded over 10,000 distinct ~1 MB prompts (issue 16), full size.
+"""The mock's memory stays bounded over 10,000 distinct ~1 MB prompts, full size.
 
 `python -m mockprovider` runs as its own process; a client in this process sends it 10,000
 distinct ~1 MB prompts (10 GB) over a few keep-alive loopback connections, and the server
@@ -48,7 +48,7 @@ import httpx
 import pytest
 
 import o200k
-from experiments.servers import mock_server
+from experiments.lab.servers import mock_server
 from mockprovider import memo
 
 PROMPTS = 10_000

@@ -2,7 +2,7 @@
 
 The pytest-benchmark figures resend one body, which the mock answers from its transcript memory
 like a retry; `test_mock_vs_floor_interleaved` measures the agent-loop case (each body new, its
-previous turn answered) against the floor, request by request (experiments/bench_floor.py).
+previous turn answered) against the floor, request by request (experiments/bench/floor.py).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 import o200k as tokens
-from experiments import bench_floor
-from experiments.bench_floor import bare_app
+from experiments.bench import floor as bench_floor
+from experiments.bench.floor import bare_app
 from mockprovider import create_app, memo, serve_in_thread
 
 HEADERS = {"content-type": "application/json"}

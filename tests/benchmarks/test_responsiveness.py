@@ -13,8 +13,11 @@ import threading
 import time
 
 import httpx
+import pytest
 
-from experiments.servers import mock_process
+from experiments.lab.servers import mock_process
+
+pytestmark = pytest.mark.slow
 
 CLIENTS = 8
 WORDS = "The worker timed out after 30000 ms while reading errors.log; retrying. "

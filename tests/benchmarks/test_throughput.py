@@ -1,15 +1,20 @@
+
 """Requests per second at 64 keep-alive connections, and uvicorn's server stacks compared.
 
-Each figure comes from `experiments.bench_load`: the mock as its own process(es), a lean asyncio
+Each figure comes from `experiments.bench.load`: the mock as its own process(es), a lean asyncio
 client in another, a bounded run. `make test` runs one short configuration of each as a smoke
-test; `make bench` runs them all and `experiments.bench` turns them into tables.
+test; `make bench` runs them all and `experiments.bench.page` turns them into tables.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
-from experiments.bench_load import measure
+import pytest
+
+from experiments.bench.load import measure
+
+pytestmark = pytest.mark.slow
 
 PURE, FAST = ("asyncio", "h11"), ("uvloop", "httptools")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from experiments.runs import Env
+from experiments.lab.runs import Env
 from harness import ModelClient
 
 

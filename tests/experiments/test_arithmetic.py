@@ -8,9 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from experiments import arithmetic, chapter
-from experiments.predictions import chapter_predictions, printed_range, truncates_to
-from experiments.profile import chapter_profile
+from experiments.arithmetic import arithmetic
+from experiments.arithmetic.predictions import chapter_predictions, printed_range, truncates_to
+from experiments.arithmetic.profile import chapter_profile
+from experiments.chapter import figures
+
+pytestmark = pytest.mark.slow
 
 RATIO_CHECK = "our turns 1–3 predict our cap-100 input and the 100/50 ratio"
 
@@ -22,12 +25,12 @@ def measured(measure):
 
 def test_the_chapters_runaway_table_fits_whole_tokens_and_its_trace_prompts():
     c = chapter_profile()
-    assert (c.prompt(1), c.prompt(2)) == chapter.PLAN.prompt_per_turn[:2]
+    assert (c.prompt(1), c.prompt(2)) == figures.PLAN.prompt_per_turn[:2]
 
 
 def test_fit_points_and_recombined_figures_are_not_counted_as_predictions():
     verdicts = {x.figure: x.verdict for x in chapter_predictions(chapter_profile())}
-    assert {verdicts[f"runaway input @{n}"] for n, _ in chapter.TURN_CAP.input_by_cap} == {"restated"}
+    assert {verdicts[f"runaway input @{n}"] for n, _ in figures.TURN_CAP.input_by_cap} == {"restated"}
     assert verdicts["input ×, cap 100 / 50"] == "restated"
     assert verdicts["plan cost (and the resumed run's)"] == "restated"
     assert verdicts["plan prompt, turn 3"] == "not predicted"

@@ -1,8 +1,8 @@
-"""results/bench.md as `experiments.bench` renders it from pytest-benchmark's JSON."""
+"""results/bench.md as `experiments.bench.page` renders it from pytest-benchmark's JSON."""
 
 from __future__ import annotations
 
-from experiments.bench import render
+from experiments.bench.page import render
 
 
 def test_memory_soak_figures_get_their_own_table():

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from experiments import REGISTRY
-from experiments.runs import reject_with
+from experiments.lab.runs import reject_with
 from harness import MemoryTrace
+
+pytestmark = pytest.mark.slow
 
 
 class _LosesRunId(MemoryTrace):
@@ -29,7 +31,7 @@ BROKEN = [
     ("tool_errors", {"descriptive": "generic"}, "only the descriptive policy answers"),
     (
         "permanent_error",
-        {"stop_on_permanent": False},
+        {"feed_back_permanent": True},
         "permanent error stops failed after one turn, saying why",
     ),
     ("dedupe", {"dedupe": "off"}, "dedupe saves exactly one tool run"),
@@ -62,7 +64,7 @@ BROKEN = [
     ),
     (
         "cancellation",
-        {"reaches_tools": False},
+        {"deaf_tools": True},
         "Stop reaches the tool: it stops mid-scan, the run interrupted with the reason",
     ),
     ("trace", {"trace": _LosesRunId()}, "the run id on every line"),

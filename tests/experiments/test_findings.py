@@ -10,8 +10,10 @@ from dataclasses import replace
 import pytest
 
 from experiments import REGISTRY
-from experiments.index import render
-from experiments.report import csv_text, outcome, write
+from experiments.lab.index import render
+from experiments.lab.report import csv_text, outcome, write
+
+pytestmark = pytest.mark.slow
 
 _measured: dict = {}
 

@@ -1,10 +1,15 @@
+
 """Kill and resume reruns: the same workdir twice gives the same figures."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from experiments import kill_resume
+import pytest
+
+from experiments.chapter import kill_resume
+
+pytestmark = pytest.mark.slow
 
 
 def test_kill_resume_can_be_rerun_in_the_same_workdir(measure, env, tmp_path):

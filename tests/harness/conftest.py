@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from harness import ModelClient, OpenAIChat, Policy, RunState, chapter_tools, make_sandbox, new_run, run
-from harness.chapter import Knobs, Taught, every_tool
+from harness import ModelClient, OpenAIChat, Policy, RunState, new_run, run
+from harness.chapter import SYSTEM, Knobs, Taught, chapter_tools, every_tool, make_sandbox
 
 TASK = "Which file mentions a timeout?"
 
@@ -61,8 +61,8 @@ def drive(mock_url: str, sandbox: Path) -> Drive:
     """`drive(model, state=None, tools=None, transport=None, **settings)` runs to a stop, synchronously.
 
     `settings` are `run()`'s keywords, `Policy` fields, `dedupe` ("off", "read-only", or "all":
-    the chapter's naive cache), the chapter's knobs `signal_reaches_tools=False` and
-    `stop_on_permanent=False`, and `mock_options` (sent as the mock's header).
+    the chapter's naive cache), the chapter's knobs `deaf_tools=True` and
+    `feed_back_permanent=True`, and `mock_options` (sent as the mock's header).
     """
 
     def go(
@@ -73,17 +73,17 @@ def drive(mock_url: str, sandbox: Path) -> Drive:
         transport: httpx.AsyncBaseTransport | None = None,
         base_url: str | None = None,
         dedupe: str = "off",
-        signal_reaches_tools: bool = True,
-        stop_on_permanent: bool = True,
+        deaf_tools: bool = False,
+        feed_back_permanent: bool = False,
         mock_options: str | None = None,
         **settings: Any,
     ) -> RunState:
-        state = state or new_run(TASK)
+        state = state or new_run(TASK, system=SYSTEM)
         unknown = settings.keys() - RUN_KWARGS - POLICY_KWARGS
         assert not unknown, f"drive() does not know {unknown}"
         chosen_dedupe = every_tool if dedupe == "all" else dedupe == "read-only"
         policy = Policy(dedupe=chosen_dedupe, **{k: v for k, v in settings.items() if k in POLICY_KWARGS})
-        knobs = Knobs(deaf_tools=not signal_reaches_tools, feed_back_permanent=not stop_on_permanent)
+        knobs = Knobs(deaf_tools=deaf_tools, feed_back_permanent=feed_back_permanent)
         headers = {"x-mock-options": mock_options} if mock_options else None
 
         async def main() -> RunState:

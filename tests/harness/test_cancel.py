@@ -46,7 +46,7 @@ def test_cancel_stops_scan_archive_at_once(drive):
 
 
 def test_a_signal_passed_only_to_http_waits_for_the_whole_tool(drive):
-    s, _, labels = _slow(drive, seconds=0.6, stop_at=0.1, signal_reaches_tools=False)
+    s, _, labels = _slow(drive, seconds=0.6, stop_at=0.1, deaf_tools=True)
     assert len(labels) == 6  # the tool never saw Stop and did all its work
     assert s.status == "interrupted" and len(s.tool_runs) == 1
 

@@ -82,7 +82,8 @@ def test_show_prints_a_run_saved_through_the_python_api(tmp_path, capsys):
 def test_a_python_api_run_says_how_to_continue_it_and_the_cli_refuses_clearly(mock_url, tmp_path, capsys):
     import asyncio
 
-    from harness import ModelClient, OpenAIChat, chapter_tools, make_sandbox, new_run, run
+    from harness import ModelClient, OpenAIChat, new_run, run
+    from harness.chapter import chapter_tools, make_sandbox
 
     async def go():
         async with ModelClient(mock_url) as client:

@@ -6,7 +6,7 @@ import pytest
 
 from harness import Cancel, ModelClient
 from harness.cancel import Cancelled
-from harness.client import ProviderError
+from harness.model import ProviderError
 
 OK = {
     "choices": [

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from harness import Limits, MemoryStore, MemoryTrace, ModelClient, Pricing, approve, new_run, pending, run
-from harness.chapter import ListFiles, ReadFile
+from harness.chapter import SYSTEM, ListFiles, ReadFile
 from harness.loop import TRUNCATED
 from harness.state import Approval, MaxBudget, MaxTurns
 from harness.usage import Usage
@@ -92,7 +92,7 @@ def test_a_permanent_error_stops_the_run_instead_of_burning_turns(drive):
     stopped = drive("denied", limits=Limits(max_turns=12))
     assert (stopped.status, stopped.turns, len(stopped.tool_runs)) == ("failed", 1, 1)
     assert stopped.error == "read_file: permission denied: private.key"
-    burned = drive("denied", limits=Limits(max_turns=12), stop_on_permanent=False)
+    burned = drive("denied", limits=Limits(max_turns=12), feed_back_permanent=True)
     assert (burned.status, burned.turns, len(burned.tool_runs)) == ("max_turns_exceeded", 12, 11)
     assert burned.answer is None and not any(r.ok for r in burned.tool_runs)
     assert burned.cost_usd > 10 * stopped.cost_usd
@@ -144,7 +144,8 @@ def test_resume_runs_pending_calls_first_and_makes_no_extra_model_call(drive, co
 
     store = MemoryStore()
     with pytest.raises(Crash):
-        drive("plan", state=new_run(task, run_id="p1"), store=store, checkpoint=crash_after_second_reply)
+        state = new_run(task, system=SYSTEM, run_id="p1")
+        drive("plan", state=state, store=store, checkpoint=crash_after_second_reply)
     saved = store.load("p1")
     assert (saved.turns, len(saved.tool_runs), len(saved.messages)) == (2, 1, 5)  # read_file pending
     wire = counting()
@@ -204,8 +205,8 @@ def test_a_run_writes_no_file_its_caller_did_not_name(mock_url, task, tmp_path, 
         async with OpenAIChat("runaway", client=ModelClient(mock_url)) as model:
             try:
                 # No list_files in the catalog; a request with no tools at all would get text.
-                tools = [ReadFile(tmp_path)]
-                return await run(new_run(task), model=model, tools=tools, limits=Limits(max_turns=2))
+                state = new_run(task, system=SYSTEM)
+                return await run(state, model=model, tools=[ReadFile(tmp_path)], limits=Limits(max_turns=2))
             finally:
                 await model.client.aclose()
 

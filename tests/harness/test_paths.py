@@ -5,8 +5,8 @@ import asyncio
 
 import pytest
 
-from harness import FileStore, JsonlTrace, make_sandbox, new_run
-from harness.chapter import ReadFile
+from harness import FileStore, JsonlTrace, new_run
+from harness.chapter import ReadFile, make_sandbox
 from harness.cli import main
 from harness.trace import event
 

@@ -27,7 +27,7 @@ def _call(call_id: str, name: str = "list_files", args: str = "{}") -> dict:
 
 
 def _full_state() -> RunState:
-    s = new_run("task", run_id="n1", meta={"scenario": "plan", "max_turns": None})
+    s = new_run("task", system="Be brief.", run_id="n1", meta={"scenario": "plan", "max_turns": None})
     s.messages.append({"role": "assistant", "content": None, "tool_calls": [_call("c1"), _call("c2")]})
     s.messages.append({"role": "tool", "tool_call_id": "c1", "name": "list_files", "content": "ünïcode ✓"})
     s.turns, s.cost_usd = 1, 0.1 + 0.2

@@ -9,7 +9,7 @@ import sys
 import httpx
 import pytest
 
-from experiments.servers import server_process
+from experiments.lab.servers import server_process
 from mockprovider.server import free_port
 
 CHAT = {"model": "plan", "messages": [{"role": "user", "content": "hi"}]}

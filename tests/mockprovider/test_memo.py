@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 import o200k
-from experiments.bench_floor import runaway_messages
+from experiments.bench.floor import runaway_messages
 from mockprovider import memo
 from mockprovider.memo import Memory
 from mockprovider.transcript import EMPTY

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from openai import OpenAI
 
+from experiments.lab.runs import TASKS
 from experiments.peers.case import TASKS as LAB_TASKS
 from experiments.peers.case import Ending
 from experiments.peers.journal import Journal
 from experiments.peers.measure import Lab, Measured
-from experiments.runs import TASKS
 from mockprovider.app import create_app
 from mockprovider.server import serve_in_thread
 

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from experiments.chapter import REAL_MODEL
+from experiments.chapter.figures import REAL_MODEL
+from experiments.lab.runs import Run
 from experiments.real_model.rules import TASKS, is_right
-from experiments.runs import Run
-from harness import MemoryTrace, make_sandbox, new_run
+from harness import MemoryTrace, new_run
+from harness.chapter import make_sandbox
 from harness.state import ToolRun
 
 

@@ -16,7 +16,8 @@ import pytest
 pytest.importorskip("xllamacpp")
 server = pytest.importorskip("experiments.real_model.server")
 
-from harness import Limits, ModelClient, OpenAIChat, chapter_tools, make_sandbox, new_run, run  # noqa: E402
+from harness import Limits, ModelClient, OpenAIChat, new_run, run  # noqa: E402
+from harness.chapter import chapter_tools, make_sandbox  # noqa: E402
 from harness.tools import schema  # noqa: E402
 
 try:

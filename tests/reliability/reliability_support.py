@@ -3,7 +3,7 @@
 `make test` runs every module here in its fast size; `make reliability` sets
 RELIABILITY_FULL=1 (every crash point, 10,000 fuzzed requests, 200 runs x cap 50) and
 RELIABILITY_LEDGER=<file>, where each test appends one JSON line per case it tried, so the
-runner (`experiments/reliability.py`) can turn them into `results/reliability.md`.
+runner (`experiments/reliability/suite.py`) can turn them into `results/reliability.md`.
 """
 
 from __future__ import annotations

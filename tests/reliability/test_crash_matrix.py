@@ -2,7 +2,7 @@
 
 The boundaries are not guessed: one uninterrupted run with a recording checkpoint lists them
 ("before_save", "mid_save", "after_model_reply", "after_intent", "after_tool_result", in the
-order this run passes them), then for each index a fresh process runs `experiments.crash`
+order this run passes them), then for each index a fresh process runs `experiments.reliability.crash`
 with the prefix up to that index, so it SIGKILLs itself exactly there. New processes then
 bring the run home the way a person would: `resume` (or `run` again when nothing was saved
 yet), and at an approval, the person's decision — an in-doubt delete is approved if
@@ -30,6 +30,8 @@ from harness import FileStore, RunState
 from harness.cli import main as harness_main
 from harness.state import Approval
 from harness.trace import read_jsonl
+
+pytestmark = pytest.mark.slow
 
 RUN = "crash"
 DECLINE = "access.log was already deleted by the earlier process"
@@ -80,7 +82,8 @@ class Case:
 
 
 def _cli(directory: Path, url: str, *argv: str, crash_at: list[str] | None = None) -> int:
-    head = ["-m", "experiments.crash", ",".join(crash_at), "--"] if crash_at else ["-m", "harness"]
+    crash = ["-m", "experiments.reliability.crash", ",".join(crash_at or ()), "--"]
+    head = crash if crash_at else ["-m", "harness"]
     proc = subprocess.run(
         [sys.executable, *head, "--state-dir", str(directory), "--base-url", url, *argv],
         cwd=ROOT,

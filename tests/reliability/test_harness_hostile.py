@@ -31,13 +31,14 @@ from harness import (
     Policy,
     RunState,
     approve,
-    chapter_tools,
-    make_sandbox,
     new_run,
     run,
 )
+from harness.chapter import SYSTEM, chapter_tools, make_sandbox
 from harness.codec import to_json
 from harness.state import Approval
+
+pytestmark = pytest.mark.slow
 
 RETRIES = 2
 USAGE = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
@@ -127,7 +128,7 @@ def drive(script: Script, directory: Path, *, state: RunState | None = None,
     if not sandbox.is_dir():
         make_sandbox(sandbox)
     limits = options.pop("limits", Limits(max_turns=6))
-    state = state or new_run("Which file mentions a timeout?", run_id="hostile")
+    state = state or new_run("Which file mentions a timeout?", system=SYSTEM, run_id="hostile")
 
     async def main() -> RunState:
         async with ModelClient(

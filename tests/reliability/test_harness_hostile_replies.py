@@ -1,4 +1,4 @@
-"""A provider attacking the harness with numbers, sizes, time and terminal escapes (issue 11).
+"""A provider attacking the harness with numbers, sizes, time and terminal escapes.
 
 Same scripted fake provider as `test_harness_hostile` (an `httpx.MockTransport` behind
 `ModelClient`). Each case must end in a clear status with the reason and a loadable state:
@@ -23,6 +23,8 @@ from test_harness_hostile import RETRIES, USAGE, call, drive, ok, reply, then_an
 from harness import Limits, Policy, new_run
 from harness.cli import Settings
 from harness.cli import main as harness_main
+
+pytestmark = pytest.mark.slow
 
 NUMBERS = "harness: hostile provider numbers (usage)"
 SIZES = "harness: oversized replies (tool calls, arguments)"

@@ -18,8 +18,11 @@ import httpx
 import pytest
 from reliability_support import FULL
 
-from experiments.servers import mock_process
-from harness import Limits, ModelClient, OpenAIChat, chapter_tools, make_sandbox, new_run, run
+from experiments.lab.servers import mock_process
+from harness import Limits, ModelClient, OpenAIChat, new_run, run
+from harness.chapter import SYSTEM, chapter_tools, make_sandbox
+
+pytestmark = pytest.mark.slow
 
 RUNS, CAP = (200, 50) if FULL else (20, 10)
 
@@ -59,7 +62,8 @@ async def _swarm(base_url: str, sandbox: Path) -> tuple[list, TimingTransport, f
     tools = chapter_tools(sandbox)
     async with ModelClient(base_url, transport=transport, max_retries=3, backoff_s=0.05) as client:
         model = OpenAIChat("runaway", client=client)
-        states = [new_run("Which file mentions a timeout?", run_id=f"load-{i}") for i in range(RUNS)]
+        task = "Which file mentions a timeout?"
+        states = [new_run(task, system=SYSTEM, run_id=f"load-{i}") for i in range(RUNS)]
         t0 = time.perf_counter()
         done = await asyncio.gather(
             *(run(s, model=model, tools=tools, limits=Limits(max_turns=CAP)) for s in states)

@@ -18,6 +18,8 @@ from reliability_support import check_answer
 
 from mockprovider.server import serve_in_thread
 
+pytestmark = pytest.mark.slow
+
 FIFTY_MB = 50 * 1024 * 1024
 LIMIT = 1_000_000  # the mock's default body limit
 OK_BODY = json.dumps({"model": "plan", "messages": [{"role": "user", "content": "hi"}]}).encode()

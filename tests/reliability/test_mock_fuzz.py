@@ -27,6 +27,8 @@ from mockprovider.scenarios import SCENARIOS
 from mockprovider.server import serve_in_thread
 from mockprovider.validation import ROLES
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = 10_000 if FULL else 300
 SOCKET_EXAMPLES = 1_000 if FULL else 60
 

@@ -1,11 +1,11 @@
 """Two processes on one run: every race ends with one winner, a refused loser, one delete.
 
 Separate OS processes share one state folder and are synchronised without sleeps:
-`python -m experiments.crash gate -- …` waits at a start barrier (`READY` on stderr, then a
+`python -m experiments.reliability.crash gate -- …` waits at a start barrier (`READY` on stderr, then a
 line on stdin) so a test releases them together; `hold:BOUNDARY -- …` stops inside the run
 at a named checkpoint (`HOLDING`) while another process tries, then goes on when released.
 
-Each trial checks the promises of issue 11: delete_file ran at most once (its `tool_start`
+Each trial checks the harness's promises: delete_file ran at most once (its `tool_start`
 events in the run's JSONL trace, which every process appends to), the saved run matches the
 sandbox (the file is gone exactly when the record says it was deleted), and every loser was
 refused (exit 4, saying why) rather than acting.
@@ -19,14 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from reliability_support import FULL, ROOT
 
-from experiments.crash import HOLDING, READY
+from experiments.reliability.crash import HOLDING, READY
 from harness import FileStore, RunState
 from harness.cli import REFUSED
 from harness.cli import main as harness_main
 from harness.state import Approval
 from harness.trace import read_jsonl
+
+pytestmark = pytest.mark.slow
 
 RUN = "race"
 TRIALS = 50 if FULL else 3
@@ -47,8 +50,7 @@ def _argv(directory: Path, url: str, *args: str) -> list[str]:
 
 def _spawn(spec: str, directory: Path, url: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        # As a script, not `-m`: the experiments package imports pandas and matplotlib (3 s).
-        [sys.executable, str(ROOT / "experiments" / "crash.py"), spec, "--", *_argv(directory, url, *args)],
+        [sys.executable, "-m", "experiments.reliability.crash", spec, "--", *_argv(directory, url, *args)],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 

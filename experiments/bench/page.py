@@ -1,0 +1,246 @@
+"""Turn pytest-benchmark's JSON into `results/bench.md`: medians and the ratios that matter.
+
+`make bench` runs `tests/benchmarks` with `--benchmark-json=results/bench.json`, then
+`python -m experiments.bench.page results/bench.json`. Ratios are taken between benchmarks of the
+same run, since absolute times on a shared machine are noise.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from experiments import NAMES
+from experiments.lab.paths import RESULTS
+from experiments.lab.report import markdown_table
+
+# (label, numerator, denominator, target) — names are pytest-benchmark's test names.
+RATIOS = [
+    (
+        "mock at turn 100 / bare Starlette floor, loopback, the same body resent (a retry)",
+        "test_mock_request_loopback[100]",
+        "test_bare_starlette_loopback[100]",
+        "—",
+    ),
+    (
+        "mock at turn 1 / bare Starlette floor, loopback, the same body resent (a retry)",
+        "test_mock_request_loopback[1]",
+        "test_bare_starlette_loopback[1]",
+        "—",
+    ),
+    (
+        "mock request cost growth, turn 100 / turn 1 (in-process)",
+        "test_mock_request_in_process[100]",
+        "test_mock_request_in_process[1]",
+        "—",
+    ),
+    (
+        "mock request at turn 100, transcript memory and count caches emptied / warm (in-process)",
+        "test_mock_request_in_process_uncached_turn_100",
+        "test_mock_request_in_process[100]",
+        "keep the cache if > 1",
+    ),
+    (
+        "prompt-token count of 100 turns, uncached / cached",
+        "test_prompt_tokens_turn_100_uncached",
+        "test_prompt_tokens_turn_100_cached",
+        "—",
+    ),
+]
+
+
+# Per-turn ratios: (median / turns) of one benchmark over the same of another.
+PER_TURN = [
+    ("harness + MemoryStore, per turn at 100 turns / at 20 turns", "test_harness_runaway[memory-100]",
+     "test_harness_runaway[memory-20]", "≤ 1.3"),
+    ("harness + FileStore, per turn at 100 turns / at 20 turns", "test_harness_runaway[file-100]",
+     "test_harness_runaway[file-20]", "≤ 1.3"),
+    ("raw httpx loop, per turn at 100 turns / at 20 turns (the floor's own growth)",
+     "test_raw_loop_runaway[100]", "test_raw_loop_runaway[20]", "—"),
+    ("harness + MemoryStore / raw httpx loop, per turn at 100 turns", "test_harness_runaway[memory-100]",
+     "test_raw_loop_runaway[100]", "≤ 1.5"),
+    ("harness + FileStore / raw httpx loop, per turn at 100 turns", "test_harness_runaway[file-100]",
+     "test_raw_loop_runaway[100]", "—"),
+]
+
+
+def _per_turn(report: dict) -> dict[str, float]:
+    return {b["name"]: b["stats"]["median"] / b["extra_info"]["turns"]
+            for b in report["benchmarks"] if "turns" in (b.get("extra_info") or {})}
+
+
+def _medians(report: dict) -> dict[str, float]:
+    return {b["name"]: b["stats"]["median"] for b in report["benchmarks"]}
+
+
+def time_experiments() -> float:
+    """Seconds `python -m experiments` takes to rerun everything (into a scratch folder)."""
+    with tempfile.TemporaryDirectory() as out:
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "experiments", "--out", out], check=True, stdout=subprocess.DEVNULL
+        )
+        return time.perf_counter() - started
+
+
+FLOOR_TARGETS = {1: 1.05, 100: 1.10}
+FAST, PURE = "uvloop+httptools", "asyncio+h11"
+
+
+def _floor_rows(rows: list[dict]) -> list[dict]:
+    return [
+        {
+            "turn": r["turn"],
+            "requests": r["samples"],
+            "mock, median µs": f"{r['mock_us']:,.0f}",
+            "floor, median µs": f"{r['floor_us']:,.0f}",
+            "mock / floor (wall)": f"{r['ratio']:.3f}×",
+            "mock / floor (CPU)": f"{r['cpu_ratio']:.3f}×",
+            "target": f"≤ {FLOOR_TARGETS.get(r['turn'], float('nan')):.2f}×",
+        }
+        for r in rows
+    ]
+
+
+def _stack_rows(rows: list[dict]) -> list[dict]:
+    """One row per (turn, connections): requests/s of each stack per round, and their ratio."""
+    shapes: dict[tuple[int, int], dict[str, list[dict]]] = {}
+    for r in rows:
+        shapes.setdefault((r["turn"], r["connections"]), {}).setdefault(r["server"], []).append(r)
+    out = []
+    for (turn, connections), by in sorted(shapes.items()):
+        pure, fast = by.get(PURE, []), by.get(FAST, [])
+        cpu = [(p["server_cpu_us"], f["server_cpu_us"]) for p, f in zip(pure, fast, strict=False)]
+        out.append({
+            "turn": turn,
+            "connections": connections,
+            f"{PURE} req/s": ", ".join(f"{r['requests_per_s']:,.0f}" for r in pure),
+            f"{FAST} req/s": ", ".join(f"{r['requests_per_s']:,.0f}" for r in fast),
+            "server CPU µs/request, pure → fast": ", ".join(
+                f"{p:,.0f} → {f:,.0f} ({p / f:.2f}×)" for p, f in cpu if p and f
+            ),
+        })
+    return out
+
+
+def _throughput_rows(rows: list[dict]) -> list[dict]:
+    return [
+        {
+            "workers": r["workers"],
+            "turn": r["turn"],
+            "connections": r["connections"],
+            "server": r["server"],
+            "requests/s": f"{r['requests_per_s']:,.0f}",
+            "server CPU µs/request": f"{r['server_cpu_us']:,.0f}" if r.get("server_cpu_us") else "—",
+            "client CPU (cores)": f"{r['client_cpu_share']:.2f}",
+            "errors": r["errors"],
+        }
+        for r in rows
+    ]
+
+
+def _memory_rows(figures: dict) -> list[dict]:
+    return [{"figure": k, "value": f"{v:,}"} for k, v in figures.items()]
+
+
+SECTIONS = {
+    "floor": (
+        "Mock vs floor, the agent-loop case",
+        "Each request is a new conversation at that turn whose previous turn the mock has answered; "
+        "mock and floor (a bare Starlette endpoint parsing the same body) are timed request by request, "
+        "interleaved, one keep-alive httpx connection each; the ratio is the median of per-pair ratios "
+        "(CPU: client and server threads' CPU time, robust to a busy machine).",
+        _floor_rows,
+    ),
+    "server stacks": (
+        "Server stacks on the same bodies",
+        f"One worker, `{PURE}` vs `{FAST}`, alternated twice. Requests/s swing with the machine's "
+        "load; the server's own CPU time per request (read from /proc, warm-up included) barely "
+        "does, and is what decides. `python -m mockprovider` uses the faster pair (`--loop auto "
+        "--http auto`) because it costs less CPU per request in every row and round; a row here "
+        "showing otherwise means that choice needs revisiting.",
+        _stack_rows,
+    ),
+    "throughput": (
+        "Throughput",
+        "64 keep-alive connections from a lean asyncio client in its own process, 3 s after a 0.5 s "
+        "warm-up, the same body resent (answered from the transcript memory like a retry). The client "
+        "CPU column is the cores the client itself used: on a 2-core machine the client and the "
+        "workers share the CPU, so 2 workers cannot double 1.",
+        _throughput_rows,
+    ),
+    "memory soak": (
+        "Memory under 10,000 distinct 1 MB prompts",
+        "`python -m mockprovider` as its own process; the test process sends it ~1 MB prompts, each "
+        "different from the others in its first characters, over a few keep-alive loopback connections. "
+        "The server's RSS is read from /proc: the baseline after a warm-up, the peak (VmHWM) over the "
+        "soak. The cap adds the transcript memory's budget, the requests in flight and room for the "
+        "allocator (tests/benchmarks/test_memory_soak.py gives the reasoning).",
+        _memory_rows,
+    ),
+}
+
+
+def render(report: dict, *, experiments_s: float | None = None) -> str:
+    medians = _medians(report)
+    rows = [
+        {
+            "benchmark": b["name"],
+            "median (µs)": f"{b['stats']['median'] * 1e6:,.1f}",
+            "IQR (µs)": f"{b['stats']['iqr'] * 1e6:,.1f}",
+            "rounds": b["stats"]["rounds"],
+        }
+        for b in sorted(report["benchmarks"], key=lambda b: b["name"])
+    ]
+    ratios = [
+        {"ratio": label, "value": f"{medians[a] / medians[b]:.2f}×", "target": target}
+        for label, a, b, target in RATIOS
+        if a in medians and b in medians
+    ]
+    per_turn = _per_turn(report)
+    ratios += [
+        {"ratio": label, "value": f"{per_turn[a] / per_turn[b]:.2f}×", "target": target}
+        for label, a, b, target in PER_TURN
+        if a in per_turn and b in per_turn
+    ]
+    extra = {
+        k: v for b in report["benchmarks"] for k, v in (b.get("extra_info") or {}).items() if k != "turns"
+    }
+    if experiments_s is not None:
+        label = f"`python -m experiments`, all {len(NAMES)}, wall seconds (target < 60)"
+        extra[label] = round(experiments_s, 1)
+    parts = [
+        "# Benchmarks\n",
+        "Medians from one `make bench` run on this machine; compare ratios, not absolute times.\n",
+        markdown_table(rows),
+        "## Ratios\n",
+        markdown_table(ratios),
+    ]
+    for key, (title, how, table) in SECTIONS.items():
+        if key in extra:
+            parts += [f"## {title}\n", how + "\n", markdown_table(table(extra.pop(key)))]
+    if extra:
+        parts += ["## Derived\n", markdown_table([{"figure": k, "value": v} for k, v in extra.items()])]
+    machine = report.get("machine_info", {})
+    cpu = machine.get("cpu", {})
+    parts.append(
+        f"Machine: {cpu.get('brand_raw', '?')}, {cpu.get('count', '?')} cores, "
+        f"Python {machine.get('python_version', '?')}. Raw: [bench.json](bench.json).\n"
+    )
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = argv if argv is not None else sys.argv[1:]
+    source = Path(args[0]) if args else RESULTS / "bench.json"
+    report = json.loads(source.read_text())
+    (RESULTS / "bench.md").write_text(render(report, experiments_s=time_experiments()))
+    print(f"wrote {RESULTS / 'bench.md'}")
+
+
+if __name__ == "__main__":
+    main()

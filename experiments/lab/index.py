@@ -1,0 +1,62 @@
+"""`results/README.md`: every finding in one sentence, ours beside the chapter's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from experiments import REGISTRY
+from experiments.lab.report import Outcome, markdown_table
+
+# Written by their own make targets, not by `make experiments`; linked when present.
+SIBLINGS = (
+    ("real_model.md", "15 · the same harness against a real local model (optional, slow)", "make real-model"),
+    ("bench.md", "the lab's own speed: mock vs bare Starlette, harness overhead per turn", "make bench"),
+    ("reliability.md", "crash matrix, hostile input and load", "make reliability"),
+    ("peers.md", "the five exits through Agents SDK, pydantic-ai and LangGraph beside ours", "make peers"),
+)
+
+
+def render(outcomes: list[tuple[str, Outcome]], out: Path | None = None) -> str:
+    rows = []
+    for name, o in outcomes:
+        links = f"[table]({name}.md)" + (f" · [chart]({name}.png)" if o.chart else "")
+        held = "**no**" if o.broken else "yes"
+        # Wall-clock figures move between reruns; the index keeps to what does not, so a rerun
+        # changes only those experiments' own files.
+        timed = getattr(REGISTRY[name], "WALL_CLOCK", False)
+        rows.append(
+            {
+                "experiment": REGISTRY[name].TITLE,
+                "finding": o.prose.headline or o.prose.finding,
+                "ours": "wall-clock: see the table" if timed else o.prose.ours,
+                "chapter": o.prose.chapter,
+                "the difference, explained": o.prose.explained or "—",
+                "holds": held,
+                "files": links,
+                "command": f"`python -m experiments {name}`",
+            }
+        )
+    return "\n".join(
+        [
+            "# Results\n",
+            "Every measurement of the chapter “Build an agent harness: the loop and the five exits”, "
+            "rerun against the scripted provider (`mockprovider`) through the harness (`harness`) over "
+            "a loopback socket. Regenerate everything with `make experiments`; this file and every "
+            "table, CSV and chart here are written by that command, never by hand.\n",
+            "Token counts are real `o200k_base` counts of our own short system prompt and tool "
+            "definitions; the chapter's exact prompts are not published, so absolute numbers differ "
+            "while the findings and ratios hold. Costs use the chapter's prices: $2.00 per million "
+            "input tokens, $12.00 per million output tokens. *Holds* says whether the experiment's "
+            "own checks of the finding passed in this run.\n",
+            markdown_table(rows),
+            *_siblings(out),
+        ]
+    )
+
+
+def _siblings(out: Path | None) -> list[str]:
+    present = [(f, what, cmd) for f, what, cmd in SIBLINGS if out is not None and (out / f).exists()]
+    if not present:
+        return []
+    lines = [f"- [{f}]({f}): {what} — `{cmd}`" for f, what, cmd in present]
+    return ["Also here, each written by its own target:\n", "\n".join(lines) + "\n"]

@@ -1,8 +1,0 @@
-"""Where the lab lives and where `make experiments` writes."""
-
-from __future__ import annotations
-
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "results"

@@ -1,0 +1,239 @@
+"""Google's Gemini API over the same scripts, stateless.
+
+`POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, and the same under
+`/v1/` (where google-genai posts when given only a base URL); `GET /v1beta/models` lists every
+scenario and `GET /v1beta/models/{model}` describes one (`GET /v1/models` stays OpenAI's). The
+request becomes the chat conversation it stands for (`gemini_request`), so the turn index is the
+number of `model` contents and `promptTokenCount` is the chat formula over that conversation.
+
+A stream is server-sent events with `?alt=sse` (as google-genai asks for it), otherwise one
+JSON array whose elements arrive one by one; each element is a `GenerateContentResponse`
+carrying one token of text (or every function call at once, as Gemini sends them), and the
+last one the `finishReason` and `usageMetadata`. `finishReason` is STOP for text and function
+calls alike and MAX_TOKENS when `generationConfig.maxOutputTokens` cut the reply.
+
+`:countTokens` answers what `promptTokenCount` of the same request would be. The key may come
+as `x-goog-api-key` or `?key=`. Every error, the shared steps' included, is
+in Google's shape `{"error": {"code", "message", "status"}}` with its status names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from mockprovider import attempts, scenarios, transcript, wire
+from mockprovider.errors import APIError, invalid
+from mockprovider.formats import event_stream, json_response, scripted_turn, suffix
+from mockprovider.gemini_request import generate_request
+from mockprovider.pipeline import authorize, config_of, read_raw, resolve
+
+STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    405: "UNIMPLEMENTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+FINISH_REASONS = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS"}
+METHODS = ("generateContent", "streamGenerateContent", "countTokens")
+
+
+def error_response(e: APIError) -> Response:
+    """`e` in Google's shape; a 429 says when to retry as Google does, in a RetryInfo detail."""
+    status = STATUS.get(e.status, "INVALID_ARGUMENT" if e.status < 500 else "INTERNAL")
+    error: dict[str, Any] = {"code": e.status, "message": e.message, "status": status}
+    retry_ms = e.headers.get("retry-after-ms")
+    if e.status == 429 and retry_ms is not None:
+        delay = f"{int(retry_ms) / 1000:g}s"
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}]
+    return json_response({"error": error}, status=e.status, headers=e.headers)
+
+
+def _parse(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise invalid(f"Invalid JSON payload received. {type(e).__name__}: {e}") from None
+
+
+# --- the reply ------------------------------------------------------------------------------
+
+
+def _args(arguments: str) -> dict[str, Any]:
+    """A call's args; `{}` when a cut left its JSON unfinished (Gemini's args are an object)."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _call_parts(c: wire.Completion) -> list[dict[str, Any]]:
+    return [
+        {"functionCall": {"id": call.id, "name": call.name, "args": _args(call.arguments)}}
+        for call in c.tool_calls
+    ]
+
+
+def _usage(c: wire.Completion) -> dict[str, Any]:
+    # Completion carries no cached or reasoning counts yet; they join this object as
+    # cachedContentTokenCount and thoughtsTokenCount.
+    return {
+        "promptTokenCount": c.prompt_tokens,
+        "candidatesTokenCount": c.completion_tokens,
+        "totalTokenCount": c.prompt_tokens + c.completion_tokens,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": c.prompt_tokens}],
+    }
+
+
+def _response(c: wire.Completion, parts: list[dict[str, Any]], *, last: bool) -> dict[str, Any]:
+    """A GenerateContentResponse holding `parts`; the `last` one of a reply finishes it."""
+    candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+    out: dict[str, Any] = {"candidates": [candidate]}
+    if last:
+        candidate["finishReason"] = FINISH_REASONS[c.finish_reason]
+        out["usageMetadata"] = _usage(c)
+    out["modelVersion"] = c.model
+    out["responseId"] = suffix(c)
+    return out
+
+
+def body(c: wire.Completion) -> dict[str, Any]:
+    """The whole reply in one GenerateContentResponse."""
+    parts = _call_parts(c) if c.tool_calls else [{"text": c.content or ""}]
+    return _response(c, parts, last=True)
+
+
+def chunks(c: wire.Completion) -> Iterator[dict[str, Any]]:
+    """The reply as a stream's GenerateContentResponses: one per token of text, or one holding
+    every function call; the last one finishes it."""
+    if c.tool_calls:
+        yield _response(c, _call_parts(c), last=True)
+        return
+    pieces = wire.token_pieces(c.content or "") or [""]
+    for k, piece in enumerate(pieces):
+        yield _response(c, [{"text": piece}], last=k == len(pieces) - 1)
+
+
+def _dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, separators=(",", ":"))
+
+
+def sse_events(c: wire.Completion) -> Iterator[tuple[bytes, bool]]:
+    for chunk in chunks(c):
+        yield f"data: {_dumps(chunk)}\r\n\r\n".encode(), True
+
+
+def array_events(c: wire.Completion) -> Iterator[tuple[bytes, bool]]:
+    """The JSON-array stream: `[`, the elements separated by commas, `]`."""
+    for k, chunk in enumerate(chunks(c)):
+        yield ("[" if k == 0 else ",\r\n").encode() + _dumps(chunk).encode(), True
+    yield b"]", False
+
+
+# --- the endpoints --------------------------------------------------------------------------
+
+
+async def _generate(request: Request) -> Response:
+    if request.method != "POST":
+        raise APIError(405, f"{request.method} {request.url.path}: use POST.", headers={"allow": "POST"})
+    method = request.path_params["method"]
+    if method not in METHODS:
+        raise APIError(404, f"Method '{method}' is not served here; this mock serves {', '.join(METHODS)}.")
+    stream = method == "streamGenerateContent"
+    alt = request.query_params.get("alt", "json")
+    if stream and alt not in ("sse", "json"):
+        raise invalid(f"Invalid value for 'alt': {alt!r}; this mock streams alt=sse or alt=json.",
+                      param="alt")
+    config = config_of(request)
+    raw = await read_raw(request, config)
+    model = request.path_params["model"]
+    if method == "countTokens":
+        return await _count_tokens(request, _parse(raw), model)
+    req = generate_request(_parse(raw), model=model, stream=stream)
+    attempts.fill_in(request, raw)
+    turn = await scripted_turn(request, config, req)
+    if isinstance(turn, APIError):
+        return error_response(turn)
+    if isinstance(turn, bytes):
+        return Response(turn, media_type="application/json")
+    if not stream:
+        return json_response(body(turn.completion))
+    if alt == "sse":
+        return event_stream(sse_events(turn.completion), turn.options)
+    return event_stream(array_events(turn.completion), turn.options, media_type="application/json")
+
+
+async def _count_tokens(request: Request, body: Any, model: str) -> Response:
+    """What `promptTokenCount` of the same request would be: `contents` alone, or a whole
+    `generateContentRequest` (with its systemInstruction and tools)."""
+    if isinstance(body, dict) and body.get("generateContentRequest") is not None:
+        body = body["generateContentRequest"]
+    req = generate_request(body, model=model, stream=False)
+    resolve(request, config_of(request), model)  # an unknown model is a 404 here too
+    total = await transcript.count(req.messages, req.tools)
+    return json_response({"totalTokens": total,
+                          "promptTokensDetails": [{"modality": "TEXT", "tokenCount": total}]})
+
+
+async def generate(request: Request) -> Response:
+    try:
+        return await _generate(request)
+    except APIError as e:
+        return error_response(e)
+
+
+def _model(name: str, script: scenarios.Scenario) -> dict[str, Any]:
+    return {"name": f"models/{name}", "version": "mockprovider", "displayName": name,
+            "description": scenarios.describe(script), "supportedGenerationMethods": list(METHODS)}
+
+
+async def list_models(request: Request) -> Response:
+    try:
+        config = config_of(request)
+        authorize(request, config)
+    except APIError as e:
+        return error_response(e)
+    return json_response({"models": [_model(name, script) for name, script in config.scenarios.items()]})
+
+
+async def get_model(request: Request) -> Response:
+    try:
+        config = config_of(request)
+        authorize(request, config)
+        name = request.path_params["model"]
+        script, _ = resolve(request, config, name)
+    except APIError as e:
+        return error_response(e)
+    return json_response(_model(name, script))
+
+
+async def not_found(request: Request) -> Response:
+    """Any other path under /v1beta: a 404 in Google's shape, naming what is served."""
+    return error_response(APIError(
+        404, f"{request.method} {request.url.path}: not served here; this mock serves "
+             "models/{model}:generateContent, :streamGenerateContent, :countTokens and models.",
+    ))
+
+
+# Every method reaches `generate`, so a wrong one is refused in Google's shape too.
+_ANY = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+_PREFIXES = ("", "/o/{options}")
+ROUTES = [
+    *(Route(f"{prefix}/{version}/models/{{model}}:{{method}}", generate, methods=_ANY)
+      for prefix in _PREFIXES for version in ("v1beta", "v1")),
+    *(Route(f"{prefix}/v1beta/models", list_models, methods=["GET"]) for prefix in _PREFIXES),
+    *(Route(f"{prefix}/v1beta/models/{{model}}", get_model, methods=["GET"]) for prefix in _PREFIXES),
+    *(Route(f"{prefix}/v1beta/{{path:path}}", not_found, methods=_ANY) for prefix in _PREFIXES),
+]
