@@ -93,6 +93,38 @@ def messages_choice(value: Any) -> ToolChoice:
     )
 
 
+def _either(obj: dict[str, Any], camel: str, snake: str) -> Any:
+    return obj.get(camel) if obj.get(camel) is not None else obj.get(snake)
+
+
+def gemini_choice(value: Any) -> ToolChoice:
+    """Gemini: `toolConfig.functionCallingConfig` {"mode": "AUTO" | "ANY" | "NONE" | "VALIDATED",
+    "allowedFunctionNames"}; ANY with one allowed name is that function, with several any tool."""
+    bad = invalid(
+        "Invalid value at 'toolConfig.functionCallingConfig': expected a mode of AUTO, ANY, NONE or "
+        f"VALIDATED and a list of allowedFunctionNames; got {value!r}.",
+        param="toolConfig",
+    )
+    if value is not None and not isinstance(value, dict):
+        raise bad
+    config = None if value is None else _either(value, "functionCallingConfig", "function_calling_config")
+    if config is None:
+        return AUTO
+    if not isinstance(config, dict):
+        raise bad
+    mode = config.get("mode", "AUTO")
+    names = _either(config, "allowedFunctionNames", "allowed_function_names")
+    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise bad
+    if mode == "NONE":
+        return ToolChoice("none")
+    if mode == "ANY":
+        return ToolChoice("function", names[0]) if names and len(names) == 1 else ToolChoice("required")
+    if mode in ("AUTO", "VALIDATED", "MODE_UNSPECIFIED"):
+        return AUTO
+    raise bad
+
+
 def declared(tools: Sequence[Any] | None) -> list[str]:
     """The function names chat-shaped `tools` declare (entries without one are skipped)."""
     names = []

@@ -284,3 +284,42 @@ def test_a_fallback_that_is_not_text_is_refused_at_start_up_naming_its_path():
 
     with pytest.raises(ScenarioFileError, match=r"\$\.fallback"):
         load_scenarios([{**FALLBACK_SCENARIO, "fallback": 7}])
+
+
+# --- Gemini's function calling config, through google-genai ---------------------------------------
+
+
+def _gemini(url: str):
+    genai = pytest.importorskip("google.genai")
+    return genai.Client(api_key="x", http_options={"base_url": url.removesuffix("/v1")})
+
+
+def _gemini_config(mode: str, names: list[str] | None = None):
+    from google.genai import types
+
+    declarations = [types.FunctionDeclaration(name=t["function"]["name"]) for t in CHAT_TOOLS]
+    calling = types.FunctionCallingConfig(mode=mode, allowed_function_names=names)
+    return types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=declarations)],
+        tool_config=types.ToolConfig(function_calling_config=calling),
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+
+
+def test_gemini_mode_none_answers_text_and_any_with_one_name_is_that_function(url):
+    from google.genai import errors
+
+    with _gemini(url) as client:
+        none = client.models.generate_content(
+            model="plan", contents="Which file?", config=_gemini_config("NONE")
+        )
+        assert none.text == FALLBACK_TEXT and not none.function_calls
+        named = client.models.generate_content(
+            model="plan", contents="Which file?", config=_gemini_config("ANY", ["list_files"])
+        )
+        assert named.function_calls[0].name == "list_files"
+        with pytest.raises(errors.ClientError) as caught:
+            client.models.generate_content(
+                model="plan", contents="Which file?", config=_gemini_config("ANY", ["read_file"])
+            )
+    assert caught.value.code == 400 and "script_mismatch" in str(caught.value)
