@@ -5,8 +5,10 @@ scripted reply is held to the same rules (`constrain`), in every wire format:
 
 - no tools offered, or `tool_choice` "none": a scripted tool call is answered with text instead,
   the scenario's own `fallback` text if it has one, otherwise `FALLBACK_TEXT`;
-- `tool_choice` "required" (Anthropic: "any"): a scripted text turn is a `script_mismatch` error;
-- a named function (Anthropic: "tool"): a turn that does not call exactly that function is a
+- `tool_choice` "required" (Anthropic: "any", Gemini: mode ANY): a scripted text turn is a
+  `script_mismatch` error;
+- a named function (Anthropic: "tool", Gemini: ANY with one allowed name): a turn that does not
+  call exactly that function is a
   `script_mismatch` error; a name the request does not declare is the API's own 400;
 - a scripted call of a tool the request does not declare is served as it is (testing how an
   agent meets a hallucinated tool name is a feature), unless the option
