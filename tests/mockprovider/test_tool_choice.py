@@ -9,8 +9,10 @@ from __future__ import annotations
 import anthropic
 import openai
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from mockprovider.scenarios import ANSWER_PLAN
+from mockprovider.scenarios import ANSWER_PLAN, SCENARIOS
 from mockprovider.server import serve_in_thread
 from mockprovider.tool_choice import FALLBACK_TEXT
 
@@ -323,3 +325,31 @@ def test_gemini_mode_none_answers_text_and_any_with_one_name_is_that_function(ur
                 model="plan", contents="Which file?", config=_gemini_config("ANY", ["read_file"])
             )
     assert caught.value.code == 400 and "script_mismatch" in str(caught.value)
+
+
+# --- the rule as a property: whatever the scenario and turn, no tools offered means no call ----------
+
+
+@given(
+    scenario=st.sampled_from(sorted(SCENARIOS)),
+    turns=st.integers(min_value=0, max_value=6),
+    result=st.sampled_from(["errors.log", "Call list_files to see what exists.", "declined by the user", ""]),
+    choice=st.sampled_from([None, "none"]),
+)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_no_scenario_calls_a_tool_when_none_may_be_called(in_process, scenario, turns, result, choice):
+    messages: list[dict] = [QUESTION]
+    for t in range(turns):  # earlier turns as an agent with tools would have sent them
+        call = {"id": f"k{t}", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"k{t}", "content": result},
+        ]
+    body = {"model": scenario, "messages": messages}
+    if choice:
+        body |= {"tools": CHAT_TOOLS, "tool_choice": choice}
+    reply = in_process.post("/v1/chat/completions", json=body)
+    assert reply.status_code == 200, reply.text
+    message = reply.json()["choices"][0]["message"]
+    assert not message.get("tool_calls") and isinstance(message["content"], str)
+    assert reply.json()["choices"][0]["finish_reason"] == "stop"
