@@ -45,7 +45,7 @@ real-model: $(STAMP) ## run the six tasks against SmolLM2-135M on llama.cpp (slo
 	$(PY) -m experiments.real_model
 
 .PHONY: peers
-peers: $(STAMP) ## the five exits through the Agents SDK, pydantic-ai and LangGraph beside ours, write results/peers.*
+peers: $(STAMP) ## the exits test kit over the Agents SDK, pydantic-ai, LangGraph, a plain loop and ours, write results/peers.*
 	$(PY) -m pip install --quiet -e '.[dev,peers]'
 	$(PY) -m experiments.peers
 

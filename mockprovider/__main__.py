@@ -96,7 +96,7 @@ def serve(argv: list[str] | None = None) -> None:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["record"]:
-        from mockprovider.record import main as record
+        from mockprovider.recorder import main as record
 
         record(argv[1:])
         return

@@ -27,7 +27,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from mockprovider import tool_choice, wire
-from mockprovider.errors import APIError, invalid, missing
+from mockprovider.errors import APIError, ScriptedError, invalid, missing
 from mockprovider.formats import (
     ChatShaped,
     body_object,
@@ -62,6 +62,8 @@ BLOCKS = {"user": ("text", "tool_result"), "assistant": ("text", "tool_use")}
 def error_response(e: APIError) -> Response:
     """`e` in Anthropic's shape; other 4xx are `invalid_request_error`, as Anthropic documents."""
     kind = ERROR_TYPES.get(e.status, "invalid_request_error" if e.status < 500 else "api_error")
+    if isinstance(e, ScriptedError) and e.given_type:
+        kind = e.type
     body = {"type": "error", "error": {"type": kind, "message": e.message}}
     return json_response(body, status=e.status, headers=e.headers)
 
@@ -244,12 +246,12 @@ def _input(arguments: str) -> dict[str, Any]:
 
 
 def _content(c: wire.Completion) -> list[dict[str, Any]]:
-    if c.tool_calls:
-        return [
-            {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
-            for call in c.tool_calls
-        ]
-    return [{"type": "text", "text": c.content or ""}]
+    """The content blocks: the text first (when there is any), then a tool_use per call."""
+    text = [{"type": "text", "text": c.content or ""}] if c.content is not None or not c.tool_calls else []
+    return text + [
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+        for call in c.tool_calls
+    ]
 
 
 def _message(c: wire.Completion, *, done: bool) -> dict[str, Any]:
@@ -277,28 +279,30 @@ def _streamed_input(arguments: str) -> str:
     return arguments if _input(arguments) else "{}"
 
 
-def _block_events(index: int, c: wire.Completion) -> Iterator[tuple[str, dict[str, Any], bool]]:
-    if c.tool_calls:
-        call = c.tool_calls[index]
-        start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
-        pieces = wire.token_pieces(_streamed_input(call.arguments))
+def _block_events(
+    index: int, block: dict[str, Any], c: wire.Completion
+) -> Iterator[tuple[str, dict[str, Any], int]]:
+    if block["type"] == "tool_use":
+        call = c.tool_calls[index - (c.content is not None)]  # after the text block, if any
+        start = {**block, "input": {}}
+        pieces = wire.deltas(_streamed_input(call.arguments), c.chunk)
         deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
     else:
         start = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": p} for p in wire.token_pieces(c.content or "")]
+        deltas = [{"type": "text_delta", "text": p} for p in wire.deltas(block["text"], c.chunk)]
     yield "content_block_start", {"index": index, "content_block": start}, False
     for delta in deltas:
-        yield "content_block_delta", {"index": index, "delta": delta}, True
+        yield "content_block_delta", {"index": index, "delta": delta}, c.chunk
     yield "content_block_stop", {"index": index}, False
 
 
-def events(c: wire.Completion) -> Iterator[tuple[bytes, bool]]:
+def events(c: wire.Completion) -> Iterator[tuple[bytes, int]]:
     """message_start, each block's start / deltas / stop, message_delta, message_stop."""
 
-    def sequence() -> Iterator[tuple[str, dict[str, Any], bool]]:
+    def sequence() -> Iterator[tuple[str, dict[str, Any], int]]:
         yield "message_start", {"message": _message(c, done=False)}, False
-        for index in range(len(c.tool_calls) or 1):
-            yield from _block_events(index, c)
+        for index, block in enumerate(_content(c)):
+            yield from _block_events(index, block, c)
         delta = {"stop_reason": STOP_REASONS[c.finish_reason], "stop_sequence": None}
         usage = {"input_tokens": c.prompt_tokens, "output_tokens": c.completion_tokens}
         yield "message_delta", {"delta": delta, "usage": usage}, False

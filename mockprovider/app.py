@@ -34,7 +34,7 @@ from mockprovider import (
 )
 from mockprovider.errors import APIError
 from mockprovider.faults import Options
-from mockprovider.journal import Journal
+from mockprovider.journal import Journal, render_matching
 from mockprovider.pipeline import (
     ClientGone,
     Config,
@@ -44,15 +44,15 @@ from mockprovider.pipeline import (
     injected,
     log,
     read_raw,
-    reply_for,
     resolve,
+    scripted_reply,
 )
 from mockprovider.scenario_files import Source, load_scenarios, paths_from_env
 from mockprovider.validation import ChatRequest, chat_request, check_depth, parse_json
 
 
 async def _stream(completion: wire.Completion, req: ChatRequest, options: Options) -> AsyncIterator[bytes]:
-    delay = 1 / options.rate_tps if options.rate_tps else 0.0
+    delay = completion.chunk / options.rate_tps if options.rate_tps else 0.0
     for chunk in wire.chunks(completion, include_usage=req.include_usage):
         yield wire.sse(chunk)
         if delay and chunk["choices"] and chunk["choices"][0]["delta"].keys() - {"role", "refusal"}:
@@ -72,8 +72,11 @@ async def _chat(request: Request) -> Response | bytes:
     if fault is not None:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
+    reply, options = await scripted_reply(
+        request, script, req.transcript.conversation(), req.tools, options, req.tool_choice
+    )
     completion = wire.complete(
-        reply_for(script, req.transcript.conversation(), req.tool_choice, req.tools, options),
+        reply,
         model=req.model,
         prompt_tokens=await transcript.prompt_tokens(req.transcript, req.tools),
         max_tokens=req.max_tokens,
@@ -130,7 +133,9 @@ async def request_journal(request: Request) -> Response:
             404, "The journal is off; start the server with --journal N to keep the last N requests.",
             code="journal_off",
         )
-    return Response(config.journal.render(), media_type="application/json")
+    query = request.query_params
+    body = render_matching(config.journal, path=query.get("path"), model=query.get("model"))
+    return Response(body, media_type="application/json")
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:

@@ -5,8 +5,12 @@ Faults are keyed by (turn, attempt), and the attempt is what the client says it 
 them a retry is the same request sent again. For those routes the server counts identical
 requests (same path, query and body) seen within `RECENT_S` seconds of the previous one, and
 fills in `x-lab-attempt` as if the client had sent it, so `fault=429@1x2` means the same thing
-in every format. The count picks only which injected fault answers; every reply stays a pure
-function of the conversation. Each server process counts its own requests.
+in every format. A request answered without a fault is forgotten (`settle`): the same request
+sent again is a new one, at attempt 0, as a fresh call of an OpenAI client says it is, so a
+repeated run meets its faults again. The count picks only which injected fault answers; every
+reply stays a pure function of the conversation. Each server process counts its own requests
+(with several workers, a retry landing on another one starts at 0 there), and remembers at
+most `MAX_ENTRIES` of them.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ MAX_ENTRIES = 4096
 """Requests remembered at most (a digest and two numbers each); the oldest go first."""
 
 _SENT = (b"x-lab-attempt", b"x-stainless-retry-count")
+_KEY = "mockprovider.attempt_key"
 
 
 class Attempts:
@@ -44,6 +49,9 @@ class Attempts:
             self._seen.popitem(last=False)
         return attempt
 
+    def forget(self, key: bytes) -> None:
+        self._seen.pop(key, None)
+
 
 def fill_in(request: Request, raw: bytes) -> None:
     """Give `request` the attempt header its client did not send: how often it came before."""
@@ -55,4 +63,12 @@ def fill_in(request: Request, raw: bytes) -> None:
     if attempts is None:
         attempts = state.attempts = Attempts()
     digest = hashlib.sha256(request.url.path.encode() + b"?" + request.url.query.encode() + b"\n" + raw)
-    headers[b"x-lab-attempt"] = str(attempts.count(digest.digest(), time.monotonic())).encode()
+    key = request.scope[_KEY] = digest.digest()
+    headers[b"x-lab-attempt"] = str(attempts.count(key, time.monotonic())).encode()
+
+
+def settle(request: Request) -> None:
+    """`request` was answered without a fault: the same request sent again starts at attempt 0."""
+    key = request.scope.get(_KEY)
+    if key is not None:
+        request.app.state.attempts.forget(key)

@@ -2,36 +2,72 @@
 
 Each is a pure function of the request, like the built-in scenarios, so a file scenario stays
 stateless. "The last tool result" is the content of the last tool message; "the user's
-message" is the first user message (the task). Text tests are case-sensitive substring tests;
-`tool_result_matches` takes a Python regular expression (`(?i)` for case-insensitive).
+message" is the first user message (the task), "the last user message" the newest one. Text
+tests are case-sensitive substring tests; the `*_matches` tests take an RE2 regular expression
+(`(?i)` for case-insensitive).
 
-That regex runs on text the client sends, and Python's `re` backtracks without a time limit:
-`(a+)+$` takes minutes on thirty characters. So a file's pattern is refused at start-up when it
-can backtrack exponentially (a repeat or an alternation inside a repeat) or worse than
-quadratically (two unbounded repeats), and the search reads only the first MAX_MATCH_CHARS
-characters of the tool result, which bounds the quadratic case too.
+Those regexes run on text the client sends, on the event loop. RE2 matches in time linear in
+the text, with no backtracking, so no pattern can take exponential time; what it cannot
+promise linearly (backreferences, lookaround) it refuses to compile, and the file is refused
+at start-up. The remaining factor, the pattern's own size, is bounded too (MAX_PROGRAM_SIZE),
+as is the text searched (MAX_MATCH_CHARS): together they bound the time one search can take.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from re import _constants as sre  # the parsed form of a pattern: no public API exposes it
-from re import _parser
+from typing import Any
+
+import re2
 
 from mockprovider.scenarios import Conversation
 from o200k import text_of
 
 MAX_MATCH_CHARS = 4_096
-"""How much of the tool result `tool_result_matches` searches: with the pattern rules below, at
-worst about a second of backtracking on a loaded laptop core."""
-_LONG = 64
-"""A repeat whose maximum is above this counts as unbounded."""
-_SMALL = 16
-"""How far the bounded repeats' ranges may multiply beside an unbounded repeat."""
-_BUDGET = 4_096
-"""How far they may multiply in a pattern without one."""
+"""How much of the text a `*_matches` condition searches: the first this many characters."""
+MAX_PROGRAM_SIZE = 1_000
+"""The largest compiled pattern accepted, in RE2 instructions: RE2's worst case is about
+instructions × characters, so this and MAX_MATCH_CHARS bound a search's time together."""
+
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False  # a refused pattern is reported once, in the start-up error
+
+
+class PatternError(ValueError):
+    """A pattern a scenario file may not use; the message says why."""
+
+
+def compile_pattern(pattern: str) -> re2._Regexp:
+    """`pattern` compiled by RE2; `PatternError` if RE2 refuses it or it is too large."""
+    try:
+        compiled = re2.compile(pattern, _OPTIONS)
+    except re2.error as e:
+        reason = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise PatternError(
+            f"not a pattern RE2 can match in linear time ({reason}); backreferences and lookaround "
+            "are not available, and a repeat count may be at most 1000"
+        ) from None
+    except (TypeError, ValueError, OverflowError) as e:
+        raise PatternError(f"not a valid regular expression ({e})") from None
+    if compiled.programsize > MAX_PROGRAM_SIZE:
+        raise PatternError(
+            f"compiles to {compiled.programsize} RE2 instructions, more than the limit of "
+            f"{MAX_PROGRAM_SIZE}; use smaller repeat counts"
+        )
+    return compiled
+
+
+def _search(pattern: re2._Regexp, text: str) -> bool:
+    """Whether `pattern` matches in the first MAX_MATCH_CHARS characters of `text`."""
+    text = text[:MAX_MATCH_CHARS]
+    try:
+        return pattern.search(text) is not None
+    except UnicodeEncodeError:
+        # RE2 reads UTF-8, which cannot carry a lone surrogate (a JSON escape such as \ud800 in
+        # the client's text); no pattern can name one, so it is replaced by U+FFFD.
+        cleaned = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return pattern.search(cleaned) is not None
 
 
 def _tool_results(c: Conversation) -> Iterator[str]:
@@ -41,6 +77,37 @@ def _tool_results(c: Conversation) -> Iterator[str]:
 def first_user(c: Conversation) -> str:
     """The first user message: the task, which names a conversation."""
     return next((text_of(m.get("content")) for m in c.messages if m.get("role") == "user"), "")
+
+
+def last_user(c: Conversation) -> str:
+    """The newest user message: what a multi-turn chat is answering now."""
+    return next((text_of(m.get("content")) for m in reversed(c.messages) if m.get("role") == "user"), "")
+
+
+def system_text(c: Conversation) -> str:
+    """Every system (or developer) message, joined by newlines."""
+    roles = ("system", "developer")
+    return "\n".join(text_of(m.get("content")) for m in c.messages if m.get("role") in roles)
+
+
+def _tool_name(tool: Any) -> Any:
+    function = tool.get("function") if isinstance(tool, Mapping) else None
+    return function.get("name") if isinstance(function, Mapping) else None
+
+
+def _last_tool_message(c: Conversation) -> Mapping[str, Any] | None:
+    return next((m for m in reversed(c.messages) if m.get("role") == "tool"), None)
+
+
+def _name_of_call(c: Conversation, call_id: Any) -> Any:
+    """The name of the earlier tool call whose id is `call_id`, or None."""
+    for m in reversed(c.messages):
+        calls = m.get("tool_calls") if m.get("role") == "assistant" else None
+        for call in calls if isinstance(calls, list) else ():
+            if isinstance(call, Mapping) and call.get("id") == call_id:
+                function = call.get("function")
+                return function.get("name") if isinstance(function, Mapping) else None
+    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,74 +129,10 @@ class AnyToolResultContains:
 
 @dataclass(frozen=True, kw_only=True)
 class ToolResultMatches:
-    pattern: re.Pattern[str]
+    pattern: re2._Regexp
 
     def holds(self, c: Conversation) -> bool:
-        return self.pattern.search(c.last_tool_result, 0, MAX_MATCH_CHARS) is not None
-
-
-def backtracking_risk(pattern: str) -> str | None:
-    """Why searching with `pattern` could take more than ~quadratic time in the text, or None."""
-    return _risk(_parser.parse(pattern))
-
-
-def _risk(items: _parser.SubPattern | list) -> str | None:
-    """Why searching with `items` (a parsed pattern) could take more than ~quadratic time, or None.
-
-    A search tries each start; at each, every repeat may try each of its lengths, so the work
-    is the product of the repeats' ranges (an unbounded one: the text's length), and what sits
-    inside a repeat of at most m rounds counts m times over. So: no repeat or alternation
-    inside an unbounded repeat (exponential), at most one unbounded repeat, and the bounded
-    tries multiply to at most _BUDGET (or _SMALL beside an unbounded repeat). An atomic group
-    or a possessive repeat never backtracks into what it matched, so it adds rather than
-    multiplies: its inside is checked as a pattern of its own.
-    """
-    unbounded, product = 0, 1
-
-    def tries(factor: int, inside: int) -> None:
-        nonlocal product
-        product = min(product * factor**inside, _BUDGET + 1)
-
-    def walk(items: _parser.SubPattern | list, inside: int) -> str | None:
-        """`inside`: the largest maximum of the repeats around `items` (1 at the top)."""
-        nonlocal unbounded
-        for op, av in items:
-            found = None
-            if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
-                high, body = av[1], av[2]
-                if high > 1 and inside > _LONG:
-                    return "a repeat inside a repeat can backtrack catastrophically"
-                if high > _LONG:
-                    unbounded += 1
-                elif high > 1:
-                    tries(high, inside)
-                found = walk(body, max(inside, high))
-            elif op is sre.BRANCH:
-                if inside > _LONG:
-                    return "an alternation inside a repeat can backtrack catastrophically"
-                if inside > 1:
-                    tries(len(av[1]), inside)
-                found = next(filter(None, (walk(branch, inside) for branch in av[1])), None)
-            elif op is sre.SUBPATTERN:
-                found = walk(av[3], inside)
-            elif op is sre.ATOMIC_GROUP:
-                found = _risk(av)
-            elif op is sre.POSSESSIVE_REPEAT:
-                found = _risk(av[2])
-            elif op in (sre.ASSERT, sre.ASSERT_NOT):
-                found = walk(av[1], inside)
-            elif op is sre.GROUPREF_EXISTS:
-                found = walk(av[1], inside) or (walk(av[2], inside) if av[2] is not None else None)
-            if found:
-                return found
-        return None
-
-    found = walk(items, 1)
-    if found is None and unbounded > 1:
-        found = "a pattern may hold at most one unbounded repeat (*, +, {n,}), as two search in cubic time"
-    if found is None and product > (_SMALL if unbounded else _BUDGET):
-        found = "its bounded repeats multiply to too many tries per position to search in bounded time"
-    return found
+        return _search(self.pattern, c.last_tool_result)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,6 +141,90 @@ class UserContains:
 
     def holds(self, c: Conversation) -> bool:
         return self.text in first_user(c)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LastUserContains:
+    text: str
+
+    def holds(self, c: Conversation) -> bool:
+        return self.text in last_user(c)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LastUserMatches:
+    pattern: re2._Regexp
+
+    def holds(self, c: Conversation) -> bool:
+        return _search(self.pattern, last_user(c))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SystemContains:
+    text: str
+
+    def holds(self, c: Conversation) -> bool:
+        return self.text in system_text(c)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HasTool:
+    name: str
+
+    def holds(self, c: Conversation) -> bool:
+        return any(_tool_name(tool) == self.name for tool in c.tools)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResultOf:
+    name: str
+
+    def holds(self, c: Conversation) -> bool:
+        last = _last_tool_message(c)
+        return last is not None and _name_of_call(c, last.get("tool_call_id")) == self.name
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswersCall:
+    """The request's last message is a tool result answering the call with this id."""
+
+    call_id: str
+
+    def holds(self, c: Conversation) -> bool:
+        last = c.messages[-1] if c.messages else {}
+        return last.get("role") == "tool" and last.get("tool_call_id") == self.call_id
+
+
+@dataclass(frozen=True, kw_only=True)
+class AfterToolResult:
+    """Whether a tool result comes after the last user message: the model is answering tools."""
+
+    expected: bool
+
+    def holds(self, c: Conversation) -> bool:
+        for m in reversed(c.messages):
+            role = m.get("role")
+            if role == "tool":
+                return self.expected
+            if role == "user":
+                break
+        return not self.expected
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnAtLeast:
+    turn: int
+
+    def holds(self, c: Conversation) -> bool:
+        return c.turn >= self.turn
+
+
+@dataclass(frozen=True, kw_only=True)
+class Not:
+    condition: Condition
+
+    def holds(self, c: Conversation) -> bool:
+        return not self.condition.holds(c)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,4 +243,8 @@ class AnyOf:
         return any(condition.holds(c) for condition in self.conditions)
 
 
-Condition = ToolResultContains | AnyToolResultContains | ToolResultMatches | UserContains | All | AnyOf
+Condition = (
+    ToolResultContains | AnyToolResultContains | ToolResultMatches | UserContains | LastUserContains
+    | LastUserMatches | SystemContains | HasTool | ToolResultOf | AnswersCall | AfterToolResult | TurnAtLeast
+    | Not | All | AnyOf
+)

@@ -40,6 +40,17 @@ class APIError(Exception):
         return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
 
 
+class ScriptedError(APIError):
+    """An error a scenario answers with: its `type`, when the script gave one, is sent as it is
+    in every wire format (otherwise each format derives one from the status)."""
+
+    def __init__(self, status: int, message: str, *, type: str | None = None, code: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        derived = "invalid_request_error" if status < 500 else "server_error"
+        super().__init__(status, message, type=type or derived, code=code, headers=headers)
+        self.given_type = type is not None
+
+
 def invalid(message: str, *, param: str | None = None, code: str | None = None) -> APIError:
     """400: the request itself is wrong."""
     return APIError(400, message, param=param, code=code)

@@ -7,19 +7,23 @@ select it. An options string is `key=value` items joined by `+`, given in any of
 - a path prefix in the base URL:     base_url="http://127.0.0.1:8000/o/latency=250/v1"
 - a header:                          x-mock-options: latency=250+fault=500
 
-Later sources override earlier ones (server flags < path < model < header); faults add up,
-and where two apply to the same (turn, attempt) the later source's is injected.
+Later sources override earlier ones (server flags < scenario file < path < model < header);
+faults add up, and where two apply to the same (turn, attempt) the later source's is injected.
+`fault=none` drops the faults of every earlier source (a scenario file's, say) for this request.
 
 Keys:
     latency=MS          time to first byte, in milliseconds
     rate=TPS            streaming pace, tokens per second (default: as fast as possible)
     retry=MS            the Retry-After sent with a 429 (default 100 ms)
+    fault=KIND[@T][xK]  KIND is 429, 500, 401, hang or malformed; on turn T only (0-based, as
+                        turns count; default: every turn), for the first K attempts (default 1)
+    fault=none          no fault from the sources before this one
+    usage=recorded      serve a scenario reply's recorded `usage` instead of the o200k recount
+                        (`usage=counted`, the default, recounts)
     undeclared_tools=allow|refuse
                         refuse: a scripted call of a tool the request does not declare is a
                         `script_mismatch` error (default allow: served as scripted)
     scenario=NAME       the scenario, whatever the model name says (base URL or header only)
-    fault=KIND[@T][xK]  KIND is 429, 500, 401, hang or malformed; on turn T only (default:
-                        every turn), for the first K attempts (default 1)
 
 The attempt number is what the client says it is: `x-stainless-retry-count` (sent by the
 official openai client) or `x-lab-attempt` (sent by this lab's harness), 0-based. That keeps
@@ -40,11 +44,11 @@ FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 SYNTAX = (
     "options: 'key=value' items joined by '+', as a model suffix (plan+latency=250), "
     "a base-URL path prefix (/o/latency=250/v1) or an x-mock-options header; keys: "
-    "latency=MS, rate=TPS, retry=MS, fault=KIND[@TURN][xK] with KIND in "
+    "latency=MS, rate=TPS, retry=MS, usage=counted|recorded, fault=none, fault=KIND[@TURN][xK] "
+    "with KIND in "
     + ", ".join(FAULT_KINDS)
-    + ", undeclared_tools=allow|refuse, scenario=NAME (base URL or header: the scenario, whatever "
-    "the model is)"
-    + "; the attempt comes from x-stainless-retry-count or x-lab-attempt"
+    + " (TURN 0-based), undeclared_tools=allow|refuse, scenario=NAME (base URL or header: the "
+    "scenario, whatever the model is); the attempt comes from x-stainless-retry-count or x-lab-attempt"
 )
 
 _ATTEMPT = re.compile(r"[0-9]{1,9}")
@@ -74,6 +78,8 @@ class Options:
     faults: tuple[Fault, ...] = field(default_factory=tuple)
     refuse_undeclared: bool = False
     """`undeclared_tools=refuse`: a scripted call of a tool the request does not declare is an error."""
+    usage: Literal["counted", "recorded"] = "counted"
+    """"recorded": a reply's recorded usage, when it has one, instead of the o200k recount."""
 
     def fault_for(self, turn: int, attempt: int) -> Fault | None:
         if not self.faults:  # nearly every request: no generator to build and exhaust
@@ -117,6 +123,7 @@ def apply(base: Options, text: str, *, param: str) -> Options:
         return base
     updates: dict = {}
     faults: list[Fault] = []
+    earlier = base.faults
     for item in text.split("+"):
         key, sep, value = item.partition("=")
         if not sep:
@@ -127,6 +134,8 @@ def apply(base: Options, text: str, *, param: str) -> Options:
             updates["rate_tps"] = _number(key, value, param=param) or None
         elif key == "retry":
             updates["retry_ms"] = int(_number(key, value, param=param))
+        elif key == "fault" and value == "none":
+            faults, earlier = [], ()
         elif key == "fault":
             faults.append(_fault(value, param=param))
         elif key == "undeclared_tools":
@@ -137,11 +146,16 @@ def apply(base: Options, text: str, *, param: str) -> Options:
             updates["refuse_undeclared"] = value == "refuse"
         elif key == "scenario":
             continue  # chosen by pipeline.resolve, before any options apply
+        elif key == "usage":
+            if value not in ("counted", "recorded"):
+                raise invalid(f"option usage={value!r} must be 'counted' or 'recorded'; {SYNTAX}",
+                              param=param)
+            updates["usage"] = value
         else:
             raise invalid(f"unknown option {key!r}; {SYNTAX}", param=param)
     # This source's faults go first: on a (turn, attempt) that two sources fault, the later
     # source's fault is the one injected, as the later source wins for every other option.
-    return replace(base, faults=(*faults, *base.faults), **updates)
+    return replace(base, faults=(*faults, *earlier), **updates)
 
 
 def attempt_of(*values: str | None) -> int:

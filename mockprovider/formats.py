@@ -21,7 +21,7 @@ from starlette.responses import Response, StreamingResponse
 from mockprovider import scenarios, transcript, wire
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.faults import Options
-from mockprovider.pipeline import Config, delay_or_fault, injected, reply_for, resolve
+from mockprovider.pipeline import Config, delay_or_fault, injected, resolve, scripted_reply
 from mockprovider.tool_choice import AUTO, ToolChoice
 
 
@@ -52,8 +52,9 @@ async def scripted_turn(request: Request, config: Config, req: ChatShaped) -> Tu
     fault = await delay_or_fault(request, req.model, conversation.turn, options)
     if fault is not None:
         return await injected(request, fault, options)
+    reply, options = await scripted_reply(request, script, conversation, req.tools, options, req.tool_choice)
     completion = wire.complete(
-        reply_for(script, conversation, req.tool_choice, req.tools, options),
+        reply,
         model=req.model,
         prompt_tokens=await transcript.count(req.messages, req.tools),
         max_tokens=req.max_tokens,
@@ -132,12 +133,12 @@ def sse_event(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {_dumps(data)}\n\n".encode()
 
 
-async def _paced(events: Iterable[tuple[bytes, bool]], options: Options) -> AsyncIterator[bytes]:
+async def _paced(events: Iterable[tuple[bytes, int]], options: Options) -> AsyncIterator[bytes]:
     delay = 1 / options.rate_tps if options.rate_tps else 0.0
-    for data, is_token in events:
+    for data, tokens in events:
         yield data
-        if delay and is_token:
-            await asyncio.sleep(delay)
+        if delay and tokens:
+            await asyncio.sleep(delay * tokens)
 
 
 def event_stream(

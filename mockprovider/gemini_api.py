@@ -70,20 +70,26 @@ def _parse(raw: bytes) -> Any:
 # --- the reply ------------------------------------------------------------------------------
 
 
-def _args(arguments: str) -> dict[str, Any]:
-    """A call's args; `{}` when a cut left its JSON unfinished (Gemini's args are an object)."""
+def _args(arguments: str) -> dict[str, Any] | None:
+    """A call's args; None when they are not a JSON object (a cut left them unfinished)."""
     try:
         value = json.loads(arguments)
     except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _call_parts(c: wire.Completion) -> list[dict[str, Any]]:
-    return [
-        {"functionCall": {"id": call.id, "name": call.name, "args": _args(call.arguments)}}
-        for call in c.tool_calls
-    ]
+    """The functionCall parts of the reply. Gemini's args are an object, so a call whose args a
+    cut left unfinished cannot be sent in part; sent as `{}`, automatic function calling (which
+    runs calls whatever the finishReason) would run it with arguments it never had: it is left out."""
+    parts = []
+    for call in c.tool_calls:
+        args = _args(call.arguments)
+        if args is None and c.finish_reason == "length":
+            continue
+        parts.append({"functionCall": {"id": call.id, "name": call.name, "args": args or {}}})
+    return parts
 
 
 def _usage(c: wire.Completion) -> dict[str, Any]:
@@ -111,19 +117,20 @@ def _response(c: wire.Completion, parts: list[dict[str, Any]], *, last: bool) ->
 
 def body(c: wire.Completion) -> dict[str, Any]:
     """The whole reply in one GenerateContentResponse."""
-    parts = _call_parts(c) if c.tool_calls else [{"text": c.content or ""}]
-    return _response(c, parts, last=True)
+    calls = _call_parts(c)
+    text = [{"text": c.content or ""}] if c.content is not None or not calls else []
+    return _response(c, text + calls, last=True)
 
 
 def chunks(c: wire.Completion) -> Iterator[dict[str, Any]]:
-    """The reply as a stream's GenerateContentResponses: one per token of text, or one holding
+    """The reply as a stream's GenerateContentResponses: one per delta of text, then one holding
     every function call; the last one finishes it."""
-    if c.tool_calls:
-        yield _response(c, _call_parts(c), last=True)
-        return
-    pieces = wire.token_pieces(c.content or "") or [""]
+    calls = _call_parts(c)
+    pieces = wire.deltas(c.content or "", c.chunk) or ([] if calls else [""])
     for k, piece in enumerate(pieces):
-        yield _response(c, [{"text": piece}], last=k == len(pieces) - 1)
+        yield _response(c, [{"text": piece}], last=not calls and k == len(pieces) - 1)
+    if calls:
+        yield _response(c, calls, last=True)
 
 
 def _dumps(data: dict[str, Any]) -> str:
@@ -168,6 +175,7 @@ async def _generate(request: Request) -> Response:
         return error_response(turn)
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
+    attempts.settle(request)
     if not stream:
         return json_response(body(turn.completion))
     if alt == "sse":
@@ -192,6 +200,10 @@ async def generate(request: Request) -> Response:
         return await _generate(request)
     except APIError as e:
         return error_response(e)
+    except RecursionError:
+        # A body nested nearly to the parser's limit parses, then overflows the stack deeper
+        # down, where it is read or counted.
+        return error_response(invalid("Invalid JSON payload received: nested too deeply."))
 
 
 def _model(name: str, script: scenarios.Scenario) -> dict[str, Any]:

@@ -204,7 +204,7 @@ def _max_output_tokens(body: dict[str, Any]) -> int | None:
         return None
     config = _object(config, "generationConfig")
     count = field(config, "candidateCount")
-    if count is not None and count != 1:
+    if count is not None and (count != 1 or isinstance(count, bool)):  # True == 1 in Python
         raise invalid("Invalid value at 'generationConfig.candidateCount': this scripted provider "
                       "produces exactly one candidate.", param="generationConfig.candidateCount")
     value = field(config, "maxOutputTokens")

@@ -2,29 +2,94 @@
 
 Off by default (`--journal N` turns it on). It observes and never steers: no scenario reads it,
 so the mock stays stateless in everything it answers. It is per process — behind several
-workers each keeps its own — and bounded: the oldest entries drop out, and each body is
-already capped by the server's body limit and kept as compact JSON, so it holds about N × that
-many bytes (more only for non-ASCII text, escaped).
+workers each keeps its own — and bounded twice: at most N entries and at most `max_bytes` of
+them, the oldest dropping out first. A body is kept as the JSON text the client sent (so it
+costs its own size), or, when that text is not strict JSON, as the JSON that stands for it:
+NaN and infinities as the strings "NaN", "Infinity", "-Infinity", a body that is not JSON as
+one string of its text. So every page of GET /journal is strict JSON.
 
-`GET /journal` serves it as JSON (behind the API key when one is set), with credential headers
-masked; in-process (the pytest fixture) the entries are the values themselves.
+`GET /journal` serves it (behind the API key when one is set) with every header whose name
+looks like a credential masked; in-process (the pytest fixture) an entry keeps its headers as
+sent, but its repr, and its headers' repr, mask them, so a failing assertion prints no key.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass
+from math import isfinite
 from typing import Any
 
 MAX_CAPACITY = 100_000
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
 
+MAX_BYTES = 64 * 1024 * 1024
+"""What a journal keeps at most by default, bodies and headers counted as stored."""
+_ENTRY_BYTES = 256
+"""Counted per entry beside its body and headers: the objects that hold them."""
+_SECRET = re.compile(r"key|token|auth|secret|cookie|passw|session", re.IGNORECASE)
+MASK = "<redacted>"
 
-@dataclass(frozen=True, kw_only=True)
+
+def looks_secret(name: str) -> bool:
+    """A header or parameter whose name suggests a credential (`x-goog-api-key`, `x-auth-token`,
+    `cookie`, ...): its value is never shown."""
+    return name.lower() in SECRET_HEADERS or _SECRET.search(name) is not None
+
+
+class Headers:
+    """A request's headers as sent, read like a dict (`[name]`, `get`, `items`, `==` a dict),
+    whose repr masks every credential. Not a `Mapping` on purpose: pytest prints a failed
+    comparison of two mappings item by item, and so would print the key; of anything else, it
+    prints the repr."""
+
+    def __init__(self, items: Mapping[str, str]) -> None:
+        self._items = dict(items)
+
+    def __getitem__(self, name: str) -> str:
+        return self._items[name]
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self._items.get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def keys(self) -> KeysView[str]:
+        return self._items.keys()
+
+    def items(self) -> ItemsView[str, str]:
+        return self._items.items()
+
+    def values(self) -> ValuesView[str]:
+        return self._items.values()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Headers):
+            return self._items == other._items
+        return isinstance(other, Mapping) and self._items == dict(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def masked(self) -> dict[str, str]:
+        return {name: MASK if looks_secret(name) else value for name, value in self._items.items()}
+
+    def __repr__(self) -> str:
+        return repr(self.masked())
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
 class Entry:
     """One request as the server received it."""
 
@@ -32,10 +97,11 @@ class Entry:
     """Counts from 0 over the process's life; a gap before the first entry means entries dropped out."""
     method: str
     path: str
-    headers: Mapping[str, str]
-    """Lower-cased names, as sent (repeated headers joined with ', ')."""
+    headers: Headers
+    """Lower-cased names, as sent (repeated headers joined with ', '); the repr masks credentials."""
     compact: bytes
-    """The body as compact ASCII JSON: parsed, it would take some twenty times the memory."""
+    """The body as strict JSON text (see the module's docstring): parsed, it would take some
+    twenty times the memory."""
 
     @property
     def body(self) -> Any:
@@ -44,13 +110,24 @@ class Entry:
 
     def _about(self, *, mask_secrets: bool) -> dict[str, Any]:
         headers = {
-            name: ("<redacted>" if mask_secrets and name in SECRET_HEADERS else value)
+            name: (MASK if mask_secrets and looks_secret(name) else value)
             for name, value in self.headers.items()
         }
         return {"seq": self.seq, "method": self.method, "path": self.path, "headers": headers}
 
     def to_json(self, *, mask_secrets: bool = True) -> dict[str, Any]:
         return {**self._about(mask_secrets=mask_secrets), "body": self.body}
+
+    def __repr__(self) -> str:
+        body = self.compact[:200].decode("utf-8", "replace") + ("..." if len(self.compact) > 200 else "")
+        return (f"Entry(seq={self.seq}, method={self.method!r}, path={self.path!r}, "
+                f"headers={self.headers!r}, body={body!r})")
+
+    @property
+    def size(self) -> int:
+        """The bytes this entry counts against its journal's `max_bytes`."""
+        headers = sum(len(name) + len(value) for name, value in self.headers.items())
+        return _ENTRY_BYTES + len(self.path) + headers + len(self.compact)
 
     def render(self) -> bytes:
         """`to_json()` as JSON, secrets masked, the stored body spliced in unparsed."""
@@ -61,32 +138,39 @@ class Entry:
 class Journal:
     """A bounded, thread-safe buffer of `Entry`: the server appends, a test thread reads."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, *, max_bytes: int = MAX_BYTES) -> None:
         if not 1 <= capacity <= MAX_CAPACITY:
             raise ValueError(f"journal capacity must be from 1 to {MAX_CAPACITY}, got {capacity}")
+        if max_bytes < 1024:
+            raise ValueError(f"a journal's max_bytes must be at least 1024, got {max_bytes}")
         self.capacity = capacity
-        self._entries: deque[Entry] = deque(maxlen=capacity)
+        self.max_bytes = max_bytes
+        self._entries: deque[Entry] = deque()
+        self._bytes = 0
         self._seq = itertools.count()
         self._lock = threading.Lock()
 
     def record(self, *, method: str, path: str, headers: Mapping[str, str], body: Any) -> None:
-        compact = json.dumps(body, separators=(",", ":")).encode()  # NaN kept, as json.loads took it
-        self._append(method, path, headers, compact)
+        """Journal a parsed body (NaN and infinities become strings, as for a raw one)."""
+        self.record_raw(method=method, path=path, headers=headers, raw=json.dumps(body).encode())
 
     def record_raw(self, *, method: str, path: str, headers: Mapping[str, str], raw: bytes) -> None:
-        """Journal a body as the client sent it: JSON is kept compact (parsed once, only with the
-        journal on), anything else as a JSON string of its text, so GET /journal stays valid JSON."""
-        try:
-            body: Any = json.loads(raw)
-            compact = json.dumps(body, separators=(",", ":")).encode()
-        except (ValueError, RecursionError):
-            compact = json.dumps(raw.decode("utf-8", errors="replace")).encode()
-        self._append(method, path, headers, compact)
+        """Journal a body as the client sent it: strict JSON as it is, anything else as the JSON
+        that stands for it (parsed once, only with the journal on)."""
+        self._append(method, path, headers, strict_json(raw))
 
     def _append(self, method: str, path: str, headers: Mapping[str, str], compact: bytes) -> None:
         with self._lock:
-            entry = Entry(seq=next(self._seq), method=method, path=path, headers=headers, compact=compact)
+            entry = Entry(seq=next(self._seq), method=method, path=path, headers=Headers(headers),
+                          compact=compact)
+            if entry.size > self.max_bytes:
+                note = f"(a body of {len(compact)} bytes, more than the journal keeps: {self.max_bytes})"
+                entry = Entry(seq=entry.seq, method=method, path=path, headers=entry.headers,
+                              compact=json.dumps(note).encode())
             self._entries.append(entry)
+            self._bytes += entry.size
+            while len(self._entries) > self.capacity or self._bytes > self.max_bytes:
+                self._bytes -= self._entries.popleft().size
 
     def entries(self) -> list[Entry]:
         """A snapshot, oldest first."""
@@ -96,6 +180,13 @@ class Journal:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._bytes = 0
+
+    @property
+    def kept_bytes(self) -> int:
+        """What the entries held now count against `max_bytes`."""
+        with self._lock:
+            return self._bytes
 
     def to_json(self) -> dict[str, Any]:
         entries = self.entries()
@@ -109,14 +200,40 @@ class Journal:
     def render(self) -> bytes:
         """`to_json()` as the body of GET /journal.
 
-        Each body as stored: ASCII-escaped, with NaN and infinities kept, as json.loads took
-        them (lone surrogates and NaN, which UTF-8 and Starlette's strict JSONResponse refuse
-        with a 500), and never parsed again (a body nested nearly to the parser's limit would
-        overflow it here, deeper in the stack).
+        Each body spliced in as stored, already strict JSON, and never parsed again (a body
+        nested nearly to the parser's limit would overflow it here, deeper in the stack).
         """
         about = {"object": "list", "capacity": self.capacity, "scope": "this server process"}
         head = json.dumps(about, separators=(",", ":")).encode()[:-1]
         return head + b',"data":[' + b",".join(entry.render() for entry in self.entries()) + b"]}"
+
+
+def strict_json(raw: bytes) -> bytes:
+    """`raw` when it is strict JSON in UTF-8; else JSON that stands for it: non-finite numbers
+    (NaN, Infinity, 1e999) as strings, a body that is not JSON as a string of its text."""
+    finite = True
+
+    def number(text: str) -> Any:
+        nonlocal finite
+        value = float(text)
+        if isfinite(value):
+            return value
+        finite = False
+        return text
+
+    def constant(name: str) -> str:
+        nonlocal finite
+        finite = False
+        return name
+
+    try:
+        value = json.loads(raw.decode("utf-8"), parse_float=number, parse_constant=constant)
+        if finite:
+            return raw
+        # ASCII-escaped: a lone surrogate the client escaped stays an escape, valid in UTF-8.
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+    except (ValueError, RecursionError):
+        return json.dumps(raw.decode("utf-8", errors="replace"), ensure_ascii=False).encode()
 
 
 def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:
@@ -126,3 +243,33 @@ def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:
         name = name.lower()
         out[name] = f"{out[name]}, {value}" if name in out else value
     return out
+
+
+def _plain(path: str) -> str:
+    """`path` without an `/o/{options}` prefix: `/o/latency=5/v1/messages` → `/v1/messages`."""
+    if not path.startswith("/o/"):
+        return path
+    slash = path.find("/", 3)
+    return path[slash:] if slash >= 0 else path
+
+
+def matches(entry: Entry, *, path: str | None = None, model: str | None = None) -> bool:
+    """Whether `entry` is for `path` (an `/o/{options}` prefix aside) and `model` (the whole
+    model name, or the scenario before its `+options`); None matches anything."""
+    if path is not None and _plain(entry.path) != _plain(path):
+        return False
+    if model is None:
+        return True
+    body = entry.body if b'"model"' in entry.compact else None
+    sent = body.get("model") if isinstance(body, dict) else None
+    return isinstance(sent, str) and model in (sent, sent.partition("+")[0])
+
+
+def render_matching(journal: Journal, *, path: str | None = None, model: str | None = None) -> bytes:
+    """GET /journal's body with only the entries that `matches(path, model)`."""
+    if path is None and model is None:
+        return journal.render()
+    about = {"object": "list", "capacity": journal.capacity, "scope": "this server process"}
+    head = json.dumps(about, separators=(",", ":")).encode()[:-1]
+    kept = [entry.render() for entry in journal.entries() if matches(entry, path=path, model=model)]
+    return head + b',"data":[' + b",".join(kept) + b"]}"

@@ -20,9 +20,9 @@ counts and the durations (nanoseconds, measured: `prompt_eval_duration` until th
 ready, latency included; `eval_duration` while it was sent). `stream: false` sends one object.
 A request with no messages loads the model, as Ollama's does (`done_reason: "load"`).
 
-Model names may carry Ollama's default tag (`plan:latest`). Errors are Ollama's `{"error": "…"}`
-with the status code; like Ollama, any content type is read as JSON (its curl examples send
-none).
+Model names may carry Ollama's default tag (`plan:latest`, before or after the options). Errors
+are Ollama's `{"error": "…"}` with the status code; like Ollama, any content type is read as
+JSON (its curl examples send none).
 """
 
 from __future__ import annotations
@@ -71,8 +71,10 @@ def _parse(raw: bytes) -> Any:
 
 
 def _name(model: str) -> str:
-    """The scenario a model name selects, without Ollama's default tag."""
-    return model.removesuffix(TAG)
+    """The model name without Ollama's default tag, which may stand before or after the options
+    (`plan:latest+latency=50`, as /api/tags lists the name, or `plan+latency=50:latest`)."""
+    name, plus, options = model.removesuffix(TAG).partition("+")
+    return name.removesuffix(TAG) + plus + options
 
 
 # --- the request, in chat shape -------------------------------------------------------------
@@ -190,23 +192,34 @@ def _created_at() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
 
 
-def _arguments(arguments: str) -> dict[str, Any]:
-    """A call's arguments; `{}` when a cut left its JSON unfinished (Ollama's are an object)."""
+def _arguments(arguments: str) -> dict[str, Any] | None:
+    """A call's arguments; None when they are not a JSON object (a cut left them unfinished)."""
     try:
         value = json.loads(arguments)
     except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _tool_calls_of(c: wire.Completion) -> list[dict[str, Any]]:
+    """The reply's tool calls. Ollama's arguments are an object, so a call whose arguments a cut
+    left unfinished cannot be sent in part; sent as `{}` it would read as a whole call with
+    arguments it never had: it is left out."""
+    out = []
+    for call in c.tool_calls:
+        arguments = _arguments(call.arguments)
+        if arguments is None and c.finish_reason == "length":
+            continue
+        out.append({"id": call.id,
+                    "function": {"index": len(out), "name": call.name, "arguments": arguments or {}}})
+    return out
 
 
 def _assistant(c: wire.Completion, content: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
-    if c.tool_calls:
-        message["tool_calls"] = [
-            {"id": call.id,
-             "function": {"index": i, "name": call.name, "arguments": _arguments(call.arguments)}}
-            for i, call in enumerate(c.tool_calls)
-        ]
+    calls = _tool_calls_of(c)
+    if calls:
+        message["tool_calls"] = calls
     return message
 
 
@@ -238,16 +251,17 @@ def body(c: wire.Completion, clock: _Clock) -> dict[str, Any]:
 
 
 def lines(c: wire.Completion, clock: _Clock) -> Iterator[tuple[bytes, bool]]:
-    """The NDJSON stream: a line per token of text (or one with every tool call), then the last."""
+    """The NDJSON stream: a line per delta of text, one with every tool call, then the last."""
     def line(data: dict[str, Any]) -> bytes:
         return json.dumps(data, separators=(",", ":")).encode() + b"\n"
 
-    pieces = [] if c.tool_calls else wire.token_pieces(c.content or "")
-    for piece in pieces:
+    for piece in wire.deltas(c.content or "", c.chunk):  # a reply's text comes before its calls
         yield line({"model": c.model, "created_at": _created_at(),
-                    "message": {"role": "assistant", "content": piece}, "done": False}), True
-    if c.tool_calls:
-        yield line({"model": c.model, "created_at": _created_at(), "message": _assistant(c, ""),
+                    "message": {"role": "assistant", "content": piece}, "done": False}), c.chunk
+    calls = _tool_calls_of(c)
+    if calls:
+        yield line({"model": c.model, "created_at": _created_at(),
+                    "message": {"role": "assistant", "content": "", "tool_calls": calls},
                     "done": False}), True
     yield line(_final(c, {"role": "assistant", "content": ""}, clock)), False
 
@@ -277,6 +291,7 @@ async def _chat(request: Request) -> Response:
         return error_response(turn)
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
+    attempts.settle(request)
     clock.ready = time.monotonic_ns()
     if not req.stream:
         return json_response(body(turn.completion, clock))
@@ -288,6 +303,10 @@ async def chat(request: Request) -> Response:
         return await _chat(request)
     except APIError as e:
         return error_response(e)
+    except RecursionError:
+        # A body nested nearly to the parser's limit parses, then overflows the stack deeper
+        # down, where it is read or counted.
+        return error_response(invalid("invalid JSON body: nested too deeply"))
 
 
 def _details() -> dict[str, Any]:

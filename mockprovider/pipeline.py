@@ -12,18 +12,18 @@ import asyncio
 import hmac
 import logging
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
 
 from starlette.requests import Request
 
 from mockprovider import faults, scenarios, tool_choice
-from mockprovider.errors import APIError
+from mockprovider.errors import APIError, ScriptedError
 from mockprovider.faults import Fault, Options
 from mockprovider.journal import Journal, headers_of
 from mockprovider.scenarios import Conversation, Reply, Scenario
-from mockprovider.tool_choice import ToolChoice
+from mockprovider.tool_choice import AUTO, ToolChoice
 from mockprovider.validation import check_depth, parse_json
 
 log = logging.getLogger("mockprovider")
@@ -37,8 +37,8 @@ class Config:
     """One server's settings; per-request options override `defaults`."""
 
     defaults: Options = field(default_factory=Options)
-    api_key: str | None = None
-    """When set, /v1/* requires `Authorization: Bearer <api_key>`."""
+    api_key: str | None = field(default=None, repr=False)
+    """When set, /v1/* requires `Authorization: Bearer <api_key>`; never in a repr."""
     max_body_bytes: int = 1_000_000
     scenarios: Mapping[str, Scenario] = field(default_factory=lambda: dict(scenarios.SCENARIOS))
     """Every model name this server answers to: the built-ins and any scenario files."""
@@ -198,20 +198,6 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
     return script, options
 
 
-def reply_for(
-    script: Scenario, c: Conversation, choice: ToolChoice, tools: Any, options: Options
-) -> Reply:
-    """The script's reply to `c`, as a real model could give it under the request's tools and
-    tool_choice (see `tool_choice.constrain`)."""
-    reply = script(c)
-    if tool_choice.needed(choice, tools, options.refuse_undeclared):
-        return tool_choice.constrain(
-            reply, script=script, turn=c.turn, choice=choice, tools=tools,
-            refuse_undeclared=options.refuse_undeclared,
-        )
-    return reply
-
-
 class ClientGone(Exception):
     """The client disconnected before its body arrived or while its request waited: nothing
     more is done for it."""
@@ -251,6 +237,35 @@ async def delay_or_fault(request: Request, model: str, turn: int, options: Optio
     if options.latency_ms:
         await _wait_unless_gone(request, options.latency_ms / 1000)
     return fault
+
+
+async def scripted_reply(
+    request: Request, script: Scenario, conversation: Conversation,
+    tools: Sequence[Mapping[str, Any]] | None, options: Options, choice: ToolChoice = AUTO,
+) -> tuple[Reply, Options]:
+    """The scenario's reply to `conversation` and the options it streams under, after the
+    reply's own latency; a scripted error reply is raised, for the wire format to render. The
+    reply is one a real model could give under the request's tools and `choice` (see
+    `tool_choice.constrain`)."""
+    if tools:
+        conversation = replace(conversation, tools=tools)
+    reply = script(conversation)
+    if reply.latency_ms:
+        await _wait_unless_gone(request, reply.latency_ms / 1000)
+    if (e := reply.error) is not None:
+        # A fresh exception per request: re-raising one shared instance would grow its traceback.
+        given = e.type if getattr(e, "given_type", True) else None
+        raise ScriptedError(e.status, e.message, type=given, code=e.code, headers=dict(e.headers))
+    if tool_choice.needed(choice, tools, options.refuse_undeclared):
+        reply = tool_choice.constrain(
+            reply, script=script, turn=conversation.turn, choice=choice, tools=tools,
+            refuse_undeclared=options.refuse_undeclared,
+        )
+    if reply.rate_tps is not None:
+        options = replace(options, rate_tps=reply.rate_tps)
+    if reply.usage is not None and options.usage != "recorded":
+        reply = replace(reply, usage=None)
+    return reply, options
 
 
 async def hang(request: Request) -> None:

@@ -215,17 +215,19 @@ def responses_request(raw: Any) -> ResponsesRequest:
 def _output(c: wire.Completion) -> list[dict[str, Any]]:
     """The output items; when the reply was cut, its last item is the incomplete one."""
     cut = c.finish_reason == "length"
-    if c.tool_calls:
-        last = len(c.tool_calls) - 1
-        return [
-            {"id": f"fc_{suffix(c)}_{i}", "type": "function_call",
-             "status": "incomplete" if cut and i == last else "completed",
-             "call_id": call.id, "name": call.name, "arguments": call.arguments}
-            for i, call in enumerate(c.tool_calls)
-        ]
-    part = {"type": "output_text", "text": c.content or "", "annotations": [], "logprobs": []}
-    return [{"id": f"msg_{suffix(c)}", "type": "message", "role": "assistant",
-             "status": "incomplete" if cut else "completed", "content": [part]}]
+    items: list[dict[str, Any]] = []
+    if c.content is not None:  # text first, as a model writes it before its calls
+        part = {"type": "output_text", "text": c.content, "annotations": [], "logprobs": []}
+        items.append({"id": f"msg_{suffix(c)}", "type": "message", "role": "assistant",
+                      "status": "incomplete" if cut and not c.tool_calls else "completed", "content": [part]})
+    last = len(c.tool_calls) - 1
+    items += [
+        {"id": f"fc_{suffix(c)}_{i}", "type": "function_call",
+         "status": "incomplete" if cut and i == last else "completed",
+         "call_id": call.id, "name": call.name, "arguments": call.arguments}
+        for i, call in enumerate(c.tool_calls)
+    ]
+    return items
 
 
 def _usage(c: wire.Completion) -> dict[str, Any]:
@@ -269,38 +271,38 @@ def _response(c: wire.Completion, req: ResponsesRequest, *, done: bool) -> dict[
     }
 
 
-def _item_events(index: int, item: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], bool]]:
-    """One output item's events: added, its deltas (one per token), done."""
+def _item_events(index: int, item: dict[str, Any], chunk: int) -> Iterator[tuple[str, dict[str, Any], int]]:
+    """One output item's events: added, its deltas (`chunk` tokens each), done."""
     at = {"item_id": item["id"], "output_index": index}
     if item["type"] == "message":
         part, text_at = item["content"][0], {**at, "content_index": 0}
         started = {**item, "status": "in_progress", "content": []}
         yield "response.output_item.added", {"output_index": index, "item": started}, False
         yield "response.content_part.added", {**text_at, "part": {**part, "text": ""}}, False
-        for piece in wire.token_pieces(part["text"]):
-            yield "response.output_text.delta", {**text_at, "delta": piece, "logprobs": []}, True
+        for piece in wire.deltas(part["text"], chunk):
+            yield "response.output_text.delta", {**text_at, "delta": piece, "logprobs": []}, chunk
         yield "response.output_text.done", {**text_at, "text": part["text"], "logprobs": []}, False
         yield "response.content_part.done", {**text_at, "part": part}, False
     else:
         started = {**item, "status": "in_progress", "arguments": ""}
         yield "response.output_item.added", {"output_index": index, "item": started}, False
-        for piece in wire.token_pieces(item["arguments"]):
-            yield "response.function_call_arguments.delta", {**at, "delta": piece}, True
+        for piece in wire.deltas(item["arguments"], chunk):
+            yield "response.function_call_arguments.delta", {**at, "delta": piece}, chunk
         yield "response.function_call_arguments.done", {**at, "name": item["name"],
                                                         "arguments": item["arguments"]}, False
     yield "response.output_item.done", {"output_index": index, "item": item}, False
 
 
-def events(c: wire.Completion, req: ResponsesRequest) -> Iterator[tuple[bytes, bool]]:
+def events(c: wire.Completion, req: ResponsesRequest) -> Iterator[tuple[bytes, int]]:
     """The documented event sequence, numbered; the last is `response.completed` or `.incomplete`."""
     started = _response(c, req, done=False)
     final = _response(c, req, done=True)
 
-    def sequence() -> Iterator[tuple[str, dict[str, Any], bool]]:
+    def sequence() -> Iterator[tuple[str, dict[str, Any], int]]:
         yield "response.created", {"response": started}, False
         yield "response.in_progress", {"response": started}, False
         for index, item in enumerate(final["output"]):
-            yield from _item_events(index, item)
+            yield from _item_events(index, item, c.chunk)
         yield f"response.{final['status']}", {"response": final}, False
 
     for number, (name, data, is_token) in enumerate(sequence()):

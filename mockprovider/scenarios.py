@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from mockprovider.errors import APIError
 from o200k import text_of
 
 
@@ -25,11 +26,30 @@ class ToolCall:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Usage:
+    """Token counts recorded from a real model, served instead of the recount when asked."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class Reply:
-    """What the model says this turn: prose, or tool calls (never both here)."""
+    """What the model says this turn: prose, tool calls, or both (the text comes first); or an
+    error instead. The pacing fields apply to this reply only, on top of the request's options."""
 
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = field(default_factory=tuple)
+    error: APIError | None = None
+    """Answered instead of a completion, in the wire format's own error shape."""
+    latency_ms: float = 0.0
+    """Waited before the reply starts, after the options' latency: its time to first token."""
+    rate_tps: float | None = None
+    """Streaming pace in tokens per second; None: the options' `rate`."""
+    chunk: int = 1
+    """Tokens per streamed delta."""
+    usage: Usage | None = None
+    """Recorded counts; served only under the `usage=recorded` option."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,6 +57,8 @@ class Conversation:
     turn: int
     tool_text: str
     messages: Sequence[Mapping[str, Any]]
+    tools: Sequence[Mapping[str, Any]] = ()
+    """The tool definitions the request offers, in chat shape."""
 
     @property
     def last_tool_result(self) -> str:

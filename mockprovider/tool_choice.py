@@ -21,7 +21,7 @@ it at once, naming the turn and the constraint.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
+from dataclasses import replace
 from typing import Any, Literal, NamedTuple
 
 from mockprovider.errors import APIError, invalid
@@ -158,10 +158,9 @@ def check(choice: ToolChoice, tools: Sequence[Any] | None) -> None:
 # --- holding a scripted reply to them ---------------------------------------------------------
 
 
-@lru_cache(maxsize=256)
-def _text(content: str) -> Reply:
-    """A Reply is a value: one per fallback text serves every request (bounded: few texts)."""
-    return Reply(content=content)
+def _text(reply: Reply, content: str) -> Reply:
+    """`reply` as text only: its pacing kept, its calls and any usage recorded for them dropped."""
+    return replace(reply, content=content, tool_calls=(), usage=None)
 
 
 def needed(choice: ToolChoice, tools: Sequence[Any] | None, refuse_undeclared: bool) -> bool:
@@ -195,7 +194,8 @@ def constrain(
     if not tools or choice.mode == "none":
         if not reply.tool_calls:
             return reply
-        return _text(getattr(script, "fallback", None) or FALLBACK_TEXT)
+        # The scenario's fallback, else the text the reply gives before its calls, else ours.
+        return _text(reply, getattr(script, "fallback", None) or reply.content or FALLBACK_TEXT)
     names = declared(tools)
     if refuse_undeclared and (undeclared := [c.name for c in reply.tool_calls if c.name not in names]):
         raise _mismatch(

@@ -37,6 +37,8 @@ class Completion(NamedTuple):
     finish_reason: FinishReason
     prompt_tokens: int
     completion_tokens: int
+    chunk: int = 1
+    """Tokens per streamed delta."""
 
     def usage(self) -> dict[str, Any]:
         return {
@@ -67,6 +69,14 @@ def token_pieces(text: str) -> list[str]:
     if buf:
         pieces.append(buf.decode("utf-8", errors="replace"))
     return pieces
+
+
+def deltas(text: str, chunk: int = 1) -> list[str]:
+    """`text` as a stream's deltas: `chunk` tokens each (the last may hold fewer)."""
+    pieces = token_pieces(text)
+    if chunk <= 1:
+        return pieces
+    return ["".join(pieces[i:i + chunk]) for i in range(0, len(pieces), chunk)]
 
 
 def _cut(text: str, limit: int) -> tuple[str, int]:
@@ -111,21 +121,28 @@ def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | 
     """Render `reply`, cut at `max_tokens` completion tokens if it is longer.
 
     A cut reply bills exactly `max_tokens`, as a real provider does; what it shows is the part
-    that fits (for tool calls: the calls whose wire JSON fits, the last one's arguments cut).
+    that fits (for tool calls: the calls whose wire JSON fits, the last one's arguments cut). A
+    reply with text and tool calls spends the budget on the text first, as it is generated first.
+    A recorded `usage` on the reply (kept only when the request asked for it) replaces the counts
+    of a reply that was not cut.
     """
     budget = max_tokens if max_tokens is not None else _UNLIMITED
     content: str | None = None
     calls: tuple[ToolCall, ...] = ()
-    if reply.tool_calls:
-        used = _calls_tokens(reply.tool_calls)
-        cut = used > budget
-        calls = _cut_calls(reply.tool_calls, budget) if cut else reply.tool_calls
-        used = min(used, budget)
-    else:
+    used, cut = 0, False
+    if reply.content is not None or not reply.tool_calls:
         full = reply.content or ""
         content, used = _cut(full, budget)
         cut = content != full
+    if reply.tool_calls and not cut:
+        calls_used = _calls_tokens(reply.tool_calls)
+        room = budget - used
+        cut = calls_used > room
+        calls = _cut_calls(reply.tool_calls, room) if cut else reply.tool_calls
+        used += min(calls_used, room)
     finish: FinishReason = "length" if cut else ("tool_calls" if calls else "stop")
+    if reply.usage is not None and not cut:
+        prompt_tokens, used = reply.usage.prompt_tokens, reply.usage.completion_tokens
     return Completion(
         id=f"chatcmpl-{getrandbits(96):024x}",  # unique, not secret: no system call per reply
         created=int(time.time()),
@@ -135,6 +152,7 @@ def complete(reply: Reply, *, model: str, prompt_tokens: int, max_tokens: int | 
         finish_reason=finish,
         prompt_tokens=prompt_tokens,
         completion_tokens=used,
+        chunk=reply.chunk,
     )
 
 
@@ -214,18 +232,17 @@ def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
             out["usage"] = None
         return out
 
-    if c.tool_calls:
-        yield chunk({"role": "assistant", "content": None, "refusal": None})
-        for index, call in enumerate(c.tool_calls):
-            header = {"index": index, "id": call.id, "type": "function",
-                      "function": {"name": call.name, "arguments": ""}}
-            yield chunk({"tool_calls": [header]})
-            for piece in token_pieces(call.arguments):
-                yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    else:
-        yield chunk({"role": "assistant", "content": "", "refusal": None})
-        for piece in token_pieces(c.content or ""):
+    text_first = c.content is not None
+    yield chunk({"role": "assistant", "content": "" if text_first else None, "refusal": None})
+    if text_first:
+        for piece in deltas(c.content or "", c.chunk):
             yield chunk({"content": piece})
+    for index, call in enumerate(c.tool_calls):
+        header = {"index": index, "id": call.id, "type": "function",
+                  "function": {"name": call.name, "arguments": ""}}
+        yield chunk({"tool_calls": [header]})
+        for piece in deltas(call.arguments, c.chunk):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, c.finish_reason)
     if include_usage:
         final = chunk({})

@@ -272,6 +272,28 @@ def test_max_output_tokens_cuts_the_reply_and_bills_exactly_the_limit(mock_url, 
     assert reply.usage_metadata.candidates_token_count == 4
 
 
+READ_TURN = [
+    types.Content(role="user", parts=[types.Part(text=QUESTION)]),
+    types.Content(role="model", parts=[types.Part(text="Listing.")]),
+    types.Content(role="user", parts=[types.Part(text="go on")]),
+]
+"""A request `plan` answers with `read_file {"path": "errors.log"}`."""
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["generate", "stream"])
+def test_a_call_cut_by_max_output_tokens_is_never_sent_with_arguments_it_did_not_have(mock_url, stream):
+    # A functionCall's args is an object: a cut call cannot be sent in part, and one sent as
+    # `{}` would be run (automatic function calling ignores finishReason) with the wrong arguments.
+    with _client(mock_url) as client:
+        whole = _generate(client, READ_TURN, stream=stream)
+        limit = whole.usage_metadata.candidates_token_count - 1
+        cut = _generate(client, READ_TURN, stream=stream, max_output_tokens=limit)
+    assert [(c.name, c.args) for c in whole.function_calls] == [("read_file", {"path": "errors.log"})]
+    assert cut.candidates[0].finish_reason == types.FinishReason.MAX_TOKENS
+    assert not cut.function_calls
+    assert cut.usage_metadata.candidates_token_count == limit
+
+
 def test_without_alt_sse_the_stream_is_one_json_array_of_the_same_responses(mock_url):
     body = {"contents": [c.model_dump(mode="json", exclude_none=True) for c in ANSWER_TURN]}
     path = "/v1beta/models/plan:streamGenerateContent"
@@ -368,6 +390,19 @@ def test_the_client_retries_past_a_fault_as_it_retries_the_real_service(mock_url
     ]
 
 
+def test_the_same_request_sent_again_after_a_reply_meets_the_fault_again(mock_url, caplog):
+    # An OpenAI client's fresh call says attempt 0 whatever came before; so is an identical
+    # request here once the last one was answered, and a run repeated meets its faults again.
+    caplog.set_level(logging.INFO, logger="mockprovider")
+    model = "plan+fault=429@0"
+    retry = types.HttpRetryOptions(attempts=3, initial_delay=0.01, max_delay=0.02, jitter=0)
+    with _client(mock_url, retry_options=retry) as client:
+        for _ in range(2):
+            reply = client.models.generate_content(model=model, contents="run twice", config=OFFER)
+            assert reply.function_calls
+    assert [m.rpartition(" ")[2] for m in _attempts(caplog)] == ["status=429", "status=ok"] * 2
+
+
 def test_a_repeat_counts_as_the_next_attempt_until_it_is_stale_and_memory_stays_bounded():
     seen = Attempts()
     assert [seen.count(b"a", t) for t in (0.0, 1.0, 2.0)] == [0, 1, 2]
@@ -444,6 +479,7 @@ BAD = {
     "max_output_tokens_string": ok(generationConfig={"maxOutputTokens": "10"}),
     "generation_config_not_object": ok(generationConfig=[]),
     "two_candidates": ok(generationConfig={"candidateCount": 2}),
+    "candidate_count_true": ok(generationConfig={"candidateCount": True}),
     "bad_options": "plan+fault=nope",
     "unknown_model": "plann",
 }
@@ -498,6 +534,35 @@ def test_transport_level_errors_are_google_shaped_too(serve_mock):
         for method, where, kwargs, code, status in cases:
             _assert_google_error(http.request(method, where, **kwargs), code, status)
         assert http.post(path, json=ok(), headers=key).status_code == 200
+
+
+def _nested(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+NESTED = {
+    "args": ('{"contents":[{"parts":[{"text":"q"}]},{"role":"model","parts":[{"functionCall":'
+             '{"name":"f","args":%s}}]}]}', "generateContent"),
+    "response": ('{"contents":[{"parts":[{"text":"q"}]},{"role":"model","parts":[{"functionCall":'
+                 '{"name":"f"}}]},{"parts":[{"functionResponse":{"name":"f","response":%s}}]}]}',
+                 "generateContent"),
+    "schema": ('{"contents":[{"parts":[{"text":"q"}]}],"tools":[{"functionDeclarations":'
+               '[{"name":"f","parameters":%s}]}]}', "streamGenerateContent"),
+    "count_tokens": ('{"contents":[{"parts":[{"text":"q"}]}],"tools":[{"functionDeclarations":'
+                     '[{"name":"f","parameters":%s}]}]}', "countTokens"),
+}
+
+
+@pytest.mark.parametrize("where", NESTED)
+def test_a_body_nested_near_the_parsers_limit_gets_a_reply_or_a_google_error(in_process, where):
+    # Nesting the parser just accepts can overflow the stack later, where the request is counted.
+    template, method = NESTED[where]
+    for depth in range(900, 1000):
+        response = in_process.post(f"/v1beta/models/plan:{method}", content=template % _nested(depth),
+                                   headers={"content-type": "application/json"})
+        assert response.status_code in (200, 400), (depth, response.text[:200])
+        if response.status_code == 400:
+            assert response.json()["error"]["status"] == "INVALID_ARGUMENT"
 
 
 PART = (

@@ -153,6 +153,23 @@ def test_num_predict_cuts_the_reply_and_counts_exactly_the_limit(mock_url, strea
     assert (unlimited.done_reason, unlimited.message.content) == ("stop", ANSWER_PLAN)
 
 
+READ_TURN = ANSWER_TURN[:3]
+"""A request `plan` answers with `read_file {"path": "errors.log"}`."""
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["chat", "stream"])
+def test_a_call_cut_by_num_predict_is_never_sent_with_arguments_it_did_not_have(mock_url, stream):
+    # A tool call's arguments are an object: a cut call cannot be sent in part, and one sent as
+    # `{}` reads as a whole call with the wrong arguments.
+    with ollama.Client(host=_root(mock_url)) as client:
+        whole = _chat(client, READ_TURN, stream=stream)
+        cut = _chat(client, READ_TURN, stream=stream, options={"num_predict": whole.eval_count - 1})
+    assert [(c.function.name, dict(c.function.arguments)) for c in whole.message.tool_calls] == [
+        ("read_file", {"path": "errors.log"})]
+    assert (cut.done_reason, cut.message.tool_calls) == ("length", None)
+    assert cut.eval_count == whole.eval_count - 1
+
+
 def test_models_are_listed_and_shown_under_their_default_tag(mock_url):
     with ollama.Client(host=_root(mock_url)) as client:
         names = [m.model for m in client.list().models]
@@ -165,6 +182,13 @@ def test_models_are_listed_and_shown_under_their_default_tag(mock_url):
     assert "tools" in shown.capabilities and shown.modelinfo["general.basename"] == "plan"
     assert reply.message.tool_calls[0].function.name == "list_files"
     assert caught.value.status_code == 404 and "'plann'" in caught.value.error
+
+
+@pytest.mark.parametrize("model", ["plan:latest+fault=500", "plan+fault=500:latest"])
+def test_options_follow_the_model_name_with_or_without_its_tag(mock_url, model):
+    with ollama.Client(host=_root(mock_url)) as client, pytest.raises(ollama.ResponseError) as caught:
+        client.chat(model=model, messages=[{"role": "user", "content": f"tagged {model}"}])
+    assert caught.value.status_code == 500 and "injected fault" in caught.value.error
 
 
 def test_a_request_with_no_messages_loads_the_model(mock_url):
@@ -370,6 +394,29 @@ def test_transport_level_errors_are_ollama_shaped_too(serve_mock):
             response = http.request(method, path, **kwargs)
             assert response.status_code == status and set(response.json()) == {"error"}, (path, status)
         assert http.post("/api/chat", json=ok(), headers=key).status_code == 200
+
+
+def _nested(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+NESTED = {
+    "arguments": '{"model":"plan","stream":false,"messages":[{"role":"user","content":"q"},'
+                 '{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":%s}}]}]}',
+    "schema": '{"model":"plan","messages":[{"role":"user","content":"q"}],'
+              '"tools":[{"type":"function","function":{"name":"f","parameters":%s}}]}',
+}
+
+
+@pytest.mark.parametrize("where", NESTED)
+def test_a_body_nested_near_the_parsers_limit_gets_a_reply_or_an_ollama_error(in_process, where):
+    # Nesting the parser just accepts can overflow the stack later, where the request is read
+    # or counted.
+    for depth in range(900, 1000):
+        response = in_process.post("/api/chat", content=NESTED[where] % _nested(depth))
+        assert response.status_code in (200, 400), (depth, response.text[:200])
+        if response.status_code == 400:
+            assert isinstance(response.json()["error"], str)
 
 
 MESSAGE = st.fixed_dictionaries(

@@ -13,16 +13,15 @@ from typing import Any
 
 import httpx
 import pytest
-from openai import OpenAI
+from openai import BadRequestError, OpenAI
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 import o200k
-from mockprovider import record
-from mockprovider.record import StreamedReply, create_recorder
-from mockprovider.scenario_files import load_scenarios
+from mockprovider.recorder import Stream, create_recorder
+from mockprovider.recorder import proxy as proxy_module
 from mockprovider.server import free_port, serve_in_thread
 
 Reply = tuple[str | None, list[tuple[str, str, str]]]
@@ -96,11 +95,12 @@ def test_a_recorded_session_replays_the_same_replies_turn_by_turn(upstream: str,
     with serve_in_thread(scenario_files=[out]) as replay:
         client = OpenAI(base_url=replay, api_key="k", max_retries=0)
         replayed = _session(client, "session", "Which file?", ["a.log b.log", "worker 7 timed out"])
-        usage = client.chat.completions.create(
-            model="session", messages=[{"role": "user", "content": "x"}]
-        ).usage
+        asked = [{"role": "user", "content": "Which file?"}]
+        usage = client.chat.completions.create(model="session", messages=asked).usage
+        with pytest.raises(BadRequestError, match="No alternative of turn 0"):
+            client.chat.completions.create(model="session", messages=[{"role": "user", "content": "Other?"}])
     assert replayed == recorded
-    assert usage.prompt_tokens == o200k.prompt_tokens([{"role": "user", "content": "x"}], None)
+    assert usage.prompt_tokens == o200k.prompt_tokens(asked, None)
 
 
 def test_streamed_sessions_and_several_conversations_replay_by_their_first_user_message(
@@ -147,8 +147,8 @@ def test_upstream_errors_pass_through_unrecorded_and_a_dead_upstream_is_a_502(up
     assert (dead.status_code, dead.json()["error"]["code"]) == (502, "upstream_unreachable")
 
 
-def test_a_reply_with_text_and_tool_calls_keeps_the_calls(tmp_path: Path):
-    reader = StreamedReply()
+def test_a_streamed_reply_with_text_and_tool_calls_is_read_whole():
+    reader = Stream("chat")
     chunks = [
         {"choices": [{"delta": {"role": "assistant", "content": "Let me look. "}}]},
         {
@@ -167,17 +167,10 @@ def test_a_reply_with_text_and_tool_calls_keeps_the_calls(tmp_path: Path):
     raw = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
     for i in range(0, len(raw), 7):  # split mid-line, as a network does
         reader.feed(raw[i : i + 7])
-    message = reader.message()
-    assert message == {
-        "role": "assistant",
+    assert reader.reply() == {
         "content": "Let me look. ",
-        "tool_calls": [{"id": "x1", "function": {"name": "ls", "arguments": '{"a":1}'}}],
+        "tool_calls": [{"name": "ls", "arguments": '{"a":1}', "id": "x1"}],
     }
-    app = create_recorder(upstream="http://127.0.0.1:9/v1", out=tmp_path / "mixed.json")
-    line = app.state.recording.add([{"role": "user", "content": "hi"}], "m", message)
-    assert "text beside the tool calls was dropped" in line
-    script = load_scenarios([tmp_path / "mixed.json"])["mixed"]
-    assert script.turns[0][0].calls[0].arguments == '{"a":1}'
 
 
 def _lingering_upstream() -> Starlette:
@@ -211,18 +204,16 @@ def test_a_streamed_reply_is_recorded_when_the_client_hangs_up_after_done(tmp_pa
         while not out.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
     assert out.exists(), "the streamed reply was not recorded"
-    assert json.loads(out.read_text())["turns"] == [{"content": "Hello"}]
+    assert json.loads(out.read_text())["turns"] == [[{"if": {"user_contains": "hi"}, "content": "Hello"}]]
 
 
 def test_a_streamed_reply_keeps_its_tool_calls_in_index_order_past_ten():
     # Parallel calls arrive by `index`; 10 must follow 9, not 1 (as a text sort puts it).
-    reader = StreamedReply()
+    reader = Stream("chat")
     for index in range(12):
         part = {"index": index, "id": f"c{index}", "function": {"name": "ping", "arguments": "{}"}}
         reader.feed(f"data: {json.dumps({'choices': [{'delta': {'tool_calls': [part]}}]})}\n\n".encode())
-    message = reader.message()
-    assert message is not None
-    assert [call["id"] for call in message["tool_calls"]] == [f"c{index}" for index in range(12)]
+    assert [call["id"] for call in reader.reply()["tool_calls"]] == [f"c{index}" for index in range(12)]
 
 
 @pytest.mark.parametrize(
@@ -238,53 +229,47 @@ def test_the_recorder_refuses_bad_arguments_up_front(kwargs: dict[str, str], pro
         create_recorder(**{"upstream": "http://127.0.0.1:8080/v1", **kwargs})
 
 
-def test_python_m_mockprovider_record_proxies_and_writes_the_file(upstream: str, tmp_path: Path):
-    port, out = free_port(), tmp_path / "cli.json"
-    command = [
-        sys.executable,
-        "-m",
-        "mockprovider",
-        "record",
-        "--upstream",
-        upstream,
-        "--out",
-        str(out),
-        "--port",
-        str(port),
-    ]
+def test_python_m_mockprovider_record_on_port_0_serves_where_it_says(upstream: str, tmp_path: Path):
+    out = tmp_path / "cli.json"
+    command = [sys.executable, "-m", "mockprovider", "record", "--upstream", upstream, "--out", str(out),
+               "--port", "0"]
     with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as proc:
         try:
+            assert proc.stderr is not None
+            first = proc.stderr.readline()  # the socket is bound before this line is written
+            base_url = first.split(" at ", 1)[1].split(" -> ", 1)[0]
             deadline = time.monotonic() + 20
             while True:
                 assert proc.poll() is None, "the recorder exited"
                 try:
-                    httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                    httpx.get(f"{base_url.removesuffix('/v1')}/healthz", timeout=1)
                     break
                 except httpx.TransportError:
                     assert time.monotonic() < deadline, "the recorder did not start"
                     time.sleep(0.05)
-            client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
-            client.chat.completions.create(model="once", messages=[{"role": "user", "content": "go"}],
-                                           tools=TOOLS)
+            with OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
+                client.chat.completions.create(model="once", messages=[{"role": "user", "content": "go"}],
+                                               tools=TOOLS)
         finally:
             proc.send_signal(signal.SIGTERM)
             _, err = proc.communicate(timeout=10)
+    assert not base_url.endswith(":0/v1")
     assert "recorded turn 0 (list_files)" in err
-    assert json.loads(out.read_text())["turns"][0]["tool_calls"][0]["name"] == "list_files"
+    assert json.loads(out.read_text())["turns"][0][0]["tool_calls"][0]["name"] == "list_files"
 
 
 def test_a_reply_no_script_can_hold_is_logged_and_left_out(tmp_path: Path):
     app = create_recorder(upstream="http://127.0.0.1:9/v1", out=tmp_path / "odd.json")
-    nameless = {"tool_calls": [{"id": "x", "function": {"name": "", "arguments": "{}"}}]}
-    line = app.state.recording.add([{"role": "user", "content": "hi"}], "m", nameless)
+    nameless = {"tool_calls": [{"id": "x", "name": "", "arguments": "{}"}]}
+    line = app.state.recorder.recording.add("hi", 0, "m", nameless)
     assert line.startswith(
-        "not recorded: the upstream's reply: $.turns[0].tool_calls[0].name: expected a non-empty"
+        "not recorded: the upstream's reply: $.turns[0][0].tool_calls[0].name: expected a non-empty"
     )
     assert not (tmp_path / "odd.json").exists()
 
 
 def test_the_recorder_bounds_request_bodies(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(record, "MAX_BODY_BYTES", 100)
+    monkeypatch.setattr(proxy_module, "MAX_BODY_BYTES", 100)
     with serve_in_thread(
         create_recorder(upstream="http://127.0.0.1:9/v1", out=tmp_path / "big.json")
     ) as proxy:

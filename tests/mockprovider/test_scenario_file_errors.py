@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from mockprovider.app import create_app
-from mockprovider.scenario_files import MAX_NESTING, ScenarioFileError
+from mockprovider.scenario_files import ScenarioFileError
+from mockprovider.scenario_parts import MAX_NESTING
 from mockprovider.server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,26 +42,39 @@ BAD_FILES: list[tuple[str, Any, str, str]] = [
      "expected at least one of turns, got an empty array"),
     ("missing.json", {"name": "m"}, "$", "missing the required key 'turns'"),
     ("regex.json", {"name": "r", "turns": [[{"if": {"tool_result_matches": "(unclosed"}, "content": "x"}]]},
-     "$.turns[0][0].if.tool_result_matches", "not a valid regular expression"),
-    # Evaluated on tool text the client sends: a pattern that can backtrack exponentially (a
-    # repeat inside a repeat) or polynomially (two unbounded repeats) would hang the server.
-    ("nested.json", _matching("(a+)+$"), "$.turns[0][0].if.tool_result_matches",
-     "a repeat inside a repeat can backtrack catastrophically"),
-    ("alternation.json", _matching("(a|ab)*c"), "$.turns[0][0].if.tool_result_matches",
-     "alternation inside a repeat can backtrack catastrophically"),
-    ("tworepeats.json", _matching("a.*b.*c"), "$.turns[0][0].if.tool_result_matches",
-     "at most one unbounded repeat"),
-    ("bounded.json", _matching(r"(\s{1,4}){1,4}\s+$"), "$.turns[0][0].if.tool_result_matches",
-     "too many tries per position"),
-    # An atomic group or a possessive repeat still backtracks inside itself until it matches.
+     "$.turns[0][0].if.tool_result_matches", "not a pattern RE2 can match in linear time (missing )"),
+    # Matched by RE2 in linear time: what only a backtracking engine can do is refused, by name.
+    ("backref.json", _matching(r"(.*)\1x"), "$.turns[0][0].if.tool_result_matches",
+     "not a pattern RE2 can match in linear time (invalid escape sequence: \\1)"),
+    ("lookahead.json", _matching(r"(?=a)\w+"), "$.turns[0][0].if.tool_result_matches",
+     "backreferences and lookaround are not available"),
+    ("lastuser.json", {"name": "l", "turns": [[{"if": {"last_user_matches": "(?<!a)b"}, "content": "x"}]]},
+     "$.turns[0][0].if.last_user_matches", "not a pattern RE2 can match"),
     ("atomic.json", _matching(r"(?>(a+)+b)"), "$.turns[0][0].if.tool_result_matches",
-     "a repeat inside a repeat can backtrack catastrophically"),
-    ("possessive.json", _matching(r"(?:(a+)+b)*+"), "$.turns[0][0].if.tool_result_matches",
-     "a repeat inside a repeat can backtrack catastrophically"),
-    ("both.json", {"name": "b", "turns": [{"content": "x", "tool_calls": [{"name": "f"}]}]},
-     "$.turns[0]", "expected exactly one of 'content' or 'tool_calls', got both"),
+     "not a pattern RE2 can match"),
+    ("huge.json", _matching(r"(\w+\s?){1,1000}\d"), "$.turns[0][0].if.tool_result_matches",
+     "RE2 instructions, more than the limit of 1000"),
     ("neither.json", {"name": "n", "turns": [{}]}, "$.turns[0]",
-     "expected exactly one of 'content' or 'tool_calls', got neither"),
+     "expected 'content', 'tool_calls' (or both), or 'error'"),
+    ("errorandtext.json",
+     {"name": "e", "turns": [{"content": "x", "error": {"status": 429, "message": "m"}}]},
+     "$.turns[0]", "an 'error' reply carries no 'content' or 'tool_calls'"),
+    ("status.json", {"name": "s", "turns": [{"error": {"status": 200, "message": "m"}}]},
+     "$.turns[0].error.status", "expected a number from 400 to 599, got 200"),
+    ("header.json", {"name": "h", "turns": [{"error": {"status": 503, "message": "m",
+                                                      "headers": {"retry after": "1"}}}]},
+     '$.turns[0].error.headers["retry after"]', "not a valid HTTP header name"),
+    ("framing.json", {"name": "f", "turns": [{"error": {"status": 503, "message": "m",
+                                                       "headers": {"Content-Length": "1"}}}]},
+     '$.turns[0].error.headers["Content-Length"]', "set by the server from the body it sends"),
+    ("chunk.json", {"name": "c", "turns": [{"content": "x", "chunk": 0}]}, "$.turns[0].chunk",
+     "expected a number from 1 to"),
+    ("usage.json", {"name": "u", "turns": [{"content": "x", "usage": {"prompt_tokens": 3}}]},
+     "$.turns[0].usage", "missing the required key 'completion_tokens'"),
+    ("turnatleast.json", {"name": "t", "turns": [[{"if": {"turn_at_least": -1}, "content": "x"}]]},
+     "$.turns[0][0].if.turn_at_least", "expected a number from 0 to"),
+    ("not.json", {"name": "n", "turns": [[{"if": {"not": "x"}, "content": "x"}]]},
+     "$.turns[0][0].if.not", "expected an object, got a string"),
     ("condition.json", {"name": "c", "turns": [[{"if": {"tool_result_contain": "x"}, "content": "x"}]]},
      "$.turns[0][0].if.tool_result_contain", "unknown key; expected one of: tool_result_contains"),
     ("content.json", {"name": "c", "turns": [{"content": 5}]}, "$.turns[0].content",
@@ -181,7 +195,8 @@ def test_python_m_mockprovider_with_a_bad_file_exits_with_one_clear_line(tmp_pat
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert done.stderr == (
-        f"mockprovider: {bad}: $.turns[0]: expected exactly one of 'content' or 'tool_calls', got both\n"
+        f"mockprovider: {bad}: $.turns[0].tool_calls: expected at least one of tool calls, "
+        "got an empty array\n"
     )
     assert "Traceback" not in done.stdout + done.stderr
 

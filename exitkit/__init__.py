@@ -1,0 +1,23 @@
+"""exitkit: run any agent through the five exits and judge it by what the provider saw.
+
+Write an adapter (see `exitkit.contract` and docs/exitkit.md), then
+
+    python -m exitkit run my_module:MyAdapter --out report/
+
+The core imports the standard library, `mockprovider` and `httpx` only; the adapters in
+`exitkit.adapters` import their framework, and only when named.
+"""
+
+from exitkit.contract import (
+    LIMIT_NAMES,
+    Adapter,
+    Approve,
+    Decision,
+    Job,
+    Limits,
+    Outcome,
+    Reject,
+    Tool,
+)
+
+__all__ = ["LIMIT_NAMES", "Adapter", "Approve", "Decision", "Job", "Limits", "Outcome", "Reject", "Tool"]

@@ -1,0 +1,65 @@
+"""A report card: every chosen case for every adapter, one after another, against one mock.
+
+`check(specs)` is the Python entry (the CLI, `make peers` and the pytest plugin use it): it
+loads every adapter first (a bad spec fails before any case runs), starts the mock, and runs
+the cases, printing a progress line per case. A case that breaks inside the kit or the adapter
+in a way the case does not measure is recorded as an `error` result, and the rest go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from exitkit.cases import EXITS
+from exitkit.contract import Declared
+from exitkit.loader import declared, load
+from exitkit.overhead import overhead
+from exitkit.runner import Kit
+from exitkit.verdict import CASES, TITLES, Result
+
+
+def pick(only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[str]:
+    """The cases to run, in the card's order; unknown names are a usage error."""
+    if unknown := (set(only) | set(skip)) - set(CASES):
+        raise ValueError(f"unknown case {sorted(unknown)}; known: {', '.join(CASES)}")
+    return [c for c in CASES if (not only or c in only) and c not in skip]
+
+
+async def run_case(kit: Kit, adapter: Any, who: Declared, case: str, fast: bool) -> Result:
+    try:
+        if case == "overhead":
+            return await overhead(kit, adapter, who, fast=fast)
+        return await EXITS[case](kit, adapter, who)
+    except Exception as e:  # the card goes on; the row says what broke
+        return Result(case=case, adapter=who.name, verdict="error", summary=f"{type(e).__name__}: {e}"[:200])
+
+
+async def _all(kit: Kit, loaded: list[tuple[Any, Declared]], cases: list[str], fast: bool,
+               log: Callable[[str], None]) -> list[Result]:
+    results = []
+    for adapter, who in loaded:
+        for case in cases:
+            started = time.monotonic()
+            result = await run_case(kit, adapter, who, case, fast)
+            log(f"{who.name} · {TITLES[case]}: {result.cell} ({time.monotonic() - started:.1f} s)")
+            results.append(result)
+    return results
+
+
+Card = tuple[list[Declared], list[Result]]
+
+
+def check(specs: Sequence[str], *, cases: Sequence[str] = (), fast: bool = False,
+          log: Callable[[str], None] = print, workdir: Path | None = None) -> Card:
+    """Run `cases` (default: all) for every adapter spec; returns the adapters and the results."""
+    chosen = list(cases) or pick()
+    loaded = [(adapter, declared(spec, adapter)) for spec in specs for adapter in [load(spec)]]
+    with tempfile.TemporaryDirectory(prefix="exitkit-") as tmp:
+        with Kit.serve(workdir or Path(tmp)) as kit:
+            results = asyncio.run(_all(kit, loaded, chosen, fast, log))
+    return [who for _, who in loaded], results

@@ -1,0 +1,53 @@
+"""`MODULE:ATTRIBUTE` to an adapter object, checked against the contract before any case runs."""
+
+from __future__ import annotations
+
+import inspect
+from importlib import import_module
+from typing import Any
+
+from exitkit.contract import LIMIT_NAMES, Declared
+
+
+class AdapterError(ValueError):
+    """The spec does not name a usable adapter; the message says what is missing."""
+
+
+def load(spec: str) -> Any:
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise AdapterError(f"adapter spec must be MODULE:ATTRIBUTE, got {spec!r}")
+    try:
+        module = import_module(module_name)
+    except ImportError as e:
+        raise AdapterError(f"cannot import {module_name!r} for adapter {spec!r}: {e}") from e
+    obj: Any = module
+    for part in attribute.split("."):
+        if not hasattr(obj, part):
+            raise AdapterError(f"{module_name!r} has no attribute {attribute!r}")
+        obj = getattr(obj, part)
+    if inspect.isclass(obj):
+        obj = obj()
+    _check(spec, obj)
+    return obj
+
+
+def _check(spec: str, adapter: Any) -> None:
+    if not isinstance(getattr(adapter, "name", None), str) or not adapter.name:
+        raise AdapterError(f"adapter {spec!r} needs a `name` (a non-empty string)")
+    limits = getattr(adapter, "limits", None)
+    if not isinstance(limits, (set, frozenset, tuple, list)):
+        raise AdapterError(f"adapter {spec!r} needs `limits`: a set of {', '.join(LIMIT_NAMES)}")
+    if unknown := set(limits) - set(LIMIT_NAMES):
+        raise AdapterError(f"adapter {spec!r} declares unknown limits {sorted(unknown)}; known: "
+                           f"{', '.join(LIMIT_NAMES)}")
+    if not inspect.iscoroutinefunction(getattr(adapter, "run", None)):
+        raise AdapterError(f"adapter {spec!r} needs `async def run(self, job)`")
+    wants_resume = {"resume", "approval"} & set(limits)
+    if wants_resume and not inspect.iscoroutinefunction(getattr(adapter, "resume", None)):
+        raise AdapterError(f"adapter {spec!r} declares {sorted(wants_resume)} but has no "
+                           "`async def resume(self, job, decision)`")
+
+
+def declared(spec: str, adapter: Any) -> Declared:
+    return Declared(spec=spec, name=adapter.name, limits=frozenset(adapter.limits))

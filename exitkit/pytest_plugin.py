@@ -1,0 +1,133 @@
+"""`pytest --exitkit MODULE:ADAPTER`: the kit's cases as tests in a user's CI.
+
+Each case for each adapter is one test item, named `exitkit[<adapter>-<case>]`. A `fail` or
+`error` verdict fails the test with the verdict's criteria and its figures (the evidence); a
+limit the framework lacks (`none exists`) is a skip that says so; `warn` passes (the report
+card shows it). Opt out of cases with `--exitkit-skip turn_cap,crash` (or the `exitkit_skip`
+ini option). `--exitkit-out DIR` also writes the report card there.
+
+Everything is imported lazily: the plugin is loaded by every pytest run in an environment
+that installs this package, and costs nothing unless `--exitkit` is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("exitkit", "the five exits, measured at the provider")
+    group.addoption("--exitkit", action="append", default=[], metavar="MODULE:ADAPTER",
+                    help="run the exit cases against this adapter (repeatable)")
+    group.addoption("--exitkit-skip", default=None, metavar="CASE,...", help="cases not to run")
+    group.addoption("--exitkit-out", default=None, metavar="DIR", help="also write the report card here")
+    parser.addini("exitkit_skip", "cases the --exitkit run leaves out", default="")
+
+
+class ExitCaseFailed(Exception):
+    """A case's verdict was fail or error; the message carries the evidence."""
+
+
+class _Session:
+    """One mock and one folder for every exitkit item of the pytest session."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        import tempfile
+
+        from exitkit.runner import Kit
+
+        self._tmp = tempfile.TemporaryDirectory(prefix="exitkit-")
+        self._serving = Kit.serve(Path(self._tmp.name))
+        self.kit = self._serving.__enter__()
+        self.loaded: dict[str, tuple[Any, Any]] = {}
+        self.results: list[Any] = []
+        config.add_cleanup(self.close)
+
+    def adapter(self, spec: str) -> tuple[Any, Any]:
+        from exitkit.loader import declared, load
+
+        if spec not in self.loaded:
+            adapter = load(spec)
+            self.loaded[spec] = adapter, declared(spec, adapter)
+        return self.loaded[spec]
+
+    def close(self) -> None:
+        self._serving.__exit__(None, None, None)
+        self._tmp.cleanup()
+
+
+class ExitCase(pytest.Item):
+    def __init__(self, *, spec: str, case: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec, self.case = spec, case
+
+    def _session(self) -> _Session:
+        stash = self.config.stash
+        if _KEY not in stash:
+            stash[_KEY] = _Session(self.config)
+        return stash[_KEY]
+
+    def runtest(self) -> None:
+        from exitkit.card import run_case
+        from exitkit.verdict import CRITERIA
+
+        session = self._session()
+        adapter, who = session.adapter(self.spec)
+        result = asyncio.run(run_case(session.kit, adapter, who, self.case, fast=True))
+        session.results.append(result)
+        self.user_properties.append(("exitkit", result.cell))
+        if result.verdict == "none exists":
+            pytest.skip(f"{who.name}: {result.summary}")
+        if result.verdict in ("fail", "error"):
+            figures = json.dumps(result.figures, indent=1, ensure_ascii=False, default=str)
+            raise ExitCaseFailed(f"{who.name} · {self.case}: {result.cell}\n\ncriteria: {CRITERIA[self.case]}"
+                                 f"\n\nfigures: {figures}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, ExitCaseFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path | str, int | None, str]:
+        return self.path, None, f"exitkit[{self.spec}-{self.case}]"
+
+
+_KEY = pytest.StashKey[_Session]()
+
+
+def _skipped(config: pytest.Config) -> list[str]:
+    text = config.getoption("--exitkit-skip") or config.getini("exitkit_skip") or ""
+    return [n.strip() for n in str(text).split(",") if n.strip()]
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    specs = config.getoption("--exitkit")
+    if not specs:
+        return
+    from exitkit.card import pick
+
+    try:
+        cases = pick(skip=_skipped(config))
+    except ValueError as e:
+        raise pytest.UsageError(f"--exitkit-skip: {e}") from e
+    for spec in specs:
+        for case in cases:
+            items.append(ExitCase.from_parent(session, name=f"exitkit[{spec}-{case}]", spec=spec, case=case))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    out = config.getoption("--exitkit-out", None)
+    stash = config.stash
+    if out and _KEY in stash and stash[_KEY].results:
+        from exitkit.report import write
+
+        state = stash[_KEY]
+        write([who for _, who in state.loaded.values()], state.results, Path(out),
+              command="pytest --exitkit " + " --exitkit ".join(config.getoption("--exitkit")))

@@ -1,0 +1,151 @@
+"""`report.md`, `report.json` and (when matplotlib is importable) `overhead.png` from a card.
+
+report.json (schema `exitkit-report/1`):
+
+    {"schema": "exitkit-report/1",
+     "prices": {"input_usd_per_million": 2.0, "output_usd_per_million": 12.0},
+     "cases": {CASE: {"title": str, "criteria": str}},          # in the card's column order
+     "adapters": [{"spec": "module:attr", "name": str, "limits": [LIMIT, ...]}],
+     "results": [{"case": CASE, "adapter": NAME, "verdict": "pass|warn|fail|none exists|error",
+                  "summary": str,                                # the card's cell
+                  "figures": {str: number|str|bool|null|list},   # the same keys for every adapter
+                  "evidence": {str: ...}}]}                      # e.g. per request: status, tokens, reply
+
+One object per case per adapter. Nothing in it depends on the clock or the machine's paths,
+so an unchanged agent gives an unchanged file except for the timings and overhead figures.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from exitkit.contract import Declared
+from exitkit.journal import PRICE_IN_PER_M, PRICE_OUT_PER_M
+from exitkit.verdict import CRITERIA, TITLES, VERDICTS, Result
+
+SCHEMA = "exitkit-report/1"
+
+
+def to_json(adapters: Sequence[Declared], results: Sequence[Result]) -> dict[str, Any]:
+    cases = list(dict.fromkeys(r.case for r in results))
+    return {
+        "schema": SCHEMA,
+        "prices": {"input_usd_per_million": PRICE_IN_PER_M, "output_usd_per_million": PRICE_OUT_PER_M},
+        "cases": {c: {"title": TITLES[c], "criteria": CRITERIA[c]} for c in cases},
+        "adapters": [{"spec": a.spec, "name": a.name, "limits": sorted(a.limits)} for a in adapters],
+        "results": [r.to_json() for r in results],
+    }
+
+
+def _cell(value: Any, limit: int = 90) -> str:
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else str(value)
+    text = text.replace("|", "\\|").replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _card(adapters: Sequence[Declared], results: Sequence[Result], cases: list[str]) -> str:
+    by = {(r.adapter, r.case): r for r in results}
+    rows = [[a.name] + [by[a.name, c].cell if (a.name, c) in by else "—" for c in cases]
+            for a in adapters]
+    return _table(["agent"] + [TITLES[c] for c in cases], rows)
+
+
+def _figures(case: str, results: Sequence[Result]) -> str:
+    rows = [r for r in results if r.case == case]
+    if case == "overhead":
+        per_run = [[r.adapter, *run.values()] for r in rows for run in r.figures.get("per run", [])]
+        head = next((list(run) for r in rows for run in r.figures.get("per run", [])), [])
+        memory = [[r.adapter] + [v for k, v in r.figures.items() if k != "per run"]
+                  for r in rows if r.figures]
+        mem_head = next(([k for k in r.figures if k != "per run"] for r in rows if r.figures), [])
+        out = _table(["agent", *head], per_run) if per_run else ""
+        return out + ("\n" + _table(["agent", *mem_head], memory) if memory else "")
+    keys = list(dict.fromkeys(k for r in rows for k in r.figures))
+    return _table(["agent", "verdict", *keys], [[r.adapter, r.verdict, *(r.figures.get(k, "") for k in keys)]
+                                                 for r in rows])
+
+
+def _finding(case: str, results: Sequence[Result]) -> str:
+    """Who got which verdict, in the order of the verdicts."""
+    rows = [r for r in results if r.case == case]
+    parts = [f"**{v}**: " + ", ".join(r.adapter for r in rows if r.verdict == v)
+             for v in VERDICTS if any(r.verdict == v for r in rows)]
+    return "; ".join(parts) + ".\n"
+
+
+def markdown(adapters: Sequence[Declared], results: Sequence[Result], *, title: str, command: str,
+             chart: str | None, preface: str = "") -> str:
+    cases = list(dict.fromkeys(r.case for r in results))
+    parts = [f"# {title}\n",
+             "Every count (requests, tokens, the text sent back to the model, tool runs and side effects) "
+             "is read at the provider — the scripted mock, through the kit's journal of every request and "
+             "reply — or from the kit's own tool ledger, which survives processes; never from what an "
+             "agent reports about itself. Resumes run in a new process.\n",
+             *([preface] if preface else []),
+             "## Report card\n", _card(adapters, results, cases),
+             "Limits each agent declares it has (the kit never fakes one it lacks: the cell says *none "
+             "exists* and what stopped the run):\n",
+             _table(["agent", "adapter", "limits"],
+                    [[a.name, f"`{a.spec}`", ", ".join(sorted(a.limits)) or "none"] for a in adapters]),
+             "## Verdict criteria\n"]
+    parts += [f"- **{TITLES[c]}** — {CRITERIA[c]}" for c in cases]
+    parts.append("")
+    for c in cases:
+        parts += [f"## {TITLES[c]}\n", _finding(c, results), _figures(c, results)]
+        if c == "overhead" and chart:
+            parts.append(f"![overhead]({chart})\n")
+    parts.append(f"Per-request evidence for every case: `report.json`. Regenerate: `{command}`.\n")
+    return "\n".join(parts)
+
+
+def chart(results: Sequence[Result], path: Path) -> bool:
+    """The overhead ratios as bars; False (and no file) when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rows = [r for r in results if r.case == "overhead" and r.figures.get("per run")]
+    if not rows:
+        return False
+    runs = [run["run"] for run in rows[0].figures["per run"]]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+    width = 0.8 / len(rows)
+    for i, r in enumerate(rows):
+        ratios = {run["run"]: run["× bare httpx"] for run in r.figures["per run"]}
+        left.bar([x + i * width for x in range(len(runs))], [ratios.get(n, 0) for n in runs], width,
+                 label=r.adapter)
+        right.bar(i, r.figures.get("RSS × bare httpx") or 0, label=r.adapter)
+    left.set_xticks([x + width * (len(rows) - 1) / 2 for x in range(len(runs))], runs)
+    left.set_title("overhead per turn, × bare httpx (median)")
+    left.legend(fontsize=8)
+    right.set_xticks(range(len(rows)), [r.adapter for r in rows], rotation=15, fontsize=8)
+    right.set_title("peak RSS running plan, × bare httpx")
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+    return True
+
+
+def write(adapters: Sequence[Declared], results: Sequence[Result], out: Path, *,
+          title: str = "Exit report card", command: str = "python -m exitkit run …",
+          name: str = "report", preface: str = "") -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    data, md, png = out / f"{name}.json", out / f"{name}.md", out / f"{name}.png"
+    data.write_text(json.dumps(to_json(adapters, results), indent=1, ensure_ascii=False) + "\n")
+    drawn = chart(results, png)
+    text = markdown(adapters, results, title=title, command=command, chart=png.name if drawn else None,
+                    preface=preface)
+    md.write_text(text)
+    return [data, md] + ([png] if drawn else [])

@@ -1,0 +1,89 @@
+"""A case's result: a verdict by written criteria, the figure beside it, and the evidence.
+
+The criteria below are printed in every report; a verdict is never a matter of taste.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Verdict = Literal["pass", "warn", "fail", "none exists", "error"]
+VERDICTS: tuple[Verdict, ...] = ("pass", "warn", "fail", "none exists", "error")
+
+CAP, BUDGET_USD, OUTSIDE_CAP, STOP_AT_S = 8, 0.01, 60, 1.2
+"""The turn cap, the budget, the outside bound a run without the limit gets, and when Stop is pressed."""
+ERROR_CAP, DENIED_CAP = 10, 12
+REASON = "I declined: access.log must be kept for the audit."
+"""The rejection reason the approval case gives; the model must read it in the next request."""
+
+CASES = ("turn_cap", "budget", "tool_error", "permanent_error", "approval", "crash", "cancellation",
+         "overhead")
+TITLES = {
+    "turn_cap": "turn cap", "budget": "budget", "tool_error": "tool error",
+    "permanent_error": "permanent error", "approval": "approval", "crash": "crash after effect",
+    "cancellation": "cancellation", "overhead": "overhead",
+}
+CRITERIA = {
+    "turn_cap": f"`runaway` (every reply asks for one more tool call) with a cap of {CAP} model requests. "
+                f"**pass**: the mock saw exactly {CAP} requests and the call of the last reply either ran or "
+                "is pending (a resume in a new process, allowed one more turn, runs it before its next "
+                f"request). **warn**: {CAP} requests but the last call was dropped, or fewer than {CAP} "
+                f"requests. **fail**: more than {CAP} requests (the kit's guard at {OUTSIDE_CAP} stops a run "
+                "that never ends).",
+    "budget": f"`runaway` with a budget of ${BUDGET_USD}, priced at the mock's billed tokens at $2/M in and "
+              f"$12/M out, and a turn cap of {OUTSIDE_CAP} as the outside bound. **pass**: no request was "
+              "sent once the spend had reached the budget (the overshoot is at most the turn that crossed "
+              "it). **warn**: one request after that. **fail**: more than one. **none exists**: the "
+              "framework has no spending limit; the row shows what stopped the run.",
+    "tool_error": "`recover`: the first call reads a file that does not exist; the model recovers only if "
+                  "the error's own sentence (\"… Call list_files …\") reaches it. **pass**: the mock's last "
+                  "answer is the recovered one. **fail**: it is not (the text sent back is shown, or "
+                  "\"nothing\" when the run raised before sending any).",
+    "permanent_error": f"`denied`: the model asks for a file the process may not open, forever (cap "
+                       f"{DENIED_CAP}). **pass**: the failing call ran once and the caller gets the reason "
+                       "(\"permission denied\"). **warn**: it ran once but the reason is lost. **fail**: "
+                       "it ran more than once (identical failing calls).",
+    "approval": "`destructive` with `delete_file` needing approval. **pass**, all of: the run stops before "
+                "the deletion; approved in a new process, the deletion runs exactly once; the same saved "
+                "state resumed once more does not run it again; a rejection's reason is in the next "
+                "request's tool message and the final answer does not claim the deletion. **fail**: any "
+                "of these does not hold. **none exists**: no approval or resume.",
+    "crash": "`destructive`, approved in a new process whose `delete_file` deletes and then SIGKILLs its "
+             "own process before the framework can save; then resumed (approved) in another new process. "
+             "**pass**: the deletion ran once in all (whether the resumed run finished or surfaced the "
+             "call as in doubt). **fail**: it ran again. **none exists**: no approval or resume.",
+    "cancellation": f"`slow`: the kit presses Stop {STOP_AT_S} s into a 3 s tool. **pass**: the run ends "
+                    "before the tool would have finished, the tool saw the cancellation (its task was "
+                    "cancelled), and, where the framework can resume, the next request is valid history "
+                    "(every assistant tool call answered; the mock refuses one that is not, as real APIs "
+                    "do). **warn**: the run ended but the tool was abandoned without being cancelled. "
+                    "**fail**: the tool finished anyway, or the next request carried a dangling tool call "
+                    "or was refused. **none exists**: no cancel API.",
+    "overhead": "`plan` (cap 20) and `runaway` at caps 20 and 100. Per turn: (wall time − the mock's own "
+                "time) / requests, as a ratio to a bare `httpx` loop sending the same bodies to the same "
+                "mock, interleaved run by run; peak RSS of a fresh process running `plan` as a ratio to one "
+                "replaying it with bare `httpx`. A figure, not a verdict (always **pass** when measured).",
+}
+
+
+@dataclass(kw_only=True)
+class Result:
+    case: str
+    adapter: str
+    verdict: Verdict
+    summary: str
+    """The report card's cell, e.g. "cap held · 8 requests · last call pending"."""
+    figures: dict[str, Any] = field(default_factory=dict)
+    """Numbers and short facts, keyed by name (the same keys for every adapter)."""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    """What the verdict was read from: requests, texts sent, effects counted."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def cell(self) -> str:
+        if self.summary.startswith(self.verdict):
+            return self.summary.upper()[: len(self.verdict)] + self.summary[len(self.verdict):]
+        return f"{self.verdict.upper()} · {self.summary}"

@@ -1,0 +1,338 @@
+"""The proxy app: each request forwarded to the upstream, its reply passed back byte for byte
+and, when it is a model's reply, recorded.
+
+Three modes: `record` forwards everything; `proxy-on-miss` answers a turn already recorded from
+the recording (through the mock itself, in the request's own wire format) and forwards the
+rest; `strict` answers only from the recording and refuses the rest with a 404 `not_recorded`.
+
+What reaches the client is what the upstream sent: status, headers (less hop-by-hop ones) and
+body bytes, streamed as they arrive. Recording reads beside the relay and never changes or cuts
+it: a reply it cannot hold (an odd shape, too deep, too large, compressed) is passed on as it
+came and skipped with a log line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import ssl
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+import httpx
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from mockprovider import anthropic_api
+from mockprovider.app import create_app
+from mockprovider.conditions import first_user
+from mockprovider.errors import APIError
+from mockprovider.recorder.recording import Recording
+from mockprovider.recorder.replies import MAX_REPLY_BYTES, Format, NotRecordable, Stream, reply_of
+from mockprovider.recorder.upstream import Upstream
+from mockprovider.responses_api import responses_request
+from mockprovider.scenario_files import compile_scenario
+from mockprovider.scenarios import conversation
+
+Mode = Literal["record", "proxy-on-miss", "strict"]
+
+MAX_BODY_BYTES = 16 * 1024 * 1024
+UPSTREAM_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+"""A CPU model can take minutes per reply; a dead upstream should fail fast."""
+HOP_BY_HOP = frozenset({
+    "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
+    "proxy-authorization", "proxy-connection",
+})
+OFF_LOOP_BYTES = 1024 * 1024
+"""A whole reply larger than this is parsed and recorded on a worker thread."""
+PATHS: dict[Format, str] = {"chat": "chat/completions", "responses": "responses", "messages": "messages"}
+LOG_LINES = 1000
+
+
+@dataclass(kw_only=True)
+class Recorder:
+    """Everything one proxy holds: `app.state.recorder`."""
+
+    upstream: Upstream
+    recording: Recording
+    mode: Mode
+    lines: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+    """The latest log lines, also written to stderr (the Python API reads them)."""
+
+    def log(self, line: str) -> None:
+        line = self.upstream.scrub(line)
+        self.lines.append(line)
+        print(line, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Asked:
+    """What a request asks, in the recording's terms."""
+
+    user: str
+    turn: int
+    model: str
+
+
+def _asked(fmt: Format, raw: bytes) -> Asked | str:
+    """The request's conversation and turn, or why it cannot be recorded."""
+    try:
+        body = json.loads(raw)
+        if fmt == "chat":
+            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+                return "the request has no messages array"
+            messages = [m for m in body["messages"] if isinstance(m, Mapping)]
+            model = body.get("model")
+        else:
+            shaped = anthropic_api.messages_request(body) if fmt == "messages" else (
+                responses_request(body).chat)
+            messages, model = shaped.messages, shaped.model
+        c = conversation(messages)
+        return Asked(user=first_user(c), turn=c.turn, model=str(model))
+    except (ValueError, RecursionError):
+        return "the request is not JSON"
+    except APIError as e:
+        return f"the mock could not replay this request ({e.message})"
+    except (TypeError, AttributeError) as e:
+        return f"the request's messages have an unexpected shape ({e})"
+
+
+def _error(fmt: Format, e: APIError) -> Response:
+    return anthropic_api.error_response(e) if fmt == "messages" else e.response()
+
+
+def _forwarded(request: Request) -> dict[str, str]:
+    headers = {k: v for k, v in request.headers.items() if k not in HOP_BY_HOP and k != "accept-encoding"}
+    headers["accept-encoding"] = "identity"  # bytes pass through as the upstream sent them
+    return headers
+
+
+def _returned(ours: Response, theirs: httpx.Response) -> Response:
+    """`ours` with the upstream's headers as they came (repeated ones, such as set-cookie, kept
+    apart), less hop-by-hop ones; the length stays ours, of the body we send."""
+    kept = [(k, v) for k, v in theirs.headers.raw if k.decode("latin-1").lower() not in HOP_BY_HOP]
+    ours.raw_headers = [h for h in ours.raw_headers if h[0] == b"content-length"] + kept
+    return ours
+
+
+async def _body(request: Request) -> bytes:
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise APIError(413, f"Request body is larger than {MAX_BODY_BYTES} bytes.",
+                           code="request_too_large")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _record(rec: Recorder, asked: Asked, read: Callable[[], dict[str, Any]]) -> None:
+    """Record the reply `read` returns; whatever goes wrong is one log line, never the client's."""
+    try:
+        rec.log(rec.recording.add(asked.user, asked.turn, asked.model, read()))
+    except NotRecordable as e:
+        rec.log(f"not recorded: {e}")
+    except Exception as e:  # noqa: BLE001 - the reply has reached the client; recording must not fail it
+        rec.log(f"not recorded: the recorder failed on this reply ({type(e).__name__}: {e})")
+
+
+async def exchange(request: Request, fmt: Format) -> Response:
+    rec: Recorder = request.app.state.recorder
+    raw = await _body(request)
+    asked = _asked(fmt, raw)
+    if isinstance(asked, Asked) and rec.mode != "record":
+        reply = rec.recording.lookup(asked.user, asked.turn)
+        if reply is not None:
+            return await _replay(request, rec, fmt, raw, asked, reply)
+    if rec.mode == "strict":
+        where = f"turn {asked.turn} of {asked.user[:60]!r}" if isinstance(asked, Asked) else asked
+        return _error(fmt, APIError(
+            404, f"Nothing is recorded in {rec.recording.out} for this request ({where}); "
+            "--strict answers only recorded turns.", code="not_recorded"))
+    target = rec.upstream.target(PATHS[fmt], request.scope.get("query_string", b""))
+    assert target is not None  # a fixed path never leaves the base
+    return await _forward(request, rec, target, raw, asked, fmt)
+
+
+async def _replay(
+    request: Request, rec: Recorder, fmt: Format, raw: bytes, asked: Asked, reply: dict[str, Any]
+) -> Response:
+    """The recorded reply, rendered by the mock itself in the request's wire format."""
+    app = create_app()
+    script = compile_scenario({"name": "recorded", "turns": [reply], "after_last": "repeat"},
+                              source=str(rec.recording.out))
+    name = asked.model.partition("+")[0]  # the mock reads options after a "+"
+    app.state.config = dataclasses.replace(app.state.config, scenarios={name: script})
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://recording") as mock:
+        response = await mock.post(request.url.path, content=raw, headers=_forwarded(request))
+    rec.log(f"replayed turn {asked.turn} of {asked.user[:40]!r} from {rec.recording.out}")
+    return _returned(Response(response.content, status_code=response.status_code), response)
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every upstream request: building one loads the CA bundle, which
+    costs more than a whole loopback exchange."""
+    return httpx.create_ssl_context()
+
+
+async def _send(rec: Recorder, request: Request, target: httpx.URL, raw: bytes
+                ) -> tuple[httpx.AsyncClient, httpx.Response]:
+    """The upstream's response, streaming; an `APIError` 502 (in the route's shape) if unreachable."""
+    client = httpx.AsyncClient(timeout=UPSTREAM_TIMEOUT, verify=_tls())
+    upstream = client.build_request(request.method, target, content=raw, headers=_forwarded(request))
+    try:
+        return client, await client.send(upstream, stream=True)
+    except httpx.HTTPError as e:
+        await client.aclose()
+        why = f"{type(e).__name__}: {e}"
+        message = rec.upstream.scrub(f"The upstream {rec.upstream.shown} could not be reached: {why}")
+        raise APIError(502, message, type="server_error", code="upstream_unreachable") from None
+
+
+async def _forward(
+    request: Request, rec: Recorder, target: httpx.URL, raw: bytes, asked: Asked | str | None,
+    fmt: Format | None,
+) -> Response:
+    client, response = await _send(rec, request, target, raw)
+    status = response.status_code
+    recordable = status == 200 and fmt is not None
+    if recordable and isinstance(asked, str):
+        rec.log(f"not recorded: {asked}")
+    if recordable and response.headers.get("content-encoding", "identity") != "identity":
+        rec.log(f"not recorded: the reply is {response.headers['content-encoding']}-encoded; passed through")
+        recordable = False
+    chunks = response.aiter_raw()
+    close = BackgroundTask(_close, response, client)
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        stream = Stream(fmt) if recordable and fmt is not None and isinstance(asked, Asked) else None
+        relay = _relay(chunks, rec, stream, asked, close)
+        return _returned(StreamingResponse(relay, status_code=status, background=close), response)
+    head, ended = await _read_up_to(chunks, response, MAX_REPLY_BYTES)
+    if not ended:
+        if recordable:
+            rec.log(f"warning: a reply larger than {MAX_REPLY_BYTES} bytes (the limit of a scenario file) "
+                    "was passed through and not recorded")
+        rest = StreamingResponse(_rest(head, chunks), status_code=status, background=close)
+        return _returned(rest, response)
+    await _close(response, client)
+    if recordable and isinstance(asked, Asked) and fmt is not None:
+        read = functools.partial(reply_of, fmt, head)
+        if len(head) > OFF_LOOP_BYTES:  # parsing and saving it would stall every other exchange
+            await anyio.to_thread.run_sync(_record, rec, asked, read)
+        else:
+            _record(rec, asked, read)
+    return _returned(Response(head, status_code=status), response)
+
+
+async def _read_up_to(
+    chunks: AsyncIterator[bytes], response: httpx.Response, limit: int
+) -> tuple[bytes, bool]:
+    """The reply's bytes, whole (True) or the first ones past `limit` (False)."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return b"", False
+    parts, size = [], 0
+    async for chunk in chunks:
+        parts.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(parts), False
+    return b"".join(parts), True
+
+
+async def _rest(head: bytes, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    if head:
+        yield head
+    async for chunk in chunks:
+        yield chunk
+
+
+async def _close(response: httpx.Response, client: httpx.AsyncClient) -> None:
+    await response.aclose()
+    await client.aclose()
+
+
+async def _relay(
+    chunks: AsyncIterator[bytes], rec: Recorder, stream: Stream | None, asked: Asked | str | None,
+    close: BackgroundTask,
+) -> AsyncIterator[bytes]:
+    ended = False
+    warned = False
+    try:
+        async for chunk in chunks:
+            if stream is not None:
+                stream.feed(chunk)  # never raises: an odd stream stops being read, not relayed
+                if stream.oversize and not warned:
+                    warned = True
+                    rec.log(f"warning: a streamed reply passed {MAX_REPLY_BYTES} bytes (the limit of a "
+                            "scenario file); it is passed through and not recorded")
+            yield chunk
+        ended = True
+    finally:
+        # Recorded before any await here: a client that hangs up once it has read the end (the
+        # openai client does) cancels this generator at its next await. A reply cut off before
+        # the stream said it was whole is not recorded.
+        whole = stream is not None and (ended or stream.finished) and not stream.oversize
+        if stream is not None and whole and isinstance(asked, Asked):
+            _record(rec, asked, stream.reply)
+        with anyio.CancelScope(shield=True):  # a client gone mid-stream cancels us; close all the same
+            await close()
+
+
+async def passthrough(request: Request) -> Response:
+    """Anything else under /v1 (e.g. GET /v1/models), forwarded and returned as is, unrecorded;
+    a path whose dot segments leave the upstream's base path is refused."""
+    rec: Recorder = request.app.state.recorder
+    if rec.mode == "strict":
+        raise APIError(
+            404, f"{request.method} {request.url.path} is not recorded; --strict forwards nothing.",
+                       code="not_recorded")
+    target = rec.upstream.target(request.path_params["path"], request.scope.get("query_string", b""))
+    if target is None:
+        raise APIError(404, f"{request.method} {request.url.path}: the path leaves the upstream's base path.",
+                       code="not_found")
+    return await _forward(request, rec, target, await _body(request), None, None)
+
+
+def _route(fmt: Format) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await exchange(request, fmt)
+        except APIError as e:
+            return _error(fmt, e)
+
+    return endpoint
+
+
+async def healthz(request: Request) -> Response:
+    rec: Recorder = request.app.state.recorder
+    return JSONResponse({"status": "ok", "recording": str(rec.recording.out), "mode": rec.mode})
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, APIError)
+    return exc.response()
+
+
+def proxy_app(recorder: Recorder) -> Starlette:
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", _route("chat"), methods=["POST"]),
+            Route("/v1/responses", _route("responses"), methods=["POST"]),
+            Route("/v1/messages", _route("messages"), methods=["POST"]),
+            Route("/v1/{path:path}", passthrough, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+            Route("/healthz", healthz, methods=["GET"]),
+        ],
+        exception_handlers={APIError: _api_error},
+    )
+    app.state.recorder = recorder
+    return app

@@ -1,0 +1,41 @@
+"""`pytest --exitkit MODULE:ADAPTER` runs the cases as tests in another project's suite.
+
+Slow: each starts a whole pytest process (with every plugin this environment installs)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import HERE
+
+
+def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env, check=False)
+
+
+@pytest.mark.slow
+def test_a_failed_verdict_fails_its_test_with_the_evidence(tmp_path: Path) -> None:
+    skip = "turn_cap,budget,permanent_error,approval,crash,cancellation,overhead"
+    done = _pytest(tmp_path, "--exitkit", "broken_loops:SwallowsErrors", "--exitkit",
+                   "exitkit.adapters.plain:PlainLoop", "--exitkit-skip", skip)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAILED ::exitkit[broken_loops:SwallowsErrors-tool_error]" in done.stdout
+    assert '"text sent back": ""' in done.stdout  # the evidence, in the failure
+    assert "1 failed, 1 passed" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_limit_the_framework_lacks_is_a_skip_that_says_so(tmp_path: Path) -> None:
+    skip = "turn_cap,budget,tool_error,permanent_error,crash,cancellation,overhead"
+    done = _pytest(tmp_path, "-rs", "--exitkit", "exitkit.adapters.plain:PlainLoop", "--exitkit-skip", skip,
+                   "--exitkit-out", "card")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "plain openai loop: none exists (no approval across processes)" in done.stdout
+    assert "1 skipped" in done.stdout
+    card = (tmp_path / "card" / "report.md").read_text()
+    assert "| plain openai loop | NONE EXISTS (no approval across processes) |" in card

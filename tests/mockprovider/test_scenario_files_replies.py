@@ -1,0 +1,285 @@
+"""Scenario file replies through the official clients: text and tool calls together, scripted
+errors in each format's own shape, per-reply pacing, recorded usage, and `fault=none`."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import httpx
+import ollama
+import openai
+import pytest
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import o200k
+from mockprovider.app import create_app
+from mockprovider.scenario_files import ScenarioFileError, load_scenarios
+from mockprovider.server import serve_in_thread
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+RESPONSES_TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+MESSAGES_TOOLS = [{"name": "get_weather", "input_schema": {"type": "object"}}]
+BOTH = {"content": "Let me check the weather.", "tool_calls": [
+    {"name": "get_weather", "arguments": {"city": "Paris"}, "id": "w1"}]}
+SCENARIOS = [
+    {"name": "both", "turns": [BOTH, {"content": "Sunny."}]},
+    {"name": "limited", "turns": [{"error": {
+        "status": 429, "type": "rate_limit_error", "code": "slow_down",
+        "message": "Too many requests, scripted.",
+        "headers": {"Retry-After": "7", "x-scripted": "yes"}}}]},
+    {"name": "broken", "turns": [{"error": {"status": 503, "message": "Down for maintenance."}}]},
+    {"name": "paced", "turns": [{"content": "one two three four five six", "chunk": 2, "rate": 1000,
+                                 "latency": 300}]},
+    {"name": "recorded", "turns": [{"content": "Hello there.",
+                                    "usage": {"prompt_tokens": 111, "completion_tokens": 22}}]},
+    {"name": "flaky", "options": "fault=500", "turns": [{"content": "fine"}]},
+]
+HI = [{"role": "user", "content": "Weather in Paris?"}]
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    """The mock's root URL (no /v1), serving SCENARIOS."""
+    with serve_in_thread(create_app(scenario_files=SCENARIOS)) as url:
+        yield url.removesuffix("/v1")
+
+
+@pytest.fixture(scope="module")
+def clients(base: str) -> Iterator[tuple[openai.OpenAI, anthropic.Anthropic]]:
+    with (openai.OpenAI(base_url=f"{base}/v1", api_key="k", max_retries=0) as chat,
+          anthropic.Anthropic(base_url=base, api_key="k", max_retries=0) as messages):
+        yield chat, messages
+
+
+@pytest.fixture
+def oai(clients: tuple[openai.OpenAI, anthropic.Anthropic]) -> openai.OpenAI:
+    return clients[0]
+
+
+@pytest.fixture
+def claude(clients: tuple[openai.OpenAI, anthropic.Anthropic]) -> anthropic.Anthropic:
+    return clients[1]
+
+
+def test_a_reply_carries_text_and_tool_calls_through_chat(oai: openai.OpenAI):
+    reply = oai.chat.completions.create(model="both", messages=HI, tools=TOOLS)
+    message = reply.choices[0].message
+    assert message.content == "Let me check the weather."
+    assert [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls] == [
+        ("w1", "get_weather", '{"city":"Paris"}')]
+    assert reply.choices[0].finish_reason == "tool_calls"
+    text = o200k.encoding().encode("Let me check the weather.")
+    calls = o200k.call_fields_tokens((("w1", "get_weather", '{"city":"Paris"}'),))
+    assert reply.usage.completion_tokens == len(text) + calls
+
+
+def test_a_streamed_text_and_tool_reply_sends_the_text_before_the_calls(oai: openai.OpenAI):
+    stream = oai.chat.completions.create(model="both", messages=HI, tools=TOOLS, stream=True)
+    order, text, arguments = [], "", ""
+    for chunk in stream:
+        delta = chunk.choices[0].delta
+        if delta.content:
+            order.append("text")
+            text += delta.content
+        for call in delta.tool_calls or ():
+            order.append("call")
+            arguments += call.function.arguments or ""
+    assert text == "Let me check the weather." and arguments == '{"city":"Paris"}'
+    assert order.index("call") > max(i for i, kind in enumerate(order) if kind == "text")
+
+
+def test_a_reply_carries_text_and_tool_calls_through_responses(oai: openai.OpenAI):
+    for stream in (False, True):
+        client = oai
+        if stream:
+            ask = {"model": "both", "input": "Weather in Paris?", "tools": RESPONSES_TOOLS}
+            with client.responses.stream(**ask) as events:
+                response = events.get_final_response()
+        else:
+            response = client.responses.create(model="both", input="Weather in Paris?", tools=RESPONSES_TOOLS)
+        kinds = [item.type for item in response.output]
+        assert kinds == ["message", "function_call"]
+        assert response.output_text == "Let me check the weather."
+        call = response.output[1]
+        assert call.call_id == "w1" and json.loads(call.arguments) == {"city": "Paris"}
+
+
+def test_a_reply_carries_text_and_tool_calls_through_messages(claude: anthropic.Anthropic):
+    client = claude
+    ask = {"model": "both", "max_tokens": 200, "messages": HI, "tools": MESSAGES_TOOLS}
+    created = client.messages.create(**ask)
+    with client.messages.stream(**ask) as stream:
+        streamed = stream.get_final_message()
+    for message in (created, streamed):
+        assert [block.type for block in message.content] == ["text", "tool_use"]
+        assert message.content[0].text == "Let me check the weather."
+        assert (message.content[1].id, message.content[1].input) == ("w1", {"city": "Paris"})
+        assert message.stop_reason == "tool_use"
+
+
+def test_a_reply_carries_text_and_tool_calls_through_gemini_and_ollama(base: str):
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=base))
+    offer = types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=[types.FunctionDeclaration(name="get_weather")])],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    reply = client.models.generate_content(model="both", contents="Weather in Paris?", config=offer)
+    streamed = list(client.models.generate_content_stream(model="both", contents="Weather in Paris?",
+                                                          config=offer))
+    parts = [p for chunk in streamed for p in chunk.candidates[0].content.parts]
+    for shown in (reply.candidates[0].content.parts, parts):
+        assert "".join(p.text for p in shown if p.text) == "Let me check the weather."
+        assert [(p.function_call.name, p.function_call.args) for p in shown if p.function_call] == [
+            ("get_weather", {"city": "Paris"})]
+        assert shown[-1].function_call  # the text comes first
+    with ollama.Client(host=base) as local:
+        plain = local.chat(model="both", messages=HI, tools=TOOLS)
+        pieces = list(local.chat(model="both", messages=HI, tools=TOOLS, stream=True))
+    streamed_text = "".join(p.message.content or "" for p in pieces)
+    assert plain.message.content == streamed_text == "Let me check the weather."
+    for message in (plain.message, next(p.message for p in pieces if p.message.tool_calls)):
+        assert [(c.function.name, c.function.arguments) for c in message.tool_calls] == [
+            ("get_weather", {"city": "Paris"})]
+
+
+def test_an_error_reply_reaches_the_gemini_and_ollama_clients(base: str):
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=base))
+    with pytest.raises(genai_errors.APIError) as gemini:
+        client.models.generate_content(model="limited", contents="hi")
+    assert gemini.value.code == 429 and gemini.value.message == "Too many requests, scripted."
+    with ollama.Client(host=base) as local, pytest.raises(ollama.ResponseError) as caught:
+        local.chat(model="limited", messages=HI)
+    assert caught.value.status_code == 429 and "Too many requests, scripted." in caught.value.error
+
+
+def test_the_text_and_tool_reply_fed_back_answers_the_next_turn(oai: openai.OpenAI):
+    client = oai
+    first = client.chat.completions.create(model="both", messages=HI, tools=TOOLS).choices[0].message
+    messages = [*HI, first.model_dump(exclude_none=True),
+                {"role": "tool", "tool_call_id": "w1", "content": "sunny"}]
+    second = client.chat.completions.create(model="both", messages=messages)
+    assert second.choices[0].message.content == "Sunny."
+
+
+def test_an_error_reply_has_its_status_type_message_and_headers_in_chat_and_responses(oai: openai.OpenAI):
+    client = oai
+    with pytest.raises(openai.RateLimitError) as chat:
+        client.chat.completions.create(model="limited", messages=HI)
+    with pytest.raises(openai.RateLimitError) as responses:
+        client.responses.create(model="limited", input="hi")
+    for caught in (chat.value, responses.value):
+        assert caught.status_code == 429
+        assert caught.body == {"message": "Too many requests, scripted.", "type": "rate_limit_error",
+                               "param": None, "code": "slow_down"}
+        assert caught.response.headers["retry-after"] == "7"
+        assert caught.response.headers["x-scripted"] == "yes"
+
+
+def test_an_error_reply_takes_anthropics_shape_on_messages(claude: anthropic.Anthropic):
+    with pytest.raises(anthropic.RateLimitError) as caught:
+        claude.messages.create(model="limited", max_tokens=10, messages=HI)
+    assert caught.value.body == {"type": "error", "error": {"type": "rate_limit_error",
+                                                            "message": "Too many requests, scripted."}}
+    assert caught.value.response.headers["retry-after"] == "7"
+    with pytest.raises(anthropic.InternalServerError) as down:
+        claude.messages.create(model="broken", max_tokens=10, messages=HI)
+    assert down.value.status_code == 503
+    assert down.value.body["error"] == {"type": "api_error", "message": "Down for maintenance."}
+
+
+def test_an_error_reply_without_a_type_gets_one_from_its_status(oai: openai.OpenAI):
+    with pytest.raises(openai.InternalServerError) as caught:
+        oai.chat.completions.create(model="broken", messages=HI)
+    assert caught.value.status_code == 503 and caught.value.body["type"] == "server_error"
+
+
+def test_a_reply_streams_in_chunks_of_its_own_size(oai: openai.OpenAI):
+    pieces = [c.choices[0].delta.content for c in oai.chat.completions.create(
+        model="paced", messages=HI, stream=True) if c.choices and c.choices[0].delta.content]
+    tokens = o200k.encoding().encode("one two three four five six")
+    assert "".join(pieces) == "one two three four five six"
+    assert len(pieces) == (len(tokens) + 1) // 2  # two tokens per delta
+
+
+def test_chunks_hold_the_same_tokens_in_responses_and_messages_streams(oai: openai.OpenAI,
+                                                                       claude: anthropic.Anthropic):
+    expected = (len(o200k.encoding().encode("one two three four five six")) + 1) // 2
+    with oai.responses.stream(model="paced", input="go") as events:
+        texts = [e.delta for e in events if e.type == "response.output_text.delta"]
+    with claude.messages.stream(model="paced", max_tokens=50, messages=HI) as stream:
+        blocks = list(stream.text_stream)
+    assert "".join(texts) == "".join(blocks) == "one two three four five six"
+    assert len(texts) == len(blocks) == expected
+
+
+def test_a_replys_latency_delays_its_first_byte(base: str):
+    # A lower bound only: the reply cannot arrive before its scripted latency has passed.
+    started = time.monotonic()
+    with httpx.Client() as http:
+        http.post(f"{base}/v1/chat/completions", json={"model": "paced", "messages": HI}).raise_for_status()
+    assert time.monotonic() - started >= 0.3
+
+
+def test_recorded_usage_is_served_only_when_asked(oai: openai.OpenAI, claude: anthropic.Anthropic):
+    client = oai
+    counted = client.chat.completions.create(model="recorded", messages=HI).usage
+    recorded = client.chat.completions.create(model="recorded+usage=recorded", messages=HI).usage
+    assert (recorded.prompt_tokens, recorded.completion_tokens) == (111, 22)
+    assert counted.completion_tokens == len(o200k.encoding().encode("Hello there."))
+    assert counted.prompt_tokens == o200k.prompt_tokens(HI, None)
+    message = claude.messages.create(model="recorded+usage=recorded", max_tokens=50, messages=HI)
+    assert (message.usage.input_tokens, message.usage.output_tokens) == (111, 22)
+
+
+def test_fault_none_switches_the_files_fault_off_for_one_request(oai: openai.OpenAI):
+    client = oai
+    with pytest.raises(openai.InternalServerError):
+        client.chat.completions.create(model="flaky", messages=HI)
+    spared = client.chat.completions.create(model="flaky+fault=none", messages=HI)
+    assert spared.choices[0].message.content == "fine"
+    headers = {"x-mock-options": "fault=none"}
+    assert client.chat.completions.create(
+        model="flaky", messages=HI, extra_headers=headers).choices[0].message.content == "fine"
+    # A later source may fault again after switching the earlier ones off.
+    with pytest.raises(openai.RateLimitError):
+        client.chat.completions.create(model="flaky+fault=none+fault=429", messages=HI)
+
+
+# --- any document: served, or refused in one line ------------------------------------------------
+
+_SCALARS = st.none() | st.booleans() | st.integers(-10, 700) | st.floats(allow_nan=True) | st.text(max_size=8)
+_KEYS = st.sampled_from([
+    "content", "tool_calls", "error", "latency", "rate", "chunk", "usage", "if", "status", "message",
+    "type", "code", "headers", "prompt_tokens", "completion_tokens", "name", "arguments", "id",
+    "not", "all", "any", "has_tool", "turn_at_least", "last_user_matches", "after_tool_result",
+    "fixtures", "match", "response", "toolCalls", "userMessage", "turnIndex", "blocks", "streamingProfile",
+])
+_VALUES = st.recursive(
+    _SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(turn=_VALUES)
+def test_any_reply_document_loads_or_is_refused_with_a_scenario_file_error(turn: Any):
+    try:
+        load_scenarios([{"name": "fuzz", "turns": [turn]}])
+    except ScenarioFileError as e:
+        assert str(e).startswith("<inline scenario 1>: $") and "\n" not in str(e)
+
+
+@settings(max_examples=300, deadline=None)
+@given(fixtures=_VALUES)
+def test_any_aimock_document_loads_or_is_refused_with_a_scenario_file_error(fixtures: Any):
+    try:
+        load_scenarios([{"fixtures": fixtures}])
+    except ScenarioFileError as e:
+        assert str(e).startswith("<inline scenario 1>: $") and "\n" not in str(e)
