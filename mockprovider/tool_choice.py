@@ -4,7 +4,8 @@ A real model cannot call a tool the request does not offer, nor ignore `tool_cho
 scripted reply is held to the same rules (`constrain`), in every wire format:
 
 - no tools offered, or `tool_choice` "none": a scripted tool call is answered with text instead,
-  the scenario's own `fallback` text if it has one, otherwise `FALLBACK_TEXT`;
+  the scenario's own `fallback` text if it has one, else the reply's text before its calls,
+  otherwise `FALLBACK_TEXT`;
 - `tool_choice` "required" (Anthropic: "any", Gemini: mode ANY): a scripted text turn is a
   `script_mismatch` error;
 - a named function (Anthropic: "tool", Gemini: ANY with one allowed name): a turn that does not

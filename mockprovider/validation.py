@@ -38,7 +38,8 @@ body itself is level 1; a tool's `parameters` / `input_schema` count where they 
 400 in the format's own shape, so no reader, counter or echo downstream ever recurses further."""
 
 
-def _too_deep() -> APIError:
+def too_deep() -> APIError:
+    """The 400 for a body past MAX_DEPTH (the caller's format renders it in its own shape)."""
     return invalid(
         f"The request body nests arrays and objects more than {MAX_DEPTH} levels deep, "
         "which is this mock's documented limit.",
@@ -51,7 +52,7 @@ def parse_json(raw: bytes, loads: Callable[[bytes], Any] = json.loads) -> Any:
     try:
         return loads(raw)
     except RecursionError:  # far deeper than MAX_DEPTH: the parser gave up first
-        raise _too_deep() from None
+        raise too_deep() from None
     except ValueError as e:  # JSONDecodeError and invalid UTF-8 (UnicodeDecodeError)
         raise invalid(
             f"We could not parse the JSON body of your request ({type(e).__name__}: {e}). "
@@ -88,7 +89,7 @@ def check_depth(raw: bytes, body: Any, known: Known | None = None) -> None:
         else:
             items.append((value, 2))
     if _deeper_than(MAX_DEPTH, items):
-        raise _too_deep()
+        raise too_deep()
 
 
 def _is_int(value: Any) -> bool:
