@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mockprovider import caching, wire
+from mockprovider import caching, tool_choice, wire
 from mockprovider.errors import APIError, ScriptedError, invalid, missing
 from mockprovider.formats import (
     ChatShaped,
@@ -115,7 +115,7 @@ def _blocks(message: dict[str, Any], p: str) -> list[dict[str, Any]]:
     return content
 
 
-def _assistant(blocks: list[dict[str, Any]], p: str, seen: set[str]) -> dict[str, Any]:
+def _assistant(blocks: list[dict[str, Any]], p: str, seen: list[str]) -> dict[str, Any]:
     texts, calls = [], []
     for j, block in enumerate(blocks):
         q = f"{p}.content[{j}]"
@@ -132,27 +132,39 @@ def _assistant(blocks: list[dict[str, Any]], p: str, seen: set[str]) -> dict[str
         # fed back counts the same tokens in both formats.
         calls.append(tool_call(call_id, string(block.get("name"), f"{q}.name"),
                                json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)))
-        seen.add(call_id)
+        seen.append(call_id)
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
     if calls:
         message["tool_calls"] = calls
     return message
 
 
-def _user(blocks: list[dict[str, Any]], p: str, seen: set[str]) -> list[dict[str, Any]]:
-    results, texts = [], []
+def _user(blocks: list[dict[str, Any]], p: str, expected: list[str]) -> list[dict[str, Any]]:
+    """A user message's blocks; its tool_result blocks answer `expected`, the tool_use ids of
+    the message before it, each once (removed from `expected` as they are answered)."""
+    results, texts, answered = [], [], set()
+    dotted = p.replace("[", ".").replace("]", "")  # Anthropic writes paths as messages.3.content.0
     for j, block in enumerate(blocks):
         q = f"{p}.content[{j}]"
         if block["type"] == "text":
             texts.append(string(block.get("text"), f"{q}.text"))
             continue
         call_id = string(block.get("tool_use_id"), f"{q}.tool_use_id")
-        if call_id not in seen:
+        if call_id in answered:
             raise invalid(
-                f"{q}.tool_use_id: tool_result block answers {call_id!r}, which no earlier tool_use "
-                "block in 'messages' has as its id.",
+                f"{dotted}.content.{j}: each tool_use must have a single result. Found multiple "
+                f"`tool_result` blocks with id: {call_id}",
                 param=f"{q}.tool_use_id",
             )
+        if call_id not in expected:
+            raise invalid(
+                f"{dotted}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: {call_id}. "
+                "Each `tool_result` block must have a corresponding `tool_use` block in the previous "
+                "message.",
+                param=f"{q}.tool_use_id",
+            )
+        expected.remove(call_id)
+        answered.add(call_id)
         output = block.get("content")
         text = "" if output is None else _text_blocks(output, f"{q}.content")
         results.append({"role": "tool", "tool_call_id": call_id, "content": text})
@@ -165,7 +177,7 @@ def _messages(value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not value:
         raise invalid("messages: expected a non-empty array of messages.", param="messages")
     out: list[dict[str, Any]] = []
-    seen: set[str] = set()
+    expected: list[str] = []  # the previous assistant message's tool_use ids, until answered
     for i, message in enumerate(value):
         p = f"messages[{i}]"
         if not isinstance(message, dict):
@@ -175,10 +187,26 @@ def _messages(value: Any) -> list[dict[str, Any]]:
             raise invalid(f"{p}.role: {role!r}; expected 'user' or 'assistant'.", param=f"{p}.role")
         blocks = _blocks(message, p)
         if message["role"] == "assistant":
-            out.append(_assistant(blocks, p, seen))
+            if expected:
+                raise _unanswered(i - 1, expected)
+            out.append(_assistant(blocks, p, expected))
         else:
-            out.extend(_user(blocks, p, seen))
+            out.extend(_user(blocks, p, expected))
+            if expected:
+                raise _unanswered(i - 1, expected)
+    if expected:
+        raise _unanswered(len(value) - 1, expected)
     return out
+
+
+def _unanswered(i: int, ids: list[str]) -> APIError:
+    """Anthropic's own wording (docs/conformance.md cites where it was seen)."""
+    return invalid(
+        f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+        f"{', '.join(ids)}. Each `tool_use` block must have a corresponding `tool_result` block in the next "
+        "message.",
+        param=f"messages[{i}]",
+    )
 
 
 def _tools(value: Any) -> list[dict[str, Any]]:
@@ -206,13 +234,17 @@ def messages_request(raw: Any) -> ChatShaped:
         raise missing("max_tokens")
     system = body.get("system")
     messages = [] if system is None else [{"role": "system", "content": _text_blocks(system, "system")}]
+    tools = _tools(body.get("tools"))
+    choice = tool_choice.messages_choice(body.get("tool_choice"))
+    tool_choice.check(choice, tools)
     return ChatShaped(
         model=model,
         messages=messages + _messages(body.get("messages")),
-        tools=_tools(body.get("tools")),
+        tools=tools,
         max_tokens=max_tokens,
         stream=flag(body, "stream"),
         cache_breakpoints=caching.breakpoints(body),
+        tool_choice=choice,
     )
 
 

@@ -51,7 +51,7 @@ from mockprovider.pipeline import (
     scripted_reply,
 )
 from mockprovider.scenario_files import Source, load_scenarios, paths_from_env
-from mockprovider.validation import ChatRequest, chat_request, parse_json
+from mockprovider.validation import ChatRequest, chat_request, check_depth, parse_json
 
 
 async def _stream(completion: wire.Completion, req: ChatRequest, options: Options) -> AsyncIterator[bytes]:
@@ -66,7 +66,9 @@ async def _stream(completion: wire.Completion, req: ChatRequest, options: Option
 async def _chat(request: Request) -> Response | bytes:
     """The chat endpoint's answer: a Response for streams and faults, else the JSON body's bytes."""
     config = config_of(request)
-    body, known = parse_json(await read_raw(request, config), memo.parse)
+    raw = await read_raw(request, config)
+    body, known = parse_json(raw, memo.parse)
+    check_depth(raw, body, known)
     req = chat_request(body, known)
     script, options = resolve(request, config, req.model)
     fault = await delay_or_fault(request, req.model, req.transcript.turn, options)
@@ -74,7 +76,9 @@ async def _chat(request: Request) -> Response | bytes:
     if fault is not None and cut is None:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
-    reply, options = await scripted_reply(request, script, req.transcript.conversation(), req.tools, options)
+    reply, options = await scripted_reply(
+        request, script, req.transcript.conversation(), req.tools, options, req.tool_choice
+    )
     prompt_tokens = await transcript.prompt_tokens(req.transcript, req.tools)
     completion = wire.complete(
         reply,

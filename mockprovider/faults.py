@@ -30,6 +30,10 @@ Keys:
     ratelimit=R:T       the rate-limit headers' limits: R requests and T tokens a minute
     remaining=R:T       the rate-limit headers' remaining requests and tokens (default: the
                         limits, a stateless server keeps no window; see `headers`)
+    undeclared_tools=allow|refuse
+                        refuse: a scripted call of a tool the request does not declare is a
+                        `script_mismatch` error (default allow: served as scripted)
+    scenario=NAME       the scenario, whatever the model name says (base URL or header only)
 
 The attempt number is what the client says it is: `x-stainless-retry-count` (sent by the
 official openai client) or `x-lab-attempt` (sent by this lab's harness), 0-based. That keeps
@@ -55,7 +59,8 @@ SYNTAX = (
     "ratelimit=R:T, remaining=R:T, fault=none, fault=KIND[:N|:MSms][@TURN][xK] with KIND in "
     + ", ".join(FAULT_KINDS)
     + " (TURN 0-based; N events or MS milliseconds into the reply: stream_error and drop only)"
-    + "; the attempt comes from x-stainless-retry-count or x-lab-attempt"
+    + ", undeclared_tools=allow|refuse, scenario=NAME (base URL or header: the scenario, whatever"
+    " the model is); the attempt comes from x-stainless-retry-count or x-lab-attempt"
 )
 
 _ATTEMPT = re.compile(r"[0-9]{1,9}")
@@ -93,6 +98,8 @@ class Options:
     rate_tps: float | None = None
     retry_ms: int = 100
     faults: tuple[Fault, ...] = field(default_factory=tuple)
+    refuse_undeclared: bool = False
+    """`undeclared_tools=refuse`: a scripted call of a tool the request does not declare is an error."""
     usage: Literal["counted", "recorded"] = "counted"
     """"recorded": a reply's recorded usage, when it has one, instead of the o200k recount."""
     cache: bool = True
@@ -189,6 +196,14 @@ def apply(base: Options, text: str, *, param: str) -> Options:
             faults, earlier = [], ()
         elif key == "fault":
             faults.append(_fault(value, param=param))
+        elif key == "undeclared_tools":
+            if value not in ("allow", "refuse"):
+                raise invalid(
+                    f"option undeclared_tools={value!r} must be allow or refuse; {SYNTAX}", param=param
+                )
+            updates["refuse_undeclared"] = value == "refuse"
+        elif key == "scenario":
+            continue  # chosen by pipeline.resolve, before any options apply
         elif key == "usage":
             if value not in ("counted", "recorded"):
                 raise invalid(f"option usage={value!r} must be 'counted' or 'recorded'; {SYNTAX}",

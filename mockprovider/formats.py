@@ -22,6 +22,7 @@ from mockprovider import caching, midstream, scenarios, transcript, wire
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.faults import Fault, Options
 from mockprovider.pipeline import Config, delay_or_fault, injected, resolve, scripted_reply
+from mockprovider.tool_choice import AUTO, ToolChoice
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +36,7 @@ class ChatShaped:
     stream: bool
     cache_breakpoints: tuple[caching.Breakpoint, ...] | None = None
     """Anthropic's explicit `cache_control` marks; None: OpenAI's automatic caching."""
+    tool_choice: ToolChoice = AUTO
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +62,7 @@ async def scripted_turn(
     cut = fault if midstream_faults and midstream.applies(fault, req.stream) else None
     if fault is not None and cut is None:
         return await injected(request, fault, options)
-    reply, options = await scripted_reply(request, script, conversation, req.tools, options)
+    reply, options = await scripted_reply(request, script, conversation, req.tools, options, req.tool_choice)
     prompt_tokens = await transcript.count(req.messages, req.tools)
     if req.cache_breakpoints is None:
         cache = caching.openai(req.messages, prompt_tokens, conversation.turn, options)

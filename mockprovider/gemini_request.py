@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mockprovider import tool_choice
 from mockprovider.errors import invalid, missing
 from mockprovider.formats import ChatShaped, body_object, chat_tool, string, tool_call
 from mockprovider.pairing import Calls
@@ -37,6 +38,7 @@ _SNAKE = {
     "functionResponse": "function_response",
     "maxOutputTokens": "max_output_tokens",
     "candidateCount": "candidate_count",
+    "toolConfig": "tool_config",
     "parametersJsonSchema": "parameters_json_schema",
     "inlineData": "inline_data",
     "fileData": "file_data",
@@ -219,10 +221,14 @@ def generate_request(raw: Any, *, model: str, stream: bool) -> ChatShaped:
     body = body_object(raw)
     system = field(body, "systemInstruction")
     messages = [] if system is None else [{"role": "system", "content": system_text(system)}]
+    tools = tools_of(body.get("tools"))
+    choice = tool_choice.gemini_choice(field(body, "toolConfig"))
+    tool_choice.check(choice, tools)
     return ChatShaped(
         model=model,
         messages=messages + contents_messages(body.get("contents")),
-        tools=tools_of(body.get("tools")),
+        tools=tools,
         max_tokens=_max_output_tokens(body),
         stream=stream,
+        tool_choice=choice,
     )

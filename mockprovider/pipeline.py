@@ -18,13 +18,14 @@ from typing import Any, assert_never
 
 from starlette.requests import Request
 
-from mockprovider import faults, scenarios
+from mockprovider import faults, scenarios, tool_choice
 from mockprovider.errors import APIError, ScriptedError
 from mockprovider.faults import Fault, Options
 from mockprovider.headers import OPTIONS
 from mockprovider.journal import Journal, headers_of
 from mockprovider.scenarios import Conversation, Reply, Scenario
-from mockprovider.validation import parse_json
+from mockprovider.tool_choice import AUTO, ToolChoice
+from mockprovider.validation import check_depth, parse_json
 
 log = logging.getLogger("mockprovider")
 
@@ -146,17 +147,35 @@ async def read_raw(request: Request, config: Config, *, any_content_type: bool =
 
 
 async def read_json(request: Request, config: Config) -> Any:
-    """The request's JSON body, after auth, content type and the size cap."""
-    return parse_json(await read_raw(request, config))
+    """The request's JSON body, after auth, content type, the size cap and the depth bound."""
+    raw = await read_raw(request, config)
+    body = parse_json(raw)
+    check_depth(raw, body)
+    return body
+
+
+def _chosen(*texts: str | None) -> str | None:
+    """The `scenario=NAME` item of the last options string that has one, if any."""
+    name = None
+    for text in texts:
+        if text and "scenario=" in text:
+            for item in text.split("+"):
+                if item.startswith("scenario="):
+                    name = item.removeprefix("scenario=")
+    return name
 
 
 def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Options]:
-    """The scenario a model name selects and the options in force for this request.
+    """The scenario a model name (or a `scenario=NAME` option in the base-URL path or the
+    header, whatever the model says) selects, and the options in force for this request.
 
     Later sources override earlier ones: server defaults < the scenario file's `options` <
     base-URL path < model suffix < header.
     """
     name, _, suffix = model.partition("+")
+    path, sent = request.path_params.get("options", ""), header(request, b"x-mock-options")
+    if path or sent:
+        name = _chosen(path, sent) or name
     script = config.scenarios.get(name)
     if script is None:
         known = ", ".join(config.scenarios)
@@ -170,9 +189,9 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
     options = config.defaults
     sources = (
         (getattr(script, "options", ""), "model"),  # a file scenario's, checked when it was loaded
-        (request.path_params.get("options", ""), "base_url"),
+        (path, "base_url"),
         (suffix, "model"),
-        (header(request, b"x-mock-options"), "x-mock-options"),
+        (sent, "x-mock-options"),
     )
     for text, param in sources:
         if text:
@@ -224,10 +243,12 @@ async def delay_or_fault(request: Request, model: str, turn: int, options: Optio
 
 async def scripted_reply(
     request: Request, script: Scenario, conversation: Conversation,
-    tools: Sequence[Mapping[str, Any]] | None, options: Options,
+    tools: Sequence[Mapping[str, Any]] | None, options: Options, choice: ToolChoice = AUTO,
 ) -> tuple[Reply, Options]:
     """The scenario's reply to `conversation` and the options it streams under, after the
-    reply's own latency; a scripted error reply is raised, for the wire format to render."""
+    reply's own latency; a scripted error reply is raised, for the wire format to render. The
+    reply is one a real model could give under the request's tools and `choice` (see
+    `tool_choice.constrain`)."""
     if tools:
         conversation = replace(conversation, tools=tools)
     reply = script(conversation)
@@ -237,6 +258,11 @@ async def scripted_reply(
         # A fresh exception per request: re-raising one shared instance would grow its traceback.
         given = e.type if getattr(e, "given_type", True) else None
         raise ScriptedError(e.status, e.message, type=given, code=e.code, headers=dict(e.headers))
+    if tool_choice.needed(choice, tools, options.refuse_undeclared):
+        reply = tool_choice.constrain(
+            reply, script=script, turn=conversation.turn, choice=choice, tools=tools,
+            refuse_undeclared=options.refuse_undeclared,
+        )
     if reply.rate_tps is not None:
         options = replace(options, rate_tps=reply.rate_tps)
     if options.chunk and reply.chunk == 1:  # the request's chunk, unless the reply sets its own

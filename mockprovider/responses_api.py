@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mockprovider import wire
+from mockprovider import tool_choice, wire
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.formats import (
     ChatShaped,
@@ -65,6 +65,8 @@ class ResponsesRequest:
     instructions: str | None
     tools: list[dict[str, Any]]
     """As the client sent them; the response echoes them."""
+    tool_choice: Any
+    """As the client sent it ("auto" when it sent none); the response echoes it."""
 
 
 # --- the request, in chat shape -------------------------------------------------------------
@@ -111,6 +113,7 @@ def _input_messages(value: Any) -> list[dict[str, Any]]:
         raise invalid("Invalid 'input': expected a string or a non-empty array of items.", param="input")
     messages: list[dict[str, Any]] = []
     calls: set[str] = set()
+    unanswered: dict[str, int] = {}  # call_id -> its item's index, until an output answers it
     for i, item in enumerate(value):
         p = f"input[{i}]"
         if not isinstance(item, dict):
@@ -126,13 +129,11 @@ def _input_messages(value: Any) -> list[dict[str, Any]]:
                 messages.append({"role": "assistant", "content": None})
             messages[-1].setdefault("tool_calls", []).append(call)
             calls.add(call_id)
+            unanswered[call_id] = i
         elif kind == "function_call_output":
             call_id = string(item.get("call_id"), f"{p}.call_id")
-            if call_id not in calls:
-                raise invalid(
-                    f"Invalid '{p}.call_id': {call_id!r} answers no earlier function_call item in 'input'.",
-                    param=f"{p}.call_id",
-                )
+            if unanswered.pop(call_id, None) is None:
+                raise _duplicate_output(call_id, p) if call_id in calls else _orphan_output(call_id)
             output = _text(item.get("output"), f"{p}.output")
             messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
         elif kind == "reasoning":
@@ -143,7 +144,24 @@ def _input_messages(value: Any) -> list[dict[str, Any]]:
             raise invalid(
                 f"Invalid '{p}.type': {kind!r}; this mock reads {', '.join(ITEMS)} items.", param=f"{p}.type"
             )
+    if unanswered:
+        raise invalid(f"No tool output found for function call {next(iter(unanswered))}.", param="input")
     return messages
+
+
+# The real API's wording and `param` (docs/conformance.md cites where each was seen).
+
+
+def _orphan_output(call_id: str) -> APIError:
+    return invalid(f"No tool call found for function call output with call_id {call_id}.", param="input")
+
+
+def _duplicate_output(call_id: str, p: str) -> APIError:
+    return invalid(
+        f"Duplicate function call output for call_id {call_id}: '{p}' answers a function call that an "
+        "earlier function_call_output item already answered.",
+        param="input",
+    )
 
 
 def _tools(value: Any) -> list[dict[str, Any]]:
@@ -193,14 +211,20 @@ def responses_request(raw: Any) -> ResponsesRequest:
         messages.append({"role": "system", "content": string(instructions, "instructions")})
     messages += _input_messages(body.get("input"))
     tools = _tools(body.get("tools"))
+    choice = tool_choice.responses_choice(body.get("tool_choice"))
+    tool_choice.check(choice, tools)
     chat = ChatShaped(
         model=model,
         messages=messages,
         tools=tools,
         max_tokens=_max_output_tokens(body),
         stream=flag(body, "stream"),
+        tool_choice=choice,
     )
-    return ResponsesRequest(chat=chat, instructions=instructions, tools=body.get("tools") or [])
+    return ResponsesRequest(
+        chat=chat, instructions=instructions, tools=body.get("tools") or [],
+        tool_choice=body.get("tool_choice") or "auto",
+    )
 
 
 # --- the response ---------------------------------------------------------------------------
@@ -267,7 +291,7 @@ def _response(c: wire.Completion, req: ResponsesRequest, *, done: bool) -> dict[
         "store": False,
         "temperature": 1.0,
         "text": {"format": {"type": "text"}},
-        "tool_choice": "auto",
+        "tool_choice": req.tool_choice,
         "tools": req.tools,
         "top_p": 1.0,
         "truncation": "disabled",

@@ -50,7 +50,7 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 """A model name: no '+', which starts the options suffix, and nothing a URL or log must escape."""
 
-TOP_KEYS = ("name", "description", "options", "turns", "after_last")
+TOP_KEYS = ("name", "description", "options", "turns", "after_last", "fallback")
 
 
 # --- the compiled scenario: what runs per request -------------------------------------------
@@ -67,6 +67,8 @@ class FileScenario:
     turns: tuple[tuple[Alternative, ...], ...]
     after_last: AfterLast
     source: str
+    fallback: str | None = None
+    """What a scripted tool-call turn says instead when the request lets no tool be called."""
 
     def __post_init__(self) -> None:
         # `scenarios.describe` reads a scenario's docstring, so /v1/models lists it like a built-in.
@@ -225,6 +227,7 @@ def compile_scenario(data: Any, *, source: str, default_name: str | None = None)
         turns=tuple(turn_of(turn, at / "turns" / i) for i, turn in enumerate(turns)),
         after_last=after_last,
         source=source,
+        fallback=string(doc["fallback"], at / "fallback") if "fallback" in doc else None,
     )
 
 

@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 import o200k
-from mockprovider.errors import invalid, missing
+from mockprovider.errors import APIError, invalid, missing
 from mockprovider.scenarios import Conversation
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
@@ -133,9 +133,12 @@ _PLAIN_ROLES = _ROLES - {"tool"}
 """Roles a {role, content} message may have: a tool message must answer a call."""
 
 
-def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int | None]:
-    """Check `messages[i]`, adding the call ids it makes to `calls`: its text length, and its
-    tokens if that text fits in `room` characters (None: counted later).
+def read_message(
+    m: Any, i: int, calls: set[str], room: int, pending: dict[str, int]
+) -> tuple[int, int | None]:
+    """Check `messages[i]`, adding the call ids it makes to `calls` (and, for an assistant, to
+    `pending` until tool messages answer them): its text length, and its tokens if that text
+    fits in `room` characters (None: counted later).
 
     Every message of every request passes here, so each field is read once, the common shapes
     are tested first, and parameter names are built only for an error.
@@ -151,6 +154,8 @@ def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int |
             param=f"messages[{i}].role",
             code="invalid_value",
         )
+    if pending and role != "tool":
+        raise unanswered(pending)
     content = get("content")
     chars = len(content) if type(content) is str else 0 if content is None else _content_chars(content, i)
     name = get("name")
@@ -164,9 +169,11 @@ def read_message(m: Any, i: int, calls: set[str], room: int) -> tuple[int, int |
     if (tool_calls := get("tool_calls")) is not None:
         call_fields, call_chars = _check_tool_calls(tool_calls, i, calls)
         chars += call_chars
+        if role == "assistant":
+            pending.update((call[0], i) for call in call_fields)
     call_id = get("tool_call_id")
     if role == "tool":
-        chars += _check_answer(call_id, i, calls)
+        chars += _check_answer(call_id, i, calls, pending)
     elif call_id is not None:  # not checked on other roles, but counted: its size decides where
         chars += len(call_id) if type(call_id) is str else len(json.dumps(call_id))
     if chars > room:
@@ -185,17 +192,43 @@ def _short_tokens(role: str, content: str | None, call_id: str | None, calls: o2
     return o200k.fields_tokens(role, content, None, call_id, calls)
 
 
-def _check_answer(call_id: Any, i: int, calls: set[str]) -> int:
-    """A tool message's `tool_call_id` must answer an earlier call; its length."""
+def _check_answer(call_id: Any, i: int, calls: set[str], pending: dict[str, int]) -> int:
+    """A tool message's `tool_call_id` must answer a call of the assistant message its run of
+    tool messages follows, once; its length."""
     if not isinstance(call_id, str):
         raise missing(f"messages[{i}].tool_call_id")
-    if call_id not in calls:
-        raise invalid(
-            f"Invalid parameter: 'messages[{i}]' with role 'tool' answers tool_call_id {call_id!r}, "
-            "which no preceding assistant message's 'tool_calls' contains.",
-            param=f"messages[{i}].tool_call_id",
-        )
+    if pending.pop(call_id, None) is None:
+        raise (_duplicate(call_id, i) if call_id in calls else _orphan(i))
     return len(call_id)
+
+
+# The real API's wording and `param` (docs/conformance.md cites where each was seen).
+
+
+def _orphan(i: int) -> APIError:
+    return invalid(
+        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
+        "'tool_calls'.",
+        param=f"messages.[{i}].role",
+    )
+
+
+def _duplicate(call_id: str, i: int) -> APIError:
+    return invalid(
+        f"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
+        f"'tool_calls'; tool_call_id {call_id!r} is already answered by an earlier tool message.",
+        param=f"messages.[{i}].role",
+    )
+
+
+def unanswered(pending: dict[str, int]) -> APIError:
+    """The assistant message whose calls `pending` holds was not followed by an answer to each."""
+    at = next(iter(pending.values()))
+    return invalid(
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+        "'tool_call_id'. The following tool_call_ids did not have response messages: " + ", ".join(pending),
+        param=f"messages.[{at}].role",
+    )
 
 
 # --- reading and counting ------------------------------------------------------------------
@@ -230,21 +263,29 @@ def _read_new(
     """
     turn, tool_text, calls = start.turn, start.tool_text, set(start.calls)
     tokens, counted, room, rest = start.tokens, count, INLINE_CHARS, 0
+    # Call id -> the assistant message that made it, until a tool message answers it. A known
+    # prefix leaves none: it was a whole request once, and a request with one is refused.
+    pending: dict[str, int] = {}
     for i in range(count, len(messages)):
         m = messages[i]
         size = len(m) if type(m) is dict else 0
         role, content = (m.get("role"), m.get("content")) if size else (None, None)
         call_id, fields, n = None, (), None
         if size == 2 and type(content) is str and type(role) is str and role in _PLAIN_ROLES:
+            if pending:
+                raise unanswered(pending)
             chars = len(content)
         elif size == 3 and role == "tool" and type(content) is str and type(m.get("tool_call_id")) is str:
             call_id = m["tool_call_id"]
-            chars = len(content) + _check_answer(call_id, i, calls)
+            chars = len(content) + _check_answer(call_id, i, calls, pending)
         elif size == 3 and role == "assistant" and "content" in m and content is None \
                 and type(m.get("tool_calls")) is list:
+            if pending:
+                raise unanswered(pending)
             fields, chars = _check_tool_calls(m["tool_calls"], i, calls)
+            pending.update((call[0], i) for call in fields)
         else:
-            chars, n = read_message(m, i, calls, room)
+            chars, n = read_message(m, i, calls, room, pending)
         if chars <= room:
             if n is None:
                 short = chars <= SHORT_CHARS
@@ -259,6 +300,8 @@ def _read_new(
         elif role == "tool":
             text = content if type(content) is str else o200k.text_of(content)
             tool_text = text if tool_text is None else f"{tool_text}\n{text}"
+    if pending:
+        raise unanswered(pending)
     return Transcript(
         messages=messages, known=count, remember=remember, turn=turn, tool_text=tool_text,
         calls=frozenset(calls), counted=counted, tokens=tokens, rest_chars=rest,

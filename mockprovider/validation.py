@@ -11,11 +11,12 @@ from collections.abc import Callable
 from itertools import repeat
 from typing import Any, NamedTuple
 
-from mockprovider import transcript
+from mockprovider import tool_choice, transcript
 from mockprovider.errors import APIError, invalid, missing
+from mockprovider.tool_choice import AUTO, ToolChoice
 from mockprovider.transcript import ROLES, Known, Transcript
 
-__all__ = ["ROLES", "ChatRequest", "chat_request", "parse_json"]
+__all__ = ["MAX_DEPTH", "ROLES", "ChatRequest", "chat_request", "check_depth", "parse_json"]
 
 
 class ChatRequest(NamedTuple):
@@ -25,21 +26,70 @@ class ChatRequest(NamedTuple):
     transcript: Transcript
     """The messages checked and (most of them) counted, with their turn and tool text."""
     tools: list[dict[str, Any]] | None
+    tool_choice: ToolChoice
     max_tokens: int | None
     stream: bool
     include_usage: bool
+
+
+MAX_DEPTH = 64
+"""The deepest nesting of arrays and objects a request body may have, in every wire format (the
+body itself is level 1; a tool's `parameters` / `input_schema` count where they sit). Deeper is a
+400 in the format's own shape, so no reader, counter or echo downstream ever recurses further."""
+
+
+def too_deep() -> APIError:
+    """The 400 for a body past MAX_DEPTH (the caller's format renders it in its own shape)."""
+    return invalid(
+        f"The request body nests arrays and objects more than {MAX_DEPTH} levels deep, "
+        "which is this mock's documented limit.",
+        code="too_deep",
+    )
 
 
 def parse_json(raw: bytes, loads: Callable[[bytes], Any] = json.loads) -> Any:
     """`loads(raw)`, its errors worded for the client (`memo.parse` is a faster `json.loads`)."""
     try:
         return loads(raw)
-    except (ValueError, RecursionError) as e:
-        # ValueError covers JSONDecodeError and invalid UTF-8 (UnicodeDecodeError).
+    except RecursionError:  # far deeper than MAX_DEPTH: the parser gave up first
+        raise too_deep() from None
+    except ValueError as e:  # JSONDecodeError and invalid UTF-8 (UnicodeDecodeError)
         raise invalid(
             f"We could not parse the JSON body of your request ({type(e).__name__}: {e}). "
             "The OpenAI API expects a JSON payload."
         ) from None
+
+
+def _deeper_than(limit: int, items: list[tuple[Any, int]]) -> bool:
+    """Whether any of the (value, its level) pairs nests past `limit` (iterative: no recursion)."""
+    while items:
+        value, level = items.pop()
+        if level > limit:
+            return True
+        children = value.values() if type(value) is dict else value
+        items.extend((c, level + 1) for c in children if type(c) is dict or type(c) is list)
+    return False
+
+
+def check_depth(raw: bytes, body: Any, known: Known | None = None) -> None:
+    """A 400 if `body` (parsed from `raw`) nests deeper than MAX_DEPTH.
+
+    A body with at most MAX_DEPTH brackets cannot nest deeper (nearly every short request: two
+    byte counts). Otherwise the parsed body is walked, except the messages `known` covers, which
+    were walked when the request they came in was served.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH or type(body) is not dict:
+        return
+    items: list[tuple[Any, int]] = []
+    for key, value in body.items():
+        if type(value) is not dict and type(value) is not list:
+            continue
+        if key == "messages" and known is not None and known.count and type(value) is list:
+            items.extend((m, 3) for m in value[known.count :] if type(m) is dict or type(m) is list)
+        else:
+            items.append((value, 2))
+    if _deeper_than(MAX_DEPTH, items):
+        raise too_deep()
 
 
 def _is_int(value: Any) -> bool:
@@ -88,6 +138,10 @@ def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(map(isinstance, tools, repeat(dict)))):
         raise invalid("Invalid 'tools': expected an array of objects.", param="tools")
+    choice = AUTO
+    if "tool_choice" in body:
+        choice = tool_choice.chat_choice(body["tool_choice"])
+        tool_choice.check(choice, tools)
     # Most bodies carry none of the optional fields below: each is looked at only when present.
     stream = flag(body, "stream") if "stream" in body else False
     options = body.get("stream_options")
@@ -100,6 +154,7 @@ def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
         model=model,
         transcript=messages,
         tools=tools,
+        tool_choice=choice,
         max_tokens=_max_tokens(body) if "max_tokens" in body or "max_completion_tokens" in body else None,
         stream=stream,
         include_usage=bool(stream and options and options.get("include_usage")),

@@ -17,6 +17,8 @@ from mockprovider.app import create_app
 from mockprovider.server import serve_in_thread
 
 ASK = [{"role": "user", "content": "Which file mentions a timeout?"}]
+TOOLS = [{"type": "function", "function": {"name": "list_files", "parameters": {"type": "object"}}}]
+"""Offered so the mock, like a real model, may answer with a tool call."""
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +31,7 @@ def journalled() -> Iterator[tuple[Journal, str]]:
 def test_a_window_holds_its_requests_with_the_usage_the_mock_billed(journalled) -> None:
     journal, base_url = journalled
     with OpenAI(base_url=base_url, api_key="unused") as client, journal.window() as seen:
-        reply = client.chat.completions.create(model="plan", messages=ASK)
+        reply = client.chat.completions.create(model="plan", messages=ASK, tools=TOOLS)
     [entry] = seen
     assert (entry.status, entry.reply_calls, entry.reply_text) == (200, ("list_files",), "")
     assert (entry.prompt_tokens, entry.completion_tokens) == (reply.usage.prompt_tokens,

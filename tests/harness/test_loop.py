@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from harness import Limits, MemoryStore, MemoryTrace, ModelClient, Pricing, approve, new_run, pending, run
-from harness.chapter import SYSTEM, CheckedAfterCall, ListFiles
+from harness.chapter import SYSTEM, CheckedAfterCall, ListFiles, ReadFile
 from harness.loop import TRUNCATED
 from harness.state import Approval, MaxBudget, MaxTurns
 from harness.usage import Usage
@@ -204,8 +204,9 @@ def test_a_run_writes_no_file_its_caller_did_not_name(mock_url, task, tmp_path, 
     async def main():
         async with OpenAIChat("runaway", client=ModelClient(mock_url)) as model:
             try:
+                # No list_files in the catalog; a request with no tools at all would get text.
                 state = new_run(task, system=SYSTEM)
-                return await run(state, model=model, tools=[], limits=Limits(max_turns=2))
+                return await run(state, model=model, tools=[ReadFile(tmp_path)], limits=Limits(max_turns=2))
             finally:
                 await model.client.aclose()
 

@@ -75,7 +75,12 @@ def clients(folder: Path) -> Iterator[tuple[openai.OpenAI, anthropic.Anthropic]]
         yield chat, claude
 
 
+OFFERED = [{"type": "function", "function": {"name": "any_tool", "parameters": {"type": "object"}}}]
+"""A tool offered by default: without any, a real model (and the mock) answers in text."""
+
+
 def _ask(chat: openai.OpenAI, model: str, *messages: dict, **extra) -> Any:
+    extra.setdefault("tools", OFFERED)
     return chat.chat.completions.create(model=model, messages=list(messages), **extra).choices[0].message
 
 
@@ -107,12 +112,13 @@ def test_the_tool_round_idiom_answers_through_chat_and_messages(clients):
     result = {"role": "tool", "tool_call_id": "call_background", "content": "ok"}
     done = _ask(chat, "tool-round", ask, asked, result)
     assert done.content == "Done! I've changed the background."
-    first = claude.messages.create(model="tool-round", max_tokens=100, messages=[ask])
+    offered = [{"name": "change_background", "input_schema": {"type": "object"}}]
+    first = claude.messages.create(model="tool-round", max_tokens=100, messages=[ask], tools=offered)
     assert first.content[0].id == "call_background"
     second = claude.messages.create(model="tool-round", max_tokens=100, messages=[
         ask, {"role": "assistant", "content": [b.model_dump() for b in first.content]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_background",
-                                      "content": "ok"}]}])
+                                      "content": "ok"}]}], tools=offered)
     assert second.content[0].text == "Done! I've changed the background."
 
 
@@ -145,7 +151,7 @@ def test_tool_name_matches_the_tools_the_request_offers(clients):
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
     call = _ask(chat, "tool-call", {"role": "user", "content": "weather?"}, tools=tools).tool_calls[0]
     assert json.loads(call.function.arguments) == {"location": "San Francisco", "unit": "fahrenheit"}
-    with pytest.raises(openai.BadRequestError):
+    with pytest.raises(openai.BadRequestError):  # other tools offered: the fixture does not match
         _ask(chat, "tool-call", {"role": "user", "content": "weather?"})
 
 

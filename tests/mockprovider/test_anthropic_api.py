@@ -121,6 +121,7 @@ def test_streamed_and_created_messages_are_the_same(mock_url):
 
 
 def _raw_events(client: anthropic.Anthropic, messages: list[dict], **kwargs) -> list:
+    kwargs.setdefault("tools", TOOLS)
     with client.messages.create(model="plan", max_tokens=1024, messages=messages, stream=True, **kwargs) as s:
         return list(s)
 
@@ -168,11 +169,11 @@ def test_official_client_retries_past_a_429_by_itself(mock_url, caplog):
     model = "plan+fault=429@0x1"
     question = [{"role": "user", "content": QUESTION}]
     with _client(mock_url) as client, pytest.raises(anthropic.RateLimitError) as caught:
-        client.messages.create(model=model, max_tokens=100, messages=question)
+        client.messages.create(model=model, max_tokens=100, messages=question, tools=TOOLS)
     assert caught.value.body["error"]["type"] == "rate_limit_error"
     caplog.clear()
     with _client(mock_url, max_retries=2) as client:
-        reply = client.messages.create(model=model, max_tokens=100, messages=question)
+        reply = client.messages.create(model=model, max_tokens=100, messages=question, tools=TOOLS)
     assert reply.content[0].id == "c1"
     assert [r.getMessage() for r in caplog.records if "turn=0" in r.getMessage()] == [
         f"model={model} turn=0 attempt=0 status=429",
@@ -194,7 +195,7 @@ def test_api_key_is_accepted_as_x_api_key(keyed_mock_url):
             client.messages.create(model="plan", max_tokens=100, messages=question)
     assert caught.value.body["error"]["type"] == "authentication_error"
     with _client(keyed_mock_url, api_key="secret") as client:
-        reply = client.messages.create(model="plan", max_tokens=100, messages=question)
+        reply = client.messages.create(model="plan", max_tokens=100, messages=question, tools=TOOLS)
     assert reply.stop_reason == "tool_use"
 
 
@@ -281,7 +282,9 @@ def test_tool_result_answering_nothing_names_the_block(mock_url):
     bad = [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "zz", "content": "x"}]}]
     with _client(mock_url) as client, pytest.raises(anthropic.BadRequestError) as caught:
         client.messages.create(model="plan", max_tokens=100, messages=bad)
-    assert "messages[0].content[0].tool_use_id" in caught.value.message and "'zz'" in caught.value.message
+    assert "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: zz." in (
+        caught.value.message
+    )
 
 
 def test_readme_snippet_runs_as_written(capsys):
@@ -338,6 +341,7 @@ def test_generated_bodies_get_a_message_or_an_anthropic_error_never_a_500(in_pro
         assert response.json()["type"] == "error" and response.json()["error"]["message"]
 
 
+WEATHER = [{"name": "get_weather", "input_schema": {"type": "object"}}]
 CITY = {"name": "city", "turns": [
     {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Zürich"}}]},
     {"tool_calls": [{"name": "get_weather", "arguments": "city=Paris"}]},
@@ -360,9 +364,9 @@ def test_tool_input_fed_back_counts_as_the_chat_route_counts_the_same_arguments(
     # client echoes them verbatim; the same call fed back as a tool_use block must count the same.
     turn_one = _turn_one()
     with serve_mock(scenario_files=[CITY]) as url, _client(url) as client:
-        first = client.messages.create(model="city", max_tokens=100, messages=turn_one[:1])
+        first = client.messages.create(model="city", max_tokens=100, messages=turn_one[:1], tools=WEATHER)
         (use,) = first.content  # what turn_one feeds back
-        second = client.messages.create(model="city", max_tokens=100, messages=turn_one)
+        second = client.messages.create(model="city", max_tokens=100, messages=turn_one, tools=WEATHER)
     chat = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": None, "tool_calls": [{"id": use.id, "type": "function", "function": {
@@ -370,7 +374,8 @@ def test_tool_input_fed_back_counts_as_the_chat_route_counts_the_same_arguments(
         {"role": "tool", "tool_call_id": use.id, "content": "sunny"},
     ]
     assert (use.id, use.input) == ("call_0_0", {"city": "Zürich"})
-    assert second.usage.input_tokens == o200k.prompt_tokens(chat, [])
+    chat_tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    assert second.usage.input_tokens == o200k.prompt_tokens(chat, chat_tools)
 
 
 def test_arguments_that_are_no_json_object_stream_as_the_input_create_returns(serve_mock):
@@ -378,8 +383,8 @@ def test_arguments_that_are_no_json_object_stream_as_the_input_create_returns(se
     # `{}` and the stream must too: the official client refuses a partial_json it cannot parse.
     turn_one = _turn_one()
     with serve_mock(scenario_files=[CITY]) as url, _client(url) as client:
-        created = client.messages.create(model="city", max_tokens=100, messages=turn_one)
-        with client.messages.stream(model="city", max_tokens=100, messages=turn_one) as events:
+        created = client.messages.create(model="city", max_tokens=100, messages=turn_one, tools=WEATHER)
+        with client.messages.stream(model="city", max_tokens=100, messages=turn_one, tools=WEATHER) as events:
             streamed = events.get_final_message()
     assert [(b.id, b.name, b.input) for b in created.content] == [("call_1_0", "get_weather", {})]
     assert [b.model_dump() for b in streamed.content] == [b.model_dump() for b in created.content]

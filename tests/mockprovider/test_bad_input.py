@@ -76,7 +76,7 @@ CASES = {
             )
         ),
         400,
-        "messages[2].tool_call_id",
+        "messages.[2].role",
     ),
     "tool_answers_a_later_call": (
         chat(
@@ -89,7 +89,7 @@ CASES = {
             )
         ),
         400,
-        "messages[1].tool_call_id",
+        "messages.[1].role",
     ),
     "tool_without_call_id": (
         chat(
@@ -146,6 +146,21 @@ CASES = {
         None,
     ),
     "deeply_nested_json": (chat(b"[" * 100_000), 400, None),
+    "nested_past_the_depth_bound": (
+        chat(json.dumps(ok()).encode()[:-1] + b', "x": ' + b"[" * 70 + b"]" * 70 + b"}"), 400, None,
+    ),
+    "tool_calls_left_unanswered": (
+        chat(ok(messages=[USER, {"role": "assistant", "tool_calls": [CALL]}])), 400, "messages.[1].role",
+    ),
+    "tool_choice_malformed": (chat(ok(tools=[{"type": "function", "function": {"name": "list_files"}}],
+                                      tool_choice="always")), 400, "tool_choice"),
+    "tool_choice_names_an_undeclared_function": (
+        chat(ok(tools=[{"type": "function", "function": {"name": "list_files"}}],
+                tool_choice={"type": "function", "function": {"name": "rm"}})),
+        400,
+        "tool_choice",
+    ),
+    "tool_choice_required_without_tools": (chat(ok(tool_choice="required")), 400, "tool_choice"),
     "unknown_path": ({"method": "GET", "path": "/v1/nope"}, 404, None),
     "unknown_root_path": ({"method": "POST", "path": "/completions", "json": ok()}, 404, None),
     "get_chat_completions": ({"method": "GET", "path": "/v1/chat/completions"}, 405, None),

@@ -14,6 +14,7 @@ from mockprovider.errors import APIError
 from mockprovider.faults import Fault, Options
 
 USER = {"role": "user", "content": "Which file mentions a timeout?"}
+TOOLS = [{"type": "function", "function": {"name": n}} for n in ("list_files", "read_file")]
 TURN1 = [
     USER,
     {
@@ -58,7 +59,7 @@ def test_official_client_retries_past_a_429_and_the_server_logs_both_attempts(mo
     caplog.set_level(logging.INFO, logger="mockprovider")
     model = "plan+fault=429@0x1"
     with _client(mock_url, max_retries=2) as client:
-        completion = client.chat.completions.create(model=model, messages=[USER])
+        completion = client.chat.completions.create(model=model, messages=[USER], tools=TOOLS)
     assert completion.choices[0].message.tool_calls[0].id == "c1"
     assert _log_lines(caplog, model) == [
         f"model={model} turn=0 attempt=0 status=429",
@@ -161,12 +162,12 @@ def test_hang_fault_times_the_client_out_and_the_server_keeps_serving(mock_url):
 
 def test_fault_keyed_by_turn_spares_other_turns(mock_url):
     with _client(mock_url) as client:
-        first = client.chat.completions.create(model="plan+fault=500@1", messages=[USER])
+        first = client.chat.completions.create(model="plan+fault=500@1", messages=[USER], tools=TOOLS)
         assert first.choices[0].message.tool_calls[0].id == "c1"
         with pytest.raises(openai.InternalServerError):
             client.chat.completions.create(model="plan+fault=500@1", messages=TURN1)
         later = client.chat.completions.create(
-            model="plan+fault=500@1", messages=TURN1, extra_headers={"x-lab-attempt": "1"}
+            model="plan+fault=500@1", messages=TURN1, tools=TOOLS, extra_headers={"x-lab-attempt": "1"}
         )
     assert later.choices[0].message.tool_calls[0].id == "c2"
 

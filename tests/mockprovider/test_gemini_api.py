@@ -34,6 +34,8 @@ TOOLS = [types.Tool(function_declarations=[
     for name in SCHEMAS
 ])]
 MANUAL = types.AutomaticFunctionCallingConfig(disable=True)
+OFFER = types.GenerateContentConfig(tools=TOOLS, automatic_function_calling=MANUAL)
+"""The tools offered: without any, a real model (and the mock) answers in text."""
 
 
 def _root(mock_url: str) -> str:
@@ -179,7 +181,7 @@ def test_the_async_client_drives_plan_as_the_sync_one_does(mock_url):
     # Agent frameworks (Google's ADK among them) call the async client.
     async def drive() -> list[types.GenerateContentResponse]:
         async with _client(mock_url).aio as client:
-            return [await client.models.generate_content(model="plan", contents=QUESTION),
+            return [await client.models.generate_content(model="plan", contents=QUESTION, config=OFFER),
                     *[chunk async for chunk in await client.models.generate_content_stream(
                         model="plan", contents=[c.model_dump(exclude_none=True) for c in ANSWER_TURN])]]
 
@@ -191,7 +193,7 @@ def test_the_async_client_drives_plan_as_the_sync_one_does(mock_url):
 @pytest.mark.parametrize("version", ["v1", "v1beta"])
 def test_both_api_versions_serve_generate_content(mock_url, version):
     with _client(mock_url, api_version=version) as client:
-        reply = client.models.generate_content(model="plan", contents=QUESTION)
+        reply = client.models.generate_content(model="plan", contents=QUESTION, config=OFFER)
     assert [(c.id, c.name) for c in reply.function_calls] == [("c1", "list_files")]
 
 
@@ -217,19 +219,19 @@ CITY = {"name": "city", "turns": [
 def test_a_scenario_file_answers_as_on_the_chat_route(serve_mock, weather, answer):
     question = [{"role": "user", "content": "Umbrella?"}]
     with serve_mock(scenario_files=[CITY]) as url, _client(url) as client:
-        first = client.models.generate_content(model="city", contents="Umbrella?")
+        first = client.models.generate_content(model="city", contents="Umbrella?", config=OFFER)
         calls = first.function_calls
         answers = [types.Part.from_function_response(name=c.name, response={"result": weather})
                    for c in calls]
         contents = [types.Content(role="user", parts=[types.Part(text="Umbrella?")]),
                     first.candidates[0].content, types.Content(role="user", parts=answers)]
-        second = client.models.generate_content(model="city", contents=contents)
+        second = client.models.generate_content(model="city", contents=contents, config=OFFER)
         with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as chat:
-            chat_first = chat.chat.completions.create(model="city", messages=question)
+            chat_first = chat.chat.completions.create(model="city", messages=question, tools=_chat_tools())
             fed_back = [*question, chat_first.choices[0].message.model_dump(exclude_none=True),
                         *({"role": "tool", "tool_call_id": c.id, "content": weather}
                           for c in chat_first.choices[0].message.tool_calls)]
-            chat_second = chat.chat.completions.create(model="city", messages=fed_back)
+            chat_second = chat.chat.completions.create(model="city", messages=fed_back, tools=_chat_tools())
     assert [(c.id, c.name, c.args) for c in calls] == [
         ("call_0_0", "get_weather", {"city": "Zürich"}), ("time-1", "get_time", {})]
     assert second.text == answer
@@ -351,7 +353,7 @@ def test_api_key_is_accepted_as_x_goog_api_key_or_the_key_query_parameter(keyed_
         client.models.generate_content(model="plan", contents=QUESTION)
     assert (caught.value.code, caught.value.status) == (401, "UNAUTHENTICATED")
     with _client(keyed_mock_url, api_key="secret") as client:
-        reply = client.models.generate_content(model="plan", contents=QUESTION)
+        reply = client.models.generate_content(model="plan", contents=QUESTION, config=OFFER)
     assert reply.function_calls[0].name == "list_files"
     body = {"contents": [{"parts": [{"text": QUESTION}]}]}
     with httpx.Client(base_url=_root(keyed_mock_url)) as http:
@@ -379,7 +381,7 @@ def test_the_client_retries_past_a_fault_as_it_retries_the_real_service(mock_url
     model = f"plan+fault={kind}@0x2"
     retry = types.HttpRetryOptions(attempts=3, initial_delay=0.01, max_delay=0.02, jitter=0)
     with _client(mock_url, retry_options=retry) as client:
-        reply = client.models.generate_content(model=model, contents=f"retry {kind}")
+        reply = client.models.generate_content(model=model, contents=f"retry {kind}", config=OFFER)
     assert reply.function_calls[0].id == "c1"
     assert _attempts(caplog) == [
         f"model={model} turn=0 attempt=0 status={kind}",
@@ -396,7 +398,8 @@ def test_the_same_request_sent_again_after_a_reply_meets_the_fault_again(mock_ur
     retry = types.HttpRetryOptions(attempts=3, initial_delay=0.01, max_delay=0.02, jitter=0)
     with _client(mock_url, retry_options=retry) as client:
         for _ in range(2):
-            assert client.models.generate_content(model=model, contents="run twice").function_calls
+            reply = client.models.generate_content(model=model, contents="run twice", config=OFFER)
+            assert reply.function_calls
     assert [m.rpartition(" ")[2] for m in _attempts(caplog)] == ["status=429", "status=ok"] * 2
 
 

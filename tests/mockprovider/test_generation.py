@@ -41,9 +41,13 @@ TURN2 = TURN1 + [
 ]
 
 
+TOOLS = [{"type": "function", "function": {"name": n}} for n in ("list_files", "read_file")]
+"""Offered in every request here: without tools, a real model (and the mock) answers in text."""
+
+
 def _post(url: str, body: dict) -> dict:
     with httpx.Client(base_url=url) as client:
-        response = client.post("/chat/completions", json=body)
+        response = client.post("/chat/completions", json={"tools": TOOLS, **body})
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -52,7 +56,7 @@ def _sse(url: str, body: dict) -> list:
     """The raw `data:` payloads of a streamed response, `[DONE]` kept as a string."""
     with (
         httpx.Client(base_url=url) as client,
-        client.stream("POST", "/chat/completions", json={**body, "stream": True}) as response,
+        client.stream("POST", "/chat/completions", json={"tools": TOOLS, **body, "stream": True}) as response,
     ):
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -178,7 +182,7 @@ def test_sse_stream_has_openai_chunk_shape(mock_url):
     }
     final, usage = chunks[-2], chunks[-1]
     assert final["choices"][0]["delta"] == {} and final["choices"][0]["finish_reason"] == "tool_calls"
-    assert usage["choices"] == [] and usage["usage"]["prompt_tokens"] == tokens.prompt_tokens(TURN1)
+    assert usage["choices"] == [] and usage["usage"]["prompt_tokens"] == tokens.prompt_tokens(TURN1, TOOLS)
     assert all(c["usage"] is None for c in chunks[:-1])
     assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-2])
 

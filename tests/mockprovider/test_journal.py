@@ -11,6 +11,7 @@ from openai import InternalServerError, OpenAI
 
 from mockprovider.__main__ import _parser
 from mockprovider.journal import MAX_CAPACITY, Journal
+from mockprovider.validation import MAX_DEPTH
 
 HELLO = [{"role": "user", "content": "hello"}]
 
@@ -119,8 +120,7 @@ def test_a_journal_keeps_bodies_compact_not_as_python_objects():
 
 
 def test_the_journal_serves_the_deepest_body_the_chat_route_accepts(serve_mock):
-    # The parser's depth limit is a property of the stack; rendering a body again, deeper in the
-    # stack, must not overflow where parsing it did not.
+    # Rendering a body again, deeper in the stack, must not overflow where reading it did not.
     def body(depth: int) -> bytes:
         return b'{"model": "plan", "messages": [{"role": "user", "content": "hi"}], "x": %s}' % (
             b"[" * depth + b"]" * depth)
@@ -132,15 +132,9 @@ def test_the_journal_serves_the_deepest_body_the_chat_route_accepts(serve_mock):
             assert sent.status_code in (200, 400)
             return sent.status_code == 200
 
-        low, high = 100, 5000  # accepted, refused
-        assert accepted(low) and not accepted(high)
-        while high - low > 1:
-            middle = (low + high) // 2
-            low, high = (middle, high) if accepted(middle) else (low, middle)
-        # The exact boundary moves by a few frames with the event loop's own stack depth, so the
-        # last body sent sits a little inside it: still far deeper than any real request.
-        deep = low - 25
-        assert accepted(deep)
+        deep = MAX_DEPTH - 1  # "x" sits at level 2 of the body: the deepest body accepted
+        assert accepted(deep) and not accepted(deep + 1)
+        assert accepted(deep)  # the last body journalled is the deepest accepted
         journal = http.get(f"{_root(url)}/journal")
     assert journal.status_code == 200
     assert journal.text.count("[") > deep

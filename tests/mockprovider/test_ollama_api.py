@@ -174,7 +174,8 @@ def test_models_are_listed_and_shown_under_their_default_tag(mock_url):
     with ollama.Client(host=_root(mock_url)) as client:
         names = [m.model for m in client.list().models]
         shown = client.show("plan:latest")
-        reply = client.chat(model="plan:latest", messages=[{"role": "user", "content": QUESTION}])
+        asked = [{"role": "user", "content": QUESTION}]
+        reply = client.chat(model="plan:latest", messages=asked, tools=TOOLS)
         with pytest.raises(ollama.ResponseError) as caught:
             client.show("plann")
     assert "plan:latest" in names and "runaway:latest" in names
@@ -218,11 +219,12 @@ def test_tool_call_ids_are_honoured_when_the_request_carries_them(mock_url):
                 {"id": "c1", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}]},
             {"role": "tool", "tool_call_id": "c1", "content": "errors.log"}]
     with httpx.Client(base_url=_root(mock_url)) as http:
-        reply = http.post("/api/chat", json={"model": "plan", "messages": messages, "stream": False}).json()
+        body = {"model": "plan", "messages": messages, "stream": False, "tools": TOOLS}
+        reply = http.post("/api/chat", json=body).json()
     assert reply["message"]["tool_calls"] == [
         {"id": "c2", "function": {"index": 0, "name": "read_file", "arguments": {"path": "errors.log"}}}
     ]
-    assert reply["prompt_eval_count"] == o200k.prompt_tokens(chat, [])
+    assert reply["prompt_eval_count"] == o200k.prompt_tokens(chat, TOOLS)
 
 
 CITY = {"name": "city", "turns": [
@@ -236,12 +238,12 @@ CITY = {"name": "city", "turns": [
 def test_a_scenario_file_answers_with_its_calls_and_its_condition(serve_mock, weather, answer):
     question = [{"role": "user", "content": "Umbrella?"}]
     with serve_mock(scenario_files=[CITY]) as url, ollama.Client(host=_root(url)) as client:
-        first = client.chat(model="city", messages=question)
+        first = client.chat(model="city", messages=question, tools=TOOLS)
         calls = first.message.tool_calls
         results = [{"role": "tool", "tool_name": c.function.name, "content": weather} for c in calls]
-        second = client.chat(model="city", messages=[*question, first.message, *results])
+        second = client.chat(model="city", messages=[*question, first.message, *results], tools=TOOLS)
         with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as chat:
-            chat_first = chat.chat.completions.create(model="city", messages=question)
+            chat_first = chat.chat.completions.create(model="city", messages=question, tools=TOOLS)
     assert [(c.function.name, dict(c.function.arguments)) for c in calls] == [
         ("get_weather", {"city": "Zürich"}), ("get_time", {})]
     assert second.message.content == answer
@@ -289,8 +291,8 @@ def test_a_fault_reaches_the_caller_and_the_callers_own_retry_passes(mock_url, c
     question = [{"role": "user", "content": f"fault {kind}"}]
     with ollama.Client(host=_root(mock_url)) as client:
         with pytest.raises(ollama.ResponseError) as caught:
-            client.chat(model=model, messages=question)
-        reply = client.chat(model=model, messages=question)
+            client.chat(model=model, messages=question, tools=TOOLS)
+        reply = client.chat(model=model, messages=question, tools=TOOLS)
     assert caught.value.status_code == status and "injected fault" in caught.value.error
     assert reply.message.tool_calls[0].function.name == "list_files"
     assert [r.getMessage() for r in caplog.records if "turn=0 " in r.getMessage()] == [
@@ -312,7 +314,7 @@ def test_api_key_is_read_as_a_bearer_token(keyed_mock_url):
         client.chat(model="plan", messages=question)
     assert caught.value.status_code == 401
     with ollama.Client(host=_root(keyed_mock_url), headers={"authorization": "Bearer secret"}) as client:
-        assert client.chat(model="plan", messages=question).message.tool_calls
+        assert client.chat(model="plan", messages=question, tools=TOOLS).message.tool_calls
 
 
 # --- bad input: Ollama's error shape, never a 500 ---------------------------------------------

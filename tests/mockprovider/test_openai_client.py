@@ -17,6 +17,10 @@ TOOL_RESULTS = {
     "read_file": "12:00 worker 7 timed out after 30000 ms",
 }
 PLAN_ANSWER = "errors.log mentions a timeout: worker 7 timed out after 30000 ms."
+TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+         for n in TOOL_RESULTS]
+PLAN = {"model": "plan", "tools": TOOLS}
+"""Every request offers the tools: without them a real model (and the mock) answers in text."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,7 @@ def _expected_plan() -> list[Turn]:
     messages: list[dict] = [QUESTION]
     turns = []
     for finish, content, calls in script:
-        prompt = tokens.prompt_tokens(messages)
+        prompt = tokens.prompt_tokens(messages, TOOLS)
         wire = [{"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls]
         completion = tokens.count(tokens.tool_calls_json(wire)) if calls else tokens.count(content)
         turn = Turn(finish, content, calls, (prompt, completion, prompt + completion))
@@ -106,10 +110,10 @@ def _drive_sync(client: openai.OpenAI, *, stream: bool) -> list[Turn]:
     turns = []
     for _ in range(3):
         if stream:
-            with client.chat.completions.create(model="plan", messages=messages, **STREAM_KW) as chunks:
+            with client.chat.completions.create(messages=messages, **PLAN, **STREAM_KW) as chunks:
                 turn = _from_chunks(list(chunks))
         else:
-            turn = _from_completion(client.chat.completions.create(model="plan", messages=messages))
+            turn = _from_completion(client.chat.completions.create(messages=messages, **PLAN))
         turns.append(turn)
         _feed_back(messages, turn)
     return turns
@@ -120,11 +124,11 @@ async def _drive_async(client: openai.AsyncOpenAI, *, stream: bool) -> list[Turn
     turns = []
     for _ in range(3):
         if stream:
-            chunks = await client.chat.completions.create(model="plan", messages=messages, **STREAM_KW)
+            chunks = await client.chat.completions.create(messages=messages, **PLAN, **STREAM_KW)
             async with chunks:
                 turn = _from_chunks([c async for c in chunks])
         else:
-            turn = _from_completion(await client.chat.completions.create(model="plan", messages=messages))
+            turn = _from_completion(await client.chat.completions.create(messages=messages, **PLAN))
         turns.append(turn)
         _feed_back(messages, turn)
     return turns
@@ -170,7 +174,7 @@ def test_streamed_usage_equals_non_streamed_usage(mock_url):
 
 def test_stream_without_include_usage_sends_no_usage(mock_url):
     with openai.OpenAI(base_url=mock_url, api_key="unused", max_retries=0) as client:
-        with client.chat.completions.create(model="plan", messages=[QUESTION], stream=True) as chunks:
+        with client.chat.completions.create(messages=[QUESTION], **PLAN, stream=True) as chunks:
             received = list(chunks)
     assert received and all(c.usage is None and c.choices for c in received)
     assert received[-1].choices[0].finish_reason == "tool_calls"
@@ -178,7 +182,7 @@ def test_stream_without_include_usage_sends_no_usage(mock_url):
 
 def test_completion_object_is_openai_shaped(mock_url):
     with openai.OpenAI(base_url=mock_url, api_key="unused", max_retries=0) as client:
-        completion = client.chat.completions.create(model="plan", messages=[QUESTION])
+        completion = client.chat.completions.create(model="plan", messages=[QUESTION], tools=TOOLS)
     assert completion.object == "chat.completion"
     assert completion.id.startswith("chatcmpl-")
     assert completion.model == "plan"

@@ -37,7 +37,8 @@ def test_python_m_mockprovider_serves_and_exits_on_sigterm():
             with httpx.Client(base_url=f"{url}/v1", headers={"authorization": "Bearer k"}) as client:
                 response = client.post(
                     "/chat/completions",
-                    json={"model": "plan", "messages": [{"role": "user", "content": "hi"}]},
+                    json={"model": "plan", "messages": [{"role": "user", "content": "hi"}],
+                          "tools": [{"type": "function", "function": {"name": "list_files"}}]},
                 )
             assert response.status_code == 200
             assert response.json()["choices"][0]["message"]["tool_calls"][0]["id"] == "c1"

@@ -134,7 +134,8 @@ def mock_llm_scenarios(tmp_path):
 
 def test_a_module_can_supply_its_own_scenarios(mock_llm):
     reply = OpenAI(base_url=mock_llm.base_url, api_key="t").chat.completions.create(
-        model="made", messages=[{"role": "user", "content": "find"}])
+        model="made", messages=[{"role": "user", "content": "find"}],
+        tools=[{"type": "function", "function": {"name": "search_tickets"}}])
     assert reply.choices[0].message.tool_calls[0].function.name == "search_tickets"
 '''
 

@@ -15,22 +15,26 @@ WEATHER = {"name": "weather", "after_last": "repeat", "turns": [
     {"content": "Take an umbrella."},
 ]}
 ASK = [{"role": "user", "content": "Umbrella in Paris?"}]
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+"""Offered in every request: without tools, a real model (and the mock) answers in text."""
+RESPONSES_TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+MESSAGES_TOOLS = [{"name": "get_weather", "input_schema": {"type": "object"}}]
 SESSION: list[MockLLM] = []
 
 
 def _two_turns_in_every_format(mock: MockLLM) -> None:
     with (openai.OpenAI(base_url=mock.base_url, api_key="t") as chat,
           anthropic.Anthropic(base_url=mock.root_url, api_key="t") as claude):
-        first = chat.chat.completions.create(model="weather", messages=ASK).choices[0].message
+        first = chat.chat.completions.create(model="weather", messages=ASK, tools=TOOLS).choices[0].message
         answered = {"role": "tool", "tool_call_id": "w1", "content": "rain"}
         history = [*ASK, first.model_dump(exclude_none=True), answered]
-        chat.chat.completions.create(model="weather", messages=history)
-        response = chat.responses.create(model="weather", input=ASK)
-        chat.responses.create(model="weather", input=[
+        chat.chat.completions.create(model="weather", messages=history, tools=TOOLS)
+        response = chat.responses.create(model="weather", input=ASK, tools=RESPONSES_TOOLS)
+        chat.responses.create(model="weather", tools=RESPONSES_TOOLS, input=[
             *ASK, *[item.model_dump(exclude_none=True) for item in response.output],
             {"type": "function_call_output", "call_id": "w1", "output": "rain"}])
-        message = claude.messages.create(model="weather", max_tokens=100, messages=ASK)
-        claude.messages.create(model="weather", max_tokens=100, messages=[
+        message = claude.messages.create(model="weather", max_tokens=100, messages=ASK, tools=MESSAGES_TOOLS)
+        claude.messages.create(model="weather", max_tokens=100, tools=MESSAGES_TOOLS, messages=[
             *ASK, {"role": "assistant", "content": [b.model_dump() for b in message.content]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "w1", "content": "rain"}]}])
 
@@ -71,7 +75,7 @@ def test_the_shared_mock_serves_this_tests_marker_without_a_restart(mock_llm_sha
     assert mock_llm_shared is mock_llm_session
     assert mock_llm_shared.requests() == []  # cleared before the test
     with openai.OpenAI(base_url=mock_llm_shared.base_url, api_key="k2") as client:
-        reply = client.chat.completions.create(model="weather", messages=ASK)
+        reply = client.chat.completions.create(model="weather", messages=ASK, tools=TOOLS)
     assert reply.choices[0].message.tool_calls[0].function.name == "get_weather"
     with pytest.raises(openai.AuthenticationError), openai.OpenAI(
             base_url=mock_llm_shared.base_url, api_key="wrong", max_retries=0) as wrong:
@@ -83,7 +87,8 @@ def test_the_next_test_finds_the_session_mock_as_the_session_set_it_up(mock_llm_
     with openai.OpenAI(base_url=mock_llm_shared.base_url, api_key="any", max_retries=0) as client:
         with pytest.raises(openai.NotFoundError):  # the previous test's file is gone
             client.chat.completions.create(model="weather", messages=ASK)
-        assert client.chat.completions.create(model="plan", messages=ASK).choices[0].message.tool_calls
+        reply = client.chat.completions.create(model="plan", messages=ASK, tools=TOOLS)
+        assert reply.choices[0].message.tool_calls
     assert len(mock_llm_shared.requests()) == 2
 
 
@@ -92,7 +97,8 @@ def test_configure_swaps_scenarios_and_options_between_requests(mock_llm: MockLL
         with pytest.raises(openai.NotFoundError):
             client.chat.completions.create(model="weather", messages=ASK)
         mock_llm.configure(scenarios=[WEATHER])
-        assert client.chat.completions.create(model="weather", messages=ASK).choices[0].message.tool_calls
+        reply = client.chat.completions.create(model="weather", messages=ASK, tools=TOOLS)
+        assert reply.choices[0].message.tool_calls
     assert len(mock_llm.requests()) == 2  # the journal is kept
 
 

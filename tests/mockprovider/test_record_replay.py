@@ -25,16 +25,18 @@ from mockprovider.recorder import proxy as proxy_module
 from mockprovider.server import free_port, serve_in_thread
 
 Reply = tuple[str | None, list[tuple[str, str, str]]]
+TOOLS = [{"type": "function", "function": {"name": n}} for n in ("list_files", "read_file", "delete_file")]
 
 
 def _answer(client: OpenAI, model: str, messages: list[dict[str, Any]], *, stream: bool) -> Reply:
     """(content, [(id, name, arguments)]) of one turn, read through the official client."""
     if not stream:
-        message = client.chat.completions.create(model=model, messages=messages).choices[0].message
+        completion = client.chat.completions.create(model=model, messages=messages, tools=TOOLS)
+        message = completion.choices[0].message
         calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]
         return message.content, calls
     text, parts = "", {}
-    for chunk in client.chat.completions.create(model=model, messages=messages, stream=True):
+    for chunk in client.chat.completions.create(model=model, messages=messages, tools=TOOLS, stream=True):
         for choice in chunk.choices:
             text += choice.delta.content or ""
             for part in choice.delta.tool_calls or []:
@@ -246,7 +248,8 @@ def test_python_m_mockprovider_record_on_port_0_serves_where_it_says(upstream: s
                     assert time.monotonic() < deadline, "the recorder did not start"
                     time.sleep(0.05)
             with OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
-                client.chat.completions.create(model="once", messages=[{"role": "user", "content": "go"}])
+                client.chat.completions.create(model="once", messages=[{"role": "user", "content": "go"}],
+                                               tools=TOOLS)
         finally:
             proc.send_signal(signal.SIGTERM)
             _, err = proc.communicate(timeout=10)

@@ -28,6 +28,11 @@ Turn = tuple[str, list[tuple[str, str, Any]]]
 """(text, [(call id, tool name, parsed arguments)]) of one reply, whatever the format."""
 RESULTS = {"list_files": "errors.log access.log", "read_file": "worker 7 timed out"}
 FORMATS = ("chat", "responses", "messages")
+CHAT_TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+              for n in RESULTS]
+"""Offered every turn, in each format's shape: without tools a real model answers in text."""
+RESPONSES_TOOLS = [{"type": "function", "name": n, "parameters": {"type": "object"}} for n in RESULTS]
+MESSAGES_TOOLS = [{"name": n, "input_schema": {"type": "object"}} for n in RESULTS]
 
 
 def _chat(url: str, model: str, task: str, stream: bool) -> list[Turn]:
@@ -41,7 +46,8 @@ def _chat_with(client: Any, model: str, task: str, stream: bool) -> list[Turn]:
     while len(turns) < 6:
         if stream:
             text, parts = "", {}
-            for chunk in client.chat.completions.create(model=model, messages=messages, stream=True):
+            for chunk in client.chat.completions.create(model=model, messages=messages, tools=CHAT_TOOLS,
+                                                        stream=True):
                 for choice in chunk.choices:
                     text += choice.delta.content or ""
                     for part in choice.delta.tool_calls or []:
@@ -50,7 +56,8 @@ def _chat_with(client: Any, model: str, task: str, stream: bool) -> list[Turn]:
                             slot[i] += piece or ""
             calls = [tuple(slot) for _, slot in sorted(parts.items())]
         else:
-            message = client.chat.completions.create(model=model, messages=messages).choices[0].message
+            completion = client.chat.completions.create(model=model, messages=messages, tools=CHAT_TOOLS)
+            message = completion.choices[0].message
             text = message.content or ""
             calls = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]
         turns.append((text, [(i, n, json.loads(a)) for i, n, a in calls]))
@@ -72,10 +79,10 @@ def _responses_with(client: Any, model: str, task: str, stream: bool) -> list[Tu
     turns: list[Turn] = []
     while len(turns) < 6:
         if stream:
-            with client.responses.stream(model=model, input=items) as events:
+            with client.responses.stream(model=model, input=items, tools=RESPONSES_TOOLS) as events:
                 response = events.get_final_response()
         else:
-            response = client.responses.create(model=model, input=items)
+            response = client.responses.create(model=model, input=items, tools=RESPONSES_TOOLS)
         calls = [i for i in response.output if i.type == "function_call"]
         turns.append((response.output_text, [(c.call_id, c.name, json.loads(c.arguments)) for c in calls]))
         if not calls:
@@ -96,7 +103,7 @@ def _messages_with(client: Any, model: str, task: str, stream: bool) -> list[Tur
     messages: list[dict[str, Any]] = [{"role": "user", "content": task}]
     turns: list[Turn] = []
     while len(turns) < 6:
-        kwargs = {"model": model, "max_tokens": 1024, "messages": messages}
+        kwargs = {"model": model, "max_tokens": 1024, "messages": messages, "tools": MESSAGES_TOOLS}
         if stream:
             with client.messages.stream(**kwargs) as events:
                 reply = events.get_final_message()
@@ -278,7 +285,8 @@ def test_a_test_records_with_a_with_block_and_the_file_is_ready_inside_it(upstre
     root, _ = upstream
     with record(f"{root}/v1", tmp_path / "api.json") as proxy:
         with openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0) as client:
-            client.chat.completions.create(model="plan", messages=[{"role": "user", "content": "go"}])
+            client.chat.completions.create(model="plan", messages=[{"role": "user", "content": "go"}],
+                                           tools=CHAT_TOOLS)
         assert json.loads(proxy.out.read_text())["turns"][0][0]["tool_calls"][0]["name"] == "list_files"
     assert proxy.base_url == f"{proxy.root_url}/v1"
     assert proxy.log == [f"recorded turn 0 (list_files) of 'go' in {tmp_path / 'api.json'}"]
@@ -313,7 +321,7 @@ def test_the_upstreams_usage_is_recorded_beside_the_reply(
         if fmt == "chat" and stream:  # the chat stream carries usage only when asked
             with openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0) as client:
                 chunks = list(client.chat.completions.create(
-                    model="plan", messages=[{"role": "user", "content": "go"}], stream=True,
+                    model="plan", messages=[{"role": "user", "content": "go"}], stream=True, tools=CHAT_TOOLS,
                     stream_options={"include_usage": True}))
             sent = (chunks[-1].usage.prompt_tokens, chunks[-1].usage.completion_tokens)
         else:

@@ -27,6 +27,8 @@ from mockprovider.recorder import RecordingError, create_recorder, record
 from mockprovider.server import serve_in_thread
 
 HELLO = [{"role": "user", "content": "hello"}]
+TOOLS = [{"type": "function", "function": {"name": "list_files", "parameters": {"type": "object"}}}]
+"""Offered so the mock, like a real model, may answer with a tool call."""
 PASSWORD = "s3cr3t-PASS"
 
 
@@ -194,7 +196,7 @@ def test_a_rewritten_recording_keeps_the_file_mode(tmp_path: Path):
     out.chmod(0o640)
     with serve_in_thread() as upstream, record(upstream, out, overwrite=True) as proxy:
         OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0).chat.completions.create(
-            model="plan", messages=HELLO)
+            model="plan", messages=HELLO, tools=TOOLS)
         deadline = time.monotonic() + 5
         while "old" in out.read_text() and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -270,7 +272,8 @@ def test_a_conversation_a_scenario_file_cannot_name_is_skipped_and_the_recording
         assert sent.status_code == 200
         assert proxy.log[-1].startswith("not recorded: ") and "lone surrogate" in proxy.log[-1]
         with OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0) as client:
-            client.chat.completions.create(model="plan", messages=[{"role": "user", "content": "fine"}])
+            client.chat.completions.create(model="plan", messages=[{"role": "user", "content": "fine"}],
+                                           tools=TOOLS)
     assert proxy.log[-1].startswith("recorded turn 0 (list_files) of 'fine'")
     assert json.loads(out.read_text())["turns"][0][0]["if"] == {"user_contains": "fine"}
 

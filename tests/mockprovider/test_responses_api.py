@@ -122,6 +122,7 @@ def test_streaming_and_plain_replies_carry_the_same_output_and_usage(mock_url):
 
 
 def _raw_events(client: openai.OpenAI, **kwargs) -> list:
+    kwargs.setdefault("tools", TOOLS)
     with client.responses.create(stream=True, **kwargs) as events:
         return list(events)
 
@@ -168,10 +169,10 @@ def test_official_client_retries_past_a_429_by_itself(mock_url, caplog):
     caplog.set_level(logging.INFO, logger="mockprovider")
     model = "plan+fault=429@0x1"
     with _client(mock_url) as client, pytest.raises(openai.RateLimitError):
-        client.responses.create(model=model, input=QUESTION)
+        client.responses.create(model=model, input=QUESTION, tools=TOOLS)
     caplog.clear()
     with _client(mock_url, max_retries=2) as client:
-        response = client.responses.create(model=model, input=QUESTION)
+        response = client.responses.create(model=model, input=QUESTION, tools=TOOLS)
     assert response.output[0].call_id == "c1"
     assert [r.getMessage() for r in caplog.records if "turn=0" in r.getMessage()] == [
         f"model={model} turn=0 attempt=0 status=429",
@@ -214,7 +215,7 @@ BAD = {
     "image_part": (ok(input=[{"role": "user", "content": [{"type": "input_image"}]}]), 400,
                    "input[0].content[0]"),
     "output_answers_nothing": (ok(input=[USER, {"type": "function_call_output", "call_id": "zz",
-                                                "output": "x"}]), 400, "input[1].call_id"),
+                                                "output": "x"}]), 400, "input"),
     "call_without_name": (ok(input=[USER, {**CALL, "name": None}]), 400, "input[1].name"),
     "item_reference": (ok(input=[{"type": "item_reference", "id": "msg_1"}]), 400, "input[0].id"),
     "previous_response_id": (ok(previous_response_id="resp_1"), 400, "previous_response_id"),

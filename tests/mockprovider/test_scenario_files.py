@@ -186,12 +186,13 @@ def test_a_file_scenario_fault_option_applies_and_the_request_still_overrides(se
         {"content": "Ticket 42 is about the login page."},
     ]}
     with serve_mock(scenario_files=[script]) as url, httpx.Client(base_url=url) as http:
-        first = http.post("/chat/completions", json={"model": "flaky", "messages": TASK})
+        first = http.post("/chat/completions", json={"model": "flaky", "messages": TASK, "tools": TOOLS})
         assert first.status_code == 200
         later = [*TASK, first.json()["choices"][0]["message"],
                  {"role": "tool", "tool_call_id": "call_0_0", "content": "42: login page"}]
         later[1] = {k: v for k, v in later[1].items() if k != "refusal"}
-        assert http.post("/chat/completions", json={"model": "flaky", "messages": later}).status_code == 500
+        assert http.post("/chat/completions", json={"model": "flaky", "messages": later, "tools": TOOLS}
+                         ).status_code == 500
         # The request's own fault adds to the file's; its retry overrides the file's.
         throttled = http.post(
             "/chat/completions", json={"model": "flaky+fault=429@0+retry=300", "messages": TASK}
@@ -235,7 +236,8 @@ def test_after_last_repeat_answers_the_last_turn_again_and_error_says_the_script
              {"role": "assistant", "content": "y"}, {"role": "user", "content": "and?"}]
     with serve_mock(scenario_files=[ending, looping]) as url:
         client = OpenAI(base_url=url, api_key="unused", max_retries=0)
-        calls = client.chat.completions.create(model="looping", messages=later).choices[0].message.tool_calls
+        calls = client.chat.completions.create(model="looping", messages=later, tools=TOOLS
+                                               ).choices[0].message.tool_calls
         assert [(c.id, c.function.name) for c in calls] == [("call_2_0", "poll_queue")]
         with pytest.raises(APIStatusError) as ended:
             client.chat.completions.create(model="ending", messages=later)

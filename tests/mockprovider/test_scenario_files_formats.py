@@ -184,11 +184,18 @@ def test_a_max_tokens_cut_bills_and_shows_the_same_in_every_format(
     umbrella_url: str, limit: int, calls_kept: int
 ):
     asked = [{"role": "user", "content": TASK}]
+    chat_tools = [{"type": "function", "function": {"name": n, "parameters": s}} for n, s in SCHEMAS.items()]
     with openai.OpenAI(base_url=umbrella_url, api_key="unused", max_retries=0) as client:
-        chat = client.chat.completions.create(model="umbrella", messages=asked, max_tokens=limit)
-        response = client.responses.create(model="umbrella", input=TASK, max_output_tokens=limit)
+        chat = client.chat.completions.create(
+            model="umbrella", messages=asked, max_tokens=limit, tools=chat_tools
+        )
+        response = client.responses.create(
+            model="umbrella", input=TASK, max_output_tokens=limit,
+            tools=[{"type": "function", "name": n, "parameters": s} for n, s in SCHEMAS.items()],
+        )
     with anthropic.Anthropic(base_url=umbrella_url.removesuffix("/v1"), api_key="unused", max_retries=0) as a:
-        message = a.messages.create(model="umbrella", max_tokens=limit, messages=asked)
+        message = a.messages.create(model="umbrella", max_tokens=limit, messages=asked,
+                                    tools=[{"name": n, "input_schema": s} for n, s in SCHEMAS.items()])
     chat_calls = [(c.id, c.function.arguments) for c in chat.choices[0].message.tool_calls or ()]
     assert len(chat_calls) == calls_kept
     assert chat.choices[0].finish_reason == "length"

@@ -25,6 +25,8 @@ from mockprovider.scenario_files import ScenarioFileError, load_scenarios
 from mockprovider.server import serve_in_thread
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+RESPONSES_TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+MESSAGES_TOOLS = [{"name": "get_weather", "input_schema": {"type": "object"}}]
 BOTH = {"content": "Let me check the weather.", "tool_calls": [
     {"name": "get_weather", "arguments": {"city": "Paris"}, "id": "w1"}]}
 SCENARIOS = [
@@ -98,10 +100,11 @@ def test_a_reply_carries_text_and_tool_calls_through_responses(oai: openai.OpenA
     for stream in (False, True):
         client = oai
         if stream:
-            with client.responses.stream(model="both", input="Weather in Paris?") as events:
+            ask = {"model": "both", "input": "Weather in Paris?", "tools": RESPONSES_TOOLS}
+            with client.responses.stream(**ask) as events:
                 response = events.get_final_response()
         else:
-            response = client.responses.create(model="both", input="Weather in Paris?")
+            response = client.responses.create(model="both", input="Weather in Paris?", tools=RESPONSES_TOOLS)
         kinds = [item.type for item in response.output]
         assert kinds == ["message", "function_call"]
         assert response.output_text == "Let me check the weather."
@@ -111,7 +114,7 @@ def test_a_reply_carries_text_and_tool_calls_through_responses(oai: openai.OpenA
 
 def test_a_reply_carries_text_and_tool_calls_through_messages(claude: anthropic.Anthropic):
     client = claude
-    ask = {"model": "both", "max_tokens": 200, "messages": HI}
+    ask = {"model": "both", "max_tokens": 200, "messages": HI, "tools": MESSAGES_TOOLS}
     created = client.messages.create(**ask)
     with client.messages.stream(**ask) as stream:
         streamed = stream.get_final_message()
@@ -124,8 +127,13 @@ def test_a_reply_carries_text_and_tool_calls_through_messages(claude: anthropic.
 
 def test_a_reply_carries_text_and_tool_calls_through_gemini_and_ollama(base: str):
     client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=base))
-    reply = client.models.generate_content(model="both", contents="Weather in Paris?")
-    streamed = list(client.models.generate_content_stream(model="both", contents="Weather in Paris?"))
+    offer = types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=[types.FunctionDeclaration(name="get_weather")])],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    reply = client.models.generate_content(model="both", contents="Weather in Paris?", config=offer)
+    streamed = list(client.models.generate_content_stream(model="both", contents="Weather in Paris?",
+                                                          config=offer))
     parts = [p for chunk in streamed for p in chunk.candidates[0].content.parts]
     for shown in (reply.candidates[0].content.parts, parts):
         assert "".join(p.text for p in shown if p.text) == "Let me check the weather."
@@ -133,8 +141,8 @@ def test_a_reply_carries_text_and_tool_calls_through_gemini_and_ollama(base: str
             ("get_weather", {"city": "Paris"})]
         assert shown[-1].function_call  # the text comes first
     with ollama.Client(host=base) as local:
-        plain = local.chat(model="both", messages=HI)
-        pieces = list(local.chat(model="both", messages=HI, stream=True))
+        plain = local.chat(model="both", messages=HI, tools=TOOLS)
+        pieces = list(local.chat(model="both", messages=HI, tools=TOOLS, stream=True))
     streamed_text = "".join(p.message.content or "" for p in pieces)
     assert plain.message.content == streamed_text == "Let me check the weather."
     for message in (plain.message, next(p.message for p in pieces if p.message.tool_calls)):

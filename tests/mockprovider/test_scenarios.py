@@ -171,7 +171,9 @@ def test_every_scenario_has_a_one_line_description(name):
 
 def _step(client: httpx.Client, model: str, messages: list[dict], result: str) -> dict:
     """One turn over the wire; append the reply and a tool result for each call. Returns the message."""
-    response = client.post("/chat/completions", json={"model": model, "messages": messages})
+    tools = [{"type": "function", "function": {"name": n}} for n in ("list_files", "read_file", "delete_file")
+             ]
+    response = client.post("/chat/completions", json={"model": model, "messages": messages, "tools": tools})
     assert response.status_code == 200, response.text
     message = response.json()["choices"][0]["message"]
     messages.append(

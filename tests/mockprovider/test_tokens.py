@@ -40,11 +40,18 @@ def _content(rng: random.Random):
 
 
 def _random_conversation(rng: random.Random, length: int) -> list[dict]:
-    """A valid conversation: tool messages only answer calls an earlier assistant made."""
+    """A valid conversation: each assistant message's calls answered by the tool messages right
+    after it, once each, as the real APIs require."""
     messages: list[dict] = []
     open_calls: list[str] = []
     for _ in range(length):
         role = rng.choice(ROLES if open_calls else tuple(r for r in ROLES if r != "tool"))
+        if open_calls and rng.random() < 0.5:
+            role = "tool"
+        if role != "tool":
+            for call_id in open_calls:  # a conversation never moves on with a call unanswered
+                messages.append({"role": "tool", "content": _content(rng), "tool_call_id": call_id})
+            open_calls = []
         m: dict = {"role": role, "content": _content(rng)}
         if rng.random() < 0.3 and role != "tool":
             m["name"] = rng.choice(NAMES)
@@ -62,8 +69,10 @@ def _random_conversation(rng: random.Random, length: int) -> list[dict]:
                 )
                 open_calls.append(call_id)
         if role == "tool":
-            m["tool_call_id"] = rng.choice(open_calls)
+            m["tool_call_id"] = open_calls.pop(rng.randrange(len(open_calls)))
         messages.append(m)
+    for call_id in open_calls:
+        messages.append({"role": "tool", "content": _content(rng), "tool_call_id": call_id})
     return messages
 
 

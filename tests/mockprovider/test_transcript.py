@@ -56,15 +56,18 @@ def messages(draw) -> dict[str, Any]:
 def _general(ms: list[Any]) -> tuple[int, int, str | None, frozenset[str]]:
     """The oracle: every message through `read_message`, counted with no inline limit."""
     open_calls: set[str] = set()
+    pending: dict[str, int] = {}
     tokens, turn, tool_text = transcript.EMPTY.tokens, 0, None
     for i, m in enumerate(ms):
-        _, n = transcript.read_message(m, i, open_calls, 1 << 60)
+        _, n = transcript.read_message(m, i, open_calls, 1 << 60, pending)
         tokens += n
         if m["role"] == "assistant":
             turn += 1
         elif m["role"] == "tool":
             text = o200k.text_of(m.get("content"))
             tool_text = text if tool_text is None else f"{tool_text}\n{text}"
+    if pending:
+        raise transcript.unanswered(pending)
     return tokens, turn, tool_text, frozenset(open_calls)
 
 
