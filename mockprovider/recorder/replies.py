@@ -17,15 +17,15 @@ from itertools import accumulate
 from typing import Any, Literal
 
 from mockprovider.scenario_files import MAX_FILE_BYTES
+from mockprovider.validation import MAX_DEPTH
 
 Format = Literal["chat", "responses", "messages"]
 
 MAX_REPLY_BYTES = MAX_FILE_BYTES
 """A reply larger than this is passed through but not recorded: a recording that holds it could
 not be loaded with --scenarios, whose file limit this is."""
-MAX_DEPTH = 256
-"""Deepest nesting of arrays and objects a recorded reply may hold, as for request bodies and
-saved runs: deeper is passed through, not recorded (parsing it would recurse)."""
+# A recorded reply may nest as deep as a request body may (`validation.MAX_DEPTH`): deeper is
+# passed through, not recorded (parsing it would recurse, and replaying it could not be asked for).
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _NOT_BRACKETS = re.compile(rb"[^\[\]{}]+")
 
