@@ -39,6 +39,25 @@ def test_the_wheel_ships_the_tools_and_not_the_lab(wheel):
     assert any(name == "mockprovider/pytest_plugin.py" for name in wheel.namelist())
 
 
+def test_the_wheel_ships_every_module_and_data_file_of_the_tools(wheel):
+    # Subpackages (harness/store, harness/ui, exitkit/adapters, mockprovider/recorder) and any data
+    # file read at run time: a package listing that misses one installs, then fails on first use.
+    tracked = subprocess.run(["git", "ls-files", "--", *SHIPPED], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    needed = {name for name in tracked if not name.endswith("README.md")}
+    assert {"harness/store/sqlite.py", "harness/ui/app.py", "exitkit/adapters/plain.py",
+            "mockprovider/recorder/proxy.py"} <= needed
+    assert needed - set(wheel.namelist()) == set()
+
+
+def test_the_wheel_declares_the_commands_and_the_pytest_plugins(wheel):
+    [entry] = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
+    text = wheel.read(entry).decode()
+    for line in ("harness = harness.cli:main", "mockprovider = mockprovider.__main__:main",
+                 "mockprovider = mockprovider.pytest_plugin", "exitkit = exitkit.pytest_plugin"):
+        assert line in text, text
+
+
 def test_the_base_install_needs_no_plotting_stack(wheel):
     [meta] = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
     requires = email.message_from_bytes(wheel.read(meta)).get_all("Requires-Dist")
