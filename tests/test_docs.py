@@ -144,3 +144,23 @@ def test_a_documented_command_works_as_written(page, words, monkeypatch, tmp_pat
 @pytest.mark.parametrize(("page", "body"), blocks("python"), ids=lambda v: v if v.endswith(".md") else "")
 def test_every_python_block_compiles(page, body):
     compile(body, page, "exec")
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+LINKED_PAGES = [*PAGES, *sorted(ROOT.glob("*/README.md")), *sorted(ROOT.glob("*/*/README.md"))]
+
+
+def local_links(page: Path) -> list[str]:
+    """Relative link targets of a page, outside code blocks and `code spans` (examples, not links)."""
+    prose = re.sub(r"`[^`\n]*`", "", BLOCK.sub("", page.read_text()))
+    return [t.split("#")[0] for t in LINK.findall(prose) if not re.match(r"[a-z]+:|#", t)]
+
+
+@pytest.mark.parametrize("page", LINKED_PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_relative_link_reaches_a_file(page):
+    # Relative to the page: a docs/ page linking `docs/x.md` points at docs/docs/x.md.
+    assert [t for t in local_links(page) if not (page.parent / t).exists()] == []
+
+
+def test_the_link_check_reads_the_links():
+    assert "docs/scenarios.md" in local_links(ROOT / "README.md")
