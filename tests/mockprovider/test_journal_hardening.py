@@ -39,6 +39,7 @@ def _kept_by(journal: Journal, bodies: list[bytes]) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_numbers_cost_what_was_sent():
     body = b'{"model":"plan","x":[' + b",".join([b"9e15"] * (MB // 5)) + b"]}"
     journal = Journal(1000)
@@ -170,6 +171,7 @@ def test_on_the_headers(mock_llm):
 '''
 
 
+@pytest.mark.slow
 def test_a_failing_assertion_on_the_journal_prints_no_key(tmp_path: Path):
     (tmp_path / "test_suite.py").write_text(textwrap.dedent(FAILING_SUITE))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
@@ -190,6 +192,7 @@ def test_the_servers_settings_never_show_the_key_in_a_repr():
     assert app.state.config.api_key == SECRET
 
 
+@pytest.mark.slow
 def test_many_small_headers_are_bounded_by_the_byte_limit():
     """Headers cost their strings and dict slots, not just their characters: requests of many
     tiny headers (a server takes thousands within its header-size limit) stay within the bound."""

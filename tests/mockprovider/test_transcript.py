@@ -97,6 +97,7 @@ def transcripts(draw) -> list[dict[str, Any]]:
     return ms
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(transcripts())
 def test_read_answers_what_the_general_path_and_the_formula_answer(ms):

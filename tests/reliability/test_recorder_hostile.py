@@ -251,6 +251,7 @@ REQUESTS = {
 }
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=JSON, cuts=st.lists(st.integers(min_value=1, max_value=40), max_size=6), stream=st.booleans(),
        path=st.sampled_from(sorted(REQUESTS)))
