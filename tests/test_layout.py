@@ -156,3 +156,33 @@ def test_the_rules_see_the_imports_they_forbid():
     assert "harness" in tops(imports(ROOT / "exitkit/adapters/ours.py"))
     assert "mockprovider" in tops(imports(ROOT / "exitkit/runner.py"))
     assert "matplotlib" in tops(imports(ROOT / "exitkit/report.py"))
+
+
+def _is_sys_path(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", "") == "sys"
+
+
+def _edits_sys_path(path: Path) -> bool:
+    """A method call on `sys.path` (insert, append, ...) or an assignment to it."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and _is_sys_path(getattr(node.func, "value", None)):
+            return True
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if isinstance(node, ast.Assign | ast.AugAssign) and any(_is_sys_path(t) for t in targets):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("package", sorted(OURS))
+def test_no_module_edits_sys_path(package):
+    # An import that only works after a path edit works from one folder and breaks in the wheel.
+    assert [p.relative_to(ROOT).as_posix() for p in files(package) if _edits_sys_path(p)] == []
+
+
+def test_the_sys_path_check_sees_an_edit(tmp_path):
+    for code in ("import sys\nsys.path.insert(0, 'x')\n", "import sys\nsys.path += ['x']\n",
+                 "import sys\nsys.path = []\n"):
+        (tmp_path / "m.py").write_text(code)
+        assert _edits_sys_path(tmp_path / "m.py"), code
+    (tmp_path / "m.py").write_text("import os, sys\nos.environ['PYTHONPATH'] = ':'.join(sys.path)\n")
+    assert not _edits_sys_path(tmp_path / "m.py")
