@@ -30,7 +30,7 @@ from mockprovider.scenarios import Conversation
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 INLINE_CHARS = 32_768
-"""New text up to this many characters is counted while it is read (at most ~1.5 ms of encoding);
+"""New text up to this many characters is counted while it is read (a short, bounded encoding);
 the messages past it are counted after the latency, on a worker thread."""
 
 
