@@ -197,6 +197,11 @@ class ModelClient:
                 await cancel.sleep(wait * random.uniform(1.0, 1.1))
         raise AssertionError("unreachable")
 
+    def _origin(self) -> str:
+        """The provider's scheme, host and port: never its path, query or credentials."""
+        url = httpx.URL(self.base_url)
+        return f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
+
     async def _attempt(
         self, body: dict[str, Any], attempt: int, headers: dict[str, str]
     ) -> tuple[dict[str, Any], str, Usage]:
@@ -209,6 +214,9 @@ class ModelClient:
                 )
         except TimeoutError:
             raise _Retryable(f"no complete reply within the {self.deadline_s:g} s deadline") from None
+        except httpx.ConnectError as e:
+            # Say where: a reader who has not started a provider sees which address was tried.
+            raise _Retryable(f"ConnectError: {e} (nothing accepts connections at {self._origin()})") from None
         except httpx.TransportError as e:
             raise _Retryable(f"{type(e).__name__}: {e}") from None
         if response.status_code in RETRYABLE_STATUS:

@@ -212,3 +212,20 @@ def test_an_id_reused_anywhere_in_a_long_reply_makes_it_malformed():
     distinct = calls[:-1]
     transport, _ = _scripted(_reply({"content": None, "tool_calls": distinct}))
     assert len(_complete(transport).message["tool_calls"]) == 5000
+
+
+def test_a_provider_that_is_not_running_is_named_by_its_address_without_credentials():
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on once this block closes it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    async def main():
+        async with ModelClient(f"http://user:s3cret@127.0.0.1:{port}/v1?key=k3y", max_retries=0) as c:
+            await c.complete(model="plan", messages=[{"role": "user", "content": "hi"}])
+
+    with pytest.raises(ProviderError) as raised:
+        asyncio.run(main())
+    assert f"nothing accepts connections at http://127.0.0.1:{port}" in str(raised.value)
+    assert "s3cret" not in str(raised.value) and "k3y" not in str(raised.value)
