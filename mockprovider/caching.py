@@ -53,6 +53,17 @@ class Cache(NamedTuple):
 NO_CACHE = Cache()
 
 
+def within(cache: Cache, prompt_tokens: int) -> Cache:
+    """`cache` shrunk to fit a prompt of `prompt_tokens` (a reply's recorded count, which may be
+    shorter than the counted one the cache was derived from): reads first, then 1 h, then 5 m
+    writes; a shrunk read keeps OpenAI's step."""
+    if cache.read + cache.write <= prompt_tokens:
+        return cache
+    read = cache.read if cache.read <= prompt_tokens else prompt_tokens - prompt_tokens % OPENAI_STEP_TOKENS
+    write_1h = min(cache.write_1h, prompt_tokens - read)
+    return Cache(read=read, write_5m=min(cache.write_5m, prompt_tokens - read - write_1h), write_1h=write_1h)
+
+
 class Breakpoint(NamedTuple):
     """A `cache_control` mark: the prefix through `tools` tool definitions and `messages` chat
     messages (the request translated to chat shape) is cached for `ttl`."""

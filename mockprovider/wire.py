@@ -18,6 +18,7 @@ from random import getrandbits
 from typing import Any, Literal, NamedTuple
 
 import o200k
+from mockprovider import caching
 from mockprovider.caching import NO_CACHE, Cache
 from mockprovider.scenarios import Reply, ToolCall
 
@@ -158,6 +159,7 @@ def complete(
     finish: FinishReason = "length" if cut else ("tool_calls" if calls else "stop")
     if reply.usage is not None and not cut:
         prompt_tokens, used = reply.usage.prompt_tokens, reply.usage.completion_tokens - thought_tokens
+        cache = caching.within(cache, prompt_tokens)
     return _completion(model, prompt_tokens, cache, content, calls, finish, used + thought_tokens,
                        thought, thought_tokens, reply.chunk)
 
