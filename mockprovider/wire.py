@@ -158,6 +158,8 @@ def complete(
         used += min(calls_used, room)
     finish: FinishReason = "length" if cut else ("tool_calls" if calls else "stop")
     if reply.usage is not None and not cut:
+        # The recording is the truth: reasoning stays a part of its completion count.
+        thought_tokens = min(thought_tokens, reply.usage.completion_tokens)
         prompt_tokens, used = reply.usage.prompt_tokens, reply.usage.completion_tokens - thought_tokens
         cache = caching.within(cache, prompt_tokens)
     return _completion(model, prompt_tokens, cache, content, calls, finish, used + thought_tokens,
