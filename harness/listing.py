@@ -35,6 +35,7 @@ from harness.codec import StateFileError, to_dict
 from harness.state import Approval, CancelledBy, RunState, pending, reason_of
 from harness.store import SqlStore
 from harness.store import files as old_files
+from harness.trace import money
 
 SHOW_JSON_VERSION = 1
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
@@ -100,7 +101,7 @@ def show_json(state: RunState, store: SqlStore) -> dict[str, Any]:
     return {
         "version": SHOW_JSON_VERSION, "store": store.label, "run_id": state.run_id,
         "status": state.status, "reason": reason_of(state), "resumable": state.resumable,
-        "turns": state.turns, "cost_usd": state.cost_usd, "usage": to_dict(state.usage),
+        "turns": state.turns, "cost_usd": money(state.cost_usd), "usage": to_dict(state.usage),
         "waiting": waiting, "answer": state.answer, "error": state.error,
         "pending": [{"call_id": c["id"], "tool_name": c["function"]["name"],
                      "arguments": c["function"]["arguments"]} for c in pending(state)],
@@ -115,7 +116,7 @@ def show_json(state: RunState, store: SqlStore) -> dict[str, Any]:
 def list_lines(store: SqlStore, status: str | None, *, as_json: bool) -> list[str]:
     runs = store.list_runs(status)
     if as_json:
-        return [json.dumps(to_dict(r)) for r in runs]
+        return [json.dumps({**to_dict(r), "cost_usd": money(r.cost_usd)}) for r in runs]
     lines = [f"{'run id':<20} {'status':<20} {'turns':>5} {'cost':>10}  waiting call"]
     for r in runs:
         waiting = f"{r.waiting_call} {r.waiting_tool}" if r.waiting_call else "-"

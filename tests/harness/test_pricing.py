@@ -87,3 +87,21 @@ def test_cost_is_never_negative_when_cache_parts_overlap_the_prompt():
         pytest.approx((60 * 0.3 + 40 * 3.75) / 1e6, rel=1e-12))
     free_thought = Pricing(reasoning_per_million=0)
     assert free_thought.cost(Usage(completion_tokens=10, reasoning_tokens=20)) == 0.0
+
+
+def test_list_and_show_json_print_money_without_float_noise(mock_url, tmp_path, capsys):
+    import json
+
+    from harness.cli import main
+    from harness.trace import money
+
+    argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
+    for turns in (1, 2, 3):
+        main([*argv, "run", "--scenario", "runaway", "--max-turns", str(turns), "--run-id", f"r{turns}"])
+    capsys.readouterr()
+    main([*argv, "list", "--json"])
+    listed = [json.loads(line)["cost_usd"] for line in capsys.readouterr().out.splitlines()]
+    main([*argv, "show", "r3", "--json"])
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["cost_usd"] == money(shown["run"]["cost_usd"]) > 0
+    assert listed and all(c == money(c) and len(repr(c)) <= 12 for c in [*listed, shown["cost_usd"]])
