@@ -148,12 +148,20 @@ def _ttl(block: Any, param: str) -> Ttl | None:
     return ttl
 
 
+_UNMARKABLE = ("thinking", "redacted_thinking")
+"""Blocks Anthropic's schema gives no `cache_control` field (a thinking block is cached with
+its turn, never marked)."""
+
+
 def _message_marks(body: dict[str, Any], tools: int) -> list[tuple[Breakpoint, str, Ttl]]:
     """The marks in `system` and `messages`, each at the end of the chat message its block
     becomes (a tool_result block is a tool message; a user's text blocks, one user message)."""
     marks: list[tuple[Breakpoint, str, Ttl]] = []
 
     def mark(block: Any, param: str, at: int) -> None:
+        if isinstance(block, dict) and block.get("type") in _UNMARKABLE and "cache_control" in block:
+            raise invalid(f"{param}.cache_control: Extra inputs are not permitted",
+                          param=f"{param}.cache_control")
         if ttl := _ttl(block, param):
             marks.append((Breakpoint(tools=tools, messages=at, ttl=ttl), param, ttl))
 
