@@ -138,8 +138,8 @@ def complete(
     of a reply that was not cut.
     """
     budget = max_tokens if max_tokens is not None else _UNLIMITED
-    thought, thought_tokens = _reasoning(reply.reasoning, budget)
-    if thought_tokens >= budget and (reply.content or reply.tool_calls):
+    thought, thought_tokens, thought_cut = _reasoning(reply.reasoning, budget)
+    if thought_cut or (thought_tokens >= budget and (reply.content or reply.tool_calls)):
         return _completion(model, prompt_tokens, cache, None, (), "length", budget, thought, thought_tokens,
                            reply.chunk)
     budget -= thought_tokens
@@ -166,13 +166,14 @@ def complete(
                        thought, thought_tokens, reply.chunk)
 
 
-def _reasoning(reasoning: str | int | None, budget: int) -> tuple[str | None, int]:
-    """The reasoning text (cut to `budget`) and its token count."""
+def _reasoning(reasoning: str | int | None, budget: int) -> tuple[str | None, int, bool]:
+    """The reasoning text (cut to `budget`), its token count, and whether it was cut."""
     if reasoning is None:
-        return None, 0
+        return None, 0, False
     if isinstance(reasoning, int):
-        return None, min(reasoning, budget)
-    return _cut(reasoning, budget)
+        return None, min(reasoning, budget), reasoning > budget
+    text, used = _cut(reasoning, budget)
+    return text, used, text != reasoning
 
 
 def _completion(

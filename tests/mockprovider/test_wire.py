@@ -37,3 +37,11 @@ def test_recorded_usage_keeps_reasoning_a_part_of_the_completion() -> None:
     c = wire.complete(reply, model="m", prompt_tokens=40, max_tokens=None)
     assert c.completion_tokens == 22
     assert 0 <= c.reasoning_tokens <= c.completion_tokens
+
+
+@pytest.mark.parametrize("content", ["", None])
+def test_reasoning_cut_by_max_tokens_finishes_for_length_even_with_nothing_to_say(content) -> None:
+    for reasoning in (500, "word " * 500):
+        reply = Reply(content=content, reasoning=reasoning)
+        c = wire.complete(reply, model="m", prompt_tokens=9, max_tokens=100)
+        assert (c.finish_reason, c.completion_tokens, c.reasoning_tokens) == ("length", 100, 100)
