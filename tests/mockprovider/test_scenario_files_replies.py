@@ -33,6 +33,10 @@ SCENARIOS = [
         "status": 429, "type": "rate_limit_error", "code": "slow_down",
         "message": "Too many requests, scripted.",
         "headers": {"Retry-After": "7", "x-scripted": "yes"}}}]},
+    {"name": "drained", "turns": [{"error": {
+        "status": 429, "message": "Out of tokens, scripted.",
+        "headers": {"x-ratelimit-remaining-tokens": "0", "x-request-id": "req_scripted",
+                    "anthropic-ratelimit-tokens-remaining": "0", "request-id": "req_scripted"}}}]},
     {"name": "broken", "turns": [{"error": {"status": 503, "message": "Down for maintenance."}}]},
     {"name": "paced", "turns": [{"content": "one two three four five six", "chunk": 2, "rate": 1000,
                                  "latency": 300}]},
@@ -256,6 +260,19 @@ def test_recorded_usage_never_reports_more_cached_than_prompt_tokens(oai: openai
     u = message.usage
     assert min(u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens) >= 0
     assert u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens == 60
+
+
+def test_a_scripted_errors_own_rate_limit_headers_are_not_doubled(base: str):
+    """A script that drains the tokens states 0 left, once: a client reads one figure, not "0, 30000000"."""
+    with httpx.Client() as http:
+        chat = http.post(f"{base}/v1/chat/completions", json={"model": "drained", "messages": HI})
+        messages = http.post(f"{base}/v1/messages",
+                             json={"model": "drained", "max_tokens": 9, "messages": HI})
+    assert chat.headers.get_list("x-ratelimit-remaining-tokens") == ["0"]
+    assert chat.headers.get_list("x-request-id") == ["req_scripted"]
+    assert chat.headers.get_list("x-ratelimit-limit-tokens") == ["30000000"]  # the rest still stated
+    assert messages.headers.get_list("anthropic-ratelimit-tokens-remaining") == ["0"]
+    assert messages.headers.get_list("request-id") == ["req_scripted"]
 
 
 def test_fault_none_switches_the_files_fault_off_for_one_request(oai: openai.OpenAI):
