@@ -109,3 +109,18 @@ def test_messages_start_with_a_signed_thinking_block(url, stream):
     assert message.usage.output_tokens_details.thinking_tokens == _thought_tokens()
     assert [b.type for b in answer.content] == ["redacted_thinking", "text"]
     assert answer.usage.output_tokens_details.thinking_tokens == HIDDEN
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_messages_cut_while_thinking_hold_the_thinking_block_only(url, stream):
+    """The real API sends no empty text block (and refuses one sent back in a request)."""
+    with anthropic.Anthropic(base_url=url.removesuffix("/v1"), api_key="unused", max_retries=0) as client:
+        kwargs = {"model": "ponder", "max_tokens": 5, "messages": QUESTION}
+        if stream:
+            with client.messages.stream(**kwargs) as events:
+                message = events.get_final_message()
+        else:
+            message = client.messages.create(**kwargs)
+    assert message.stop_reason == "max_tokens"
+    assert [b.type for b in message.content] == ["thinking"]
+    assert message.usage.output_tokens == message.usage.output_tokens_details.thinking_tokens == 5
