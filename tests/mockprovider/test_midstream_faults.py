@@ -89,7 +89,8 @@ def test_a_messages_stream_error_is_an_overloaded_error_event(mock_url):
 
 
 def test_a_529_is_overloaded_and_the_anthropic_sdk_retries_it(mock_url):
-    request = {"max_tokens": 100, "messages": [{"role": "user", "content": QUESTION}]}
+    request = {"max_tokens": 100, "messages": [{"role": "user", "content": QUESTION}],
+               "tools": [{"name": "list_files", "input_schema": {"type": "object"}}]}
     with _anthropic(mock_url) as client, pytest.raises(anthropic.OverloadedError) as caught:
         client.messages.create(model="plan+fault=529@0x1", **request)
     assert caught.value.status_code == 529
