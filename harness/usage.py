@@ -108,15 +108,19 @@ class Pricing:
     def cost(self, usage: Usage) -> float:
         # Tokens whose own price is unset stay in their total's term, so a run without cache or
         # reasoning prices costs, to the last bit, what the two list prices make it.
+        # Parts are clamped to what is left of their total: a provider (or an edited saved run)
+        # may report parts that overlap, and no token is billed twice or below nothing.
         prompt, completion, extra = usage.prompt_tokens, usage.completion_tokens, 0.0
         for tokens, price in ((usage.cached_tokens, self.cached_input_per_million),
                               (usage.cache_write_tokens, self.cache_write_per_million)):
             if price is not None and tokens:
+                tokens = min(tokens, prompt)
                 prompt -= tokens
                 extra += tokens * price / 1e6
         if self.reasoning_per_million is not None and usage.reasoning_tokens:
-            completion -= usage.reasoning_tokens
-            extra += usage.reasoning_tokens * self.reasoning_per_million / 1e6
+            reasoning = min(usage.reasoning_tokens, completion)
+            completion -= reasoning
+            extra += reasoning * self.reasoning_per_million / 1e6
         return prompt * self.input_per_token + completion * self.output_per_token + extra
 
 

@@ -279,8 +279,10 @@ def _content(c: wire.Completion) -> list[dict[str, Any]]:
 
 
 def _reply_content(c: wire.Completion) -> list[dict[str, Any]]:
-    """The reply's blocks: the text first (when there is any), then a tool_use per call."""
-    text = [{"type": "text", "text": c.content or ""}] if c.content is not None or not c.tool_calls else []
+    """The reply's blocks: the text first (when there is any), then a tool_use per call. A reply
+    cut while thinking has no text block: the API never sends an empty one after thinking."""
+    shown = c.content is not None or not (c.tool_calls or c.reasoning_tokens)
+    text = [{"type": "text", "text": c.content or ""}] if shown else []
     return text + [
         {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
         for call in c.tool_calls

@@ -53,6 +53,17 @@ class Cache(NamedTuple):
 NO_CACHE = Cache()
 
 
+def within(cache: Cache, prompt_tokens: int) -> Cache:
+    """`cache` shrunk to fit a prompt of `prompt_tokens` (a reply's recorded count, which may be
+    shorter than the counted one the cache was derived from): reads first, then 1 h, then 5 m
+    writes; a shrunk read keeps OpenAI's step."""
+    if cache.read + cache.write <= prompt_tokens:
+        return cache
+    read = cache.read if cache.read <= prompt_tokens else prompt_tokens - prompt_tokens % OPENAI_STEP_TOKENS
+    write_1h = min(cache.write_1h, prompt_tokens - read)
+    return Cache(read=read, write_5m=min(cache.write_5m, prompt_tokens - read - write_1h), write_1h=write_1h)
+
+
 class Breakpoint(NamedTuple):
     """A `cache_control` mark: the prefix through `tools` tool definitions and `messages` chat
     messages (the request translated to chat shape) is cached for `ttl`."""
@@ -137,12 +148,20 @@ def _ttl(block: Any, param: str) -> Ttl | None:
     return ttl
 
 
+_UNMARKABLE = ("thinking", "redacted_thinking")
+"""Blocks Anthropic's schema gives no `cache_control` field (a thinking block is cached with
+its turn, never marked)."""
+
+
 def _message_marks(body: dict[str, Any], tools: int) -> list[tuple[Breakpoint, str, Ttl]]:
     """The marks in `system` and `messages`, each at the end of the chat message its block
     becomes (a tool_result block is a tool message; a user's text blocks, one user message)."""
     marks: list[tuple[Breakpoint, str, Ttl]] = []
 
     def mark(block: Any, param: str, at: int) -> None:
+        if isinstance(block, dict) and block.get("type") in _UNMARKABLE and "cache_control" in block:
+            raise invalid(f"{param}.cache_control: Extra inputs are not permitted",
+                          param=f"{param}.cache_control")
         if ttl := _ttl(block, param):
             marks.append((Breakpoint(tools=tools, messages=at, ttl=ttl), param, ttl))
 

@@ -219,7 +219,12 @@ def apply(base: Options, text: str, *, param: str) -> Options:
             raise invalid(f"unknown option {key!r}; {SYNTAX}", param=param)
     # This source's faults go first: on a (turn, attempt) that two sources fault, the later
     # source's fault is the one injected, as the later source wins for every other option.
-    return replace(base, faults=(*faults, *earlier), **updates)
+    options = replace(base, faults=(*faults, *earlier), **updates)
+    left, limits = options.remaining, options.ratelimit
+    if left is not None and (left[0] > limits[0] or left[1] > limits[1]):
+        raise invalid(f"option remaining={left[0]}:{left[1]} is above ratelimit={limits[0]}:{limits[1]}; "
+                      f"{SYNTAX}", param=param)
+    return options
 
 
 def attempt_of(*values: str | None) -> int:

@@ -81,7 +81,11 @@ class ApiHeaders:
             if message["type"] == "http.response.start":
                 options = scope.get(OPTIONS) or self.defaults
                 extra = _anthropic(options, rid) if anthropic else _openai(options, rid, started)
-                message["headers"] = [*message.get("headers", ()), *extra]
+                own = message.get("headers", ())
+                # A reply's own header (a scripted 429's remaining-tokens: 0) wins over the
+                # default; stating both would give clients "0, 30000000".
+                names = {name.lower() for name, _ in own}
+                message["headers"] = [*own, *(h for h in extra if h[0] not in names)]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

@@ -11,7 +11,9 @@ A `drop` fault sends as much, then closes the connection without finishing the b
 server logs that the reply was left incomplete): a client sees a broken chunked body. A reply
 that is not streamed is dropped halfway through its bytes, under a `content-length` promising
 all of them. With `after_ms`, the cut comes at the first event boundary at or after that many
-milliseconds; a reply that would end sooner holds its last event until then.
+milliseconds; a reply that would end sooner holds its last event until then. Either way the
+last event (`[DONE]`, `response.completed`, `message_stop`) is never sent: a fault whose N is
+past the stream's length takes its place.
 """
 
 from __future__ import annotations
@@ -58,8 +60,8 @@ async def cut(
                 await asyncio.sleep(max(0.0, deadline - loop.time()))
             if loop.time() >= deadline:
                 break
-        elif sent >= fault.after_events:
-            break
+        elif sent >= fault.after_events or following is None:
+            break  # never past the last event: a fault always cuts the reply short
         yield pending
         sent, pending = sent + 1, following
     if fault.kind == "stream_error":

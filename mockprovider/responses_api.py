@@ -222,9 +222,17 @@ def responses_request(raw: Any) -> ResponsesRequest:
         tool_choice=choice,
     )
     return ResponsesRequest(
-        chat=chat, instructions=instructions, tools=body.get("tools") or [],
+        chat=chat, instructions=instructions, tools=[_echoed(t) for t in body.get("tools") or []],
         tool_choice=body.get("tool_choice") or "auto",
     )
+
+
+def _echoed(tool: dict[str, Any]) -> dict[str, Any]:
+    """A tool as the Response object echoes it: a function tool always carries `parameters` and
+    `strict` (the spec's FunctionTool requires both; the API's default for `strict` is true)."""
+    if tool.get("type") != "function":
+        return tool
+    return {**tool, "parameters": tool.get("parameters"), "strict": tool.get("strict", True)}
 
 
 # --- the response ---------------------------------------------------------------------------

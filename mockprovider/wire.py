@@ -18,6 +18,7 @@ from random import getrandbits
 from typing import Any, Literal, NamedTuple
 
 import o200k
+from mockprovider import caching
 from mockprovider.caching import NO_CACHE, Cache
 from mockprovider.scenarios import Reply, ToolCall
 
@@ -147,8 +148,8 @@ def complete(
     of a reply that was not cut.
     """
     budget = max_tokens if max_tokens is not None else _UNLIMITED
-    thought, thought_tokens = _reasoning(reply.reasoning, budget)
-    if thought_tokens >= budget and (reply.content or reply.tool_calls):
+    thought, thought_tokens, thought_cut = _reasoning(reply.reasoning, budget)
+    if thought_cut or (thought_tokens >= budget and (reply.content or reply.tool_calls)):
         return _completion(model, prompt_tokens, cache, None, (), "length", budget, thought, thought_tokens,
                            reply.chunk)
     budget -= thought_tokens
@@ -167,18 +168,22 @@ def complete(
         used += min(calls_used, room)
     finish: FinishReason = "length" if cut else ("tool_calls" if calls else "stop")
     if reply.usage is not None and not cut:
+        # The recording is the truth: reasoning stays a part of its completion count.
+        thought_tokens = min(thought_tokens, reply.usage.completion_tokens)
         prompt_tokens, used = reply.usage.prompt_tokens, reply.usage.completion_tokens - thought_tokens
+        cache = caching.within(cache, prompt_tokens)
     return _completion(model, prompt_tokens, cache, content, calls, finish, used + thought_tokens,
                        thought, thought_tokens, reply.chunk)
 
 
-def _reasoning(reasoning: str | int | None, budget: int) -> tuple[str | None, int]:
-    """The reasoning text (cut to `budget`) and its token count."""
+def _reasoning(reasoning: str | int | None, budget: int) -> tuple[str | None, int, bool]:
+    """The reasoning text (cut to `budget`), its token count, and whether it was cut."""
     if reasoning is None:
-        return None, 0
+        return None, 0, False
     if isinstance(reasoning, int):
-        return None, min(reasoning, budget)
-    return _cut(reasoning, budget)
+        return None, min(reasoning, budget), reasoning > budget
+    text, used = _cut(reasoning, budget)
+    return text, used, text != reasoning
 
 
 def _completion(

@@ -12,7 +12,9 @@ SIBLINGS = (
     ("real_model.md", "15 · the same harness against a real local model (optional, slow)", "make real-model"),
     ("bench.md", "the lab's own speed: mock vs bare Starlette, harness overhead per turn", "make bench"),
     ("reliability.md", "crash matrix, hostile input and load", "make reliability"),
-    ("peers.md", "the five exits through Agents SDK, pydantic-ai and LangGraph beside ours", "make peers"),
+    ("peers.md", "the exits kit's report card: Agents SDK, pydantic-ai, LangGraph and ours", "make peers"),
+    ("distributed.md", "runs shared through PostgreSQL, workers killed and paused: none lost, effects once",
+     "make distributed"),
 )
 
 

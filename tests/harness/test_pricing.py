@@ -74,3 +74,34 @@ def test_harness_show_lists_cached_tokens_per_turn(mock_url, tmp_path, capsys):
     assert len(counts) == 16 and counts[0] == 0 and counts[-1] > 0 and counts[-1] % 128 == 0
     main([*argv, "show", "short"])
     assert "cached" not in capsys.readouterr().out  # nothing cached: the chapter's lines only
+
+
+def test_cost_is_never_negative_when_cache_parts_overlap_the_prompt():
+    """A provider may report cache reads and writes that together exceed the prompt; each
+    part is billed at most once, within the prompt it is a part of."""
+    free_cache = Pricing(input_per_million=3, cached_input_per_million=0, cache_write_per_million=0)
+    overlapping = Usage(prompt_tokens=100, cached_tokens=100, cache_write_tokens=100)
+    assert free_cache.cost(overlapping) == 0.0
+    dear_writes = Pricing(input_per_million=3, cached_input_per_million=0.3, cache_write_per_million=3.75)
+    assert dear_writes.cost(Usage(prompt_tokens=100, cached_tokens=60, cache_write_tokens=100)) == (
+        pytest.approx((60 * 0.3 + 40 * 3.75) / 1e6, rel=1e-12))
+    free_thought = Pricing(reasoning_per_million=0)
+    assert free_thought.cost(Usage(completion_tokens=10, reasoning_tokens=20)) == 0.0
+
+
+def test_list_and_show_json_print_money_without_float_noise(mock_url, tmp_path, capsys):
+    import json
+
+    from harness.cli import main
+    from harness.trace import money
+
+    argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
+    for turns in (1, 2, 3):
+        main([*argv, "run", "--scenario", "runaway", "--max-turns", str(turns), "--run-id", f"r{turns}"])
+    capsys.readouterr()
+    main([*argv, "list", "--json"])
+    listed = [json.loads(line)["cost_usd"] for line in capsys.readouterr().out.splitlines()]
+    main([*argv, "show", "r3", "--json"])
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["cost_usd"] == money(shown["run"]["cost_usd"]) > 0
+    assert listed and all(c == money(c) and len(repr(c)) <= 12 for c in [*listed, shown["cost_usd"]])

@@ -314,4 +314,5 @@ def test_a_run_whose_head_still_holds_its_cache_loads_and_saves_its_cache_as_row
     loaded.turns += 1
     reader.save(loaded)  # the same store object: it must know the cache has no rows yet
     assert SQLiteStore(db).load("r1") == loaded
-    assert "cache" not in rows(db, "r1")[0] and any(f == "cache" for f, _, _ in rows(db, "r1")[1])
+    head, items = rows(db, "r1")
+    assert "cache" not in json.loads(head) and any(f == "cache" for f, _, _ in items)

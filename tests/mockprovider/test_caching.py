@@ -159,6 +159,13 @@ def test_a_scripted_miss_writes_the_whole_prefix_again(mock_url):
     assert missed.cache_creation_input_tokens == rewritten
 
 
+def _answered_with(request: dict, block: dict) -> None:
+    """`request` continued by an assistant turn that opens with `block`, marked for caching."""
+    marked = {**block, "cache_control": {"type": "ephemeral"}}
+    request["messages"] += [{"role": "assistant", "content": [marked, {"type": "text", "text": "ok"}]},
+                            {"role": "user", "content": "go on"}]
+
+
 @pytest.mark.parametrize(("mutate", "message"), [
     (lambda r: r["messages"][0]["content"].extend(
         {"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}} for _ in range(4)),
@@ -168,6 +175,11 @@ def test_a_scripted_miss_writes_the_whole_prefix_again(mock_url):
                                 "cache_control": {"type": "ephemeral", "ttl": "5m"}}]),
      "must not come after a ttl='5m'"),
     (lambda r: r["system"][0].update(cache_control={"type": "persistent"}), "cache_control"),
+    # Thinking blocks cannot be marked (the SDK's ThinkingBlockParam has no cache_control).
+    (lambda r: _answered_with(r, {"type": "thinking", "thinking": "t", "signature": "s"}),
+     "messages[1].content[0].cache_control: Extra inputs are not permitted"),
+    (lambda r: _answered_with(r, {"type": "redacted_thinking", "data": "d"}),
+     "messages[1].content[0].cache_control: Extra inputs are not permitted"),
 ])
 def test_breakpoints_are_checked_as_anthropic_checks_them(mock_url, mutate, message):
     request = _message_turns()[0]

@@ -76,3 +76,10 @@ def test_anthropic_replies_carry_request_id_and_its_rate_limit_headers(mock_url)
 def test_a_bad_rate_limit_option_is_a_400(in_process, option):
     reply = in_process.post("/v1/chat/completions", json={"model": f"plan+{option}", "messages": QUESTION})
     assert reply.status_code == 400 and "REQUESTS:TOKENS" in reply.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("option", ["remaining=10001:5", "ratelimit=100:1000+remaining=5:1001"])
+def test_remaining_above_its_limit_is_a_400(in_process, option):
+    """No real API states more left than its limit; a client's back-off test would be testing nonsense."""
+    reply = in_process.post("/v1/chat/completions", json={"model": f"plan+{option}", "messages": QUESTION})
+    assert reply.status_code == 400 and "remaining" in reply.json()["error"]["message"]

@@ -89,7 +89,8 @@ def test_a_messages_stream_error_is_an_overloaded_error_event(mock_url):
 
 
 def test_a_529_is_overloaded_and_the_anthropic_sdk_retries_it(mock_url):
-    request = {"max_tokens": 100, "messages": [{"role": "user", "content": QUESTION}]}
+    request = {"max_tokens": 100, "messages": [{"role": "user", "content": QUESTION}],
+               "tools": [{"name": "list_files", "input_schema": {"type": "object"}}]}
     with _anthropic(mock_url) as client, pytest.raises(anthropic.OverloadedError) as caught:
         client.messages.create(model="plan+fault=529@0x1", **request)
     assert caught.value.status_code == 529
@@ -117,3 +118,33 @@ def test_formats_without_midstream_faults_answer_them_as_broken_replies_not_sile
     failed = in_process.post("/api/chat", json=ollama)
     assert dropped.status_code == 200 and not dropped.text.rstrip().endswith("}")
     assert failed.status_code == 500
+
+
+def _read(stream) -> tuple[list[str | None], Exception | None]:
+    """The event types a stream yields before it ends, and the exception it ends with, if any."""
+    types: list[str | None] = []
+    try:
+        for event in stream():
+            types.append(getattr(event, "type", None))
+    except Exception as e:  # each SDK's own way to report a broken body
+        return types, e
+    return types, None
+
+
+@pytest.mark.parametrize("kind", ["stream_error", "drop"])
+def test_a_fault_after_more_events_than_the_stream_has_still_cuts_it_before_its_end(mock_url, kind):
+    """N past the stream's length: the fault replaces the final event in every format, so a
+    stream never ends both finished and failed (Responses' completed then failed, Messages'
+    message_stop then an error) nor finished in one format and failed in another."""
+    model = f"plan+fault={kind}:100000"
+    with _openai(mock_url) as oai, _anthropic(mock_url) as claude:
+        streams = {
+            "chat": lambda: oai.chat.completions.create(model=model, messages=ANSWER_TURN, stream=True),
+            "responses": lambda: oai.responses.create(model=model, input=QUESTION, stream=True),
+            "messages": lambda: claude.messages.create(model=model, max_tokens=100, stream=True,
+                                                       messages=[{"role": "user", "content": QUESTION}]),
+        }
+        for name, stream in streams.items():
+            types, error = _read(stream)
+            assert error is not None or types[-1:] == ["response.failed"], name
+            assert "response.completed" not in types and "message_stop" not in types, name

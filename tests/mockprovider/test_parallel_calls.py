@@ -23,6 +23,11 @@ CALLS = (
     ToolCall(id="c3", name="list_files", arguments="{}"),
 )
 QUESTION = [{"role": "user", "content": "Read both logs and list the folder."}]
+NAMES = ("list_files", "read_file")
+CHAT_TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in NAMES]
+RESPONSES_TOOLS = [{"type": "function", "name": n, "parameters": {"type": "object"}} for n in NAMES]
+MESSAGES_TOOLS = [{"name": n, "input_schema": {"type": "object"}} for n in NAMES]
+"""Offered in every request: a real model calls only tools it is offered, and so does the mock."""
 
 
 def _deltas_per_call(chunk: int) -> list[int]:
@@ -45,8 +50,9 @@ def url() -> Iterator[str]:
 
 def test_chat_streams_each_call_under_its_index_in_chunks(url):
     with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as client:
-        chunks = list(client.chat.completions.create(model="fanout+chunk=4", messages=QUESTION, stream=True))
-        with client.chat.completions.stream(model="fanout+chunk=4", messages=QUESTION) as stream:
+        request = {"model": "fanout+chunk=4", "messages": QUESTION, "tools": CHAT_TOOLS}
+        chunks = list(client.chat.completions.create(**request, stream=True))
+        with client.chat.completions.stream(**request) as stream:
             final = stream.get_final_completion()
     deltas = [(t.index, t.function.arguments)
               for c in chunks if c.choices for t in c.choices[0].delta.tool_calls or ()]
@@ -62,7 +68,8 @@ def test_chat_streams_each_call_under_its_index_in_chunks(url):
 
 def test_responses_stream_one_function_call_item_per_call(url):
     with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as client:
-        events = list(client.responses.create(model="fanout+chunk=5", input=QUESTION, stream=True))
+        events = list(client.responses.create(model="fanout+chunk=5", input=QUESTION, tools=RESPONSES_TOOLS,
+                                              stream=True))
     deltas = [(e.output_index, e.delta) for e in events if e.type == "response.function_call_arguments.delta"]
     assert [i for i, _ in deltas] == sorted(i for i, _ in deltas)
     assert [sum(1 for i, _ in deltas if i == k) for k in range(3)] == _deltas_per_call(5)
@@ -72,7 +79,8 @@ def test_responses_stream_one_function_call_item_per_call(url):
 
 def test_messages_stream_one_tool_use_block_per_call(url):
     with anthropic.Anthropic(base_url=url.removesuffix("/v1"), api_key="unused", max_retries=0) as client:
-        with client.messages.stream(model="fanout+chunk=3", max_tokens=500, messages=QUESTION) as stream:
+        with client.messages.stream(model="fanout+chunk=3", max_tokens=500, messages=QUESTION,
+                                    tools=MESSAGES_TOOLS) as stream:
             events = list(stream)
             message = stream.get_final_message()
     partial = [(e.index, e.delta.partial_json) for e in events

@@ -20,6 +20,11 @@ THOUGHT = "The user asks about a timeout, so the logs should say which worker ti
 ANSWER = "errors.log mentions a timeout."
 HIDDEN = 120
 QUESTION = [{"role": "user", "content": "Which file mentions a timeout?"}]
+NAMES = ("list_files", "read_file")
+CHAT_TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in NAMES]
+RESPONSES_TOOLS = [{"type": "function", "name": n, "parameters": {"type": "object"}} for n in NAMES]
+MESSAGES_TOOLS = [{"name": n, "input_schema": {"type": "object"}} for n in NAMES]
+"""Offered in every request: a real model calls only tools it is offered, and so does the mock."""
 
 
 def ponder(c: Conversation) -> Reply:
@@ -51,17 +56,19 @@ def test_chat_bills_reasoning_as_output_and_reports_it(url, stream):
     with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as client:
         if stream:
             chunks = list(client.chat.completions.create(
-                model="ponder", messages=QUESTION, stream=True, stream_options={"include_usage": True}))
+                model="ponder", messages=QUESTION, tools=CHAT_TOOLS, stream=True,
+                stream_options={"include_usage": True}))
             usage = chunks[-1].usage
         else:
-            usage = client.chat.completions.create(model="ponder", messages=QUESTION).usage
+            usage = client.chat.completions.create(model="ponder", messages=QUESTION, tools=CHAT_TOOLS).usage
     assert usage.completion_tokens_details.reasoning_tokens == _thought_tokens()
     assert usage.completion_tokens == _thought_tokens() + _call_tokens()
 
 
 def test_max_tokens_counts_reasoning_first(url):
     with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as client:
-        reply = client.chat.completions.create(model="ponder", messages=QUESTION, max_tokens=5)
+        reply = client.chat.completions.create(model="ponder", messages=QUESTION, tools=CHAT_TOOLS,
+                                               max_tokens=5)
     assert reply.choices[0].finish_reason == "length" and reply.choices[0].message.tool_calls is None
     assert reply.usage.completion_tokens == reply.usage.completion_tokens_details.reasoning_tokens == 5
 
@@ -70,16 +77,17 @@ def test_max_tokens_counts_reasoning_first(url):
 def test_responses_emit_a_reasoning_item_before_the_reply(url, stream):
     with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as client:
         if stream:
-            events = list(client.responses.create(model="ponder", input=QUESTION, stream=True))
+            events = list(client.responses.create(model="ponder", input=QUESTION, tools=RESPONSES_TOOLS,
+                                                  stream=True))
             response = events[-1].response
             summary = "".join(e.delta for e in events if e.type == "response.reasoning_summary_text.delta")
             assert summary == THOUGHT
             assert [d for e in events for d in errors(e.model_dump(mode="json", exclude_unset=True),
                                                       "ResponseStreamEvent")] == []
         else:
-            response = client.responses.create(model="ponder", input=QUESTION)
+            response = client.responses.create(model="ponder", input=QUESTION, tools=RESPONSES_TOOLS)
         # The reasoning item goes back in the next request's input, as the API asks.
-        answer = client.responses.create(model="ponder", input=[
+        answer = client.responses.create(model="ponder", tools=RESPONSES_TOOLS, input=[
             *QUESTION, *[o.model_dump(exclude_none=True) for o in response.output],
             {"type": "function_call_output", "call_id": "c1", "output": "errors.log"}])
     assert [o.type for o in response.output] == ["reasoning", "function_call"]
@@ -92,7 +100,7 @@ def test_responses_emit_a_reasoning_item_before_the_reply(url, stream):
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 def test_messages_start_with_a_signed_thinking_block(url, stream):
     with anthropic.Anthropic(base_url=url.removesuffix("/v1"), api_key="unused", max_retries=0) as client:
-        kwargs = {"model": "ponder", "max_tokens": 500, "messages": QUESTION}
+        kwargs = {"model": "ponder", "max_tokens": 500, "messages": QUESTION, "tools": MESSAGES_TOOLS}
         if stream:
             with client.messages.stream(**kwargs) as events:
                 message = events.get_final_message()
@@ -109,3 +117,18 @@ def test_messages_start_with_a_signed_thinking_block(url, stream):
     assert message.usage.output_tokens_details.thinking_tokens == _thought_tokens()
     assert [b.type for b in answer.content] == ["redacted_thinking", "text"]
     assert answer.usage.output_tokens_details.thinking_tokens == HIDDEN
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_messages_cut_while_thinking_hold_the_thinking_block_only(url, stream):
+    """The real API sends no empty text block (and refuses one sent back in a request)."""
+    with anthropic.Anthropic(base_url=url.removesuffix("/v1"), api_key="unused", max_retries=0) as client:
+        kwargs = {"model": "ponder", "max_tokens": 5, "messages": QUESTION, "tools": MESSAGES_TOOLS}
+        if stream:
+            with client.messages.stream(**kwargs) as events:
+                message = events.get_final_message()
+        else:
+            message = client.messages.create(**kwargs)
+    assert message.stop_reason == "max_tokens"
+    assert [b.type for b in message.content] == ["thinking"]
+    assert message.usage.output_tokens == message.usage.output_tokens_details.thinking_tokens == 5

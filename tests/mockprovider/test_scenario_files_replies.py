@@ -35,11 +35,18 @@ SCENARIOS = [
         "status": 429, "type": "rate_limit_error", "code": "slow_down",
         "message": "Too many requests, scripted.",
         "headers": {"Retry-After": "7", "x-scripted": "yes"}}}]},
+    {"name": "drained", "turns": [{"error": {
+        "status": 429, "message": "Out of tokens, scripted.",
+        "headers": {"x-ratelimit-remaining-tokens": "0", "x-request-id": "req_scripted",
+                    "anthropic-ratelimit-tokens-remaining": "0", "request-id": "req_scripted"}}}]},
     {"name": "broken", "turns": [{"error": {"status": 503, "message": "Down for maintenance."}}]},
     {"name": "paced", "turns": [{"content": "one two three four five six", "chunk": 2, "rate": 1000,
                                  "latency": 300}]},
     {"name": "recorded", "turns": [{"content": "Hello there.",
                                     "usage": {"prompt_tokens": 111, "completion_tokens": 22}}]},
+    {"name": "recorded_long", "turns": [
+        {"content": "One.", "usage": {"prompt_tokens": 50, "completion_tokens": 2}},
+        {"content": "Two.", "usage": {"prompt_tokens": 60, "completion_tokens": 2}}]},
     {"name": "flaky", "options": "fault=500", "turns": [{"content": "fine"}]},
 ]
 HI = [{"role": "user", "content": "Weather in Paris?"}]
@@ -238,6 +245,42 @@ def test_recorded_usage_is_served_only_when_asked(oai: openai.OpenAI, claude: an
     assert counted.prompt_tokens == o200k.prompt_tokens(HI, None)
     message = claude.messages.create(model="recorded+usage=recorded", max_tokens=50, messages=HI)
     assert (message.usage.input_tokens, message.usage.output_tokens) == (111, 22)
+
+
+LONG = " ".join(f"Rule {i}: check the log before answering." for i in range(160))
+
+
+def test_recorded_usage_never_reports_more_cached_than_prompt_tokens(oai: openai.OpenAI,
+                                                                     claude: anthropic.Anthropic):
+    # The counted prompt is long enough to cache; the recorded one is far shorter.
+    chat = [{"role": "system", "content": LONG}, *HI, {"role": "assistant", "content": "One."},
+            {"role": "user", "content": "And tomorrow?"}]
+    usage = oai.chat.completions.create(model="recorded_long+usage=recorded", messages=chat).usage
+    assert usage.prompt_tokens == 60
+    assert usage.prompt_tokens_details.cached_tokens <= usage.prompt_tokens
+    mark = {"type": "ephemeral"}
+    again = {"type": "text", "text": "And tomorrow?", "cache_control": mark}
+    message = claude.messages.create(
+        model="recorded_long+usage=recorded", max_tokens=50,
+        system=[{"type": "text", "text": LONG, "cache_control": mark}],
+        messages=[*HI, {"role": "assistant", "content": "One."},
+                  {"role": "user", "content": [again]}])
+    u = message.usage
+    assert min(u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens) >= 0
+    assert u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens == 60
+
+
+def test_a_scripted_errors_own_rate_limit_headers_are_not_doubled(base: str):
+    """A script that drains the tokens states 0 left, once: a client reads one figure, not "0, 30000000"."""
+    with httpx.Client() as http:
+        chat = http.post(f"{base}/v1/chat/completions", json={"model": "drained", "messages": HI})
+        messages = http.post(f"{base}/v1/messages",
+                             json={"model": "drained", "max_tokens": 9, "messages": HI})
+    assert chat.headers.get_list("x-ratelimit-remaining-tokens") == ["0"]
+    assert chat.headers.get_list("x-request-id") == ["req_scripted"]
+    assert chat.headers.get_list("x-ratelimit-limit-tokens") == ["30000000"]  # the rest still stated
+    assert messages.headers.get_list("anthropic-ratelimit-tokens-remaining") == ["0"]
+    assert messages.headers.get_list("request-id") == ["req_scripted"]
 
 
 def test_fault_none_switches_the_files_fault_off_for_one_request(oai: openai.OpenAI):

@@ -6,7 +6,7 @@ import pytest
 from starlette.responses import JSONResponse
 
 from mockprovider import wire
-from mockprovider.scenarios import ToolCall
+from mockprovider.scenarios import Reply, ToolCall, Usage
 
 CALLS = (
     ToolCall(id="c1", name="list_files", arguments="{}"),
@@ -30,3 +30,18 @@ def test_render_is_byte_for_byte_what_jsonresponse_renders(content, calls, finis
         tool_calls=calls, finish_reason=finish, prompt_tokens=123_456, completion_tokens=7,
     )
     assert wire.render(c) == JSONResponse(wire.body(c)).body
+
+
+def test_recorded_usage_keeps_reasoning_a_part_of_the_completion() -> None:
+    reply = Reply(content="Hello.", reasoning=500, usage=Usage(prompt_tokens=40, completion_tokens=22))
+    c = wire.complete(reply, model="m", prompt_tokens=40, max_tokens=None)
+    assert c.completion_tokens == 22
+    assert 0 <= c.reasoning_tokens <= c.completion_tokens
+
+
+@pytest.mark.parametrize("content", ["", None])
+def test_reasoning_cut_by_max_tokens_finishes_for_length_even_with_nothing_to_say(content) -> None:
+    for reasoning in (500, "word " * 500):
+        reply = Reply(content=content, reasoning=reasoning)
+        c = wire.complete(reply, model="m", prompt_tokens=9, max_tokens=100)
+        assert (c.finish_reason, c.completion_tokens, c.reasoning_tokens) == ("length", 100, 100)
