@@ -19,11 +19,18 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from experiments import REGISTRY
-from experiments.lab import index
-from experiments.lab.paths import RESULTS
-from experiments.lab.report import outcome, write
-from experiments.lab.runs import Env, open_client
-from experiments.lab.servers import mock_process
+
+try:  # the tables and charts need the `experiments` extra, which the base install leaves out
+    from experiments.lab import index
+    from experiments.lab.paths import RESULTS
+    from experiments.lab.report import outcome, write
+    from experiments.lab.runs import Env, open_client
+    from experiments.lab.servers import mock_process
+except ModuleNotFoundError as missing:
+    if (package := (missing.name or "").partition(".")[0]) not in ("pandas", "matplotlib"):
+        raise
+    sys.exit(f"python -m experiments: {package} is not installed; the lab needs the `experiments` "
+             "extra: `make experiments` sets it up, or `.venv/bin/pip install -e '.[experiments]'`")
 
 
 async def _run_all(names: list[str], env: Env, out: Path) -> list[str]:
