@@ -1,0 +1,36 @@
+"""Holes found in review, each pinned by the case that showed it."""
+
+from __future__ import annotations
+
+import httpx
+from ui_support import save_hostile_run, serve_ui, sqlite_pair
+
+from harness.ui.markup import escape
+
+SMUGGLED = {
+    "\U000e0069\U000e0067\U000e006e": "tag characters (text a model reads and a person cannot see)",
+    "\u061c": "ARABIC LETTER MARK, a bidirectional control",
+    "\u00ad": "SOFT HYPHEN",
+    "\ufe01\U000e0101": "variation selectors (bytes hidden after a visible character)",
+    "\u3164": "HANGUL FILLER, a letter that draws nothing",
+    "\u180e": "MONGOLIAN VOWEL SEPARATOR",
+}
+
+
+def test_hidden_characters_beyond_the_bidi_controls_are_shown_as_escapes():
+    for hidden, what in SMUGGLED.items():
+        shown = escape(f"rm a{hidden}b")
+        assert all(c not in shown for c in hidden), what
+        assert all(f"\\u{ord(c):04x}" in shown for c in hidden), what
+
+
+def test_a_waiting_calls_arguments_show_smuggled_characters_on_the_real_page(tmp_path):
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    save_hostile_run(writer, "h1", [f"delete a{h}b" for h in SMUGGLED])
+    with serve_ui(reader, writer=writer) as url:
+        page = httpx.get(url + "/runs/h1")
+    waiting = page.text.split('id="waiting-args">', 1)[1].split("</pre>", 1)[0]
+    for hidden, what in SMUGGLED.items():
+        assert all(c not in page.text for c in hidden), what
+        assert all(f"\\u{ord(c):04x}" in waiting for c in hidden), what
+
