@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import httpx
-from ui_support import save_hostile_run, serve_ui, sqlite_pair
+from ui_support import PageParts, make_runs, save_hostile_run, serve_ui, sqlite_pair
 
 from harness.ui.markup import escape
 
@@ -34,3 +34,14 @@ def test_a_waiting_calls_arguments_show_smuggled_characters_on_the_real_page(tmp
         assert all(c not in page.text for c in hidden), what
         assert all(f"\\u{ord(c):04x}" in waiting for c in hidden), what
 
+
+def test_a_decision_the_store_cannot_take_is_a_503_not_a_bad_request(tmp_path, mock_url):
+    make_runs(tmp_path, mock_url, ("d1", "destructive"))
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    with serve_ui(reader, writer=writer) as url, httpx.Client(base_url=url) as browser:
+        form = PageParts(browser.get("/runs/d1").text).forms()["approve-form"]
+        writer.close()  # the database the decisions write to went away
+        answer = browser.post("/runs/d1/approve", data=form)
+    assert answer.status_code == 503, answer.text
+    assert "Traceback" not in answer.text
+    assert reader.load("d1").approved == []
