@@ -83,3 +83,22 @@ def test_following_a_link_from_another_site_leaves_the_forms_of_open_pages_valid
         browser.wait(lambda: browser.run(answered), what="the answer")
         assert browser.find_all("#decided"), browser.text("main")
     assert [a.call_id for a in writer.load("d1").approved] == ["c2"]
+
+
+def test_chromium_runs_no_script_the_page_did_not_sign_with_its_nonce(browser, tmp_path, mock_url):
+    make_runs(tmp_path, mock_url, ("p1", "plan"))
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    with serve_ui(reader, writer=writer) as url:
+        browser.get(url + "/runs/p1")
+        # Past the escaping: a script element that does reach the DOM, with and without a nonce.
+        browser.run("""
+            var unsigned = document.createElement('script');
+            unsigned.textContent = 'window.ran = (window.ran || 0) + 1';
+            document.body.appendChild(unsigned);
+            var guessed = document.createElement('script');
+            guessed.nonce = 'not-this-pages-nonce'; guessed.textContent = 'window.ran = 2';
+            document.body.appendChild(guessed);""")
+        ran = browser.run("return window.ran === undefined")
+        console = browser.console()
+    assert ran
+    assert any("Content Security Policy" in line for line in console), console
