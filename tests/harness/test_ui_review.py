@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import httpx
 from ui_support import PageParts, make_runs, save_hostile_run, serve_ui, sqlite_pair
 
@@ -45,3 +48,13 @@ def test_a_decision_the_store_cannot_take_is_a_503_not_a_bad_request(tmp_path, m
     assert answer.status_code == 503, answer.text
     assert "Traceback" not in answer.text
     assert reader.load("d1").approved == []
+
+
+def test_an_endless_poll_interval_is_refused_before_the_server_starts(tmp_path):
+    for given in ("inf", "1e300"):
+        argv = ["--state-dir", str(tmp_path), "ui", "--port", "0", "--poll-seconds", given]
+        # Before the check, the server started and served streams that could never send.
+        ui = subprocess.run([sys.executable, "-m", "harness", *argv], capture_output=True, text=True,
+                            timeout=20)
+        assert ui.returncode == 2, ui.stdout + ui.stderr
+        assert "--poll-seconds" in ui.stderr and "harness ui: http" not in ui.stdout
