@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import httpx
+import pytest
 from ui_support import PageParts, make_runs, save_hostile_run, serve_ui, sqlite_pair
 
 from harness.ui.markup import escape
@@ -58,3 +60,21 @@ def test_an_endless_poll_interval_is_refused_before_the_server_starts(tmp_path):
                             timeout=20)
         assert ui.returncode == 2, ui.stdout + ui.stderr
         assert "--poll-seconds" in ui.stderr and "harness ui: http" not in ui.stdout
+
+
+@pytest.mark.parametrize("cost", ["NaN", "Infinity", "1e999", "true"])
+def test_a_trace_with_a_cost_that_is_not_a_number_still_draws_the_run_page(tmp_path, mock_url, cost):
+    make_runs(tmp_path, mock_url, ("p1", "plan"))
+    trace = tmp_path / "traces" / "p1.jsonl"
+    lines = [json.loads(x) for x in trace.read_text().splitlines()]
+    assert sum(e["type"] == "turn" for e in lines) >= 2
+    # Python's json writes NaN and Infinity, and reads them back: a trace file may hold them.
+    trace.write_text("".join(json.dumps(e).replace(f'"costUsd": {e["costUsd"]}', f'"costUsd": {cost}') + "\n"
+                             if e["type"] == "turn" else json.dumps(e) + "\n" for e in lines))
+    assert cost in trace.read_text()
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    with serve_ui(reader, writer=writer) as url:
+        page = httpx.get(url + "/runs/p1")
+    assert page.status_code == 200, page.text[:300]
+    chart = page.text.split('<svg class="chart"', 1)[1].split("</svg>", 1)[0].lower()
+    assert "nan" not in chart and "inf" not in chart
