@@ -158,6 +158,10 @@ class Pages:
             return await self._run_response(request, run_id, said, 409)
         except FileNotFoundError as e:
             return _error(request, 404, str(e))
+        except StateFileError as e:  # subclasses of ValueError: the run or the store, not the request
+            return _error(request, 422, str(e))
+        except StoreError as e:
+            return _error(request, 503, str(e))
         except ValueError as e:
             return _error(request, 400, str(e))
         if self.ui.resumer is not None:

@@ -3,9 +3,10 @@
 The server polls the store (in a worker thread) every `poll_seconds` and sends a `changed`
 event when what the page shows has moved: for the list, any run's status, turns, cost or
 waiting call; for a run page, the run's row or its lease. The script then fetches its own
-page's sections again (`PARTIAL_HEADER`) and swaps those that differ (parsed with DOMParser:
-nothing in the fetched HTML runs). A stream ends after `max_seconds`; the browser's
-EventSource reconnects by itself.
+page's sections again (`PARTIAL_HEADER`) from the page's own URL (`data-page`, not the
+address bar, which holds the POST's URL when a refused decision drew the page) and swaps
+those that differ (parsed with DOMParser: nothing in the fetched HTML runs). A stream ends
+after `max_seconds`; the browser's EventSource reconnects by itself.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ SCRIPT = Markup("""
   var live = document.getElementById('live');
   var source = document.querySelector('[data-live]');
   if (!source || !window.EventSource) { return; }
+  // A page answering a POST (a refused decision) sits at the POST's URL: read, and reload, the page's own.
+  var here = source.dataset.page || location.href;
+  if (source.dataset.page && location.pathname !== source.dataset.page) {
+    history.replaceState(null, '', source.dataset.page);
+  }
   var busy = false, again = false;
   function say(text) { if (live) { live.textContent = text; } }
   function typing(oldSection, newSection) {
@@ -36,7 +42,7 @@ SCRIPT = Markup("""
   function refresh() {
     if (busy) { again = true; return; }
     busy = true;
-    fetch(location.href, {credentials: 'same-origin', headers: {'X-Harness-Partial': '1'}})
+    fetch(here, {credentials: 'same-origin', headers: {'X-Harness-Partial': '1'}})
       .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
       .then(function (text) {
         var doc = new DOMParser().parseFromString(text, 'text/html');

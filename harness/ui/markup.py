@@ -3,7 +3,8 @@
 A page is built from `html("<p>{}</p>", value)` calls; `{}` slots escape their value, so a
 string a provider, a tool, a file or a run id controls can only ever become text. Escaping
 also makes invisible characters visible: C0/C1 controls, zero-width characters and the
-bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069) render as `\\u202e`
+bidirectional marks, overrides and isolates (U+061C, U+202A–U+202E, U+2066–U+2069), and the
+characters that hide text (tag characters, variation selectors, fillers) render as `\\u202e`
 in a marked span, so a tool call cannot reorder what the person reads before approving it.
 Newlines and tabs stay (transcripts are shown preformatted).
 """
@@ -16,7 +17,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_INVISIBLE = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+    r"\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
+    r"\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+"""Controls, bidi marks, and the characters that draw nothing yet carry text: soft hyphen,
+fillers, variation selectors and tag characters (both can smuggle a whole hidden message)."""
 
 
 class Markup(str):

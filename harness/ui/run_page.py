@@ -144,13 +144,14 @@ def chart_section(v: RunView) -> Markup:
 
 
 def run_body(v: RunView, csrf: str) -> Markup:
-    s = v.state
+    s, here = v.state, quote(v.state.run_id, safe="")
     return html(
-        '<h1 data-live="/runs/{}/events">Run <code>{}</code></h1><div id="messages">{}</div>{}{}{}{}'
+        '<h1 data-live="/runs/{}/events" data-page="/runs/{}">Run <code>{}</code></h1>'
+        '<div id="messages">{}</div>{}{}{}{}'
         '<section data-swap id="transcript"><h2>Transcript</h2>{}</section>'
         '<section data-swap id="toolruns"><h2>Tool runs</h2>{}<h2>Tool ledger</h2>{}</section>'
         '<section data-swap id="trace"><h2>Trace</h2>{}</section>',
-        quote(s.run_id, safe=""), s.run_id, join(v.messages), facts(v), decision(v, csrf), stop_section(s),
+        here, here, s.run_id, join(v.messages), facts(v), decision(v, csrf), stop_section(s),
         chart_section(v), transcript(s), tool_runs_table(s), ledger_table(v.ledger),
         trace_table(v.trace, v.trace_note),
     )

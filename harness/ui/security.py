@@ -4,7 +4,7 @@
   answered, so a web page cannot reach the UI through DNS rebinding.
 - **Token**: when one is configured (always, off loopback), a request carries it as
   `Authorization: Bearer …` or holds a session cookie given by `/login` for the token.
-- **CSRF**: each browser gets a random `harness_ui_csrf` cookie (SameSite=Strict, HttpOnly);
+- **CSRF**: each browser gets a random `harness_ui_csrf` cookie (SameSite=Lax, HttpOnly);
   every form carries the same value, and a POST whose field does not match it, or whose
   `Origin` / `Sec-Fetch-Site` says it came from another site, is refused with 403.
 - **Headers**: a Content-Security-Policy that runs script and style only with the page's
@@ -90,8 +90,8 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def cookie(name: str, value: str) -> bytes:
-    return f"{name}={value}; Path=/; HttpOnly; SameSite=Strict".encode("latin-1")
+def cookie(name: str, value: str, same_site: str = "Strict") -> bytes:
+    return f"{name}={value}; Path=/; HttpOnly; SameSite={same_site}".encode("latin-1")
 
 
 class GuardMiddleware:
@@ -123,7 +123,9 @@ class GuardMiddleware:
                     (b"cache-control", b"no-store"),
                 ]
                 if fresh_csrf:
-                    headers.append((b"set-cookie", cookie(CSRF_COOKIE, csrf)))
+                    # Lax: a link from another site must not arrive without it, or the
+                    # fresh one set here would void the forms of every page already open.
+                    headers.append((b"set-cookie", cookie(CSRF_COOKIE, csrf, "Lax")))
                 message = {**message, "headers": headers}
             await send(message)
 

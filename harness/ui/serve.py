@@ -26,6 +26,8 @@ from harness.ui.security import Guard
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 MIN_TOKEN = 16
+MAX_POLL_SECONDS = 3600.0
+"""Longer than any page stays open; beyond it (inf) a stream would never send a thing."""
 
 
 def is_loopback(host: str) -> bool:
@@ -77,8 +79,9 @@ def main(args: argparse.Namespace, store: SqlStore) -> int:
 
     host = args.host or "127.0.0.1"
     guard = guard_for(host, read_token(args.token_file))
-    if not args.poll_seconds > 0:
-        raise ValueError(f"--poll-seconds must be > 0, got {args.poll_seconds}")
+    if not 0 < args.poll_seconds <= MAX_POLL_SECONDS:  # also refuses nan and inf
+        raise ValueError(f"--poll-seconds must be > 0 and at most {MAX_POLL_SECONDS:g}, "
+                         f"got {args.poll_seconds}")
     if args.kit_reports is not None and not args.kit_reports.is_dir():
         raise ValueError(f"--kit-reports {args.kit_reports} is not a folder")
     writer = open_cli_store(args, None)

@@ -8,6 +8,7 @@ its last `MAX_TRACE_BYTES`; lines that are not JSON objects of this run are skip
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from typing import Any
@@ -58,7 +59,7 @@ def chart_points(state: RunState, trace: list[dict[str, Any]]) -> list[TurnPoint
     """One point per turn: tokens from the run, cumulative cost from the trace when it has every
     turn, else priced at the default prices."""
     costs = [e.get("costUsd") for e in trace if e.get("type") == "turn"]
-    if len(costs) != len(state.turn_usage) or not all(isinstance(c, int | float) for c in costs):
+    if len(costs) != len(state.turn_usage) or not all(_a_cost(c) for c in costs):
         pricing, total, costs = Pricing(), 0.0, []
         for u in state.turn_usage:
             total += pricing.cost(u)
@@ -66,6 +67,12 @@ def chart_points(state: RunState, trace: list[dict[str, Any]]) -> list[TurnPoint
     return [TurnPoint(turn=i + 1, prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
                       cost_usd=float(c))
             for i, (u, c) in enumerate(zip(state.turn_usage, costs, strict=True))]
+
+
+def _a_cost(value: Any) -> bool:
+    """A dollar figure the chart can scale to: a number, finite, not negative, not a bool (the trace
+    is a file, and Python's json reads NaN and Infinity)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < math.inf
 
 
 def trace_table(events: list[dict[str, Any]], note: str | None) -> Markup:

@@ -23,6 +23,7 @@ from test_harness_hostile import RETRIES, USAGE, call, drive, ok, reply, then_an
 from harness import Limits, Policy, new_run
 from harness.cli import Settings
 from harness.cli import main as harness_main
+from harness.store.sqlite import SQLiteStore
 
 pytestmark = pytest.mark.slow
 
@@ -166,4 +167,5 @@ def test_provider_strings_reach_the_terminal_with_control_characters_escaped(nam
 def test_usage_integer_that_overflows_float_leaves_a_loadable_state(tmp_path):
     # The old failure: OverflowError while pricing, a traceback and no state file at all.
     out = drive(then_answer(ok(reply("x", usage={**USAGE, "prompt_tokens": 10**400}))), tmp_path)
-    assert out.crash is None and (tmp_path / "runs" / "hostile.json").exists()
+    assert out.crash is None
+    assert SQLiteStore.in_folder(tmp_path / "runs").load("hostile").run_id == "hostile"
