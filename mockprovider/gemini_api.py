@@ -98,14 +98,21 @@ def _call_parts(c: wire.Completion) -> list[dict[str, Any]]:
 
 
 def _usage(c: wire.Completion) -> dict[str, Any]:
-    # Completion carries no cached or reasoning counts yet; they join this object as
-    # cachedContentTokenCount and thoughtsTokenCount.
-    return {
+    """Gemini's usageMetadata: thoughts are counted apart from the candidates (the total holds
+    both), and the cached part of the prompt, a part of promptTokenCount, is given only when
+    there is one (implicit caching; the mock's model of it is docs/caching.md's OpenAI rule)."""
+    usage: dict[str, Any] = {
         "promptTokenCount": c.prompt_tokens,
-        "candidatesTokenCount": c.completion_tokens,
+        "candidatesTokenCount": c.completion_tokens - c.reasoning_tokens,
         "totalTokenCount": c.prompt_tokens + c.completion_tokens,
         "promptTokensDetails": [{"modality": "TEXT", "tokenCount": c.prompt_tokens}],
     }
+    if c.cache.read:
+        usage["cachedContentTokenCount"] = c.cache.read
+        usage["cacheTokensDetails"] = [{"modality": "TEXT", "tokenCount": c.cache.read}]
+    if c.reasoning_tokens:
+        usage["thoughtsTokenCount"] = c.reasoning_tokens
+    return usage
 
 
 def _response(c: wire.Completion, parts: list[dict[str, Any]], *, last: bool) -> dict[str, Any]:

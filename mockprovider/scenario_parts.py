@@ -37,7 +37,7 @@ from mockprovider.file_values import At, array, kind, number, obj, string, unico
 from mockprovider.scenarios import Reply, ToolCall, Usage
 
 ANSWER_KEYS = ("content", "tool_calls", "error")
-PACE_KEYS = ("latency", "rate", "chunk", "usage")
+PACE_KEYS = ("latency", "rate", "chunk", "usage", "reasoning")
 REPLY_KEYS = (*ANSWER_KEYS, *PACE_KEYS)
 CALL_KEYS = ("name", "arguments", "id")
 ERROR_KEYS = ("status", "message", "type", "code", "headers")
@@ -114,8 +114,16 @@ def alternative(value: Any, at: At, *, conditional: bool) -> Alternative:
         rate_tps=number(reply["rate"], at / "rate", 1, 1e9) if "rate" in reply else None,
         chunk=int(number(reply.get("chunk", 1), at / "chunk", 1, 1_000_000, integer=True)),
         usage=_usage(reply["usage"], at / "usage") if "usage" in reply else None,
+        reasoning=_reasoning(reply["reasoning"], at / "reasoning") if "reasoning" in reply else None,
     )
     return Alternative(when=when, answer=answer, calls=calls)
+
+
+def _reasoning(value: Any, at: At) -> str | int:
+    """Reasoning text (shown where the API shows it), or a count of hidden reasoning tokens."""
+    if isinstance(value, str):
+        return string(value, at, nonempty=True)
+    return int(number(value, at, 1, 1_000_000, integer=True))
 
 
 def _call(value: Any, at: At) -> CallTemplate:

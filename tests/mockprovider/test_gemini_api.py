@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 
 import o200k
 from mockprovider.anthropic_api import messages_request
+from mockprovider.app import create_app
 from mockprovider.attempts import MAX_ENTRIES, RECENT_S, Attempts
 from mockprovider.gemini_request import generate_request
 from mockprovider.scenarios import ANSWER_PLAN
+from mockprovider.server import serve_in_thread
 
 QUESTION = "Which file mentions a timeout?"
 SYSTEM = "You answer questions about log files."
@@ -600,3 +602,36 @@ def test_generated_bodies_get_a_reply_or_a_google_error_never_a_500(in_process, 
     else:
         assert 400 <= response.status_code < 500
         assert response.json()["error"]["status"] == "INVALID_ARGUMENT"
+
+
+def test_a_long_conversation_reports_its_cached_prefix(mock_url):
+    """cachedContentTokenCount, a part of the prompt, read by the official client as from the real API."""
+    contents: list = [types.Content(role="user", parts=[types.Part(text=QUESTION)])]
+    with _client(mock_url) as client:
+        usages = []
+        while not usages or usages[-1].prompt_token_count < 1200:
+            reply = _generate(client, contents, stream=False, model="runaway")
+            usages.append(reply.usage_metadata)
+            contents.append(reply.candidates[0].content)
+            result = {"result": RESULTS["list_files"]}
+            answers = [types.Part(function_response=types.FunctionResponse(
+                id=c.id, name=c.name, response=result)) for c in reply.function_calls]
+            contents.append(types.Content(role="user", parts=answers))
+        streamed = _generate(client, contents, stream=True, model="runaway").usage_metadata
+    short = [u for u in usages if u.prompt_token_count < 1024]
+    assert short and all(u.cached_content_token_count is None for u in short)
+    last = usages[-1]
+    assert 1024 <= last.cached_content_token_count < last.prompt_token_count
+    assert last.cached_content_token_count % 128 == 0
+    assert last.total_token_count == last.prompt_token_count + last.candidates_token_count
+    assert streamed.cached_content_token_count >= last.cached_content_token_count
+
+
+def test_a_reply_that_thinks_reports_its_thoughts_apart_from_the_candidates():
+    thinker = {"name": "thinker", "turns": [{"content": "Two.", "reasoning": "One plus one is two."}]}
+    with serve_in_thread(create_app(scenario_files=[thinker])) as url, _client(url) as client:
+        for stream in (False, True):
+            usage = _generate(client, [QUESTION], stream=stream, model="thinker").usage_metadata
+            thoughts, answer = o200k.count("One plus one is two."), o200k.count("Two.")
+            assert (usage.thoughts_token_count, usage.candidates_token_count) == (thoughts, answer)
+            assert usage.total_token_count == usage.prompt_token_count + thoughts + answer
