@@ -75,26 +75,10 @@ def _parse(raw: bytes) -> Any:
 # --- the reply ------------------------------------------------------------------------------
 
 
-def _args(arguments: str) -> dict[str, Any] | None:
-    """A call's args; None when they are not a JSON object (a cut left them unfinished)."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _call_parts(c: wire.Completion) -> list[dict[str, Any]]:
-    """The functionCall parts of the reply. Gemini's args are an object, so a call whose args a
-    cut left unfinished cannot be sent in part; sent as `{}`, automatic function calling (which
-    runs calls whatever the finishReason) would run it with arguments it never had: it is left out."""
-    parts = []
-    for call in c.tool_calls:
-        args = _args(call.arguments)
-        if args is None and c.finish_reason == "length":
-            continue
-        parts.append({"functionCall": {"id": call.id, "name": call.name, "args": args or {}}})
-    return parts
+    """The functionCall parts of the reply (`wire.object_calls`: a call a cut left unfinished is left out)."""
+    return [{"functionCall": {"id": call.id, "name": call.name, "args": args}}
+            for call, args in wire.object_calls(c)]
 
 
 def _usage(c: wire.Completion) -> dict[str, Any]:

@@ -197,27 +197,10 @@ def _created_at() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
 
 
-def _arguments(arguments: str) -> dict[str, Any] | None:
-    """A call's arguments; None when they are not a JSON object (a cut left them unfinished)."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _tool_calls_of(c: wire.Completion) -> list[dict[str, Any]]:
-    """The reply's tool calls. Ollama's arguments are an object, so a call whose arguments a cut
-    left unfinished cannot be sent in part; sent as `{}` it would read as a whole call with
-    arguments it never had: it is left out."""
-    out = []
-    for call in c.tool_calls:
-        arguments = _arguments(call.arguments)
-        if arguments is None and c.finish_reason == "length":
-            continue
-        out.append({"id": call.id,
-                    "function": {"index": len(out), "name": call.name, "arguments": arguments or {}}})
-    return out
+    """The reply's tool calls (`wire.object_calls`: a call a cut left unfinished is left out)."""
+    return [{"id": call.id, "function": {"index": index, "name": call.name, "arguments": arguments}}
+            for index, (call, arguments) in enumerate(wire.object_calls(c))]
 
 
 def _assistant(c: wire.Completion, content: str) -> dict[str, Any]:

@@ -84,6 +84,23 @@ def deltas(text: str, chunk: int = 1) -> list[str]:
     return [piece for piece, _ in weighed_deltas(text, chunk)]
 
 
+def object_calls(c: Completion) -> list[tuple[ToolCall, dict[str, Any]]]:
+    """The reply's calls with their arguments as an object, for the formats whose arguments are
+    one (Gemini, Ollama). A call whose arguments a cut left unfinished cannot be sent in part:
+    sent as `{}`, a client that runs calls whatever the finish reason would run it with arguments
+    it never had, so it is left out. Arguments that are whole but not an object are sent as `{}`."""
+    out = []
+    for call in c.tool_calls:
+        try:
+            value = json.loads(call.arguments)
+        except ValueError:
+            value = None
+        if not isinstance(value, dict) and c.finish_reason == "length":
+            continue
+        out.append((call, value if isinstance(value, dict) else {}))
+    return out
+
+
 def arguments_tokens(c: Completion) -> int:
     """The tokens of every tool call's arguments: what a stream sending them at once waits for."""
     return sum(len(token_pieces(call.arguments)) for call in c.tool_calls)
