@@ -34,6 +34,7 @@ from mockprovider import (
     transcript,
     wire,
 )
+from mockprovider.caching import NO_CACHE, OPENAI_MIN_TOKENS
 from mockprovider.errors import APIError
 from mockprovider.faults import Options
 from mockprovider.headers import ApiHeaders
@@ -51,7 +52,7 @@ from mockprovider.pipeline import (
     scripted_reply,
 )
 from mockprovider.scenario_files import Source, load_scenarios, paths_from_env
-from mockprovider.validation import ChatRequest, chat_request, check_depth, parse_json
+from mockprovider.validation import MAX_DEPTH, ChatRequest, chat_request, check_depth, parse_json
 
 
 async def _stream(completion: wire.Completion, req: ChatRequest, options: Options) -> AsyncIterator[bytes]:
@@ -68,11 +69,12 @@ async def _chat(request: Request) -> Response | bytes:
     config = config_of(request)
     raw = await read_raw(request, config)
     body, known = parse_json(raw, memo.parse)
-    check_depth(raw, body, known)
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:  # else it cannot nest deeper: no call
+        check_depth(raw, body, known)
     req = chat_request(body, known)
     script, options = resolve(request, config, req.model)
     fault = await delay_or_fault(request, req.model, req.transcript.turn, options)
-    cut = fault if midstream.applies(fault, req.stream) else None
+    cut = fault if fault is not None and midstream.applies(fault, req.stream) else None
     if fault is not None and cut is None:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
@@ -85,7 +87,8 @@ async def _chat(request: Request) -> Response | bytes:
         model=req.model,
         prompt_tokens=prompt_tokens,
         max_tokens=req.max_tokens,
-        cache=caching.openai(req.transcript.messages, prompt_tokens, req.transcript.turn, options),
+        cache=(NO_CACHE if prompt_tokens < OPENAI_MIN_TOKENS  # nothing to read: no call on the hot path
+               else caching.openai(req.transcript.messages, prompt_tokens, req.transcript.turn, options)),
     )
     if cut is not None:
         if req.stream:

@@ -81,11 +81,17 @@ class ApiHeaders:
             if message["type"] == "http.response.start":
                 options = scope.get(OPTIONS) or self.defaults
                 extra = _anthropic(options, rid) if anthropic else _openai(options, rid, started)
-                own = message.get("headers", ())
+                headers = list(message.get("headers", ()))
                 # A reply's own header (a scripted 429's remaining-tokens: 0) wins over the
-                # default; stating both would give clients "0, 30000000".
-                names = {name.lower() for name, _ in own}
-                message["headers"] = [*own, *(h for h in extra if h[0] not in names)]
+                # default; stating both would give clients "0, 30000000". Plain loops, not
+                # comprehensions: this runs on every reply (results/bench.md).
+                names = set()
+                for name, _ in headers:
+                    names.add(name.lower())
+                for header in extra:
+                    if header[0] not in names:
+                        headers.append(header)
+                message["headers"] = headers
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

@@ -258,7 +258,9 @@ async def scripted_reply(
         # A fresh exception per request: re-raising one shared instance would grow its traceback.
         given = e.type if getattr(e, "given_type", True) else None
         raise ScriptedError(e.status, e.message, type=given, code=e.code, headers=dict(e.headers))
-    if tool_choice.needed(choice, tools, options.refuse_undeclared):
+    # `constrain` can change or refuse nothing for an agent loop's usual request (tools offered,
+    # `tool_choice` auto, undeclared tools allowed): tested inline, the chat route's hot path.
+    if not tools or choice.mode != "auto" or options.refuse_undeclared:
         reply = tool_choice.constrain(
             reply, script=script, turn=conversation.turn, choice=choice, tools=tools,
             refuse_undeclared=options.refuse_undeclared,

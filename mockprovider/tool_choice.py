@@ -164,12 +164,6 @@ def _text(reply: Reply, content: str) -> Reply:
     return replace(reply, content=content, tool_calls=(), usage=None)
 
 
-def needed(choice: ToolChoice, tools: Sequence[Any] | None, refuse_undeclared: bool) -> bool:
-    """Whether `constrain` can change or refuse anything: false for an agent loop's usual
-    request (tools offered, `tool_choice` auto, undeclared tools allowed)."""
-    return not tools or choice.mode != "auto" or refuse_undeclared
-
-
 def _mismatch(script: Scenario, turn: int, problem: str) -> APIError:
     name = getattr(script, "name", None) or getattr(script, "__name__", "the scenario")
     return APIError(

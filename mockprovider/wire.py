@@ -165,7 +165,8 @@ def complete(
     of a reply that was not cut.
     """
     budget = max_tokens if max_tokens is not None else _UNLIMITED
-    thought, thought_tokens, thought_cut = _reasoning(reply.reasoning, budget)
+    thought, thought_tokens, thought_cut = (None, 0, False) if reply.reasoning is None else _reasoning(
+        reply.reasoning, budget)
     if thought_cut or (thought_tokens >= budget and (reply.content or reply.tool_calls)):
         return _completion(model, prompt_tokens, cache, None, (), "length", budget, thought, thought_tokens,
                            reply.chunk)

@@ -51,8 +51,17 @@ def runaway_messages(turns: int, *, task: str = TASK) -> list[dict[str, Any]]:
     return messages
 
 
+TOOLS = [{"type": "function", "function": {
+    "name": "list_files", "description": "List the files in the folder.",
+    "parameters": {"type": "object", "properties": {}},
+}}]
+"""What an agent loop offers with every request: the mock, like a real model, calls only tools it
+is offered (a body without them would measure the no-tools fallback, which no agent loop asks for)."""
+
+
 def request_body(turns: int, *, task: str = TASK) -> bytes:
-    return json.dumps({"model": "runaway", "messages": runaway_messages(turns, task=task)}).encode()
+    return json.dumps({"model": "runaway", "messages": runaway_messages(turns, task=task),
+                       "tools": TOOLS}).encode()
 
 
 async def _bare_endpoint(request: Request) -> JSONResponse:
