@@ -135,7 +135,7 @@ async def tool_error(kit: Kit, adapter: Any, who: Declared) -> Result:
     recovers = run.last_text() == RECOVERED
     figures = {"text sent back": sent if sent is not None else "(nothing)", "recovers": recovers,
                "identical retries": max(retries, 0), "requests": len(run.requests), "caller gets": run.said(),
-               "transcript messages": run.outcome.transcript_messages, "cost usd": run.cost_or_unknown}
+               "cost usd": run.cost_or_unknown}
     if recovers:
         summary = f"recovers · {len(run.requests)} requests"
     elif sent is None:
