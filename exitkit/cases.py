@@ -36,11 +36,19 @@ def _stopped_by(run: Run, cap: int | None) -> str:
     return run.outcome.status
 
 
+def _transcript(run: Run) -> str:
+    """Whether the caller got the conversation so far back, as the framework's API handed it."""
+    n = run.outcome.transcript_messages
+    return "transcript not returned" if n is None else f"transcript returned ({n} messages)"
+
+
 async def turn_cap(kit: Kit, adapter: Any, who: Declared) -> Result:
     if not who.has("max_turns"):
         run = await kit.measure(adapter, kit.setup("runaway"), guard=OUTSIDE_CAP)
         return _none("turn_cap", who, "no turn cap",
-                     f"none exists · stopped by {_stopped_by(run, None)}", requests=len(run.requests))
+                     f"none exists · stopped by {_stopped_by(run, None)} · {_transcript(run)}",
+                     requests=len(run.requests),
+                     **{"transcript messages": run.outcome.transcript_messages})
     setup = kit.setup("runaway", max_turns=CAP)
     run = await kit.measure(adapter, setup, guard=OUTSIDE_CAP)
     n, ran = len(run.requests), sum(e.is_("list_files") for e in run.events)
@@ -53,7 +61,7 @@ async def turn_cap(kit: Kit, adapter: Any, who: Declared) -> Result:
             early = [e for e in resumed.events[len(run.events):] if e.is_("list_files") and e.t < first]
             fate = "pending" if early else "dropped"
     figures = {"requests": n, "cap": CAP, "tool runs": ran, "last call": fate, "caller gets": run.said(),
-               "cost usd": run.cost_or_unknown}
+               "transcript messages": run.outcome.transcript_messages, "cost usd": run.cost_or_unknown}
     evidence: dict[str, Any] = {"requests": _requests(run)}
     if resumed is not None:
         evidence["resumed with one more turn"] = {"caller gets": resumed.said(),
@@ -65,6 +73,7 @@ async def turn_cap(kit: Kit, adapter: Any, who: Declared) -> Result:
     else:
         verdict = "pass" if fate in ("ran", "pending") else "warn"
         summary = f"cap held · {n} requests · last call {fate}"
+    summary = f"{summary} · {_transcript(run)}"
     return Result(case="turn_cap", adapter=who.name, verdict=verdict, summary=summary, figures=figures,
                   evidence=evidence)
 

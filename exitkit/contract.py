@@ -111,6 +111,10 @@ class Outcome:
     answer: str = ""
     error: str = ""
     """The exception's or the failure's text, if any."""
+    transcript_messages: int | None = None
+    """How many messages of the conversation the framework's own API handed back to the caller at
+    the stop (its return value, or what its exception carries); None when it handed none back.
+    Never read from a checkpoint or a side channel the caller did not get."""
 
     @classmethod
     def raised(cls, error: BaseException) -> Outcome:

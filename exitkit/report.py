@@ -11,6 +11,10 @@ report.json (schema `exitkit-report/1`):
                   "figures": {str: number|str|bool|null|list},   # the same keys for every adapter
                   "evidence": {str: ...}}]}                      # e.g. per request: status, tokens, reply
 
+The turn cap's figures include "transcript messages": how many messages of the conversation the
+framework's own API handed back to the caller at the stop (`Outcome.transcript_messages`), null
+when it handed none back; informational, never part of the verdict.
+
 One object per case per adapter. Nothing in it depends on the clock or the machine's paths,
 so an unchanged agent gives an unchanged file except for the timings and overhead figures.
 """

@@ -30,7 +30,10 @@ CRITERIA = {
                 "is pending (a resume in a new process, allowed one more turn, runs it before its next "
                 f"request). **warn**: {CAP} requests but the last call was dropped, or fewer than {CAP} "
                 f"requests. **fail**: more than {CAP} requests (the kit's guard at {OUTSIDE_CAP} stops a run "
-                "that never ends).",
+                "that never ends). Shown, not judged: whether the framework's own API (its return value "
+                "or the exception it raises) hands the conversation so far back to the caller, and how "
+                "many messages (the Agents SDK: input items); a checkpoint the caller did not get is "
+                "\"not returned\".",
     "budget": f"`runaway` with a budget of ${BUDGET_USD}, priced at the mock's billed tokens at $2/M in and "
               f"$12/M out, and a turn cap of {OUTSIDE_CAP} as the outside bound. **pass**: no request was "
               "sent once the spend had reached the budget (the overshoot is at most the turn that crossed "

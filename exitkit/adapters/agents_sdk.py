@@ -13,11 +13,14 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from agents import (
     Agent,
     FunctionTool,
+    ItemHelpers,
+    MaxTurnsExceeded,
     ModelSettings,
     OpenAIChatCompletionsModel,
     RunContextWrapper,
@@ -78,6 +81,8 @@ class AgentsSDK:
         try:
             async for _ in result.stream_events():
                 pass
+        except MaxTurnsExceeded as error:  # the SDK's own answer at the cap: the run so far, on the error
+            return replace(Outcome.raised(error), transcript_messages=_items(error))
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -113,3 +118,11 @@ class AgentsSDKExplained(AgentsSDK):
 
     name = "OpenAI Agents SDK, failure_error_function=str(error)"
     on_error = staticmethod(_explained)
+
+
+def _items(error: MaxTurnsExceeded) -> int | None:
+    """The input items (messages, calls, outputs) the error's `run_data` hands back, if any."""
+    data = error.run_data
+    if data is None:
+        return None
+    return len(ItemHelpers.input_to_new_input_list(data.input)) + len(data.new_items)

@@ -83,9 +83,13 @@ class LangGraph:
                     await task
                 return Outcome(status="raised CancelledError (task.cancel())")
             result = task.result()
+        # `ainvoke` returns the graph's state: the conversation so far is in the caller's hands.
+        held = len(result["messages"]) if "messages" in result else None
         if result.get("__interrupt__"):
-            return Outcome(status="__interrupt__", answer=str(result["__interrupt__"][0].value))
-        return Outcome(status="returned", answer=str(result["messages"][-1].content))
+            return Outcome(status="__interrupt__", answer=str(result["__interrupt__"][0].value),
+                           transcript_messages=held)
+        return Outcome(status="returned", answer=str(result["messages"][-1].content),
+                       transcript_messages=held)
 
     async def run(self, job: Job) -> Outcome:
         return await self._invoke(job, {"messages": [("user", job.task)]})

@@ -72,9 +72,10 @@ class _Tool:
 
 def _outcome(state: RunState) -> Outcome:
     if state.status == "completed":
-        return Outcome(status="completed", answer=state.answer or "")
+        return Outcome(status="completed", answer=state.answer or "",
+                       transcript_messages=len(state.messages))
     return Outcome(status=f"{state.status} ({reason_of(state)})", answer=state.answer or "",
-                   error=state.error or "")
+                   error=state.error or "", transcript_messages=len(state.messages))
 
 
 class Ours:

@@ -22,7 +22,8 @@ class PlainLoop:
                 message = reply.choices[0].message
                 messages.append(message.model_dump(exclude_none=True))
                 if not message.tool_calls:
-                    return Outcome(status="completed", answer=message.content or "")
+                    return Outcome(status="completed", answer=message.content or "",
+                                   transcript_messages=len(messages))
                 for call in message.tool_calls:
                     tool = job.tool(call.function.name)
                     try:
@@ -32,6 +33,6 @@ class PlainLoop:
                     except Exception as error:  # any other tool error is data: tell the model what failed
                         result = f"Error: {error}"
                     if result is None:  # Stop was pressed: the tool was cancelled
-                        return Outcome(status="cancelled")
+                        return Outcome(status="cancelled", transcript_messages=len(messages))
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-        return Outcome(status="max_turns")
+        return Outcome(status="max_turns", transcript_messages=len(messages))

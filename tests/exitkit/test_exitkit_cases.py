@@ -24,7 +24,8 @@ def test_our_capped_run_keeps_its_last_call_pending_and_a_new_process_runs_it(ju
     result = judge(OURS, "turn_cap")
     assert (result.verdict, result.figures["requests"], result.figures["tool runs"]) == ("pass", 8, 7)
     assert result.figures["last call"] == "pending"
-    assert result.summary == "cap held · 8 requests · last call pending"
+    n = result.figures["transcript messages"]
+    assert result.summary == f"cap held · 8 requests · last call pending · transcript returned ({n} messages)"
 
 
 def test_a_loop_that_ignores_its_cap_fails_and_the_kits_guard_ends_it(judge: Judge) -> None:
