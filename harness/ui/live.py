@@ -6,7 +6,8 @@ waiting call; for a run page, the run's row or its lease. The script then fetche
 page's sections again (`PARTIAL_HEADER`) from the page's own URL (`data-page`, not the
 address bar, which holds the POST's URL when a refused decision drew the page) and swaps
 those that differ (parsed with DOMParser: nothing in the fetched HTML runs). A stream ends
-after `max_seconds`; the browser's EventSource reconnects by itself.
+after `max_seconds`; the browser's EventSource reconnects by itself. Every (re)connect refreshes
+once, since the stream compares only with what it read when it connected.
 """
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ SCRIPT = Markup("""
       .then(function () { busy = false; if (again) { again = false; refresh(); } });
   }
   var events = new EventSource(source.dataset.live);
-  events.addEventListener('open', function () { say('live'); });
+  // The stream's first reading is taken when it connects: a change between drawing the page and
+  // connecting (or during a reconnect) would never be sent, so each (re)connect refreshes once.
+  events.addEventListener('open', function () { say('live'); refresh(); });
   events.addEventListener('changed', refresh);
   events.addEventListener('error', function () { say('live · reconnecting'); });
 })();
