@@ -32,7 +32,7 @@ from mockprovider.errors import APIError, invalid
 from mockprovider.formats import event_stream, json_response, scripted_turn, suffix
 from mockprovider.gemini_request import generate_request
 from mockprovider.pipeline import authorize, config_of, read_raw, resolve
-from mockprovider.validation import check_depth, too_deep
+from mockprovider.validation import parse_body
 
 STATUS = {
     400: "INVALID_ARGUMENT",
@@ -62,14 +62,7 @@ def error_response(e: APIError) -> Response:
 
 
 def _parse(raw: bytes) -> Any:
-    try:
-        body = json.loads(raw)
-    except RecursionError:
-        raise too_deep() from None
-    except ValueError as e:
-        raise invalid(f"Invalid JSON payload received. {type(e).__name__}: {e}") from None
-    check_depth(raw, body)  # the one nesting bound every format documents
-    return body
+    return parse_body(raw, unparsable="Invalid JSON payload received. {error}")
 
 
 # --- the reply ------------------------------------------------------------------------------

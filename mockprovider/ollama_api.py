@@ -52,7 +52,7 @@ from mockprovider.formats import (
 )
 from mockprovider.pairing import Calls
 from mockprovider.pipeline import authorize, config_of, read_raw, resolve
-from mockprovider.validation import check_depth, too_deep
+from mockprovider.validation import parse_body
 
 ROLES = ("system", "user", "assistant", "tool")
 TAG = ":latest"
@@ -65,14 +65,7 @@ def error_response(e: APIError) -> Response:
 
 
 def _parse(raw: bytes) -> Any:
-    try:
-        body = json.loads(raw)
-    except RecursionError:
-        raise too_deep() from None
-    except ValueError as e:
-        raise invalid(f"invalid JSON body: {type(e).__name__}: {e}") from None
-    check_depth(raw, body)  # the one nesting bound every format documents
-    return body
+    return parse_body(raw, unparsable="invalid JSON body: {error}")
 
 
 def _name(model: str) -> str:

@@ -25,7 +25,7 @@ from mockprovider.headers import OPTIONS
 from mockprovider.journal import Journal, headers_of
 from mockprovider.scenarios import Conversation, Reply, Scenario
 from mockprovider.tool_choice import AUTO, ToolChoice
-from mockprovider.validation import check_depth, parse_json
+from mockprovider.validation import parse_body
 
 log = logging.getLogger("mockprovider")
 
@@ -148,10 +148,7 @@ async def read_raw(request: Request, config: Config, *, any_content_type: bool =
 
 async def read_json(request: Request, config: Config) -> Any:
     """The request's JSON body, after auth, content type, the size cap and the depth bound."""
-    raw = await read_raw(request, config)
-    body = parse_json(raw)
-    check_depth(raw, body)
-    return body
+    return parse_body(await read_raw(request, config))
 
 
 def _chosen(*texts: str | None) -> str | None:

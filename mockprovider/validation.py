@@ -47,17 +47,28 @@ def too_deep() -> APIError:
     )
 
 
-def parse_json(raw: bytes, loads: Callable[[bytes], Any] = json.loads) -> Any:
+OPENAI_UNPARSABLE = (
+    "We could not parse the JSON body of your request ({error}). The OpenAI API expects a JSON payload."
+)
+"""How a body that is not JSON is refused, `{error}` its parser's sentence; each format has its own."""
+
+
+def parse_json(raw: bytes, loads: Callable[[bytes], Any] = json.loads, *,
+               unparsable: str = OPENAI_UNPARSABLE) -> Any:
     """`loads(raw)`, its errors worded for the client (`memo.parse` is a faster `json.loads`)."""
     try:
         return loads(raw)
     except RecursionError:  # far deeper than MAX_DEPTH: the parser gave up first
         raise too_deep() from None
     except ValueError as e:  # JSONDecodeError and invalid UTF-8 (UnicodeDecodeError)
-        raise invalid(
-            f"We could not parse the JSON body of your request ({type(e).__name__}: {e}). "
-            "The OpenAI API expects a JSON payload."
-        ) from None
+        raise invalid(unparsable.format(error=f"{type(e).__name__}: {e}")) from None
+
+
+def parse_body(raw: bytes, *, unparsable: str = OPENAI_UNPARSABLE) -> Any:
+    """A request body as every format reads one: parsed, then held to the one nesting bound."""
+    body = parse_json(raw, unparsable=unparsable)
+    check_depth(raw, body)
+    return body
 
 
 def _deeper_than(limit: int, items: list[tuple[Any, int]]) -> bool:
