@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import statistics
 import threading
-import time
 
 import httpx
+from healthz_support import healthz_under_load
 
 from mockprovider.app import create_app
 from mockprovider.conditions import MAX_MATCH_CHARS
@@ -56,24 +56,7 @@ def _load(url: str, stop: threading.Event, sent: list[int], index: int) -> None:
 def measure(seconds: float) -> tuple[list[float], int]:
     """/healthz latencies (s) while the crafted load runs for `seconds`, and the requests answered."""
     with serve_in_thread(create_app(scenario_files=_scripts())) as url:
-        stop, sent = threading.Event(), []
-        loaders = [threading.Thread(target=_load, args=(url, stop, sent, i)) for i in range(CLIENTS)]
-        for t in loaders:
-            t.start()
-        latencies = []
-        try:
-            with httpx.Client(base_url=url.removesuffix("/v1"), timeout=30) as probe:
-                deadline = time.monotonic() + seconds
-                while time.monotonic() < deadline:
-                    started = time.perf_counter()
-                    assert probe.get("/healthz").status_code == 200
-                    latencies.append(time.perf_counter() - started)
-                    time.sleep(0.01)
-        finally:
-            stop.set()
-            for t in loaders:
-                t.join(timeout=120)
-    return latencies, len(sent)
+        return healthz_under_load(url, _load, CLIENTS, seconds)
 
 
 def test_healthz_p99_while_tool_results_crafted_against_the_regexes_arrive(benchmark):

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import statistics
 import threading
-import time
 
 import httpx
 import pytest
+from healthz_support import healthz_under_load
 
 from experiments.lab.servers import mock_process
 
@@ -44,25 +44,7 @@ def _load(url: str, stop: threading.Event, sent: list[int], index: int) -> None:
 def measure(seconds: float) -> tuple[list[float], int]:
     """/healthz latencies (s) while the load runs for `seconds`, and the prompts answered."""
     with mock_process() as url:
-        root = url.removesuffix("/v1")
-        stop, sent = threading.Event(), []
-        loaders = [threading.Thread(target=_load, args=(url, stop, sent, i)) for i in range(CLIENTS)]
-        for t in loaders:
-            t.start()
-        latencies = []
-        try:
-            with httpx.Client(base_url=root, timeout=30) as probe:
-                deadline = time.monotonic() + seconds
-                while time.monotonic() < deadline:
-                    started = time.perf_counter()
-                    assert probe.get("/healthz").status_code == 200
-                    latencies.append(time.perf_counter() - started)
-                    time.sleep(0.01)
-        finally:
-            stop.set()
-            for t in loaders:
-                t.join(timeout=120)
-    return latencies, len(sent)
+        return healthz_under_load(url, _load, CLIENTS, seconds)
 
 
 def test_healthz_p99_under_eight_900kb_prompt_clients(benchmark):
