@@ -68,7 +68,7 @@ class Pricing:
     """Dollars per million tokens; the default is the chapter's $2 in / $12 out.
 
     A price left None is the list price of its total (input or output), so tokens it would
-    cover are billed exactly as before: cached and reasoning tokens cost nothing extra unless a
+    cover are billed at that list price: cached and reasoning tokens cost nothing different unless a
     rate is given, e.g. Anthropic's `Pricing(input_per_million=3, output_per_million=15,
     cached_input_per_million=0.3, cache_write_per_million=3.75)`.
     """

@@ -27,7 +27,7 @@ from typing import Any
 
 try:
     import fcntl
-except ImportError:  # Windows: one recorder per file, as before
+except ImportError:  # Windows has no flock: recorders writing one file there are not coordinated
     fcntl = None  # type: ignore[assignment]
 
 from mockprovider.scenario_files import MAX_FILE_BYTES, NAME, ScenarioFileError, compile_scenario
