@@ -79,7 +79,7 @@ async def _chat(request: Request) -> Response | bytes:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
     reply, options = await scripted_reply(
-        request, script, req.transcript.conversation(), req.tools, options, req.tool_choice
+        request, script, req.transcript.conversation(req.tools), req.tools, options, req.tool_choice
     )
     prompt_tokens = await transcript.prompt_tokens(req.transcript, req.tools)
     completion = wire.complete(

@@ -57,7 +57,7 @@ async def scripted_turn(
     `midstream_faults`: the format renders `Turn.cut` (`streamed`, `as_json`); a format that does
     not gets those faults as an error reply or a broken body instead, never silently dropped."""
     script, options = resolve(request, config, req.model)
-    conversation = scenarios.conversation(req.messages)
+    conversation = scenarios.conversation(req.messages, req.tools)
     fault = await delay_or_fault(request, req.model, conversation.turn, options)
     cut = fault if midstream_faults and midstream.applies(fault, req.stream) else None
     if fault is not None and cut is None:

@@ -245,9 +245,7 @@ async def scripted_reply(
     """The scenario's reply to `conversation` and the options it streams under, after the
     reply's own latency; a scripted error reply is raised, for the wire format to render. The
     reply is one a real model could give under the request's tools and `choice` (see
-    `tool_choice.constrain`)."""
-    if tools:
-        conversation = replace(conversation, tools=tools)
+    `tool_choice.constrain`). `conversation` carries the same `tools` (built with them)."""
     reply = script(conversation)
     if reply.latency_ms:
         await _wait_unless_gone(request, reply.latency_ms / 1000)

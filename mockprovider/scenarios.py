@@ -187,7 +187,9 @@ def describe(script: Scenario) -> str:
     return lines[0] if lines else ""
 
 
-def conversation(messages: Sequence[Mapping[str, Any]]) -> Conversation:
+def conversation(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None = None
+) -> Conversation:
     turn = sum(1 for m in messages if m.get("role") == "assistant")
     tool_text = "\n".join(text_of(m.get("content")) for m in messages if m.get("role") == "tool")
-    return Conversation(turn=turn, tool_text=tool_text, messages=messages)
+    return Conversation(turn=turn, tool_text=tool_text, messages=messages, tools=tools or ())

@@ -81,9 +81,10 @@ class Transcript(NamedTuple):
     rest_chars: int
     """Characters of text in `messages[counted:]`: what counting them will encode."""
 
-    def conversation(self) -> Conversation:
-        """What a scenario sees."""
-        return Conversation(turn=self.turn, tool_text=self.tool_text or "", messages=self.messages)
+    def conversation(self, tools: Sequence[Mapping[str, Any]] | None = None) -> Conversation:
+        """What a scenario sees: this transcript and the tools the request offers."""
+        return Conversation(turn=self.turn, tool_text=self.tool_text or "", messages=self.messages,
+                            tools=tools or ())
 
 
 # --- the checks (one message at a time; a tool message may answer only an earlier call) ------
