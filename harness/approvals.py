@@ -11,6 +11,9 @@ that never took place.
 
 from __future__ import annotations
 
+import time
+from typing import Literal
+
 from harness.state import Approval, Approved, Rejection, RunState, args_digest, is_approved, pending
 
 
@@ -90,3 +93,18 @@ def reject(
     state.approved = [a for a in state.approved if a.call_id != call["id"]]
     state.intents.pop(call["id"], None)
     return call["id"]
+
+
+def decide(
+    state: RunState, verdict: Literal["approved", "rejected"], call_id: str | None = None, *, by: str,
+    reason: str | None = None, unsafe_empty: bool = False,
+) -> str:
+    """`approve` or `reject`, then record who decided in `state.meta["last_decision"]`, which the
+    CLI and the browser page show to a decision that arrives later and loses."""
+    if verdict == "approved":
+        call_id = approve(state, call_id)
+    else:
+        call_id = reject(state, call_id, reason=reason, unsafe_empty=unsafe_empty)
+    state.meta["last_decision"] = {"call_id": call_id, "verdict": verdict, "by": by,
+                                   "at": round(time.time(), 3)}
+    return call_id

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from harness import listing
-from harness.approvals import DecisionLost, approve, reject
+from harness.approvals import DecisionLost, decide
 from harness.cancel import Cancel
 from harness.chapter import (
     SYSTEM,
@@ -231,14 +231,9 @@ def _cmd_decide(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
                 f"{safe(last.get('verdict'))} by {safe(last.get('by'))}; "
                 "this decision lost and changed nothing"
             )
-        if args.command == "approve":
-            call_id, verdict = approve(state, args.call_id), "approved"
-        else:
-            call_id = reject(state, args.call_id, reason=args.reason, unsafe_empty=args.unsafe_empty)
-            verdict = "rejected"
-        state.meta["last_decision"] = {"call_id": call_id, "verdict": verdict,
-                                       "by": f"process {os.getpid()} on {socket.gethostname()}",
-                                       "at": round(time.time(), 3)}
+        verdict = "approved" if args.command == "approve" else "rejected"
+        decide(state, verdict, args.call_id, by=f"process {os.getpid()} on {socket.gethostname()}",
+               reason=getattr(args, "reason", None), unsafe_empty=getattr(args, "unsafe_empty", False))
         return _finish(state, store, args, checkpoint)
 
 

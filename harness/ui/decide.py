@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.approvals import DecisionLost, approve, reject
+from harness.approvals import DecisionLost, decide
 from harness.listing import safe
 from harness.state import RunState, args_digest, pending
 from harness.store import Fenced, LedgerConflict, RunOwned, SqlStore
@@ -112,16 +112,11 @@ class Decider:
             raise Conflict(f"call {d.call_id!r} of run {d.run_id} has changed since this page was drawn "
                            "(its arguments' digest differs); nothing was decided: review the call again")
         try:
-            if d.verdict == "approved":
-                approve(state, d.call_id)
-            else:
-                reject(state, d.call_id, reason=d.reason)
+            decide(state, d.verdict, d.call_id, by=d.by, reason=d.reason)
         except DecisionLost as e:
             raise Conflict(str(e), last_decision_on(state, d.call_id)) from None
-        record = {"call_id": d.call_id, "verdict": d.verdict, "by": d.by, "at": round(time.time(), 3)}
-        state.meta["last_decision"] = record
         self.store.save(state)
-        return last_decision_on(state, d.call_id) or record
+        return last_decision_on(state, d.call_id) or state.meta["last_decision"]
 
 
 def ui_identity(client: str | None) -> str:
