@@ -12,6 +12,7 @@ import asyncio
 import hmac
 import logging
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
@@ -208,9 +209,14 @@ async def _wait_unless_gone(request: Request, seconds: float) -> None:
     The body is read by now, so the next ASGI message is the disconnect (servers send
     nothing else); waiting for it costs nothing while the client stays.
     """
+    # The event loop's timer may fire a little early (uvloop's clock has millisecond steps): wait
+    # out the rest, so a scripted latency is never shorter than asked.
+    deadline = time.perf_counter() + seconds
     watcher = asyncio.ensure_future(request.receive())
+    done: set = set()
     try:
-        done, _ = await asyncio.wait({watcher}, timeout=seconds)
+        while not done and (left := deadline - time.perf_counter()) > 0:
+            done, _ = await asyncio.wait({watcher}, timeout=left)
     finally:
         watcher.cancel()
     if not done:
