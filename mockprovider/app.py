@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -26,6 +26,7 @@ from mockprovider import (
     caching,
     faults,
     gemini_api,
+    headers,
     memo,
     midstream,
     ollama_api,
@@ -112,21 +113,11 @@ STREAM_ERROR = APIError(
 _JSON = (b"content-type", b"application/json")
 
 
-async def chat_completions(scope: Scope, receive: Receive, send: Send) -> None:
-    """POST /v1/chat/completions as a bare ASGI app.
-
-    Most requests end in a plain JSON reply, sent here directly: Starlette's Request/Response
-    wrapping costs a turn-1 request a large share of its own work (results/bench.md). An
-    `APIError` raised inside reaches the app's exception handlers (behind the router) or
-    `ChatLane`'s (in front of it).
-    """
-    out = await _chat(Request(scope, receive, send))
-    if isinstance(out, bytes):
-        headers = [(b"content-length", str(len(out)).encode()), _JSON]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": out})
-    else:
-        await out(scope, receive, send)
+async def chat_completions(request: Request) -> Response:
+    """POST /v1/chat/completions behind the router (a base-URL options prefix, a root path):
+    `ApiHeaders` adds the real API's headers."""
+    out = await _chat(request)
+    return Response(out, media_type="application/json") if isinstance(out, bytes) else out
 
 
 async def models(request: Request) -> Response:
@@ -179,45 +170,45 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return APIError(500, f"Internal error in the mock: {type(exc).__name__}", type="server_error").response()
 
 
-class _Bare:
-    """An ASGI callable Starlette routes to as it is (a plain function it would wrap)."""
-
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)
-
-
 class ChatLane:
     """Middleware: `POST /v1/chat/completions`, the request an agent loop sends every turn,
-    goes straight to its endpoint, past the router and the exception middleware.
+    goes straight to its endpoint, past the router, the exception middleware and `ApiHeaders`.
 
     Those layers cost what the mock's budget against a bare endpoint cannot spare
-    (results/bench.md, `make bench-check`). What the endpoint raises is answered by the
-    app's own handlers, as behind the router; anything else still reaches the server-error
-    handler, which sits outside this middleware. Every other request takes the usual path.
+    (results/bench.md, `make bench-check`), so a plain JSON reply is sent here with its headers
+    written in. What the endpoint raises is answered by the app's own handlers, as behind the
+    router; anything else still reaches the server-error handler, which sits outside this
+    middleware. Every other request takes the usual path.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, defaults: Options) -> None:
         self.app = app
+        self.defaults = defaults
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not (scope["type"] == "http" and scope["path"] == "/v1/chat/completions"
                 and scope["method"] == "POST" and not scope.get("root_path")):
             await self.app(scope, receive, send)
             return
+        rid, started = headers.start(scope)
         try:
-            await chat_completions(scope, receive, send)
+            out = await _chat(Request(scope, receive, send))
         except (APIError, ClientGone) as exc:
             handler = _api_error if isinstance(exc, APIError) else _client_gone
-            response = await handler(Request(scope, receive, send), exc)
-            await response(scope, receive, send)
+            out = await handler(Request(scope, receive, send), exc)
+        if isinstance(out, bytes):
+            options = scope.get(headers.OPTIONS) or self.defaults
+            head = headers.openai_headers(options, rid, started)
+            head += ((b"content-length", b"%d" % len(out)), _JSON)
+            await send({"type": "http.response.start", "status": 200, "headers": head})
+            await send({"type": "http.response.body", "body": out})
+        else:
+            await out(scope, receive, headers.adding(scope, send, self.defaults, rid, started))
 
 
 ROUTES = [
-    Route("/v1/chat/completions", _Bare(chat_completions), methods=["POST"]),
-    Route("/o/{options}/v1/chat/completions", _Bare(chat_completions), methods=["POST"]),
+    Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+    Route("/o/{options}/v1/chat/completions", chat_completions, methods=["POST"]),
     Route("/v1/models", models, methods=["GET"]),
     Route("/o/{options}/v1/models", models, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
@@ -244,9 +235,10 @@ def create_app(
     """
     table = dict(scenarios.SCENARIOS) | load_scenarios(scenario_files)
     o200k.encoding()  # load the ranks now, not during the first request
+    defaults = Options(latency_ms=latency_ms)
     app = Starlette(
         routes=ROUTES,
-        middleware=[Middleware(ApiHeaders, defaults=Options(latency_ms=latency_ms)), Middleware(ChatLane)],
+        middleware=[Middleware(ChatLane, defaults=defaults), Middleware(ApiHeaders, defaults=defaults)],
         exception_handlers={
             APIError: _api_error,
             ClientGone: _client_gone,
@@ -255,7 +247,7 @@ def create_app(
         },
     )
     app.state.config = Config(
-        defaults=Options(latency_ms=latency_ms), api_key=api_key, max_body_bytes=max_body_bytes,
+        defaults=defaults, api_key=api_key, max_body_bytes=max_body_bytes,
         scenarios=table, journal=Journal(journal) if journal else None,
     )
     return app

@@ -42,13 +42,15 @@ def _openai_limits(limits: tuple[int, int], left: tuple[int, int]) -> tuple[tupl
     )
 
 
-def _openai(options: Options, rid: str, started: float) -> list[tuple[bytes, bytes]]:
+def openai_headers(options: Options, rid: str, started: float) -> list[tuple[bytes, bytes]]:
+    """An OpenAI reply's headers: its id, the time since `started`, `options`' rate limits."""
     ms = b"%d" % int((time.perf_counter() - started) * 1000)
     limits = _openai_limits(options.ratelimit, options.remaining or options.ratelimit)
     return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits]
 
 
-def _anthropic(options: Options, rid: str) -> list[tuple[bytes, bytes]]:
+def anthropic_headers(options: Options, rid: str) -> list[tuple[bytes, bytes]]:
+    """An Anthropic reply's headers: its id and `options`' rate limits."""
     (req_limit, tok_limit), (req_left, tok_left) = options.ratelimit, options.remaining or options.ratelimit
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ").encode()
     return [
@@ -62,6 +64,36 @@ def _anthropic(options: Options, rid: str) -> list[tuple[bytes, bytes]]:
     ]
 
 
+def start(scope: Scope) -> tuple[str, float]:
+    """Give the request its id (kept in the scope) and start its processing clock."""
+    rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"  # unique, not secret
+    return rid, time.perf_counter()
+
+
+def adding(scope: Scope, send: Send, defaults: Options, rid: str, started: float) -> Send:
+    """`send`, with the real APIs' headers added to the reply's start."""
+    anthropic = scope["path"].endswith("/messages")
+
+    async def send_with_headers(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            options = scope.get(OPTIONS) or defaults
+            extra = anthropic_headers(options, rid) if anthropic else openai_headers(options, rid, started)
+            headers = list(message.get("headers", ()))
+            # A reply's own header (a scripted 429's remaining-tokens: 0) wins over the
+            # default; stating both would give clients "0, 30000000". Plain loops, not
+            # comprehensions: this runs on every reply (results/bench.md).
+            names = set()
+            for name, _ in headers:
+                names.add(name.lower())
+            for header in extra:
+                if header[0] not in names:
+                    headers.append(header)
+            message["headers"] = headers
+        await send(message)
+
+    return send_with_headers
+
+
 class ApiHeaders:
     """Middleware: the real APIs' headers on every reply under /v1."""
 
@@ -73,25 +105,5 @@ class ApiHeaders:
         if scope["type"] != "http" or "/v1/" not in scope["path"]:
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
-        rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"  # unique, not secret
-        anthropic = scope["path"].endswith("/messages")
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                options = scope.get(OPTIONS) or self.defaults
-                extra = _anthropic(options, rid) if anthropic else _openai(options, rid, started)
-                headers = list(message.get("headers", ()))
-                # A reply's own header (a scripted 429's remaining-tokens: 0) wins over the
-                # default; stating both would give clients "0, 30000000". Plain loops, not
-                # comprehensions: this runs on every reply (results/bench.md).
-                names = set()
-                for name, _ in headers:
-                    names.add(name.lower())
-                for header in extra:
-                    if header[0] not in names:
-                        headers.append(header)
-                message["headers"] = headers
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
+        rid, started = start(scope)
+        await self.app(scope, receive, adding(scope, send, self.defaults, rid, started))

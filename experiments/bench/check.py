@@ -45,8 +45,8 @@ class Ratio:
 
 def mock_vs_floor_turn_100() -> Ratio:
     """The mock answering a turn-100 request vs a bare Starlette endpoint parsing the same body."""
-    with bench_floor.servers() as (mock, floor):
-        c = bench_floor.compare(mock, floor, 100, samples=60)
+    with bench_floor.servers() as servers:
+        c = bench_floor.compare(servers, 100, samples=60)
     return Ratio(
         name="mock at turn 100 / bare Starlette floor",
         value=c.ratio,

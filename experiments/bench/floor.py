@@ -1,10 +1,12 @@
-"""The mock's per-request cost beside a floor: a bare Starlette endpoint that parses the same body.
+"""The mock's per-request cost beside two floors, bare Starlette endpoints that parse the same body:
+the floor answers small JSON; the reply floor answers the bytes and headers of a mock reply, so
+the mock differs from it only by the work of producing them, and the reply floor from the floor
+by what sending the API's reply costs.
 
-Both servers run under uvicorn on loopback ports in this process and are timed by one
+The servers run under uvicorn on loopback ports in this process and are timed by one
 `httpx.Client` per server (one keep-alive connection each), request by request, interleaved:
-each sample posts the same body to the mock and to the floor, in alternating order, so a
-noisy neighbour slows both sides of a pair alike. The figure is the median of the per-pair
-ratios.
+each sample posts the same body to all three, in rotating order, so a noisy neighbour slows
+every side of a sample alike. Each figure is the median of the per-sample ratios.
 
 The bodies are shaped like a real agent loop's: sample k is conversation k (its own task
 text) at turn t, and the mock has already answered that conversation at turn t - 1, as it
@@ -20,12 +22,12 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mockprovider.scenarios import SCENARIOS, conversation
@@ -74,6 +76,32 @@ def bare_app() -> Starlette:
     return Starlette(routes=[Route("/v1/chat/completions", _bare_endpoint, methods=["POST"])])
 
 
+_OWN = frozenset({"date", "server", "content-length", "content-type"})
+"""Headers every Starlette reply carries on its own: the reply floor adds only the others."""
+
+
+async def _reply_endpoint(request: Request) -> Response:
+    body = json.loads(await request.body())
+    if not body["messages"]:
+        raise ValueError("a body without messages")  # parsed, as the floor parses it, then unused
+    content, headers = request.app.state.reply
+    return Response(content, media_type="application/json", headers=headers)
+
+
+def reply_floor_app() -> Starlette:
+    """The floor, answering what the mock answers: the bytes and the headers of one mock reply
+    (`teach`), so that it differs from the mock only by the work of producing them."""
+    app = Starlette(routes=[Route("/v1/chat/completions", _reply_endpoint, methods=["POST"])])
+    app.state.reply = (b"{}", {})
+    return app
+
+
+def teach(reply_floor: Starlette, response: httpx.Response) -> None:
+    """Make `reply_floor` answer `response`'s body and headers (a mock's reply)."""
+    headers = {k: v for k, v in response.headers.items() if k not in _OWN}
+    reply_floor.state.reply = (response.content, headers)
+
+
 @dataclass(frozen=True, kw_only=True)
 class FloorComparison:
     turn: int
@@ -82,20 +110,32 @@ class FloorComparison:
     """Median wall time of one request to the mock, client included."""
     floor_us: float
     ratio: float
-    """Median of the per-pair wall-time ratios mock / floor."""
+    """Median of the per-request wall-time ratios mock / floor."""
     cpu_ratio: float
     """The same over CPU time (client and server threads): robust to a busy machine."""
+    reply_floor_us: float
+    reply_ratio: float
+    """Median of the per-request ratios mock / reply floor: the cost of producing the reply."""
+    reply_cost: float
+    """Median of the per-request ratios reply floor / floor: what sending the reply's bytes and
+    headers (the API's own) costs a bare endpoint."""
+
+
+class Servers(NamedTuple):
+    mock: httpx.Client
+    floor: httpx.Client
+    reply_floor: httpx.Client
+    reply_app: Starlette
 
 
 @contextmanager
-def servers() -> Iterator[tuple[httpx.Client, httpx.Client]]:
-    """A fresh mock and a floor on loopback ports, with one keep-alive client each."""
+def servers() -> Iterator[Servers]:
+    """A fresh mock, a floor and a reply floor on loopback ports, with one keep-alive client each."""
     with ExitStack() as stack:
-        mock_url = stack.enter_context(serve_in_thread())
-        floor_url = stack.enter_context(serve_in_thread(bare_app()))
-        mock = stack.enter_context(httpx.Client(base_url=mock_url, headers=HEADERS))
-        floor = stack.enter_context(httpx.Client(base_url=floor_url, headers=HEADERS))
-        yield mock, floor
+        reply_app = reply_floor_app()
+        urls = [stack.enter_context(serve_in_thread(app)) for app in (None, bare_app(), reply_app)]
+        clients = (stack.enter_context(httpx.Client(base_url=u, headers=HEADERS)) for u in urls)
+        yield Servers(*clients, reply_app)
 
 
 def _timed(client: httpx.Client, body: bytes) -> tuple[float, float]:
@@ -108,9 +148,7 @@ def _timed(client: httpx.Client, body: bytes) -> tuple[float, float]:
     return wall, cpu
 
 
-def compare(
-    mock: httpx.Client, floor: httpx.Client, turn: int, *, samples: int, retry: bool = False
-) -> FloorComparison:
+def compare(s: Servers, turn: int, *, samples: int, retry: bool = False) -> FloorComparison:
     """Interleaved per-request times of `samples` conversations at `turn` (see the module doc).
 
     With `retry`, every body is sent to the mock once beforehand: the measured request is
@@ -119,22 +157,28 @@ def compare(
     tasks = [f"{TASK} (run {k} of a {samples}-run suite)" for k in range(samples)]
     bodies = [request_body(turn, task=task) for task in tasks]
     warm = bodies if retry else [request_body(turn - 1, task=task) for task in tasks]
-    for body in warm[:8]:  # the connection and the caches of the floor's stack
-        _timed(floor, body)
+    imitated = s.mock.post("/chat/completions", content=request_body(turn, task="a reply to imitate"))
+    teach(s.reply_app, imitated)
+    for body in warm[:8]:  # the connection and the caches of the floors' stack
+        _timed(s.floor, body)
+        _timed(s.reply_floor, body)
     for body in warm:
-        _timed(mock, body)
-    pairs = []
+        _timed(s.mock, body)
+    clients = (s.mock, s.floor, s.reply_floor)
+    rows = []
     for k, body in enumerate(bodies):
-        if k % 2:
-            f, m = _timed(floor, body), _timed(mock, body)
-        else:
-            m, f = _timed(mock, body), _timed(floor, body)
-        pairs.append((m, f))
+        timed: dict[int, tuple[float, float]] = {}
+        for j in (k % 3, (k + 1) % 3, (k + 2) % 3):  # each server goes first, second and third in turn
+            timed[j] = _timed(clients[j], body)
+        rows.append((timed[0], timed[1], timed[2]))
     return FloorComparison(
         turn=turn,
         samples=samples,
-        mock_us=statistics.median(m[0] for m, _ in pairs) * 1e6,
-        floor_us=statistics.median(f[0] for _, f in pairs) * 1e6,
-        ratio=statistics.median(m[0] / f[0] for m, f in pairs),
-        cpu_ratio=statistics.median(m[1] / f[1] for m, f in pairs if f[1] > 0),
+        mock_us=statistics.median(m[0] for m, _, _ in rows) * 1e6,
+        floor_us=statistics.median(f[0] for _, f, _ in rows) * 1e6,
+        ratio=statistics.median(m[0] / f[0] for m, f, _ in rows),
+        cpu_ratio=statistics.median(m[1] / f[1] for m, f, _ in rows if f[1] > 0),
+        reply_floor_us=statistics.median(r[0] for _, _, r in rows) * 1e6,
+        reply_ratio=statistics.median(m[0] / r[0] for m, _, r in rows),
+        reply_cost=statistics.median(r[0] / f[0] for _, f, r in rows),
     )

@@ -105,6 +105,8 @@ def _floor_rows(rows: list[dict]) -> list[dict]:
             "mock / floor (wall)": f"{r['ratio']:.3f}×",
             "mock / floor (CPU)": f"{r['cpu_ratio']:.3f}×",
             "target": f"≤ {FLOOR_TARGETS.get(r['turn'], float('nan')):.2f}×",
+            "reply floor / floor": f"{r['reply_cost']:.3f}×",
+            "mock / reply floor": f"{r['reply_ratio']:.3f}×",
         }
         for r in rows
     ]
@@ -155,9 +157,13 @@ SECTIONS = {
     "floor": (
         "Mock vs floor, the agent-loop case",
         "Each request is a new conversation at that turn whose previous turn the mock has answered; "
-        "mock and floor (a bare Starlette endpoint parsing the same body) are timed request by request, "
-        "interleaved, one keep-alive httpx connection each; the ratio is the median of per-pair ratios "
-        "(CPU: client and server threads' CPU time, robust to a busy machine).",
+        "mock and floor (a bare Starlette endpoint parsing the same body and answering small JSON) are "
+        "timed request by request, interleaved, one keep-alive httpx connection each; the ratio is the "
+        "median of per-request ratios (CPU: client and server threads' CPU time, robust to a busy "
+        "machine). The reply floor is the same endpoint answering the bytes and headers of a mock "
+        "reply (the real API's: a request id, the processing time, six rate-limit headers, the usage "
+        "details), so mock / floor splits into what sending that reply costs any endpoint (reply floor "
+        "/ floor) and what producing it costs the mock (mock / reply floor).",
         _floor_rows,
     ),
     "server stacks": (

@@ -45,6 +45,24 @@ def test_a_chat_request_is_answered_alike_by_the_lane_and_by_the_router(root_pat
     assert ok.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "list_files"
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "messages"
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "model_not_found"
+    for reply in (ok, bad, unknown):  # the real API's headers, whichever way the request went
+        assert reply.headers["x-request-id"].startswith("req_")
+        assert reply.headers["openai-processing-ms"].isdigit()
+        assert reply.headers["x-ratelimit-remaining-tokens"] == reply.headers["x-ratelimit-limit-tokens"]
+        assert reply.headers["x-ratelimit-reset-requests"] == "0s"
+    assert len({r.headers["x-request-id"] for r in (ok, bad, unknown)}) == 3
+
+
+def test_a_reply_on_the_lane_carries_the_limits_its_options_script():
+    body = {"model": "plan+ratelimit=60:1000+remaining=5:20", "messages": MESSAGES}
+    with TestClient(create_app()) as client:
+        plain = client.post("/v1/chat/completions", json=body)
+        streamed = client.post("/v1/chat/completions", json={**body, "stream": True})
+    for reply in (plain, streamed):
+        assert reply.status_code == 200
+        assert reply.headers["x-ratelimit-limit-requests"] == "60"
+        assert reply.headers["x-ratelimit-remaining-tokens"] == "20"
+        assert reply.headers.get_list("x-request-id") == [reply.headers["x-request-id"]]
 
 
 def test_a_deeply_nested_body_is_answered_alike_by_the_lane_and_by_the_router():
