@@ -154,8 +154,10 @@ def _run_paths(state: RunState, state_dir: Path) -> tuple[Path, Path]:
     return paths[0], paths[1]
 
 
-async def _drive(state: RunState, store: SqlStore, args: argparse.Namespace,
-                 checkpoint: Callable[[str], None] | None) -> RunState:
+async def drive(state: RunState, store: SqlStore, args: argparse.Namespace,
+                checkpoint: Callable[[str], None] | None) -> RunState:
+    """Run `state` to its next stop as the CLI wires a run: its scenario's model, the chapter's
+    tools in its sandbox, its trace, Ctrl-C as a cancel (`harness ui` resumes runs through this too)."""
     s = settings_of(state)
     sandbox, trace = _run_paths(state, args.state_dir)
     if sandbox.parent.is_symlink():
@@ -200,7 +202,7 @@ def _ctrl_c_cancels() -> Cancel:
 
 def _finish(state: RunState, store: SqlStore, args: argparse.Namespace, checkpoint) -> int:
     if not getattr(args, "no_resume", False):
-        state = asyncio.run(_drive(state, store, args, checkpoint))
+        state = asyncio.run(drive(state, store, args, checkpoint))
     else:
         store.save(state)
     print("\n".join(_report(state)), flush=True)

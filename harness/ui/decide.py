@@ -144,14 +144,14 @@ class Resumer:
             thread.join(timeout)
 
     def _resume(self, run_id: str) -> None:
-        from harness.cli import _drive  # the CLI's own wiring: scenario, tools, sandbox, trace
+        from harness.cli import drive  # imported here: the CLI module imports the ui package
 
         try:
             with self.store.claim(run_id):
                 state = self.store.load(run_id)
                 if not state.resumable:
                     return
-                state = asyncio.run(_drive(state, self.store, self.args, None))
+                state = asyncio.run(drive(state, self.store, self.args, None))
             self.log(safe(f"harness ui: run {run_id} resumed here and stopped {state.status}"))
         except RunOwned as e:
             self.log(safe(f"harness ui: run {run_id} left to its owner: {e}"))
