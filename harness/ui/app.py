@@ -203,7 +203,8 @@ class Pages:
                 return _error(request, e.status, e.message)
             if guard.token_matches(form.get("token", "")):
                 response = RedirectResponse("/", status_code=303)
-                response.raw_headers.append((b"set-cookie", cookie(SESSION_COOKIE, guard.new_session())))
+                session = cookie(SESSION_COOKIE, guard.new_session(), max_age=int(guard.session_seconds))
+                response.raw_headers.append((b"set-cookie", session))
                 return response
         wrong = notice("error", "That is not this UI's token.") if request.method == "POST" else Markup("")
         body = html('<h1>Token</h1>{}<form method="post" action="/login"><input type="hidden" name="csrf" '

@@ -18,6 +18,8 @@ from __future__ import annotations
 import hmac
 import re
 import secrets
+import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlsplit
@@ -28,6 +30,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CSRF_COOKIE = "harness_ui_csrf"
 SESSION_COOKIE = "harness_ui_session"
+SESSION_SECONDS = 12 * 3600.0
+"""A session from /login lasts this long; then the token is asked for again."""
+MAX_SESSIONS = 1024
+"""Sessions kept at once; logging in past this ends the oldest."""
 MAX_FORM_BYTES = 64 * 1024
 """A decision is a call id, a digest and a reason: anything larger is not one of our forms."""
 OPEN_PATHS = ("/login",)
@@ -50,7 +56,9 @@ class Guard:
     hosts: frozenset[str] | None
     """Host names answered (with any port); None answers every name (a token guards it)."""
     token: str | None = None
-    sessions: set[str] = field(default_factory=set)
+    session_seconds: float = SESSION_SECONDS
+    sessions: OrderedDict[str, float] = field(default_factory=OrderedDict)
+    """Each session id given by /login and when it expires, oldest first."""
 
     def host_allowed(self, host: str) -> bool:
         if self.hosts is None:
@@ -63,8 +71,19 @@ class Guard:
 
     def new_session(self) -> str:
         sid = secrets.token_urlsafe(32)
-        self.sessions.add(sid)
+        self.sessions[sid] = time.monotonic() + self.session_seconds
+        while len(self.sessions) > MAX_SESSIONS:  # a token holder logging in in a loop
+            self.sessions.popitem(last=False)
         return sid
+
+    def session_valid(self, sid: str | None) -> bool:
+        expires = self.sessions.get(sid) if sid else None
+        if expires is None:
+            return False
+        if time.monotonic() < expires:
+            return True
+        del self.sessions[sid]
+        return False
 
 
 def csp(nonce: str) -> str:
@@ -90,8 +109,9 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def cookie(name: str, value: str, same_site: str = "Strict") -> bytes:
-    return f"{name}={value}; Path=/; HttpOnly; SameSite={same_site}".encode("latin-1")
+def cookie(name: str, value: str, same_site: str = "Strict", *, max_age: int | None = None) -> bytes:
+    age = "" if max_age is None else f"; Max-Age={max_age}"
+    return f"{name}={value}; Path=/; HttpOnly; SameSite={same_site}{age}".encode("latin-1")
 
 
 class GuardMiddleware:
@@ -145,7 +165,7 @@ class GuardMiddleware:
         if self.guard.token is None or scope["path"] in OPEN_PATHS:
             return None
         bearer = (_header(scope, b"authorization") or "").removeprefix("Bearer ").strip()
-        if (bearer and self.guard.token_matches(bearer)) or jar.get(SESSION_COOKIE) in self.guard.sessions:
+        if (bearer and self.guard.token_matches(bearer)) or self.guard.session_valid(jar.get(SESSION_COOKIE)):
             return None
         if scope["method"] == "GET" and not scope["path"].endswith("/events"):
             return RedirectResponse("/login", status_code=303)
