@@ -27,9 +27,10 @@ from typing import Protocol
 
 from harness.state import RunState
 from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreError
+from harness.store.masking import mask_url
 from harness.store.sql import DEFAULT_LEASE_SECONDS, RunSummary, SqlStore
 from harness.store.sqlite import DEFAULT_FILE, MemoryStore, SQLiteStore
-from harness.store.url import mask_url, open_store
+from harness.store.url import open_store
 
 
 class Store(Protocol):

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from functools import cache
 
 from harness.store.errors import StoreError
+from harness.store.masking import mask_url
 from harness.store.sql import SqlStore, Tx
-from harness.store.url import mask_url
 
 IDLE_FLOOR_SECONDS = 5.0
 """The shortest time the server lets a session sit idle inside a transaction."""

@@ -38,8 +38,8 @@ from typing import Any, Protocol
 from harness.codec import StateFileError
 from harness.state import Approval, RunState, check_run_id
 from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreError
+from harness.store.masking import mask_command
 from harness.store.rows import APPEND_ONLY, CACHE, Delta, Tracker, assemble
-from harness.store.url import mask_command
 
 DB_SCHEMA_VERSION = 1
 """The layout of the tables; a database written by a newer layout is refused, not guessed at."""

@@ -1,6 +1,7 @@
 """One URL names a store: `sqlite:///path/harness.db` (or a bare path) or `postgresql://…`.
 
-Credentials in a URL are never printed: every message and `harness show` use `mask_url`.
+Credentials in a URL are never printed: every message and `harness show` use `mask_url`
+(`harness.store.masking`).
 """
 
 from __future__ import annotations
@@ -10,35 +11,9 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from harness.store.errors import StoreError
+from harness.store.masking import mask_url
 
 SCHEMES = ("sqlite", "postgresql", "postgres")
-
-
-def mask_url(url: str) -> str:
-    """`url` with its password (and any `password=` query value) replaced by `***`.
-
-    Split as libpq splits, not as `urlsplit` does: libpq reads `#` and `?` before the `@` as
-    part of the password, so the user part runs to the last `@`; over-masking is the safe side.
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        scheme, rest = "", url
-    userinfo, at, tail = rest.rpartition("@")
-    if at and ":" in userinfo:
-        rest = f"{userinfo.split(':', 1)[0]}:***@{tail}"
-    base, q, query = rest.partition("?")
-    if q:
-        query = "&".join(
-            f"{k}=***" if k.lower() in ("password", "passfile", "sslpassword") else f"{k}={v}" if sep_ else k
-            for k, sep_, v in (pair.partition("=") for pair in query.split("&"))
-        )
-    return f"{scheme}{sep}{base}{q}{query}"
-
-
-def mask_command(words: list[str]) -> str:
-    """A command line as one string with the password of every URL in it masked (`--store URL`,
-    `--store=URL`): a lease records its holder's command, and others print it."""
-    return " ".join(mask_url(w) if "@" in w else w for w in words)
 
 
 def sqlite_path(url: str) -> Path:

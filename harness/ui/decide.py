@@ -34,6 +34,7 @@ from harness.approvals import DecisionLost, decide
 from harness.listing import safe
 from harness.state import RunState, args_digest, pending
 from harness.store import Fenced, LedgerConflict, RunOwned, SqlStore
+from harness.wiring import drive
 
 Verdict = Literal["approved", "rejected"]
 
@@ -144,7 +145,6 @@ class Resumer:
             thread.join(timeout)
 
     def _resume(self, run_id: str) -> None:
-        from harness.cli import drive  # imported here: the CLI module imports the ui package
 
         try:
             with self.store.claim(run_id):

@@ -1,5 +1,5 @@
-"""The `ui` command's options and entry (argparse only here: the CLI builds its parser, and
-imports this module, without loading a web stack)."""
+"""The `ui` command's options (argparse only here: the CLI builds its parser, and imports this
+module, without loading a web stack)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,6 @@ from typing import Any
 
 DEFAULT_PORT = 8765
 TOKEN_ENV = "HARNESS_UI_TOKEN"
-
-
-def command(args: argparse.Namespace, store: Any, checkpoint: Any) -> int:
-    """`harness ui`, as the CLI's command table calls it."""
-    from harness.ui.serve import main  # starlette and uvicorn load for this command only
-
-    return main(args, store)
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:

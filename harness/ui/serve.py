@@ -23,6 +23,7 @@ from harness.ui.app import UiSettings, create_app
 from harness.ui.decide import Decider, Resumer
 from harness.ui.options import TOKEN_ENV
 from harness.ui.security import Guard
+from harness.wiring import open_cli_store
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 MIN_TOKEN = 16
@@ -75,7 +76,6 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def main(args: argparse.Namespace, store: SqlStore) -> int:
-    from harness.cli import open_cli_store
 
     host = args.host or "127.0.0.1"
     guard = guard_for(host, read_token(args.token_file))

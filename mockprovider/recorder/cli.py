@@ -83,10 +83,16 @@ def record(
                     recorder=app.state.recorder)
 
 
-def _parser() -> argparse.ArgumentParser:
-    from mockprovider import recorder
+DESCRIPTION = """Record a real model's session as a scenario file the mock replays (docs/recorder.md).
 
-    parser = argparse.ArgumentParser(prog="mockprovider record", description=recorder.__doc__,
+Point a client at this proxy's /v1 (Chat Completions, Responses or Anthropic Messages): each
+request goes to --upstream and its reply comes back byte for byte, and every model reply is
+filed under its conversation and turn in --out. Replay it with
+`python -m mockprovider --scenarios OUT`: model NAME answers the same turns in any format."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mockprovider record", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--upstream", required=True,
                         help="the real server's base URL, e.g. http://127.0.0.1:8080/v1 (credentials in it "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.cli import main
-from harness.store.url import mask_url
+from harness.store.masking import mask_url
 
 
 @pytest.mark.parametrize(
