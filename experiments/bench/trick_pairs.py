@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import make_dataclass
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -22,54 +21,12 @@ from starlette.requests import Request
 
 import o200k
 from experiments.bench.floor import request_body
-from experiments.bench.tricks import LANE, Batch, Trick
-from mockprovider import create_app, headers, memo, pipeline, scenarios, transcript, wire
-from mockprovider.faults import Options
+from experiments.bench.trick_shortcuts import header_tricks, shortcut_tricks
+from experiments.bench.tricks import LANE, Batch, Trick, drive, patched_batch, repeat
+from mockprovider import create_app, memo, pipeline, scenarios, transcript, wire
 from mockprovider.memo import Memory
 from mockprovider.transcript import INLINE_CHARS, Transcript
 from mockprovider.validation import chat_request
-
-
-def _repeat(work: Callable[[], Any]) -> Batch:
-    def batch(n: int) -> Callable[[], Any]:
-        def go() -> Any:
-            for _ in range(n):
-                out = work()
-            return out
-        return go
-    return batch
-
-
-def _drive(coro: Any) -> Any:
-    """Run a coroutine that never waits (no event loop needed); raise if it does wait."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value
-    coro.close()
-    raise RuntimeError("the coroutine waited; time it on an event loop")
-
-
-@contextmanager
-def _patched(module: Any, name: str, value: Any) -> Iterator[None]:
-    kept = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, kept)
-
-
-def _patched_batch(batch: Batch, module: Any, name: str, value: Any) -> Batch:
-    """`batch`, with `module.name` swapped for `value` while it runs."""
-    def patched(n: int) -> Callable[[], Any]:
-        go = batch(n)
-
-        def run() -> Any:
-            with _patched(module, name, value):
-                return go()
-        return run
-    return patched
 
 
 def client_headers(body: bytes) -> list[tuple[bytes, bytes]]:
@@ -179,7 +136,7 @@ def _entry(raw: bytes) -> memo.Entry:
     memory = Memory()
     body, known = memo.parse(raw, memory)
     req = chat_request(body, known)
-    _drive(transcript.prompt_tokens(req.transcript, req.tools))
+    drive(transcript.prompt_tokens(req.transcript, req.tools))
     [entry] = memory._lru.values()
     return entry
 
@@ -188,7 +145,7 @@ def _read_and_count(raw: bytes, memory: Memory | None) -> tuple[int, int, int]:
     """A chat body parsed, checked and counted: (turn, messages, prompt tokens)."""
     body, known = memo.parse(raw, memory) if memory is not None else (json.loads(raw), None)
     req = chat_request(body, known)
-    tokens = _drive(transcript.prompt_tokens(req.transcript, req.tools))
+    tokens = drive(transcript.prompt_tokens(req.transcript, req.tools))
     return req.transcript.turn, len(req.transcript.messages), tokens
 
 
@@ -209,12 +166,12 @@ def memory_trick() -> Trick:
         return go
 
     return Trick(name="transcript memory", where="memo.py", turn=100, with_=with_memory,
-                 without=_repeat(lambda: _read_and_count(raw100, None)))
+                 without=repeat(lambda: _read_and_count(raw100, None)))
 
 
 def short_parse_trick(raw: bytes) -> Trick:
     return Trick(name="short body parsed by the decoder", where="memo.parse", turn=1,
-                 with_=_repeat(lambda: memo.parse(raw)), without=_repeat(lambda: (json.loads(raw), None)))
+                 with_=repeat(lambda: memo.parse(raw)), without=repeat(lambda: (json.loads(raw), None)))
 
 
 def _fresh_request(scope: dict[str, Any], body: bytes) -> Request:
@@ -242,8 +199,8 @@ def body_read_trick(scope: dict[str, Any], raw: bytes) -> Trick:
     declared, limit = b"%d" % len(raw), 1_000_000
     return Trick(
         name="body read from ASGI messages", where="pipeline._read_body", turn=1,
-        with_=_repeat(lambda: _drive(pipeline._read_body(_fresh_request(scope, raw), declared, limit))),
-        without=_repeat(lambda: _drive(plain_body(_fresh_request(scope, raw), declared, limit))),
+        with_=repeat(lambda: drive(pipeline._read_body(_fresh_request(scope, raw), declared, limit))),
+        without=repeat(lambda: drive(plain_body(_fresh_request(scope, raw), declared, limit))),
     )
 
 
@@ -264,7 +221,7 @@ def _starlette_headers(scope: dict[str, Any]) -> tuple[str | None, ...]:
 
 def header_trick(scope: dict[str, Any]) -> Trick:
     return Trick(name="one dict of raw headers", where="pipeline.header_map", turn=1,
-                 with_=_repeat(lambda: _mapped(scope)), without=_repeat(lambda: _starlette_headers(scope)))
+                 with_=repeat(lambda: _mapped(scope)), without=repeat(lambda: _starlette_headers(scope)))
 
 
 # --- reading the transcript ------------------------------------------------------------------
@@ -297,11 +254,11 @@ def plain_read(messages: list[Any]) -> Transcript:
 
 
 def reading_tricks(messages: list[Any]) -> list[Trick]:
-    read = _repeat(lambda: transcript.read(messages))
-    uncached_read = _patched_batch(read, transcript, "_short_tokens", _uncached)
+    read = repeat(lambda: transcript.read(messages))
+    uncached_read = patched_batch(read, transcript, "_short_tokens", _uncached)
     return [
         Trick(name="common message shapes written out", where="transcript._read_new", turn=1,
-              with_=uncached_read, without=_patched_batch(_repeat(lambda: plain_read(messages)),
+              with_=uncached_read, without=patched_batch(repeat(lambda: plain_read(messages)),
                                                           transcript, "_short_tokens", _uncached)),
         Trick(name="short messages' counts cached", where="transcript._short_tokens", turn=1,
               with_=read, without=uncached_read),
@@ -312,9 +269,9 @@ def reading_tricks(messages: list[Any]) -> list[Trick]:
 
 
 def scenario_trick(conversation: scenarios.Conversation) -> Trick:
-    reply = _repeat(lambda: scenarios.SCENARIOS["runaway"](conversation))
+    reply = repeat(lambda: scenarios.SCENARIOS["runaway"](conversation))
     return Trick(name="short tool calls' replies cached", where="scenarios._asked", turn=1, with_=reply,
-                 without=_patched_batch(reply, scenarios, "_asked", scenarios._reply))
+                 without=patched_batch(reply, scenarios, "_asked", scenarios._reply))
 
 
 def plain_render(c: wire.Completion) -> bytes:
@@ -325,7 +282,7 @@ def plain_render(c: wire.Completion) -> bytes:
 
 def render_trick(c: wire.Completion) -> Trick:
     return Trick(name="reply written from a template", where="wire.render", turn=1,
-                 with_=_repeat(lambda: wire.render(c)), without=_repeat(lambda: plain_render(c)))
+                 with_=repeat(lambda: wire.render(c)), without=repeat(lambda: plain_render(c)))
 
 
 def record_trick(record: NamedTuple, where: str) -> Trick:
@@ -336,56 +293,8 @@ def record_trick(record: NamedTuple, where: str) -> Trick:
     values = record._asdict()
     read_all = attrgetter(*fields)
     return Trick(name=f"{kind.__name__} a NamedTuple", where=where, turn=1,
-                 with_=_repeat(lambda: read_all(kind(**values))),
-                 without=_repeat(lambda: read_all(dataclass_kind(**values))))
-
-
-# --- the reply's headers ---------------------------------------------------------------------
-
-
-def adding_with_comprehensions(scope: Any, send: Any, defaults: Options, rid: str, started: float) -> Any:
-    """`headers.adding` written with comprehensions."""
-    anthropic = scope["path"].endswith("/messages")
-
-    async def send_with_headers(message: dict[str, Any]) -> None:
-        if message["type"] == "http.response.start":
-            options = scope.get(headers.OPTIONS) or defaults
-            extra = (headers.anthropic_headers(options, rid) if anthropic
-                     else headers.openai_headers(options, rid, started))
-            given = list(message.get("headers", ()))
-            names = {name.lower() for name, _ in given}
-            message["headers"] = given + [h for h in extra if h[0] not in names]
-        await send(message)
-
-    return send_with_headers
-
-
-def _without_clock(out: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    return [(k, v) for k, v in out if k != b"openai-processing-ms"]
-
-
-def header_tricks() -> list[Trick]:
-    scope = {"path": "/v1/chat/completions"}
-    defaults, rid, started = Options(), "req_bench", 0.0
-
-    async def sink(message: Any) -> None:
-        return None
-
-    def reply_start(adding: Callable[..., Any]) -> list[tuple[bytes, bytes]]:
-        message = {"type": "http.response.start", "status": 200,
-                   "headers": [(b"content-length", b"512"), (b"content-type", b"application/json")]}
-        _drive(adding(scope, sink, defaults, rid, started)(message))
-        return message["headers"]
-
-    stated = _repeat(lambda: headers.openai_headers(defaults, rid, started))
-    limits = headers._openai_limits
-    return [
-        Trick(name="plain loops adding the API's headers", where="headers.adding", turn=1, uses=0,
-              key=_without_clock, with_=_repeat(lambda: reply_start(headers.adding)),
-              without=_repeat(lambda: reply_start(adding_with_comprehensions))),
-        Trick(name="rate-limit headers cached", where="headers._openai_limits", turn=1, key=_without_clock,
-              with_=stated, without=_patched_batch(stated, headers, "_openai_limits", limits.__wrapped__)),
-    ]
+                 with_=repeat(lambda: read_all(kind(**values))),
+                 without=repeat(lambda: read_all(dataclass_kind(**values))))
 
 
 # --- all of them ---------------------------------------------------------------------------
@@ -396,7 +305,7 @@ def turn_1_parts() -> tuple[bytes, list[Any], Any, wire.Completion]:
     raw = request_body(1)
     req = chat_request(json.loads(raw))
     reply = scenarios.SCENARIOS["runaway"](req.transcript.conversation(req.tools))
-    prompt_tokens = _drive(transcript.prompt_tokens(req.transcript, req.tools))
+    prompt_tokens = drive(transcript.prompt_tokens(req.transcript, req.tools))
     completion = wire.complete(reply, model=req.model, prompt_tokens=prompt_tokens, max_tokens=None)
     return raw, json.loads(raw)["messages"], req, completion
 
@@ -417,4 +326,5 @@ def all_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
         record_trick(req, "validation.ChatRequest"),
         record_trick(req.transcript, "transcript.Transcript"),
         *header_tricks(),
+        *shortcut_tricks(raw, req, completion),
     ]

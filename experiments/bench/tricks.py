@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +60,49 @@ class Saving:
     share: float | None
     """(without - with) x uses: what the trick saves, as a part of the in-process time a request at
     `turn` would take without it; None where that request does not use it."""
+
+
+def repeat(work: Callable[[], Any]) -> Batch:
+    def batch(n: int) -> Callable[[], Any]:
+        def go() -> Any:
+            for _ in range(n):
+                out = work()
+            return out
+        return go
+    return batch
+
+
+def drive(coro: Any) -> Any:
+    """Run a coroutine that never waits (no event loop needed); raise if it does wait."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("the coroutine waited; time it on an event loop")
+
+
+@contextmanager
+def _patched(module: Any, name: str, value: Any) -> Iterator[None]:
+    kept = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, kept)
+
+
+def patched_batch(batch: Batch, module: Any, name: str, value: Any) -> Batch:
+    """`batch`, with `module.name` swapped for `value` while it runs."""
+    def patched(n: int) -> Callable[[], Any]:
+        go = batch(n)
+
+        def run() -> Any:
+            with _patched(module, name, value):
+                return go()
+        return run
+    return patched
+
 
 
 def _batch_size(run: Batch, target_s: float) -> int:
