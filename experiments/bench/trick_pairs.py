@@ -326,5 +326,5 @@ def all_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
         record_trick(req, "validation.ChatRequest"),
         record_trick(req.transcript, "transcript.Transcript"),
         *header_tricks(),
-        *shortcut_tricks(raw, req, completion),
+        *shortcut_tricks(raw, req, completion, scope),
     ]

@@ -6,13 +6,17 @@ request and skip it; the plain side takes the step. The reply's headers are here
 
 from __future__ import annotations
 
+import json
+import logging
 import uuid
 from collections.abc import Callable
 from random import getrandbits
 from typing import Any
 
+from starlette.requests import Request
+
 from experiments.bench.tricks import Trick, drive, patched_batch, repeat
-from mockprovider import caching, headers, pipeline, scenarios, tool_choice, validation, wire
+from mockprovider import caching, faults, headers, pipeline, scenarios, tool_choice, validation, wire
 from mockprovider.caching import NO_CACHE, OPENAI_MIN_TOKENS
 from mockprovider.faults import Options
 from mockprovider.validation import MAX_DEPTH, ChatRequest
@@ -132,6 +136,27 @@ def _optional_fields(body: dict[str, Any]) -> Trick:
                  without=repeat(lambda: (validation.flag(body, "stream"), validation._max_tokens(body))))
 
 
+def _attempt_skip(scope: dict[str, Any]) -> Trick:
+    """The client's attempt, read only when a fault or the log needs it (neither, in-process)."""
+    options = Options()
+
+    def attempt_read() -> Any:
+        request = Request(dict(scope))
+        attempt = faults.attempt_of(pipeline.header(request, b"x-lab-attempt"),
+                                    pipeline.header(request, b"x-stainless-retry-count"))
+        fault = options.fault_for(1, attempt)
+        pipeline.log.info("model=%s turn=%d attempt=%d status=%s", "runaway", 1, attempt,
+                          fault.kind if fault else "ok")
+        return fault
+
+    def skipped() -> Any:
+        Request(dict(scope))
+        return attempt_read() if options.faults or pipeline.log.isEnabledFor(logging.INFO) else None
+
+    return Trick(name="attempt read only for a fault or the log", where="pipeline.delay_or_fault", turn=1,
+                 with_=repeat(skipped), without=repeat(attempt_read))
+
+
 def _ids() -> Trick:
     """The reply's and the request's ids: 96 random bits from the process's generator, against
     uuid4's 128 from the OS (a system call each)."""
@@ -140,9 +165,8 @@ def _ids() -> Trick:
                  without=repeat(lambda: f"chatcmpl-{uuid.uuid4().hex[:24]}"))
 
 
-def shortcut_tricks(raw: bytes, req: ChatRequest, completion: wire.Completion) -> list[Trick]:
-    import json
-
+def shortcut_tricks(raw: bytes, req: ChatRequest, completion: wire.Completion,
+                    scope: dict[str, Any]) -> list[Trick]:
     body = json.loads(raw)
     content_type = b"application/json"
     return [
@@ -153,5 +177,6 @@ def shortcut_tricks(raw: bytes, req: ChatRequest, completion: wire.Completion) -
         _cache_skip(req, completion.prompt_tokens),
         _constrain_skip(req),
         _optional_fields(body),
+        _attempt_skip(scope),
         _ids(),
     ]
