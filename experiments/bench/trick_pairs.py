@@ -63,7 +63,7 @@ def _scope(path: str, root_path: str, raw_headers: list[tuple[bytes, bytes]]) ->
 
 
 async def post(app: Any, scope: dict[str, Any], body: bytes) -> tuple[int, list, bytes]:
-    """One request through the ASGI `app`: (status, headers, body)."""
+    """One request through the ASGI `app`: (status, headers, body). The app may write to `scope`."""
     incoming = [{"type": "http.request", "body": body, "more_body": False}]
     start: dict[str, Any] = {}
     parts: list[bytes] = []
@@ -77,7 +77,7 @@ async def post(app: Any, scope: dict[str, Any], body: bytes) -> tuple[int, list,
         else:
             parts.append(message.get("body", b""))
 
-    await app(dict(scope), receive, send)
+    await app(scope, receive, send)
     return start["status"], start["headers"], b"".join(parts)
 
 
@@ -93,7 +93,7 @@ def _requests(app: Any, scope: dict[str, Any], body: bytes, loop: asyncio.Abstra
               prepare: Callable[[], None] | None = None) -> Batch:
     async def many(n: int) -> Any:
         for _ in range(n):
-            out = await post(app, scope, body)
+            out = await post(app, dict(scope), body)
         return out
 
     def batch(n: int) -> Callable[[], Any]:

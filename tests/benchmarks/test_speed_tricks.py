@@ -9,7 +9,10 @@ from dataclasses import asdict
 import pytest
 
 from experiments.bench import trick_pairs
+from experiments.bench.floor import request_body
 from experiments.bench.tricks import LANE, Trick, check_same, savings
+from mockprovider import create_app
+from mockprovider.app import chat_completions
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +47,18 @@ def test_the_lane_is_compared_with_the_router_answering_the_same_endpoint(loop):
     # The same reply, bar its id, clock and the request id: both ran the chat endpoint.
     assert lane.key(mine) == lane.key(plain)
     assert any(name == b"x-request-id" for name, _ in mine[1])
+
+
+def test_only_the_plain_side_of_the_lane_goes_through_the_router(loop):
+    raw = request_body(1)
+    head = trick_pairs.client_headers(raw)
+    app = create_app()
+    lane = trick_pairs._scope("/v1/chat/completions", "", head)
+    router = trick_pairs._scope("/v1/chat/completions", trick_pairs.ROUTER_ROOT, head)
+    for scope in (lane, router):
+        assert loop.run_until_complete(trick_pairs.post(app, scope, raw))[0] == 200
+    assert "endpoint" not in lane  # the router records the endpoint it chose in the scope
+    assert router["endpoint"] is chat_completions
 
 
 def test_speed_tricks(benchmark, tricks):
