@@ -159,6 +159,7 @@ def _trick_rows(rows: list[dict]) -> list[dict]:
             "without, µs": f"{r['without_us']:,.2f}",
             "without / with": f"{r['ratio']:.2f}×",
             "share of the request it saves": "—" if r["share"] is None else f"{r['share']:.1%}",
+            "rounds": r["rounds"],
         }
         for r in rows
     ]
