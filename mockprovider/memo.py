@@ -29,7 +29,9 @@ from typing import Any
 
 from mockprovider.transcript import Known, Summary
 
-_DECODER = json.JSONDecoder()  # what json.loads uses, called without its per-call checks
+# What json.loads uses, called without its per-call checks on a short body (results/bench.md,
+# speed tricks: "short body parsed by the decoder").
+_DECODER = json.JSONDecoder()
 _scan = make_scanner(_DECODER)  # json.loads' own scanner (C), one value per call
 _WHITESPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, as json.decoder defines it
 

@@ -59,7 +59,8 @@ def header_map(request: Request) -> Mapping[bytes, bytes]:
     """The request's headers as a dict of raw (lower-case) names to values, built once per request.
 
     Starlette's `request.headers` decodes and scans its list on every lookup, and a request looks
-    up about six names, most of them absent. The first of repeated names wins, as in `Headers.get`.
+    up three to six names, most of them absent (results/bench.md, speed tricks: "one dict of raw
+    headers"). The first of repeated names wins, as in `Headers.get`.
     """
     scope = request.scope
     headers = scope.get(_HEADERS)

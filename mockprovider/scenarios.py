@@ -86,8 +86,8 @@ def _reply(call_id: str, name: str, arguments: str) -> Reply:
 
 _asked = lru_cache(maxsize=1024)(_reply)
 """A Reply is a value, so one per distinct short call serves every request that asks it: a
-script asks the same few calls in every run, and building them anew was a visible share of a
-turn-1 request's own work (results/bench.md). Short calls only: bounded memory."""
+script asks the same few calls in every run (results/bench.md, speed tricks: "short tool calls'
+replies cached"). Short calls only: bounded memory."""
 
 
 ANSWER_PLAN = "errors.log mentions a timeout: worker 7 timed out after 30000 ms."

@@ -20,7 +20,8 @@ __all__ = ["MAX_DEPTH", "ROLES", "ChatRequest", "chat_request", "check_depth", "
 
 
 class ChatRequest(NamedTuple):
-    """A checked chat request (a NamedTuple for speed: see `wire.Completion`)."""
+    """A checked chat request (a NamedTuple for speed: see `wire.Completion`; results/bench.md,
+    speed tricks: "ChatRequest a NamedTuple")."""
 
     model: str
     transcript: Transcript

@@ -29,7 +29,7 @@ _UNLIMITED = 1 << 62
 class Completion(NamedTuple):
     """A reply as every wire format renders it. A NamedTuple, not a frozen dataclass, as are the
     other records built for every request (`ChatRequest`, `Transcript`): as immutable, and
-    cheaper to build."""
+    cheaper to build and read (results/bench.md, speed tricks: "Completion a NamedTuple")."""
 
     id: str
     created: int
@@ -259,8 +259,9 @@ def render(c: Completion) -> bytes:
     """`body(c)` as JSON bytes, exactly as `JSONResponse(body(c))` renders it.
 
     Written from a template rather than by encoding `body(c)`: the reply's shape is fixed, and
-    building and encoding the dicts was a tenth of a short request's time. Every string goes
-    through the encoder's own escaping, so the bytes are the same (tests/mockprovider/test_wire.py).
+    building and encoding the dicts costs several times as much (results/bench.md, speed tricks:
+    "reply written from a template"). Every string goes through the encoder's own escaping, so
+    the bytes are the same (tests/mockprovider/test_wire.py).
     """
     content = "null" if c.content is None else _STR(c.content)
     calls = ",".join([

@@ -149,6 +149,22 @@ def _throughput_rows(rows: list[dict]) -> list[dict]:
     ]
 
 
+def _trick_rows(rows: list[dict]) -> list[dict]:
+    return [
+        {
+            "trick": r["trick"],
+            "where it lives": f"`{r['where']}`",
+            "request": f"turn {r['turn']}",
+            "with, µs": f"{r['with_us']:,.2f}",
+            "without, µs": f"{r['without_us']:,.2f}",
+            "without / with": f"{r['ratio']:.2f}×",
+            "share of the request it saves": "—" if r["share"] is None else f"{r['share']:.1%}",
+            "rounds": r["rounds"],
+        }
+        for r in rows
+    ]
+
+
 def _memory_rows(figures: dict) -> list[dict]:
     return [{"figure": k, "value": f"{v:,}"} for k, v in figures.items()]
 
@@ -182,6 +198,17 @@ SECTIONS = {
         "CPU column is the cores the client itself used: on a 2-core machine the client and the "
         "workers share the CPU, so 2 workers cannot double 1.",
         _throughput_rows,
+    ),
+    "speed tricks": (
+        "Speed tricks: what each one saves",
+        "Each trick of the mock timed against the plain code it replaces, on the same input with the "
+        "same output (checked), in-process, round by round, interleaved; the ratio is the median of "
+        "the per-round ratios (tests/benchmarks/test_speed_tricks.py, experiments/bench/trick_pairs.py). "
+        "The share is what the trick saves on one request of that turn, as a part of the time the "
+        "request would take in-process without it (the request's time: the `ChatLane` row's, the ASGI "
+        "app called directly); — where the chat route's JSON reply does not use it (streams, errors "
+        "and the router do). `make bench-check` fails if any ratio falls to about 1.",
+        _trick_rows,
     ),
     "memory soak": (
         "Memory under 10,000 distinct 1 MB prompts",

@@ -41,3 +41,14 @@ def test_ratios_within_bounds_pass_after_one_measurement(monkeypatch):
 
 def test_the_mock_floor_check_is_registered():
     assert bench_check.mock_vs_floor_turn_100 in bench_check.CHECKS
+
+
+def test_a_speed_up_ratio_fails_at_or_below_its_bound_and_says_so():
+    saves_nothing = Ratio(name="least speed trick", value=1.0, bound=1.02, at_least=True)
+    saves = Ratio(name="least speed trick", value=1.3, bound=1.02, at_least=True)
+    assert not saves_nothing.ok and saves.ok
+    assert "1.00x (bound > 1.02x) UNDER BOUND" in saves_nothing.line()
+
+
+def test_the_speed_tricks_check_is_registered():
+    assert bench_check.speed_tricks_earn_their_lines in bench_check.CHECKS

@@ -22,3 +22,19 @@ def test_memory_soak_figures_get_their_own_table():
     assert "| growth, MB | 58.8 |" in section
     assert "| cap on growth, MB | 208.0 |" in section
     assert "## Derived" not in page  # not also dumped as loose figures
+
+
+def test_speed_tricks_get_their_own_table_with_ratio_and_share():
+    rows = [
+        {"trick": "reply written from a template", "where": "wire.render", "turn": 1, "with_us": 3.0,
+         "without_us": 13.5, "ratio": 4.5, "rounds": 300, "share": 0.089},
+        {"trick": "plain loops adding the API's headers", "where": "headers.adding", "turn": 1,
+         "with_us": 3.5, "without_us": 3.9, "ratio": 1.11, "rounds": 300, "share": None},
+    ]
+    report = {"benchmarks": [{"name": "test_speed_tricks", "stats": {"median": 9.0, "iqr": 0.0, "rounds": 1},
+                              "extra_info": {"speed tricks": rows}}]}
+    section = render(report).split("## Speed tricks: what each one saves\n", 1)[1]
+    template = "| reply written from a template | `wire.render` | turn 1 | 3.00 | 13.50 | 4.50× | 8.9% |"
+    unused = "| plain loops adding the API's headers | `headers.adding` | turn 1 | 3.50 | 3.90 | 1.11× | — |"
+    assert f"{template} 300 |" in section and f"{unused} 300 |" in section
+    assert "## Derived" not in section

@@ -1,0 +1,330 @@
+"""The mock's speed tricks, each as the mock's code and the plain code it replaces (see `tricks`).
+
+Every pair works on what a real client sends: the body of an agent loop's turn-1 request (the
+`runaway` scenario with its tool offered, as `experiments.bench.floor` builds it) and the
+headers the official `openai` client sends with it. Where the mock has its own slower path, the
+plain side takes it (the router instead of `ChatLane`, `json.loads` instead of `memo.parse`);
+where a trick is a cache, the plain side calls the function the cache wraps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import make_dataclass
+from operator import attrgetter
+from typing import Any, NamedTuple
+
+import httpx
+from starlette.requests import Request
+
+import o200k
+from experiments.bench.floor import request_body
+from experiments.bench.trick_shortcuts import header_tricks, shortcut_tricks
+from experiments.bench.tricks import LANE, Batch, Trick, drive, patched_batch, repeat
+from mockprovider import create_app, memo, pipeline, scenarios, transcript, wire
+from mockprovider.memo import Memory
+from mockprovider.transcript import INLINE_CHARS, Transcript
+from mockprovider.validation import chat_request
+
+
+def client_headers(body: bytes) -> list[tuple[bytes, bytes]]:
+    """The headers the official `openai` client sends with `body`, as an ASGI server passes them."""
+    import openai  # a test client: only the benchmarks need it
+
+    seen: list[list[tuple[bytes, bytes]]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.raw)
+        return httpx.Response(200, json={"id": "x", "object": "chat.completion", "created": 0,
+                                         "model": "runaway", "choices": []})
+
+    http = httpx.Client(transport=httpx.MockTransport(answer))
+    client = openai.OpenAI(api_key="sk-bench", base_url="http://mock/v1", http_client=http)
+    client.chat.completions.create(model="runaway", messages=[{"role": "user", "content": "hi"}])
+    http.close()
+    sent = [(k.lower(), v) for k, v in seen[0] if k.lower() != b"content-length"]
+    return [*sent, (b"content-length", b"%d" % len(body))]
+
+
+# --- the whole request: ChatLane against the router ------------------------------------------
+
+ROUTER_ROOT = "/via-router"
+"""A root path: the lane leaves such a request to the router, which strips it and routes to the
+same endpoint, so both sides run the same endpoint on the same body and headers."""
+
+
+def _scope(path: str, root_path: str, raw_headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+            "scheme": "http", "path": root_path + path, "raw_path": (root_path + path).encode(),
+            "root_path": root_path, "query_string": b"", "headers": raw_headers,
+            "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000)}
+
+
+async def post(app: Any, scope: dict[str, Any], body: bytes) -> tuple[int, list, bytes]:
+    """One request through the ASGI `app`: (status, headers, body). The app may write to `scope`."""
+    incoming = [{"type": "http.request", "body": body, "more_body": False}]
+    start: dict[str, Any] = {}
+    parts: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        return incoming.pop() if incoming else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            start.update(message)
+        else:
+            parts.append(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return start["status"], start["headers"], b"".join(parts)
+
+
+def _reply_key(out: tuple[int, list, bytes]) -> tuple[Any, ...]:
+    status, head, body = out
+    reply = json.loads(body)
+    for varying in ("id", "created"):
+        reply.pop(varying, None)
+    return status, sorted(name for name, _ in head), reply
+
+
+def _requests(app: Any, scope: dict[str, Any], body: bytes, loop: asyncio.AbstractEventLoop,
+              prepare: Callable[[], None] | None = None) -> Batch:
+    async def many(n: int) -> Any:
+        for _ in range(n):
+            out = await post(app, dict(scope), body)
+        return out
+
+    def batch(n: int) -> Callable[[], Any]:
+        if prepare is not None:
+            prepare()
+        return lambda: loop.run_until_complete(many(n))
+    return batch
+
+
+def lane_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
+    """The lane at turn 1, and at turn 100 with the turn-99 transcript remembered (a loop's case)."""
+    app = create_app()
+    raw1, raw99, raw100 = request_body(1), request_body(99), request_body(100)
+    path = "/v1/chat/completions"
+    turn_1 = Trick(
+        name=LANE, where="app.py", turn=1, key=_reply_key,
+        with_=_requests(app, _scope(path, "", client_headers(raw1)), raw1, loop),
+        without=_requests(app, _scope(path, ROUTER_ROOT, client_headers(raw1)), raw1, loop),
+    )
+    entry = _entry(raw99)
+
+    def previous_turn_only() -> None:
+        memo.MEMORY.clear()
+        memo.MEMORY.remember(entry)
+
+    head = client_headers(raw100)
+    turn_100 = Trick(
+        name=LANE, where="app.py", turn=100, key=_reply_key, batch=1,
+        with_=_requests(app, _scope(path, "", head), raw100, loop, previous_turn_only),
+        without=_requests(app, _scope(path, ROUTER_ROOT, head), raw100, loop, previous_turn_only),
+    )
+    return [turn_1, turn_100]
+
+
+# --- reading the body ------------------------------------------------------------------------
+
+
+def _entry(raw: bytes) -> memo.Entry:
+    """The memory's entry for `raw`'s transcript, as serving `raw` leaves it."""
+    memory = Memory()
+    body, known = memo.parse(raw, memory)
+    req = chat_request(body, known)
+    drive(transcript.prompt_tokens(req.transcript, req.tools))
+    [entry] = memory._lru.values()
+    return entry
+
+
+def _read_and_count(raw: bytes, memory: Memory | None) -> tuple[int, int, int]:
+    """A chat body parsed, checked and counted: (turn, messages, prompt tokens)."""
+    body, known = memo.parse(raw, memory) if memory is not None else (json.loads(raw), None)
+    req = chat_request(body, known)
+    tokens = drive(transcript.prompt_tokens(req.transcript, req.tools))
+    return req.transcript.turn, len(req.transcript.messages), tokens
+
+
+def memory_trick() -> Trick:
+    """Turn 100 of a loop whose turn 99 the memory holds, against parsing and reading it all."""
+    raw99, raw100 = request_body(99), request_body(100)
+    entry = _entry(raw99)
+
+    def with_memory(n: int) -> Callable[[], Any]:
+        memories = [Memory() for _ in range(n)]
+        for memory in memories:
+            memory.remember(entry)
+
+        def go() -> Any:
+            for memory in memories:
+                out = _read_and_count(raw100, memory)
+            return out
+        return go
+
+    return Trick(name="transcript memory", where="memo.py", turn=100, with_=with_memory,
+                 without=repeat(lambda: _read_and_count(raw100, None)))
+
+
+def short_parse_trick(raw: bytes) -> Trick:
+    return Trick(name="short body parsed by the decoder", where="memo.parse", turn=1,
+                 with_=repeat(lambda: memo.parse(raw)), without=repeat(lambda: (json.loads(raw), None)))
+
+
+def _fresh_request(scope: dict[str, Any], body: bytes) -> Request:
+    incoming = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        return incoming.pop() if incoming else {"type": "http.disconnect"}
+    return Request(dict(scope), receive)
+
+
+async def plain_body(request: Request, declared: bytes, limit: int) -> bytes:
+    """`pipeline._read_body` through Starlette's `request.stream()`, the size cap checked as it grows."""
+    if declared.isdigit() and int(declared) > limit:
+        raise pipeline._too_large(limit)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise pipeline._too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def body_read_trick(scope: dict[str, Any], raw: bytes) -> Trick:
+    declared, limit = b"%d" % len(raw), 1_000_000
+    return Trick(
+        name="body read from ASGI messages", where="pipeline._read_body", turn=1,
+        with_=repeat(lambda: drive(pipeline._read_body(_fresh_request(scope, raw), declared, limit))),
+        without=repeat(lambda: drive(plain_body(_fresh_request(scope, raw), declared, limit))),
+    )
+
+
+HEADER_NAMES = (b"content-type", b"content-length", b"x-mock-options")
+"""The headers a chat request looks up on a server with no key that does not log each request
+(as the in-process app does; logging adds two, a key up to three)."""
+
+
+def _mapped(scope: dict[str, Any]) -> tuple[str | None, ...]:
+    request = Request(dict(scope))
+    return tuple(pipeline.header(request, name) for name in HEADER_NAMES)
+
+
+def _starlette_headers(scope: dict[str, Any]) -> tuple[str | None, ...]:
+    request = Request(dict(scope))
+    return tuple(request.headers.get(name.decode()) for name in HEADER_NAMES)
+
+
+def header_trick(scope: dict[str, Any]) -> Trick:
+    return Trick(name="one dict of raw headers", where="pipeline.header_map", turn=1,
+                 with_=repeat(lambda: _mapped(scope)), without=repeat(lambda: _starlette_headers(scope)))
+
+
+# --- reading the transcript ------------------------------------------------------------------
+
+
+def _uncached(role: str, content: str | None, call_id: str | None, calls: o200k.CallFields) -> int:
+    return o200k.fields_tokens(role, content, None, call_id, calls)
+
+
+def plain_read(messages: list[Any]) -> Transcript:
+    """`transcript.read` with every message read by `read_message` (no shape written out)."""
+    turn, tool_text, calls, pending = 0, None, set(), {}
+    tokens, counted, room, rest = transcript.EMPTY.tokens, 0, INLINE_CHARS, 0
+    for i, m in enumerate(messages):
+        chars, n = transcript.read_message(m, i, calls, room, pending)
+        if n is None:
+            rest += chars
+        else:
+            tokens, counted = tokens + n, i + 1
+        room -= chars
+        if m["role"] == "assistant":
+            turn += 1
+        elif m["role"] == "tool":
+            text = o200k.text_of(m.get("content"))
+            tool_text = text if tool_text is None else f"{tool_text}\n{text}"
+    if pending:
+        raise transcript.unanswered(pending)
+    return Transcript(messages=messages, known=0, remember=None, turn=turn, tool_text=tool_text,
+                      calls=frozenset(calls), counted=counted, tokens=tokens, rest_chars=rest)
+
+
+def reading_tricks(messages: list[Any]) -> list[Trick]:
+    read = repeat(lambda: transcript.read(messages))
+    uncached_read = patched_batch(read, transcript, "_short_tokens", _uncached)
+    return [
+        Trick(name="common message shapes written out", where="transcript._read_new", turn=1,
+              with_=uncached_read, without=patched_batch(repeat(lambda: plain_read(messages)),
+                                                          transcript, "_short_tokens", _uncached)),
+        Trick(name="short messages' counts cached", where="transcript._short_tokens", turn=1,
+              with_=read, without=uncached_read),
+    ]
+
+
+# --- the reply ---------------------------------------------------------------------------------
+
+
+def scenario_trick(conversation: scenarios.Conversation) -> Trick:
+    reply = repeat(lambda: scenarios.SCENARIOS["runaway"](conversation))
+    return Trick(name="short tool calls' replies cached", where="scenarios._asked", turn=1, with_=reply,
+                 without=patched_batch(reply, scenarios, "_asked", scenarios._reply))
+
+
+def plain_render(c: wire.Completion) -> bytes:
+    """What `JSONResponse(wire.body(c))` sends."""
+    return json.dumps(wire.body(c), ensure_ascii=False, allow_nan=False, indent=None,
+                      separators=(",", ":")).encode("utf-8")
+
+
+def render_trick(c: wire.Completion) -> Trick:
+    return Trick(name="reply written from a template", where="wire.render", turn=1,
+                 with_=repeat(lambda: wire.render(c)), without=repeat(lambda: plain_render(c)))
+
+
+def record_trick(record: NamedTuple, where: str) -> Trick:
+    """A per-request NamedTuple against a frozen dataclass of the same fields: built, each field read once."""
+    kind = type(record)
+    fields = kind._fields
+    dataclass_kind = make_dataclass(kind.__name__, [(f, Any) for f in fields], frozen=True, kw_only=True)
+    values = record._asdict()
+    read_all = attrgetter(*fields)
+    return Trick(name=f"{kind.__name__} a NamedTuple", where=where, turn=1,
+                 with_=repeat(lambda: read_all(kind(**values))),
+                 without=repeat(lambda: read_all(dataclass_kind(**values))))
+
+
+# --- all of them ---------------------------------------------------------------------------
+
+
+def turn_1_parts() -> tuple[bytes, list[Any], Any, wire.Completion]:
+    """A turn-1 body, its messages, its checked request and the completion the mock answers it with."""
+    raw = request_body(1)
+    req = chat_request(json.loads(raw))
+    reply = scenarios.SCENARIOS["runaway"](req.transcript.conversation(req.tools))
+    prompt_tokens = drive(transcript.prompt_tokens(req.transcript, req.tools))
+    completion = wire.complete(reply, model=req.model, prompt_tokens=prompt_tokens, max_tokens=None)
+    return raw, json.loads(raw)["messages"], req, completion
+
+
+def all_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
+    raw, messages, req, completion = turn_1_parts()
+    scope = _scope("/v1/chat/completions", "", client_headers(raw))
+    return [
+        *lane_tricks(loop),
+        memory_trick(),
+        short_parse_trick(raw),
+        body_read_trick(scope, raw),
+        header_trick(scope),
+        *reading_tricks(messages),
+        scenario_trick(req.transcript.conversation(req.tools)),
+        render_trick(completion),
+        record_trick(completion, "wire.Completion"),
+        record_trick(req, "validation.ChatRequest"),
+        record_trick(req.transcript, "transcript.Transcript"),
+        *header_tricks(),
+        *shortcut_tricks(raw, req, completion, scope),
+    ]

@@ -1,0 +1,72 @@
+"""Every speed trick in the mock beside the plain code it replaces: same inputs, same output, one
+run, interleaved (experiments/bench/tricks.py); `make bench` puts the ratios on results/bench.md."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict
+
+import pytest
+
+from experiments.bench import trick_pairs
+from experiments.bench.floor import request_body
+from experiments.bench.tricks import LANE, Trick, check_same, savings
+from mockprovider import create_app
+from mockprovider.app import chat_completions
+
+
+@pytest.fixture(scope="module")
+def loop():
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
+@pytest.fixture(scope="module")
+def tricks(loop) -> list[Trick]:
+    return trick_pairs.all_tricks(loop)
+
+
+def test_every_trick_answers_what_the_plain_code_answers(tricks):
+    for trick in tricks:
+        check_same(trick)  # raises, naming the trick and both outputs, if they differ
+
+
+def test_a_trick_whose_output_differs_from_the_plain_code_is_refused():
+    def batch(value):
+        return lambda n: (lambda: value)
+
+    with pytest.raises(AssertionError, match="wrong trick: with the trick 1, without it 2"):
+        check_same(Trick(name="wrong trick", where="nowhere", turn=1, with_=batch(1), without=batch(2)))
+
+
+def test_the_lane_is_compared_with_the_router_answering_the_same_endpoint(loop):
+    lane, _ = trick_pairs.lane_tricks(loop)
+    mine, plain = lane.with_(1)(), lane.without(1)()
+    assert mine[0] == plain[0] == 200
+    # The same reply, bar its id, clock and the request id: both ran the chat endpoint.
+    assert lane.key(mine) == lane.key(plain)
+    assert any(name == b"x-request-id" for name, _ in mine[1])
+
+
+def test_only_the_plain_side_of_the_lane_goes_through_the_router(loop):
+    raw = request_body(1)
+    head = trick_pairs.client_headers(raw)
+    app = create_app()
+    lane = trick_pairs._scope("/v1/chat/completions", "", head)
+    router = trick_pairs._scope("/v1/chat/completions", trick_pairs.ROUTER_ROOT, head)
+    for scope in (lane, router):
+        assert loop.run_until_complete(trick_pairs.post(app, scope, raw))[0] == 200
+    assert "endpoint" not in lane  # the router records the endpoint it chose in the scope
+    assert router["endpoint"] is chat_completions
+
+
+def test_speed_tricks(benchmark, tricks):
+    """The figures for results/bench.md: each trick's time with and without it, and its share."""
+    rounds = 3 if benchmark.disabled else 300
+    rows = benchmark.pedantic(lambda: savings(tricks, rounds=rounds, batch_s=0.0005), rounds=1, iterations=1)
+    benchmark.extra_info["speed tricks"] = [asdict(r) for r in rows]
+    assert {(r.trick, r.turn) for r in rows} == {(t.name, t.turn) for t in tricks}
+    assert all(r.with_us > 0 and r.without_us > 0 for r in rows)
+    lanes = {r.turn for r in rows if r.trick == LANE}
+    assert all(r.share is None or r.turn in lanes for r in rows)
