@@ -35,7 +35,6 @@ from mockprovider import (
     transcript,
     wire,
 )
-from mockprovider.caching import NO_CACHE, OPENAI_MIN_TOKENS
 from mockprovider.errors import APIError
 from mockprovider.faults import Options
 from mockprovider.headers import ApiHeaders
@@ -53,7 +52,7 @@ from mockprovider.pipeline import (
     scripted_reply,
 )
 from mockprovider.scenario_files import Source, load_scenarios, paths_from_env
-from mockprovider.validation import MAX_DEPTH, ChatRequest, chat_request, check_depth, parse_json
+from mockprovider.validation import ChatRequest, chat_request, check_depth, parse_json
 
 
 async def _stream(completion: wire.Completion, req: ChatRequest, options: Options) -> AsyncIterator[bytes]:
@@ -70,8 +69,7 @@ async def _chat(request: Request) -> Response | bytes:
     config = config_of(request)
     raw = await read_raw(request, config)
     body, known = parse_json(raw, memo.parse)
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:  # else it cannot nest deeper: no call
-        check_depth(raw, body, known)
+    check_depth(raw, body, known)
     req = chat_request(body, known)
     script, options = resolve(request, config, req.model)
     fault = await delay_or_fault(request, req.model, req.transcript.turn, options)
@@ -88,8 +86,7 @@ async def _chat(request: Request) -> Response | bytes:
         model=req.model,
         prompt_tokens=prompt_tokens,
         max_tokens=req.max_tokens,
-        cache=(NO_CACHE if prompt_tokens < OPENAI_MIN_TOKENS  # nothing to read: no call on the hot path
-               else caching.openai(req.transcript.messages, prompt_tokens, req.transcript.turn, options)),
+        cache=caching.openai(req.transcript.messages, prompt_tokens, req.transcript.turn, options),
     )
     if cut is not None:
         if req.stream:
@@ -174,9 +171,8 @@ class ChatLane:
     """Middleware: `POST /v1/chat/completions`, the request an agent loop sends every turn,
     goes straight to its endpoint, past the router, the exception middleware and `ApiHeaders`.
 
-    Those layers cost what the mock's budget against a bare endpoint cannot spare
-    (results/bench.md, `make bench-check`), so a plain JSON reply is sent here with its headers
-    written in. What the endpoint raises is answered by the app's own handlers, as behind the
+    Those layers cost what the mock's budget against a bare endpoint cannot spare (results/bench.md,
+    speed tricks: "ChatLane"), so a plain JSON reply is sent here with its headers written in. What the endpoint raises is answered by the app's own handlers, as behind the
     router; anything else still reaches the server-error handler, which sits outside this
     middleware. Every other request takes the usual path.
     """

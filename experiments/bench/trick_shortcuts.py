@@ -16,8 +16,7 @@ from typing import Any
 from starlette.requests import Request
 
 from experiments.bench.tricks import Trick, drive, patched_batch, repeat
-from mockprovider import caching, faults, headers, pipeline, scenarios, tool_choice, validation, wire
-from mockprovider.caching import NO_CACHE, OPENAI_MIN_TOKENS
+from mockprovider import faults, headers, pipeline, scenarios, tool_choice, validation, wire
 from mockprovider.faults import Options
 from mockprovider.validation import MAX_DEPTH, ChatRequest
 
@@ -79,32 +78,14 @@ def _walk(body: Any) -> bool:
     return validation._deeper_than(MAX_DEPTH, [(body, 1)])
 
 
-def _depth_tricks(raw: bytes, body: Any) -> list[Trick]:
-    def inlined() -> None:
-        if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:  # as app._chat guards its call
-            validation.check_depth(raw, body)
-
-    return [
-        Trick(name="depth walk skipped by a bracket count", where="validation.check_depth", turn=1,
-              with_=repeat(lambda: validation.check_depth(raw, body)),
-              without=repeat(lambda: None if not _walk(body) else "too deep")),
-        Trick(name="depth check's bracket count inlined", where="app._chat", turn=1,
-              with_=repeat(inlined), without=repeat(lambda: validation.check_depth(raw, body))),
-    ]
+def _depth_trick(raw: bytes, body: Any) -> Trick:
+    return Trick(name="depth walk skipped by a bracket count", where="validation.check_depth", turn=1,
+                 with_=repeat(lambda: validation.check_depth(raw, body)),
+                 without=repeat(lambda: None if not _walk(body) else "too deep"))
 
 
 def _plain_content_type(value: bytes) -> str:
     return value.decode("latin-1").split(";")[0].strip().lower()
-
-
-def _cache_skip(req: ChatRequest, prompt_tokens: int) -> Trick:
-    options, messages, turn = Options(), req.transcript.messages, req.transcript.turn
-    return Trick(
-        name="cache rule skipped for a short prompt", where="app._chat", turn=1,
-        with_=repeat(lambda: NO_CACHE if prompt_tokens < OPENAI_MIN_TOKENS
-                     else caching.openai(messages, prompt_tokens, turn, options)),
-        without=repeat(lambda: caching.openai(messages, prompt_tokens, turn, options)),
-    )
 
 
 def _constrain_skip(req: ChatRequest) -> Trick:
@@ -170,11 +151,10 @@ def shortcut_tricks(raw: bytes, req: ChatRequest, completion: wire.Completion,
     body = json.loads(raw)
     content_type = b"application/json"
     return [
-        *_depth_tricks(raw, body),
+        _depth_trick(raw, body),
         Trick(name="content type compared as bytes first", where="pipeline._check_content_type", turn=1,
               with_=repeat(lambda: pipeline._check_content_type({b"content-type": content_type})),
               without=repeat(lambda: None if _plain_content_type(content_type) == "application/json" else 1)),
-        _cache_skip(req, completion.prompt_tokens),
         _constrain_skip(req),
         _optional_fields(body),
         _attempt_skip(scope),
