@@ -1,7 +1,14 @@
 """A request's messages read once: checked, counted, their turn and tool text derived.
 
-Reading starts from what `memo` already knows (`Known`: a remembered transcript the request's
-messages begin with, and its `Summary`) and reads only the messages after it:
+The one reader of every wire format: the chat route reads its messages here, and the other
+formats (`formats.scripted_turn`) the chat-shaped messages they translate their requests into,
+so a conversation is the same turn, tool text and count whichever format carries it. A format
+whose API pairs tool results with calls more loosely than chat's has checked that pairing in its
+own words already and reads with `paired` (see `read`).
+
+On the chat route, reading starts from what `memo` already knows (`Known`: a remembered
+transcript the request's messages begin with, and its `Summary`) and reads only the messages
+after it (other formats read from the start):
 
     summary(messages) = extend(summary(messages[:L]), messages[L:])
 
