@@ -100,7 +100,7 @@ def responses_body(messages: list[Message]) -> dict[str, Any]:
 
 
 def messages_body(messages: list[Message]) -> dict[str, Any]:
-    body: dict[str, Any] = {"model": "echo", "max_tokens": 100, "messages": [], "tools": [
+    body: dict[str, Any] = {"model": "echo", "max_tokens": 100_000, "messages": [], "tools": [
         {"name": name, "description": d, "input_schema": s} for name, (d, s) in SCHEMAS.items()]}
     out = body["messages"]
     for m in messages:
