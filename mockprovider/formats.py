@@ -1,10 +1,12 @@
-"""What the Responses and Messages wire formats share with the chat route.
+"""What the Responses, Messages, Gemini and Ollama wire formats share with the chat route.
 
 Each format translates its request into the chat shape the scenarios and the o200k formula
 already read (`ChatShaped`: messages with roles, tool_calls and tool_call_ids; tools as chat
-function definitions). `scripted_turn` then runs the chat route's own steps on it: options,
-scenario, latency, fault, reply, cut and count. So one scenario is the same script, turn by
-turn, in every format, and token counts are the chat formula over the same conversation.
+function definitions), refusing in its own words what its API refuses. `scripted_turn` then
+runs the chat route's own steps on it: options, scenario, the chat route's transcript reader
+(`transcript.read`: the checks, the turn, the tool text and the count, a large count on a
+worker thread), latency, fault, reply, cut. So one scenario is the same script, turn by turn,
+in every format, and token counts are the chat formula over the same conversation.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from mockprovider import caching, midstream, scenarios, transcript, wire
+from mockprovider import caching, midstream, transcript, wire
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.faults import Fault, Options
 from mockprovider.pipeline import Config, delay_or_fault, injected, resolve, scripted_reply
@@ -37,6 +39,8 @@ class ChatShaped:
     cache_breakpoints: tuple[caching.Breakpoint, ...] | None = None
     """Anthropic's explicit `cache_control` marks; None: OpenAI's automatic caching."""
     tool_choice: ToolChoice = AUTO
+    paired: bool = False
+    """The format matched each result to its call by its own, looser rules (`transcript.read`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,13 +61,14 @@ async def scripted_turn(
     `midstream_faults`: the format renders `Turn.cut` (`streamed`, `as_json`); a format that does
     not gets those faults as an error reply or a broken body instead, never silently dropped."""
     script, options = resolve(request, config, req.model)
-    conversation = scenarios.conversation(req.messages, req.tools)
+    t = transcript.read(req.messages, paired=req.paired)
+    conversation = t.conversation(req.tools)
     fault = await delay_or_fault(request, req.model, conversation.turn, options)
     cut = fault if midstream_faults and midstream.applies(fault, req.stream) else None
     if fault is not None and cut is None:
         return await injected(request, fault, options)
     reply, options = await scripted_reply(request, script, conversation, req.tools, options, req.tool_choice)
-    prompt_tokens = await transcript.count(req.messages, req.tools)
+    prompt_tokens = await transcript.prompt_tokens(t, req.tools)
     if req.cache_breakpoints is None:
         cache = caching.openai(req.messages, prompt_tokens, conversation.turn, options)
     else:

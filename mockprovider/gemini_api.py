@@ -184,7 +184,8 @@ async def _count_tokens(request: Request, body: Any, model: str) -> Response:
         body = body["generateContentRequest"]
     req = generate_request(body, model=model, stream=False)
     resolve(request, config_of(request), model)  # an unknown model is a 404 here too
-    total = await transcript.count(req.messages, req.tools)
+    read = transcript.read(req.messages, paired=req.paired)
+    total = await transcript.prompt_tokens(read, req.tools)
     return json_response({"totalTokens": total,
                           "promptTokensDetails": [{"modality": "TEXT", "tokenCount": total}]})
 

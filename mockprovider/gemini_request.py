@@ -231,4 +231,5 @@ def generate_request(raw: Any, *, model: str, stream: bool) -> ChatShaped:
         max_tokens=_max_output_tokens(body),
         stream=stream,
         tool_choice=choice,
+        paired=True,  # `pairing` matched the results, which may leave calls unanswered
     )

@@ -179,6 +179,7 @@ def chat_request(raw: Any) -> ChatShaped:
         tools=_tools(body.get("tools")),
         max_tokens=_num_predict(body),
         stream=stream,
+        paired=True,  # `pairing` matched the results, which may leave calls unanswered
     )
 
 

@@ -210,6 +210,12 @@ def responses_request(raw: Any) -> ResponsesRequest:
     if instructions is not None:
         messages.append({"role": "system", "content": string(instructions, "instructions")})
     messages += _input_messages(body.get("input"))
+    if not messages:
+        raise invalid(
+            "Invalid 'input': it holds reasoning items only, which are not part of the prompt here; "
+            "send the messages and function calls they belong to.",
+            param="input",
+        )
     tools = _tools(body.get("tools"))
     choice = tool_choice.responses_choice(body.get("tool_choice"))
     tool_choice.check(choice, tools)
@@ -220,6 +226,7 @@ def responses_request(raw: Any) -> ResponsesRequest:
         max_tokens=_max_output_tokens(body),
         stream=flag(body, "stream"),
         tool_choice=choice,
+        paired=True,  # an output may come anywhere after its call
     )
     return ResponsesRequest(
         chat=chat, instructions=instructions, tools=[_echoed(t) for t in body.get("tools") or []],

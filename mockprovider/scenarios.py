@@ -1,8 +1,9 @@
 """The scripts. Each scenario is a pure function of the conversation.
 
 `turn` is the number of assistant messages in the request and `tool_text` the contents of
-every tool message joined by newlines: both derive from the conversation, so no variable on
-the server holds a run. Adding a scenario is adding one function to `SCENARIOS`.
+every tool message joined by newlines: both derive from the conversation (`transcript.read`
+derives them, for every wire format), so no variable on the server holds a run. Adding a
+scenario is adding one function to `SCENARIOS`.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class Reply:
 
 @dataclass(frozen=True, kw_only=True)
 class Conversation:
+    """What a scenario sees of a request (`transcript.Transcript.conversation` makes it)."""
+
     turn: int
     tool_text: str
     messages: Sequence[Mapping[str, Any]]
@@ -186,10 +189,3 @@ def describe(script: Scenario) -> str:
     lines = (script.__doc__ or "").strip().splitlines()
     return lines[0] if lines else ""
 
-
-def conversation(
-    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None = None
-) -> Conversation:
-    turn = sum(1 for m in messages if m.get("role") == "assistant")
-    tool_text = "\n".join(text_of(m.get("content")) for m in messages if m.get("role") == "tool")
-    return Conversation(turn=turn, tool_text=tool_text, messages=messages, tools=tools or ())

@@ -1,7 +1,14 @@
 """A request's messages read once: checked, counted, their turn and tool text derived.
 
-Reading starts from what `memo` already knows (`Known`: a remembered transcript the request's
-messages begin with, and its `Summary`) and reads only the messages after it:
+The one reader of every wire format: the chat route reads its messages here, and the other
+formats (`formats.scripted_turn`) the chat-shaped messages they translate their requests into,
+so a conversation is the same turn, tool text and count whichever format carries it. A format
+whose API pairs tool results with calls more loosely than chat's has checked that pairing in its
+own words already and reads with `paired` (see `read`).
+
+On the chat route, reading starts from what `memo` already knows (`Known`: a remembered
+transcript the request's messages begin with, and its `Summary`) and reads only the messages
+after it (other formats read from the start):
 
     summary(messages) = extend(summary(messages[:L]), messages[L:])
 
@@ -135,11 +142,11 @@ _PLAIN_ROLES = _ROLES - {"tool"}
 
 
 def read_message(
-    m: Any, i: int, calls: set[str], room: int, pending: dict[str, int]
+    m: Any, i: int, calls: set[str], room: int, pending: dict[str, int], paired: bool = False
 ) -> tuple[int, int | None]:
     """Check `messages[i]`, adding the call ids it makes to `calls` (and, for an assistant, to
     `pending` until tool messages answer them): its text length, and its tokens if that text
-    fits in `room` characters (None: counted later).
+    fits in `room` characters (None: counted later). `paired`: as `read`'s.
 
     Every message of every request passes here, so each field is read once, the common shapes
     are tested first, and parameter names are built only for an error.
@@ -155,7 +162,7 @@ def read_message(
             param=f"messages[{i}].role",
             code="invalid_value",
         )
-    if pending and role != "tool":
+    if pending and role != "tool" and not paired:
         raise unanswered(pending)
     content = get("content")
     chars = len(content) if type(content) is str else 0 if content is None else _content_chars(content, i)
@@ -174,7 +181,7 @@ def read_message(
             pending.update((call[0], i) for call in call_fields)
     call_id = get("tool_call_id")
     if role == "tool":
-        chars += _check_answer(call_id, i, calls, pending)
+        chars += _check_answer(call_id, i, calls, pending, paired)
     elif call_id is not None:  # not checked on other roles, but counted: its size decides where
         chars += len(call_id) if type(call_id) is str else len(json.dumps(call_id))
     if chars > room:
@@ -193,12 +200,12 @@ def _short_tokens(role: str, content: str | None, call_id: str | None, calls: o2
     return o200k.fields_tokens(role, content, None, call_id, calls)
 
 
-def _check_answer(call_id: Any, i: int, calls: set[str], pending: dict[str, int]) -> int:
+def _check_answer(call_id: Any, i: int, calls: set[str], pending: dict[str, int], paired: bool) -> int:
     """A tool message's `tool_call_id` must answer a call of the assistant message its run of
-    tool messages follows, once; its length."""
+    tool messages follows, once (`paired`: any call made before it); its length."""
     if not isinstance(call_id, str):
         raise missing(f"messages[{i}].tool_call_id")
-    if pending.pop(call_id, None) is None:
+    if pending.pop(call_id, None) is None and not (paired and call_id in calls):
         raise (_duplicate(call_id, i) if call_id in calls else _orphan(i))
     return len(call_id)
 
@@ -235,9 +242,16 @@ def unanswered(pending: dict[str, int]) -> APIError:
 # --- reading and counting ------------------------------------------------------------------
 
 
-def read(messages: Any, known: Known | None = None) -> Transcript:
+def read(messages: Any, known: Known | None = None, *, paired: bool = False) -> Transcript:
     """Check and count `messages`, and derive turn and tool text, reading only what `known`
-    does not cover; new text past `INLINE_CHARS` is left for `prompt_tokens` to count."""
+    does not cover; new text past `INLINE_CHARS` is left for `prompt_tokens` to count.
+
+    `paired`: the messages are another wire format's, translated, and that format has already
+    matched each result to the call it answers by its own rules (the Responses API takes an
+    output anywhere after its call; Gemini's and Ollama's results may name no call and leave
+    calls unanswered) and refused, in its own words, what they refuse. A tool message then
+    needs only to answer a call made before it, not the assistant message it follows.
+    """
     if messages is None:
         raise missing("messages")
     if not isinstance(messages, list) or not messages:
@@ -249,11 +263,18 @@ def read(messages: Any, known: Known | None = None) -> Transcript:
             messages=messages, known=count, remember=remember, turn=start.turn, tool_text=start.tool_text,
             calls=start.calls, counted=count, tokens=start.tokens, rest_chars=0,
         )
-    return _read_new(messages, count, start, remember)
+    return _read_new(messages, count, start, remember, paired)
+
+
+def conversation(
+    messages: list[dict[str, Any]], tools: Sequence[Mapping[str, Any]] | None = None, *, paired: bool = False
+) -> Conversation:
+    """What a scenario sees of `messages` (checked as `read` checks them) and `tools`."""
+    return read(messages, paired=paired).conversation(tools)
 
 
 def _read_new(
-    messages: list[Any], count: int, start: Summary, remember: Callable[[Summary], None] | None
+    messages: list[Any], count: int, start: Summary, remember: Callable[[Summary], None] | None, paired: bool
 ) -> Transcript:
     """`read` of `messages[count:]`, after `start`.
 
@@ -273,20 +294,20 @@ def _read_new(
         role, content = (m.get("role"), m.get("content")) if size else (None, None)
         call_id, fields, n = None, (), None
         if size == 2 and type(content) is str and type(role) is str and role in _PLAIN_ROLES:
-            if pending:
+            if pending and not paired:
                 raise unanswered(pending)
             chars = len(content)
         elif size == 3 and role == "tool" and type(content) is str and type(m.get("tool_call_id")) is str:
             call_id = m["tool_call_id"]
-            chars = len(content) + _check_answer(call_id, i, calls, pending)
+            chars = len(content) + _check_answer(call_id, i, calls, pending, paired)
         elif size == 3 and role == "assistant" and "content" in m and content is None \
                 and type(m.get("tool_calls")) is list:
-            if pending:
+            if pending and not paired:
                 raise unanswered(pending)
             fields, chars = _check_tool_calls(m["tool_calls"], i, calls)
             pending.update((call[0], i) for call in fields)
         else:
-            chars, n = read_message(m, i, calls, room, pending)
+            chars, n = read_message(m, i, calls, room, pending, paired)
         if chars <= room:
             if n is None:
                 short = chars <= SHORT_CHARS
@@ -301,7 +322,7 @@ def _read_new(
         elif role == "tool":
             text = content if type(content) is str else o200k.text_of(content)
             tool_text = text if tool_text is None else f"{tool_text}\n{text}"
-    if pending:
+    if pending and not paired:
         raise unanswered(pending)
     return Transcript(
         messages=messages, known=count, remember=remember, turn=turn, tool_text=tool_text,
@@ -325,13 +346,6 @@ async def _off_the_loop_if_large(size: int, fn: Callable[..., Any], *args: Any) 
     if size > INLINE_CHARS:
         return await asyncio.get_running_loop().run_in_executor(_COUNTERS, fn, *args)
     return fn(*args)
-
-
-async def count(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> int:
-    """`o200k.prompt_tokens(messages, tools)` for messages not read here (another wire format's,
-    translated): like `prompt_tokens`, on a worker thread when their text is large."""
-    size = len(json.dumps(messages)) + (len(json.dumps(tools)) if tools else 0)
-    return await _off_the_loop_if_large(size, o200k.prompt_tokens, messages, tools)
 
 
 async def prompt_tokens(t: Transcript, tools: Sequence[Mapping[str, Any]] | None) -> int:

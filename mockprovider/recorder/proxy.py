@@ -40,7 +40,7 @@ from mockprovider.recorder.replies import MAX_REPLY_BYTES, Format, NotRecordable
 from mockprovider.recorder.upstream import Upstream
 from mockprovider.responses_api import responses_request
 from mockprovider.scenario_files import compile_scenario
-from mockprovider.scenarios import conversation
+from mockprovider.transcript import conversation
 
 Mode = Literal["record", "proxy-on-miss", "strict"]
 
@@ -87,6 +87,7 @@ def _asked(fmt: Format, raw: bytes) -> Asked | str:
     """The request's conversation and turn, or why it cannot be recorded."""
     try:
         body = json.loads(raw)
+        paired = False
         if fmt == "chat":
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
                 return "the request has no messages array"
@@ -95,8 +96,8 @@ def _asked(fmt: Format, raw: bytes) -> Asked | str:
         else:
             shaped = anthropic_api.messages_request(body) if fmt == "messages" else (
                 responses_request(body).chat)
-            messages, model = shaped.messages, shaped.model
-        c = conversation(messages)
+            messages, model, paired = shaped.messages, shaped.model, shaped.paired
+        c = conversation(messages, paired=paired)
         return Asked(user=first_user(c), turn=c.turn, model=str(model))
     except (ValueError, RecursionError):
         return "the request is not JSON"

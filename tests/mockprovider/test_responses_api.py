@@ -208,6 +208,7 @@ BAD = {
     "unknown_model": (ok(model="plann"), 404, "model"),
     "missing_input": ({"model": "plan"}, 400, "input"),
     "empty_input": (ok(input=[]), 400, "input"),
+    "reasoning_only": (ok(input=[{"type": "reasoning", "id": "rs_1", "summary": []}]), 400, "input"),
     "input_is_number": (ok(input=5), 400, "input"),
     "item_not_object": (ok(input=["hi"]), 400, "input[0]"),
     "bad_role": (ok(input=[{"role": "robot", "content": "hi"}]), 400, "input[0].role"),

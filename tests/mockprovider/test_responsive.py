@@ -160,20 +160,27 @@ def test_a_large_tool_call_id_on_a_non_tool_message_is_counted_on_a_worker_threa
 
 
 @pytest.mark.parametrize(
-    ("path", "body"),
+    ("path", "body", "prompt_tokens"),
     [
-        ("/responses", {"model": "plan", "input": LONG}),
-        ("/messages", {"model": "plan", "max_tokens": 50, "messages": [{"role": "user", "content": LONG}]}),
+        ("/v1/responses", {"model": "plan", "input": LONG}, lambda r: r["usage"]["input_tokens"]),
+        ("/v1/messages", {"model": "plan", "max_tokens": 50, "messages": [{"role": "user", "content": LONG}]},
+         lambda r: r["usage"]["input_tokens"]),
+        ("/v1beta/models/plan:generateContent", {"contents": [{"role": "user", "parts": [{"text": LONG}]}]},
+         lambda r: r["usageMetadata"]["promptTokenCount"]),
+        ("/api/chat", {"model": "plan", "stream": False, "messages": [{"role": "user", "content": LONG}]},
+         lambda r: r["prompt_eval_count"]),
     ],
+    ids=["responses", "messages", "gemini", "ollama"],
 )
-def test_a_large_prompt_in_another_wire_format_is_counted_on_a_worker_thread(counting_threads, path, body):
-    """The Responses and Messages routes count their translated conversation as the chat route
-    does: a large one off the event loop (it was encoded on it, blocking every other request)."""
+def test_a_large_prompt_in_another_wire_format_is_counted_on_a_worker_thread(
+    counting_threads, path, body, prompt_tokens
+):
+    """Every other format's translated conversation is read and counted as the chat route's is:
+    a large one off the event loop, so it never blocks other requests."""
     threads = counting_threads
-    with serve_in_thread() as url, httpx.Client(base_url=url) as client:
+    with serve_in_thread() as url, httpx.Client(base_url=url.removesuffix("/v1")) as client:
         response = client.post(path, json=body)
     assert response.status_code == 200, response.text
-    usage = response.json()["usage"]
-    assert usage.get("input_tokens") == o200k.prompt_tokens([{"role": "user", "content": LONG}])
+    assert prompt_tokens(response.json()) == o200k.prompt_tokens([{"role": "user", "content": LONG}])
     server_side = [name for name in threads if name != threading.main_thread().name]
     assert server_side and all(name.startswith("o200k") for name in server_side), server_side

@@ -17,7 +17,7 @@ from mockprovider.app import app_from_env, create_app
 from mockprovider.conditions import MAX_MATCH_CHARS
 from mockprovider.pipeline import resolve
 from mockprovider.scenario_files import compile_scenario, load_scenarios
-from mockprovider.scenarios import conversation
+from mockprovider.transcript import conversation
 
 WEATHER = {
     "name": "weather",
@@ -269,13 +269,19 @@ def _convo(*messages: dict[str, Any]) -> scenarios.Conversation:
     return conversation([{"role": "system", "content": "be brief"}, *messages])
 
 
+def _asks(*ids: str) -> dict[str, Any]:
+    """An assistant message calling `weather` once per id."""
+    calls = [{"id": i, "type": "function", "function": {"name": "weather", "arguments": "{}"}} for i in ids]
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
 def _reply_with(condition: dict[str, Any]) -> str:
     """'yes' when `condition` holds for the conversation below, else 'no'."""
     script = compile_scenario({"name": "c", "turns": [{"content": "-"}, [
         {"if": condition, "content": "yes"}, {"content": "no"}]]}, source="test")
     c = _convo(
         {"role": "user", "content": "Weather in Paris, please"},
-        {"role": "assistant", "content": None, "tool_calls": []},
+        _asks("a", "b"),
         {"role": "tool", "tool_call_id": "a", "content": "first: rain"},
         {"role": "tool", "tool_call_id": "b", "content": "second: Sunny, 24 C"},
         {"role": "user", "content": "and Rome?"},
@@ -328,7 +334,7 @@ def test_tool_result_matches_reads_a_bounded_prefix_of_the_tool_text():
     def reply(tool_text: str) -> str | None:
         return script(_convo(
             {"role": "user", "content": "go"},
-            {"role": "assistant", "content": None, "tool_calls": []},
+            _asks("a"),
             {"role": "tool", "tool_call_id": "a", "content": tool_text},
         )).content
 

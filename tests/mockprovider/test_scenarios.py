@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from mockprovider import scenarios
+from mockprovider import scenarios, transcript
 from mockprovider.scenarios import SCENARIOS, Reply, ToolCall
 
 USER = {"role": "user", "content": "Go."}
@@ -23,7 +23,7 @@ def at(turn: int, *results: str) -> scenarios.Conversation:
         messages.append(
             {"role": "tool", "tool_call_id": f"x{i}", "content": results[i] if i < len(results) else "ok"}
         )
-    return scenarios.conversation(messages)
+    return transcript.conversation(messages)
 
 
 def call(name: str, turn: int, *results: str) -> tuple[str, str, dict]:
@@ -61,8 +61,8 @@ def test_conversation_derives_turn_and_tool_text():
     assert conversation.turn == 3
     assert conversation.tool_text == "a\nb\nc\n"
     assert conversation.last_tool_result == ""
-    assert scenarios.conversation([USER]).turn == 0
-    assert scenarios.conversation([USER]).last_tool_result == ""
+    assert transcript.conversation([USER]).turn == 0
+    assert transcript.conversation([USER]).last_tool_result == ""
 
 
 def test_plan():
@@ -219,7 +219,7 @@ def test_interleaved_conversations_get_independent_answers(mock_url):
 
 
 def test_tool_content_given_as_parts_reads_as_its_text():
-    from mockprovider.scenarios import SCENARIOS, conversation
+    from mockprovider.transcript import conversation
 
     parts = [{"type": "text", "text": "scan "}, {"type": "text", "text": "ok"}]
     messages = [

@@ -139,3 +139,28 @@ def test_read_answers_a_near_miss_of_a_common_shape_as_the_general_path_does(nea
     ms = [{"role": "user", "content": "hi"}, ASKS, near_miss]
     outcome = _outcome(_fast, ms)
     assert outcome == _outcome(_general, ms)
+
+
+USER = {"role": "user", "content": "go"}
+
+
+def _answer(call_id: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": "ok"}
+
+
+@pytest.mark.parametrize(("ms", "refusal", "tool_text"), [
+    ([USER, ASKS, USER, _answer("c1")], "must be followed by tool messages", "ok"),  # answered late
+    ([USER, ASKS, USER], "must be followed by tool messages", None),  # never answered
+    ([USER, ASKS, _answer("c1"), _answer("c1")], "is already answered", "ok\nok"),  # answered twice
+], ids=["late", "unanswered", "twice"])
+def test_paired_reads_results_a_format_paired_by_its_own_rules_that_chat_refuses(ms, refusal, tool_text):
+    with pytest.raises(APIError, match=refusal):
+        transcript.read(ms)
+    t = transcript.read(ms, paired=True)
+    assert (t.tokens, t.turn, t.tool_text) == (o200k.prompt_tokens(ms), 1, tool_text)
+
+
+def test_paired_still_refuses_a_result_answering_no_call_made_before_it():
+    for ms in ([USER, _answer("c1"), ASKS, _answer("c1")], [USER, ASKS, _answer("c9")]):
+        with pytest.raises(APIError, match="must be a response to a preceeding message"):
+            transcript.read(ms, paired=True)
