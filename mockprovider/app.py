@@ -172,9 +172,10 @@ class ChatLane:
     goes straight to its endpoint, past the router, the exception middleware and `ApiHeaders`.
 
     Those layers cost what the mock's budget against a bare endpoint cannot spare (results/bench.md,
-    speed tricks: "ChatLane"), so a plain JSON reply is sent here with its headers written in. What the endpoint raises is answered by the app's own handlers, as behind the
-    router; anything else still reaches the server-error handler, which sits outside this
-    middleware. Every other request takes the usual path.
+    speed tricks: "ChatLane"), so a plain JSON reply is sent here with its headers written in.
+    What the endpoint raises is answered by the app's own handlers, as behind the router;
+    anything else still reaches the server-error handler, which sits outside this middleware.
+    Every other request takes the usual path.
     """
 
     def __init__(self, app: ASGIApp, defaults: Options) -> None:

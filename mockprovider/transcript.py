@@ -71,8 +71,8 @@ class Known:
 
 
 class Transcript(NamedTuple):
-    """A checked request transcript, counted up to `counted` (a NamedTuple for speed: see
-    `wire.Completion`)."""
+    """A checked request transcript, counted up to `counted` (a NamedTuple for speed:
+    results/bench.md, speed tricks: "Transcript a NamedTuple")."""
 
     messages: list[dict[str, Any]]
     known: int
@@ -279,8 +279,8 @@ def _read_new(
     """`read` of `messages[count:]`, after `start`.
 
     One loop with the three shapes an agent loop sends written out (a plain message, a tool
-    answer, an assistant's tool calls), so that a short request runs few functions (what a
-    request costs is mostly how many it touches; results/bench.md). Anything else, including
+    answer, an assistant's tool calls), so that a short request runs few functions (results/bench.md,
+    speed tricks: "common message shapes written out"). Anything else, including
     every malformed message, goes through `read_message`.
     """
     turn, tool_text, calls = start.turn, start.tool_text, set(start.calls)
