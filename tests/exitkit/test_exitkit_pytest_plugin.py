@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import HERE
+
+HERE = Path(__file__).parent  # as the conftest beside it: "conftest" names several modules
 
 
 def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
