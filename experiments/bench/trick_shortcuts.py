@@ -7,16 +7,16 @@ request and skip it; the plain side takes the step. The reply's headers are here
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from collections.abc import Callable
-from random import getrandbits
+from dataclasses import replace
+from itertools import repeat as repeat_
 from typing import Any
 
 from starlette.requests import Request
 
 from experiments.bench.tricks import Trick, drive, patched_batch, repeat
-from mockprovider import faults, headers, pipeline, scenarios, tool_choice, validation, wire
+from mockprovider import faults, headers, pipeline, scenarios, tool_choice, transcript, validation, wire
 from mockprovider.faults import Options
 from mockprovider.validation import MAX_DEPTH, ChatRequest
 
@@ -88,33 +88,75 @@ def _plain_content_type(value: bytes) -> str:
     return value.decode("latin-1").split(";")[0].strip().lower()
 
 
-def _constrain_skip(req: ChatRequest) -> Trick:
+async def plain_scripted_reply(
+    request: Request, script: Any, conversation: Any, tools: Any, options: Options, choice: Any,
+) -> tuple[Any, Options]:
+    """`pipeline.scripted_reply` with the tool-choice rule applied to every reply."""
+    reply = script(conversation)
+    if reply.latency_ms or reply.error is not None:
+        raise RuntimeError("the bench's scenario answers at once, without an error")
+    reply = tool_choice.constrain(reply, script=script, turn=conversation.turn, choice=choice, tools=tools,
+                                  refuse_undeclared=options.refuse_undeclared)
+    if reply.rate_tps is not None:
+        options = replace(options, rate_tps=reply.rate_tps)
+    if options.chunk and reply.chunk == 1:
+        reply = replace(reply, chunk=options.chunk)
+    if reply.usage is not None and options.usage != "recorded":
+        reply = replace(reply, usage=None)
+    return reply, options
+
+
+def _constrain_skip(req: ChatRequest, scope: dict[str, Any]) -> Trick:
     script = scenarios.SCENARIOS["runaway"]
     conversation = req.transcript.conversation(req.tools)
-    reply = script(conversation)
-    options, tools, choice = Options(), req.tools, req.tool_choice
-
-    def constrained() -> Any:
-        return tool_choice.constrain(reply, script=script, turn=conversation.turn, choice=choice, tools=tools,
-                                     refuse_undeclared=options.refuse_undeclared)
-
+    request = Request(dict(scope))
+    given = (request, script, conversation, req.tools, Options(), req.tool_choice)
     return Trick(
         name="tool-choice rule skipped for tools offered, auto", where="pipeline.scripted_reply", turn=1,
-        with_=repeat(lambda: constrained() if not tools or choice.mode != "auto" or options.refuse_undeclared
-                     else reply),
-        without=repeat(constrained),
+        with_=repeat(lambda: drive(pipeline.scripted_reply(*given))),
+        without=repeat(lambda: drive(plain_scripted_reply(*given))),
     )
 
 
-def _optional_fields(body: dict[str, Any]) -> Trick:
-    def looked_up_if_present() -> tuple[bool, int | None]:
-        return (validation.flag(body, "stream") if "stream" in body else False,
-                validation._max_tokens(body) if "max_tokens" in body or "max_completion_tokens" in body
-                else None)
+def plain_chat_request(body: dict[str, Any], known: Any = None) -> ChatRequest:
+    """`validation.chat_request` (for a body it accepts) looking up every optional field."""
+    model = body.get("model")
+    if model is None or not isinstance(model, str) or not model:
+        raise RuntimeError("the bench's body names its model")
+    messages = transcript.read(body.get("messages"), known)
+    tools = body.get("tools")
+    if tools is not None and not (isinstance(tools, list) and all(map(isinstance, tools, repeat_(dict)))):
+        raise RuntimeError("the bench's tools are objects")
+    choice = tool_choice.AUTO
+    if "tool_choice" in body:
+        choice = tool_choice.chat_choice(body["tool_choice"])
+        tool_choice.check(choice, tools)
+    stream = validation.flag(body, "stream")
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise RuntimeError("the bench's stream_options are an object")
+    n = body.get("n")
+    if n is not None and n != 1:
+        raise RuntimeError("the bench asks one choice")
+    return ChatRequest(
+        model=model, transcript=messages, tools=tools, tool_choice=choice,
+        max_tokens=validation._max_tokens(body), stream=stream,
+        include_usage=bool(stream and options and options.get("include_usage")),
+    )
+
+
+def _optional_fields(body: dict[str, Any], req: ChatRequest) -> Trick:
+    """`chat_request` on a body without `stream` or `max_tokens`, the transcript read beforehand
+    (on both sides: its own tricks are timed apart)."""
+    def read(messages: Any, known: Any = None) -> Any:
+        return req.transcript
+
+    def request_with(make: Callable[[dict[str, Any]], ChatRequest]) -> Any:
+        return patched_batch(repeat(lambda: make(body)), transcript, "read", read)
 
     return Trick(name="absent optional fields not looked up", where="validation.chat_request", turn=1,
-                 with_=repeat(looked_up_if_present),
-                 without=repeat(lambda: (validation.flag(body, "stream"), validation._max_tokens(body))))
+                 with_=request_with(lambda b: validation.chat_request(b)),
+                 without=request_with(plain_chat_request))
 
 
 def _attempt_skip(scope: dict[str, Any]) -> Trick:
@@ -130,20 +172,27 @@ def _attempt_skip(scope: dict[str, Any]) -> Trick:
                           fault.kind if fault else "ok")
         return fault
 
-    def skipped() -> Any:
-        Request(dict(scope))
-        return attempt_read() if options.faults or pipeline.log.isEnabledFor(logging.INFO) else None
-
     return Trick(name="attempt read only for a fault or the log", where="pipeline.delay_or_fault", turn=1,
-                 with_=repeat(skipped), without=repeat(attempt_read))
+                 with_=repeat(lambda: drive(pipeline.delay_or_fault(Request(dict(scope)), "runaway", 1,
+                                                                    options))),
+                 without=repeat(attempt_read))
 
 
-def _ids() -> Trick:
-    """The reply's and the request's ids: 96 random bits from the process's generator, against
-    uuid4's 128 from the OS (a system call each)."""
-    return Trick(name="ids from getrandbits", where="wire._completion, headers.start", turn=1, uses=2,
-                 key=len, with_=repeat(lambda: f"chatcmpl-{getrandbits(96):024x}"),
-                 without=repeat(lambda: f"chatcmpl-{uuid.uuid4().hex[:24]}"))
+def _os_bits(k: int) -> int:
+    """`k` (at most 122) random bits from the OS, as uuid4 draws them (a system call each)."""
+    return uuid.uuid4().int >> (128 - k)
+
+
+def _ids(c: wire.Completion) -> Trick:
+    """A reply's id and its request's id, drawn as the mock draws them (96 random bits from the
+    process's generator) against the same bits from the OS, as uuid4 takes them."""
+    fields = (c.model, c.prompt_tokens, c.cache, c.content, c.tool_calls, c.finish_reason,
+              c.completion_tokens, c.reasoning, c.reasoning_tokens, c.chunk)
+    both = repeat(lambda: (headers.start({})[0], wire._completion(*fields).id))
+    from_os = patched_batch(both, wire, "getrandbits", _os_bits)
+    from_os = patched_batch(from_os, headers, "getrandbits", _os_bits)
+    return Trick(name="ids from getrandbits", where="wire._completion, headers.start", turn=1,
+                 key=lambda ids: tuple(map(len, ids)), with_=both, without=from_os)
 
 
 def shortcut_tricks(raw: bytes, req: ChatRequest, completion: wire.Completion,
@@ -155,8 +204,8 @@ def shortcut_tricks(raw: bytes, req: ChatRequest, completion: wire.Completion,
         Trick(name="content type compared as bytes first", where="pipeline._check_content_type", turn=1,
               with_=repeat(lambda: pipeline._check_content_type({b"content-type": content_type})),
               without=repeat(lambda: None if _plain_content_type(content_type) == "application/json" else 1)),
-        _constrain_skip(req),
-        _optional_fields(body),
+        _constrain_skip(req, scope),
+        _optional_fields(body, req),
         _attempt_skip(scope),
-        _ids(),
+        _ids(completion),
     ]

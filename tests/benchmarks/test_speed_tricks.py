@@ -11,7 +11,7 @@ import pytest
 from experiments.bench import trick_pairs
 from experiments.bench.floor import request_body
 from experiments.bench.tricks import LANE, Trick, check_same, savings
-from mockprovider import create_app
+from mockprovider import create_app, headers, pipeline, validation, wire
 from mockprovider.app import chat_completions
 
 
@@ -70,3 +70,27 @@ def test_speed_tricks(benchmark, tricks):
     assert all(r.with_us > 0 and r.without_us > 0 for r in rows)
     lanes = {r.turn for r in rows if r.trick == LANE}
     assert all(r.share is None or r.turn in lanes for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "attr"),
+    [
+        ("tool-choice rule skipped for tools offered, auto", pipeline, "scripted_reply"),
+        ("absent optional fields not looked up", validation, "chat_request"),
+        ("attempt read only for a fault or the log", pipeline, "delay_or_fault"),
+        ("ids from getrandbits", wire, "getrandbits"),
+        ("ids from getrandbits", headers, "getrandbits"),
+    ],
+)
+def test_a_shortcut_is_timed_in_the_mocks_own_code_not_in_a_copy_of_its_test(
+    tricks, monkeypatch, name, module, attr
+):
+    # A side that repeats the mock's test instead of calling the code holding it keeps timing
+    # the shortcut after the mock drops it: the row would go on saying it earns its lines.
+    def taken_away(*args, **kwargs):
+        raise LookupError(f"{module.__name__}.{attr} ran")
+
+    trick = next(t for t in tricks if t.name == name)
+    monkeypatch.setattr(module, attr, taken_away)
+    with pytest.raises(LookupError, match=attr):
+        trick.with_(1)()
