@@ -1,9 +1,9 @@
 """The import rules each package's README states, checked on the source.
 
 A rule here is a README claim ("must never import ..."): every `import` in a file counts, at module
-level or inside a function, except under `if TYPE_CHECKING:`. Cycles are checked among import-time
-(module-level) imports only: a lazy import inside a function is how a command loads a heavy part
-on demand (`harness ui`), and it cannot deadlock an import.
+level or inside a function, except under `if TYPE_CHECKING:`. Cycles are checked among all of them:
+a lazy import inside a function (how a command loads a heavy part on demand, `harness ui`) cannot
+deadlock an import, but two modules that need each other still cannot be read or moved alone.
 """
 
 from __future__ import annotations
