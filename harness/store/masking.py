@@ -27,5 +27,6 @@ def mask_url(url: str) -> str:
 
 def mask_command(words: list[str]) -> str:
     """A command line as one string with the password of every URL in it masked (`--store URL`,
-    `--store=URL`): a lease records its holder's command, and others print it."""
-    return " ".join(mask_url(w) if "@" in w else w for w in words)
+    `--store=URL`): a lease records its holder's command, and others print it. Every word is
+    masked, not only those with an `@`: libpq also takes a password as a query value."""
+    return " ".join(mask_url(w) for w in words)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.cli import main
-from harness.store.masking import mask_url
+from harness.store.masking import mask_command, mask_url
 
 
 @pytest.mark.parametrize(
@@ -30,6 +30,24 @@ def test_a_password_with_a_hash_never_reaches_the_terminal(tmp_path, capsys):
     assert main(["--store", url, "--state-dir", str(tmp_path), "list"]) == 2
     err = capsys.readouterr().err
     assert "cret" not in err and err.startswith("harness: ")
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["harness", "--store", "postgresql:///runs?host=/tmp&password=secret", "run"],  # no '@' in it
+        ["harness", "--store=postgresql://db.example/runs?sslpassword=secret", "resume", "r1"],
+        ["harness", "--store", "postgresql://ann:secret@db.example/runs", "list"],
+    ],
+)
+def test_a_leases_command_line_never_holds_a_password_however_the_url_gives_it(words):
+    masked = mask_command(words)
+    assert "cret" not in masked and "***" in masked, masked
+
+
+def test_a_command_line_without_credentials_is_recorded_unchanged():
+    words = ["harness", "--state-dir", "/tmp/a?b", "run", "--task", "Which file mentions a timeout?"]
+    assert mask_command(words) == " ".join(words)
 
 
 def test_a_url_without_credentials_is_printed_unchanged():
