@@ -23,7 +23,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 import o200k
 from mockprovider import (
     anthropic_api,
-    caching,
     faults,
     gemini_api,
     headers,
@@ -86,7 +85,8 @@ async def _chat(request: Request) -> Response | bytes:
         model=req.model,
         prompt_tokens=prompt_tokens,
         max_tokens=req.max_tokens,
-        cache=caching.openai(req.transcript.messages, prompt_tokens, req.transcript.turn, options),
+        cache=await transcript.cache(req.transcript.messages, req.tools, None, prompt_tokens,
+                                     req.transcript.turn, options),
     )
     if cut is not None:
         if req.stream:

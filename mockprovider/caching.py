@@ -86,13 +86,25 @@ def _reads(turn: int, options: Any) -> bool:
 
 def openai(messages: Sequence[Mapping[str, Any]], prompt_tokens: int, turn: int, options: Any) -> Cache:
     """The OpenAI rule: the previous turn's whole prompt, floored to the step, when long enough."""
+    since = openai_since(messages, prompt_tokens, turn, options)
+    return NO_CACHE if since is None else openai_read(prompt_tokens, since)
+
+
+def openai_since(
+    messages: Sequence[Mapping[str, Any]], prompt_tokens: int, turn: int, options: Any
+) -> Sequence[Mapping[str, Any]] | None:
+    """The messages sent since the previous turn's prompt, which `openai_read` counts; None when
+    the OpenAI rule reads nothing without counting."""
     if prompt_tokens < OPENAI_MIN_TOKENS or not _reads(turn, options):  # most requests: nothing to do
-        return NO_CACHE
+        return None
     last = _last_assistant(messages)
-    if last is None:
-        return NO_CACHE
+    return None if last is None else messages[last:]
+
+
+def openai_read(prompt_tokens: int, since: Sequence[Mapping[str, Any]]) -> Cache:
+    """The OpenAI rule's read, given the messages sent `since` the previous turn's prompt."""
     # The formula is additive: the previous prompt is this one less the messages sent since.
-    previous = prompt_tokens - sum(map(o200k.message_tokens, messages[last:]))
+    previous = prompt_tokens - sum(map(o200k.message_tokens, since))
     if previous < OPENAI_MIN_TOKENS:
         return NO_CACHE
     return Cache(read=previous - previous % OPENAI_STEP_TOKENS)

@@ -69,10 +69,8 @@ async def scripted_turn(
         return await injected(request, fault, options)
     reply, options = await scripted_reply(request, script, conversation, req.tools, options, req.tool_choice)
     prompt_tokens = await transcript.prompt_tokens(t, req.tools)
-    if req.cache_breakpoints is None:
-        cache = caching.openai(req.messages, prompt_tokens, conversation.turn, options)
-    else:
-        cache = caching.anthropic(req.messages, req.tools, req.cache_breakpoints, conversation.turn, options)
+    cache = await transcript.cache(req.messages, req.tools, req.cache_breakpoints, prompt_tokens,
+                                   conversation.turn, options)
     completion = wire.complete(
         reply,
         model=req.model,

@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 import o200k
+from mockprovider import caching
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.scenarios import Conversation
 
@@ -346,6 +347,38 @@ async def _off_the_loop_if_large(size: int, fn: Callable[..., Any], *args: Any) 
     if size > INLINE_CHARS:
         return await asyncio.get_running_loop().run_in_executor(_COUNTERS, fn, *args)
     return fn(*args)
+
+
+def _text_chars(messages: Sequence[Mapping[str, Any]]) -> int:
+    """About how many characters counting `messages` (checked ones: `read` has read them) encodes."""
+    chars = 0
+    for m in messages:
+        content, calls = m.get("content"), m.get("tool_calls")
+        chars += len(content) if type(content) is str else 0 if content is None else len(json.dumps(content))
+        for call in calls or ():
+            fn = call["function"]
+            chars += len(call["id"]) + len(fn["name"]) + len(fn["arguments"])
+    return chars
+
+
+async def cache(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None,
+    breakpoints: Sequence[caching.Breakpoint] | None, prompt_tokens: int, turn: int, options: Any,
+) -> caching.Cache:
+    """What the prompt reads from and writes to the provider's cache: `caching.openai`, or
+    `caching.anthropic` at `breakpoints`. The messages those rules count (the ones since the
+    previous turn; every one, at breakpoints) go to a worker thread when large, as
+    `prompt_tokens`' do: a large tool result would otherwise be counted again on the event loop."""
+    if breakpoints is None:
+        since = caching.openai_since(messages, prompt_tokens, turn, options)
+        if since is None:
+            return caching.NO_CACHE
+        return await _off_the_loop_if_large(_text_chars(since), caching.openai_read, prompt_tokens, since)
+    if not breakpoints or not options.cache:
+        return caching.NO_CACHE
+    size = _text_chars(messages) + (len(json.dumps(tools)) if tools else 0)
+    return await _off_the_loop_if_large(size, caching.anthropic, messages, tools or (), breakpoints, turn,
+                                        options)
 
 
 async def prompt_tokens(t: Transcript, tools: Sequence[Mapping[str, Any]] | None) -> int:

@@ -184,3 +184,43 @@ def test_a_large_prompt_in_another_wire_format_is_counted_on_a_worker_thread(
     assert prompt_tokens(response.json()) == o200k.prompt_tokens([{"role": "user", "content": LONG}])
     server_side = [name for name in threads if name != threading.main_thread().name]
     assert server_side and all(name.startswith("o200k") for name in server_side), server_side
+
+
+CALL = {"id": "call_1", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/chat/completions", {"model": "plan", "messages": [
+            {"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [CALL]},
+            {"role": "tool", "tool_call_id": "call_1", "content": LONG}]}),
+        ("/v1/responses", {"model": "plan", "input": [
+            {"role": "user", "content": "hi"},
+            {"type": "function_call", "call_id": "call_1", "name": "list_files", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": LONG}]}),
+        ("/v1/messages", {"model": "plan", "max_tokens": 50, "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "call_1", "name": "list_files", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": LONG,
+                                          "cache_control": {"type": "ephemeral"}}]}]}),
+    ],
+    ids=["chat", "responses", "messages"],
+)
+def test_a_large_tool_result_is_never_counted_on_the_event_loop_for_the_cache_either(monkeypatch, path, body):
+    """The cache rules count the messages since the previous turn (OpenAI) or up to each
+    breakpoint (Anthropic): a large tool result among them is counted on a worker thread too."""
+    counted: list[tuple[str, int]] = []
+    original = o200k.fields_tokens
+
+    def recording(*fields):
+        counted.append((threading.current_thread().name, sum(len(f) for f in fields if isinstance(f, str))))
+        return original(*fields)
+
+    monkeypatch.setattr(o200k, "fields_tokens", recording)
+    with serve_in_thread() as url, httpx.Client(base_url=url.removesuffix("/v1")) as client:
+        response = client.post(path, json=body)
+    assert response.status_code == 200, response.text
+    large = [thread for thread, chars in counted if chars >= len(LONG)]
+    assert large and all(thread.startswith("o200k") for thread in large), large
