@@ -50,6 +50,17 @@ def test_a_command_line_without_credentials_is_recorded_unchanged():
     assert mask_command(words) == " ".join(words)
 
 
+@pytest.mark.parametrize(
+    "given",
+    ["host=/tmp dbname=runs password=secret", "host=db dbname=runs password = 'se cret' user=ann"],
+)
+def test_a_libpq_keyword_string_given_as_the_store_never_prints_its_password(given, tmp_path, capsys):
+    # Not a URL, so it is refused: the refusal names what was given, its password masked.
+    assert main(["--store", given, "--state-dir", str(tmp_path), "list"]) == 2
+    err = capsys.readouterr().err
+    assert "cret" not in err and "***" in err and err.startswith("harness: "), err
+
+
 def test_a_url_without_credentials_is_printed_unchanged():
     url = "postgresql://ann@db.example:5432/runs?connect_timeout=3"
     assert mask_url(url) == url
