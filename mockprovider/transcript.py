@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -381,20 +382,53 @@ async def cache(
                                         options)
 
 
+TOOLS_KEY_CHARS = 1 << 16
+"""Tool lists whose repr is at most this long have their count kept (TOOLS_KEPT of them)."""
+TOOLS_KEPT = 128
+_TOOLS_COUNTED: dict[str, int] = {}
+_TOOLS_LOCK = threading.Lock()  # servers in threads of one process share the counts
+
+
+def _keep_tools_count(key: str, n: int) -> None:
+    if len(key) > TOOLS_KEY_CHARS:
+        return
+    with _TOOLS_LOCK:
+        _TOOLS_COUNTED[key] = n
+        while len(_TOOLS_COUNTED) > TOOLS_KEPT:
+            del _TOOLS_COUNTED[next(iter(_TOOLS_COUNTED))]
+
+
+def forget_tools_counts() -> None:
+    """Empty the tools' counts (benchmarks time the uncounted path with this)."""
+    with _TOOLS_LOCK:
+        _TOOLS_COUNTED.clear()
+
+
 async def prompt_tokens(t: Transcript, tools: Sequence[Mapping[str, Any]] | None) -> int:
     """`o200k.prompt_tokens(t.messages, tools)`: `t.tokens` plus the messages `read` left
     uncounted and the tools (a worker thread counts them when they are large); remembers `t`.
 
     Both additivity properties of the formula make this exact: a transcript's count is its
     counted prefix's count plus its other messages' own, and tools add their own count.
+
+    An agent loop offers the same tools with every request, so their count is kept under their
+    repr: on values parsed from JSON, equal reprs are equal values, types included (`True` and
+    `1`, `1.0` and `1` differ), so a kept count is exact (results/bench.md, speed tricks: "tools'
+    count kept").
     """
+    key = repr(tools) if tools else ""
+    tools_tokens = _TOOLS_COUNTED.get(key) if tools else 0  # None: to count
     rest = t.messages[t.counted :]
-    if not rest and not tools:
-        total, tools_tokens = t.tokens, 0
-    else:
-        size = t.rest_chars + (len(json.dumps(tools)) if tools else 0)
-        rest_tokens, tools_tokens = await _off_the_loop_if_large(size, _tokens, rest, tools)
+    if rest or tools_tokens is None:
+        uncounted = tools if tools_tokens is None else None
+        size = t.rest_chars + (len(key) if uncounted else 0)
+        rest_tokens, counted = await _off_the_loop_if_large(size, _tokens, rest, uncounted)
+        if tools_tokens is None:
+            tools_tokens = counted
+            _keep_tools_count(key, counted)
         total = t.tokens + rest_tokens
+    else:
+        total = t.tokens
     if t.remember and t.known < len(t.messages):
         t.remember(Summary(tokens=total, turn=t.turn, tool_text=t.tool_text, calls=t.calls))
     return total + tools_tokens

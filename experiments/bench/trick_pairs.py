@@ -265,6 +265,13 @@ def reading_tricks(messages: list[Any]) -> list[Trick]:
     ]
 
 
+def tools_count_trick(req: Any) -> Trick:
+    counted = repeat(lambda: drive(transcript.prompt_tokens(req.transcript, req.tools)))
+    never_kept = patched_batch(counted, transcript, "_keep_tools_count", lambda key, n: None)
+    return Trick(name="tools' count kept", where="transcript.prompt_tokens", turn=1, with_=counted,
+                 without=patched_batch(never_kept, transcript, "_TOOLS_COUNTED", {}))
+
+
 # --- the reply ---------------------------------------------------------------------------------
 
 
@@ -320,6 +327,7 @@ def all_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
         body_read_trick(scope, raw),
         header_trick(scope),
         *reading_tricks(messages),
+        tools_count_trick(req),
         scenario_trick(req.transcript.conversation(req.tools)),
         render_trick(completion),
         record_trick(completion, "wire.Completion"),

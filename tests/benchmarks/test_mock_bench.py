@@ -16,7 +16,7 @@ import pytest
 import o200k as tokens
 from experiments.bench import floor as bench_floor
 from experiments.bench.floor import bare_app
-from mockprovider import create_app, memo, serve_in_thread
+from mockprovider import create_app, memo, serve_in_thread, transcript
 
 HEADERS = {"content-type": "application/json"}
 
@@ -59,6 +59,7 @@ def test_mock_request_in_process_uncached_turn_100(benchmark, bodies):
 def _forget() -> None:
     tokens.clear_cache()
     memo.MEMORY.clear()
+    transcript.forget_tools_counts()
 
 
 @pytest.fixture(scope="module")

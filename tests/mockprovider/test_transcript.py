@@ -164,3 +164,34 @@ def test_paired_still_refuses_a_result_answering_no_call_made_before_it():
     for ms in ([USER, _answer("c1"), ASKS, _answer("c1")], [USER, ASKS, _answer("c9")]):
         with pytest.raises(APIError, match="must be a response to a preceeding message"):
             transcript.read(ms, paired=True)
+
+
+def _counted(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    coro = transcript.prompt_tokens(transcript.read(messages), tools)
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("a short prompt was not counted inline")
+
+
+def _tool(value: Any) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "x": value}}}
+
+
+@pytest.mark.parametrize("values", [(True, 1), (1, 1.0), (0.0, -0.0), ("1", 1), (None, "null")])
+def test_a_kept_tools_count_is_never_reused_for_tools_that_differ_only_in_type(values):
+    # Each pair is equal, or prints alike, in some sense; their JSON differs, and so does the bill.
+    messages = [{"role": "user", "content": "hi"}]
+    for value in (*values, *values):  # both orders, the second time from the kept counts
+        tools = [_tool(value)]
+        assert _counted(messages, tools) == o200k.prompt_tokens(messages, tools)
+
+
+def test_the_kept_tools_counts_are_bounded(monkeypatch):
+    monkeypatch.setattr(transcript, "TOOLS_KEPT", 4)
+    messages = [{"role": "user", "content": "hi"}]
+    for k in range(10):
+        tools = [_tool(k)]
+        assert _counted(messages, tools) == o200k.prompt_tokens(messages, tools)
+    assert len(transcript._TOOLS_COUNTED) <= 4
