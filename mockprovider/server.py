@@ -59,7 +59,7 @@ class PromptServer(uvicorn.Server):
         while not await self.on_tick(0):
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=1.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
@@ -72,7 +72,8 @@ class PromptServer(uvicorn.Server):
             connection.shutdown()
         deadline = time.monotonic() + (self.config.timeout_graceful_shutdown or 0)
         state = self.server_state
-        while (state.connections or state.tasks) and time.monotonic() < deadline and not self.force_exit:
+        # uvicorn signals no event when a connection closes, so shutdown looks in short steps.
+        while (state.connections or state.tasks) and time.monotonic() < deadline and not self.force_exit:  # noqa: ASYNC110
             await asyncio.sleep(self.POLL_S)
         for task in state.tasks:
             task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")

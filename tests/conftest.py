@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import ssl
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
@@ -10,6 +12,30 @@ import pytest
 from mockprovider.server import serve_in_thread
 
 API_KEY = "secret"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_trust_store() -> Iterator[None]:
+    """Every httpx client the tests build (ours, and inside openai, anthropic, ollama...) shares
+    one default SSL context. httpx loads the CA bundle for each new client, which costs more
+    than most tests' loopback requests; verification itself is unchanged."""
+    # httpx exposes no hook for its default context; its transports call this name.
+    from httpx._transports import default
+
+    original = default.create_ssl_context
+    built: dict[tuple[bool, str | None, str | None], ssl.SSLContext] = {}
+
+    def shared(verify: ssl.SSLContext | str | bool = True, cert=None, trust_env=True) -> ssl.SSLContext:
+        if verify is not True or cert:
+            return original(verify=verify, cert=cert, trust_env=trust_env)
+        key = (trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        if key not in built:
+            built[key] = original(verify=True, trust_env=trust_env)
+        return built[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(default, "create_ssl_context", shared)
+        yield
 
 
 @pytest.fixture(scope="session")
