@@ -9,6 +9,7 @@ on demand (`harness ui`), and it cannot deadlock an import.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,8 @@ def _is_ours(name: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
-def imports(path: Path, *, module_level_only: bool = False) -> set[str]:
+@functools.cache  # the rules ask about the same files many times; the tree does not change
+def imports(path: Path, *, module_level_only: bool = False) -> frozenset[str]:
     """Absolute names of the modules `path` imports."""
     tree = ast.parse(path.read_text())
     typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
@@ -51,7 +53,7 @@ def imports(path: Path, *, module_level_only: bool = False) -> set[str]:
             found.update(f"{base}.{a.name}" if _is_ours(f"{base}.{a.name}") else base for a in node.names)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return found
+    return frozenset(found)
 
 
 def files(package: str) -> list[Path]:
