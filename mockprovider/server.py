@@ -78,7 +78,11 @@ class PromptServer(uvicorn.Server):
         for task in state.tasks:
             task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
         for server in self.servers:
-            await server.wait_closed()
+            # From Python 3.12 this waits for every connection, so it is bounded like the rest.
+            try:
+                await asyncio.wait_for(server.wait_closed(), timeout=max(deadline - time.monotonic(), 0.1))
+            except TimeoutError:
+                pass
         if not self.force_exit:
             await self.lifespan.shutdown()
 
