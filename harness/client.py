@@ -19,9 +19,11 @@ own message.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import os
 import random
+import ssl
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,6 +40,13 @@ DEFAULT_DEADLINE_S = 120.0
 MAX_USAGE_TOKENS = 10**9
 """Usage counts at or above this are not a real reply (no context window is that large)."""
 OPENAI_HOST = "api.openai.com"
+
+
+@functools.cache
+def shared_tls() -> ssl.SSLContext:
+    """The trust store, loaded once per process and shared by every client we build: loading it
+    costs more than a loopback turn, and a process running many runs need not reload it each time."""
+    return httpx.create_ssl_context()
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
@@ -148,7 +157,8 @@ class ModelClient:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_wait_s = max_wait_s
-        self._http = httpx.AsyncClient(transport=transport, timeout=timeout, headers=headers)
+        verify = shared_tls() if transport is None else True  # a given transport brings its own
+        self._http = httpx.AsyncClient(transport=transport, timeout=timeout, headers=headers, verify=verify)
 
     async def __aenter__(self) -> ModelClient:
         return self

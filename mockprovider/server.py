@@ -5,6 +5,7 @@ Tests and experiments use this to talk to the mock through a real socket.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -20,6 +21,70 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+class PromptServer(uvicorn.Server):
+    """A uvicorn server that stops as soon as it is asked.
+
+    uvicorn polls `should_exit` every 100 ms and its shutdown sleeps 100 ms, then polls the open
+    connections every 100 ms: a process that starts and stops many servers (a test suite, an
+    experiment) would spend most of its time waiting. Here `stop()` wakes the main loop at once,
+    and shutdown waits for in-flight responses in short steps, still bounded by
+    `timeout_graceful_shutdown`.
+    """
+
+    POLL_S = 0.002
+    """How often shutdown looks whether the last connection has closed."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def stop(self) -> None:
+        """Ask the server to exit; safe from any thread."""
+        self.should_exit = True
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None:
+            try:
+                loop.call_soon_threadsafe(wake.set)
+            except RuntimeError:  # the loop has already closed: the server is gone
+                pass
+
+    async def main_loop(self) -> None:
+        if self.config.limit_max_requests is not None:
+            return await super().main_loop()  # that limit needs uvicorn's per-tick check
+        self._wake, self._loop = asyncio.Event(), asyncio.get_running_loop()
+        # on_tick(0) refreshes the Date header; once a second is all it needs.
+        while not await self.on_tick(0):
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=1.0)
+            except TimeoutError:
+                pass
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        # Idle keep-alive connections close now; busy ones close after their response.
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        deadline = time.monotonic() + (self.config.timeout_graceful_shutdown or 0)
+        state = self.server_state
+        # uvicorn signals no event when a connection closes, so shutdown looks in short steps.
+        while (state.connections or state.tasks) and time.monotonic() < deadline and not self.force_exit:  # noqa: ASYNC110
+            await asyncio.sleep(self.POLL_S)
+        for task in state.tasks:
+            task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
+        for server in self.servers:
+            # From Python 3.12 this waits for every connection, so it is bounded like the rest.
+            try:
+                await asyncio.wait_for(server.wait_closed(), timeout=max(deadline - time.monotonic(), 0.1))
+            except TimeoutError:
+                pass
+        if not self.force_exit:
+            await self.lifespan.shutdown()
 
 
 @contextmanager
@@ -44,17 +109,17 @@ def serve_in_thread(
         app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1,
         **(uvicorn_options or {}),
     )
-    server = uvicorn.Server(config)
+    server = PromptServer(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("uvicorn did not start")
-        time.sleep(0.005)
+        time.sleep(0.002)
     try:
         yield f"http://{host}:{port}/v1"
     finally:
-        server.should_exit = True
+        server.stop()
         thread.join(timeout=5)
         sock.close()

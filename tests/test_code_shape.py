@@ -4,6 +4,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from source_support import parsed
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 60
@@ -15,7 +16,7 @@ PACKAGES = sorted(init.parent.name for init in ROOT.glob("*/__init__.py"))
 def test_no_function_is_longer_than_60_lines(package):
     long = []
     for path in sorted((ROOT / package).rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = node.end_lineno - node.lineno + 1
                 if lines > LIMIT:

@@ -147,7 +147,9 @@ def test_every_python_block_compiles(page, body):
 
 
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-LINKED_PAGES = [*PAGES, *sorted(ROOT.glob("*/README.md")), *sorted(ROOT.glob("*/*/README.md"))]
+LINKED_PAGES = [*PAGES, *sorted(p for p in [*ROOT.glob("*/README.md"), *ROOT.glob("*/*/README.md")]
+                                if not p.relative_to(ROOT).parts[0].startswith("."))]
+"""The packages' READMEs; a hidden folder's (pytest's own cache writes one) is not ours."""
 
 
 def local_links(page: Path) -> list[str]:

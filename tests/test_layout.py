@@ -9,9 +9,11 @@ deadlock an import, but two modules that need each other still cannot be read or
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
+from source_support import parsed
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ("mockprovider", "harness", "o200k", "exitkit")
@@ -32,9 +34,10 @@ def _is_ours(name: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
-def imports(path: Path, *, module_level_only: bool = False) -> set[str]:
+@functools.cache  # the rules ask about the same files many times; the tree does not change
+def imports(path: Path, *, module_level_only: bool = False) -> frozenset[str]:
     """Absolute names of the modules `path` imports."""
-    tree = ast.parse(path.read_text())
+    tree = parsed(path)
     typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
                    and getattr(node.test, "id", "") == "TYPE_CHECKING" for n in ast.walk(node)}
     package = _module(path) if path.name == "__init__.py" else _module(path).rpartition(".")[0]
@@ -51,7 +54,7 @@ def imports(path: Path, *, module_level_only: bool = False) -> set[str]:
             found.update(f"{base}.{a.name}" if _is_ours(f"{base}.{a.name}") else base for a in node.names)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return found
+    return frozenset(found)
 
 
 def files(package: str) -> list[Path]:
@@ -165,7 +168,7 @@ def _is_sys_path(node: ast.AST | None) -> bool:
 
 def _edits_sys_path(path: Path) -> bool:
     """A method call on `sys.path` (insert, append, ...) or an assignment to it."""
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Call) and _is_sys_path(getattr(node.func, "value", None)):
             return True
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
@@ -181,9 +184,10 @@ def test_no_module_edits_sys_path(package):
 
 
 def test_the_sys_path_check_sees_an_edit(tmp_path):
-    for code in ("import sys\nsys.path.insert(0, 'x')\n", "import sys\nsys.path += ['x']\n",
-                 "import sys\nsys.path = []\n"):
-        (tmp_path / "m.py").write_text(code)
-        assert _edits_sys_path(tmp_path / "m.py"), code
-    (tmp_path / "m.py").write_text("import os, sys\nos.environ['PYTHONPATH'] = ':'.join(sys.path)\n")
-    assert not _edits_sys_path(tmp_path / "m.py")
+    # One file per snippet: a file's parsed tree is kept for the session.
+    for i, code in enumerate(("import sys\nsys.path.insert(0, 'x')\n", "import sys\nsys.path += ['x']\n",
+                              "import sys\nsys.path = []\n")):
+        (tmp_path / f"m{i}.py").write_text(code)
+        assert _edits_sys_path(tmp_path / f"m{i}.py"), code
+    (tmp_path / "reads.py").write_text("import os, sys\nos.environ['PYTHONPATH'] = ':'.join(sys.path)\n")
+    assert not _edits_sys_path(tmp_path / "reads.py")

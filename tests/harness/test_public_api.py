@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from source_support import parsed
 
 import harness
 
@@ -36,7 +37,7 @@ def test_importing_the_harness_loads_neither_the_mock_nor_its_web_stack():
 
 def _imports(path: Path, package: str) -> set[str]:
     """Modules of `package` that `path` imports, anywhere in it except `if TYPE_CHECKING:` blocks."""
-    tree = ast.parse(path.read_text())
+    tree = parsed(path)
     typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
                    and getattr(node.test, "id", "") == "TYPE_CHECKING" for n in ast.walk(node)}
     found = set()

@@ -19,7 +19,9 @@ from harness.cancel import Cancel
 from harness.state import Intent, ToolRun
 from harness.store import Fenced, LedgerConflict, RunOwned
 
-LEASE = 1.0
+LEASE = 0.5
+"""Short, so each takeover waits little: every check that the lease still holds comes right after it
+is taken or renewed."""
 HOLDER = """
 import sys
 import threading

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
+import ssl
 
 import httpx
 import openai
@@ -45,8 +47,18 @@ def _root(mock_url: str) -> str:
     return mock_url.removesuffix("/v1")
 
 
+@functools.cache
+def _trust_store() -> ssl.SSLContext:
+    """One SSL context for every client here: google-genai loads the CA bundle twice per client
+    unless it is given one."""
+    return httpx.create_ssl_context()
+
+
 def _client(mock_url: str, *, api_key: str = "unused", **options) -> genai.Client:
-    return genai.Client(api_key=api_key, http_options=types.HttpOptions(base_url=_root(mock_url), **options))
+    tls = _trust_store()
+    return genai.Client(api_key=api_key, http_options=types.HttpOptions(
+        base_url=_root(mock_url), client_args={"verify": tls}, async_client_args={"verify": tls, "ssl": tls},
+        **options))
 
 
 def _chat_tools() -> list[dict]:

@@ -1,7 +1,9 @@
 """The `mock_llm` fixture, used as other people use it: from a fresh folder, by a nested pytest.
 
 The README's agent and its test, and docs/scenarios.md's scenario file, are copied out of the
-pages themselves, so the documentation cannot drift from what works.
+pages themselves, so the documentation cannot drift from what works. The README's test runs in a
+fresh interpreter (the installed entry point, as a user meets it); the other nested runs share
+this process through `pytester`, which loads the same entry points into a fresh session.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ def run_pytest(folder: Path) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=folder, env=env, capture_output=True, text=True, timeout=180,
     )
+
+
+def run_pytest_in_process(pytester: pytest.Pytester) -> pytest.RunResult:
+    """A nested `pytest -q` session over `pytester.path`, loading the installed plugins, in this process."""
+    return pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider")
 
 
 def test_the_plugin_is_registered_through_the_pytest11_entry_point():
@@ -140,14 +147,15 @@ def test_a_module_can_supply_its_own_scenarios(mock_llm):
 '''
 
 
-def test_the_fixture_takes_dicts_options_overrides_and_fails_bad_files_cleanly(tmp_path: Path):
-    (tmp_path / "test_edges.py").write_text(textwrap.dedent(EDGE_CASES))
-    (tmp_path / "test_override.py").write_text(textwrap.dedent(OVERRIDE))
-    (tmp_path / "bad.json").write_text('{"name": "bad", "turns": []}')
-    done = run_pytest(tmp_path)
-    output = done.stdout + done.stderr
+def test_the_fixture_takes_dicts_options_overrides_and_fails_bad_files_cleanly(pytester: pytest.Pytester):
+    folder = pytester.path
+    (folder / "test_edges.py").write_text(textwrap.dedent(EDGE_CASES))
+    (folder / "test_override.py").write_text(textwrap.dedent(OVERRIDE))
+    (folder / "bad.json").write_text('{"name": "bad", "turns": []}')
+    done = run_pytest_in_process(pytester)
+    output = done.stdout.str() + done.stderr.str()
     assert re.search(r"\b4 passed, 2 errors\b", output), output
-    assert f"mock_llm: {tmp_path / 'bad.json'}: $.turns: expected at least one of turns" in output
+    assert f"mock_llm: {folder / 'bad.json'}: $.turns: expected at least one of turns" in output
     assert "mock_llm: unknown marker option 'latncy_ms'" in output
     # One-line failures, not the loader's or create_app's traceback.
     assert "ScenarioFileError" not in output and "TypeError" not in output

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_pytest_plugin import SAVED_AS, run_pytest
+from test_pytest_plugin import SAVED_AS, run_pytest_in_process
 
 from mockprovider.scenario_files import ScenarioFileError, load_scenarios
 
@@ -23,14 +23,14 @@ def json_blocks() -> list[str]:
     return re.findall(r"```json\n(.*?)```", DOCS.read_text(), re.DOTALL)
 
 
-def test_the_worked_example_passes_as_written_in_a_fresh_folder(tmp_path: Path):
+def test_the_worked_example_passes_as_written_in_a_fresh_folder(pytester: pytest.Pytester):
     files = saved_files()
     assert set(files) == {"orders.json", "orders_agent.py", "test_orders_agent.py"}
     for name, body in files.items():
-        (tmp_path / name).write_text(body)
-    done = run_pytest(tmp_path)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "4 passed" in done.stdout
+        (pytester.path / name).write_text(body)
+    done = run_pytest_in_process(pytester)
+    assert done.ret == 0, done.stdout.str() + done.stderr.str()
+    assert "4 passed" in done.stdout.str()
 
 
 @pytest.mark.parametrize("block", json_blocks())

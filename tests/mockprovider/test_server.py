@@ -1,0 +1,44 @@
+"""`serve_in_thread`: a real uvicorn server that stops as soon as it is asked, yet lets a
+response already under way finish."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from mockprovider.server import serve_in_thread
+
+
+def _slow_app(arrived: threading.Event) -> Starlette:
+    async def slow(request: Request) -> JSONResponse:
+        arrived.set()
+        await asyncio.sleep(0.3)
+        return JSONResponse({"done": True})
+
+    return Starlette(routes=[Route("/v1/slow", slow)])
+
+
+def test_a_response_under_way_when_the_server_stops_still_arrives_whole():
+    arrived, replies = threading.Event(), []
+    with serve_in_thread(_slow_app(arrived)) as url:
+        asker = threading.Thread(target=lambda: replies.append(httpx.get(f"{url}/slow", timeout=10)))
+        asker.start()
+        assert arrived.wait(10)
+    asker.join(10)
+    assert [(r.status_code, r.json()) for r in replies] == [(200, {"done": True})]
+
+
+def test_a_stopped_server_refuses_new_connections():
+    with serve_in_thread() as url:
+        assert httpx.get(f"{url}/models").status_code == 200
+    try:
+        httpx.get(f"{url}/models", timeout=2)
+    except httpx.ConnectError:
+        return
+    raise AssertionError("the server still answered after it stopped")
