@@ -7,6 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
+TEST_WORKERS ?= 2
 
 .PHONY: help test test-slow ui-screenshot serve lint experiments bench bench-check reliability distributed clean
 
@@ -19,8 +20,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,experiments]'
 	touch $@
 
-test: $(STAMP) ## run the test suite (sets itself up); the slower suites are `make test-slow`
-	$(PY) -m pytest -q -m "not slow"
+test: $(STAMP) ## run the test suite in TEST_WORKERS processes (sets itself up); the slower suites are `make test-slow`
+	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 ui-screenshot: $(STAMP) ## retake docs/ui-run-page.png from the browser test (needs chromium)
 	UI_SCREENSHOT=1 $(PY) -m pytest -q -m slow tests/browser -k approves_one_run
