@@ -103,23 +103,35 @@ def serve_in_thread(
     # so, and without it every response waits for Nagle and delayed ACK.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1,
-        **(uvicorn_options or {}),
-    )
-    server = PromptServer(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    try:
+        sock.bind((host, 0))
+        port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1,
+            **(uvicorn_options or {}),
+        )
+        server = PromptServer(config)
+        thread = threading.Thread(target=_run, args=(server, sock), daemon=True)
+    except BaseException:
+        sock.close()
+        raise
     thread.start()
     deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.002)
     try:
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.002)
         yield f"http://{host}:{port}/v1"
     finally:
+        # Also when the server never started: a slow start must not go on serving unowned.
         server.stop()
         thread.join(timeout=5)
         sock.close()
+
+
+def _run(server: PromptServer, sock: socket.socket) -> None:
+    try:
+        server.run(sockets=[sock])
+    except SystemExit:  # uvicorn exits when the app cannot load; serve_in_thread raises instead
+        pass

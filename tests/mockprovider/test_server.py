@@ -4,14 +4,17 @@ response already under way finish."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 
 import httpx
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from mockprovider import server
 from mockprovider.server import serve_in_thread
 
 
@@ -42,3 +45,18 @@ def test_a_stopped_server_refuses_new_connections():
     except httpx.ConnectError:
         return
     raise AssertionError("the server still answered after it stopped")
+
+
+def test_a_server_that_fails_to_start_closes_its_socket(monkeypatch):
+    made = []
+
+    class Recorded(socket.socket):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(server.socket, "socket", Recorded)
+    with pytest.raises(RuntimeError, match="did not start"):
+        with serve_in_thread("no_such_module_for_this_test:app"):
+            pass
+    assert made and all(s.fileno() == -1 for s in made)
