@@ -70,7 +70,9 @@ class PromptServer(uvicorn.Server):
         # Idle keep-alive connections close now; busy ones close after their response.
         for connection in list(self.server_state.connections):
             connection.shutdown()
-        deadline = time.monotonic() + (self.config.timeout_graceful_shutdown or 0)
+        # None waits without limit, as in uvicorn; 0 cancels at once.
+        graceful = self.config.timeout_graceful_shutdown
+        deadline = time.monotonic() + (float("inf") if graceful is None else graceful)
         state = self.server_state
         # uvicorn signals no event when a connection closes, so shutdown looks in short steps.
         while (state.connections or state.tasks) and time.monotonic() < deadline and not self.force_exit:  # noqa: ASYNC110
@@ -79,8 +81,9 @@ class PromptServer(uvicorn.Server):
             task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
         for server in self.servers:
             # From Python 3.12 this waits for every connection, so it is bounded like the rest.
+            left = None if graceful is None else max(deadline - time.monotonic(), 0.1)
             try:
-                await asyncio.wait_for(server.wait_closed(), timeout=max(deadline - time.monotonic(), 0.1))
+                await asyncio.wait_for(server.wait_closed(), timeout=left)
             except TimeoutError:
                 pass
         if not self.force_exit:
