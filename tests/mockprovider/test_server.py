@@ -82,3 +82,12 @@ def test_a_prompt_server_without_a_graceful_timeout_waits_for_the_response_under
         sock.close()
     asker.join(10)
     assert [(r.status_code, r.json()) for r in replies] == [(200, {"done": True})]
+
+
+def test_many_started_and_stopped_servers_leave_no_thread_behind():
+    before = threading.active_count()
+    with httpx.Client() as client:  # a kept-alive connection to each server, open when it stops
+        for _ in range(20):
+            with serve_in_thread() as url:
+                assert client.get(f"{url}/models").status_code == 200
+    assert threading.active_count() == before
