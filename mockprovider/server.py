@@ -70,7 +70,9 @@ class PromptServer(uvicorn.Server):
         # Idle keep-alive connections close now; busy ones close after their response.
         for connection in list(self.server_state.connections):
             connection.shutdown()
-        deadline = time.monotonic() + (self.config.timeout_graceful_shutdown or 0)
+        # None waits without limit, as in uvicorn; 0 cancels at once.
+        graceful = self.config.timeout_graceful_shutdown
+        deadline = time.monotonic() + (float("inf") if graceful is None else graceful)
         state = self.server_state
         # uvicorn signals no event when a connection closes, so shutdown looks in short steps.
         while (state.connections or state.tasks) and time.monotonic() < deadline and not self.force_exit:  # noqa: ASYNC110
@@ -79,8 +81,9 @@ class PromptServer(uvicorn.Server):
             task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
         for server in self.servers:
             # From Python 3.12 this waits for every connection, so it is bounded like the rest.
+            left = None if graceful is None else max(deadline - time.monotonic(), 0.1)
             try:
-                await asyncio.wait_for(server.wait_closed(), timeout=max(deadline - time.monotonic(), 0.1))
+                await asyncio.wait_for(server.wait_closed(), timeout=left)
             except TimeoutError:
                 pass
         if not self.force_exit:
@@ -103,23 +106,35 @@ def serve_in_thread(
     # so, and without it every response waits for Nagle and delayed ACK.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1,
-        **(uvicorn_options or {}),
-    )
-    server = PromptServer(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    try:
+        sock.bind((host, 0))
+        port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1,
+            **(uvicorn_options or {}),
+        )
+        server = PromptServer(config)
+        thread = threading.Thread(target=_run, args=(server, sock), daemon=True)
+    except BaseException:
+        sock.close()
+        raise
     thread.start()
     deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.002)
     try:
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.002)
         yield f"http://{host}:{port}/v1"
     finally:
+        # Also when the server never started: a slow start must not go on serving unowned.
         server.stop()
         thread.join(timeout=5)
         sock.close()
+
+
+def _run(server: PromptServer, sock: socket.socket) -> None:
+    try:
+        server.run(sockets=[sock])
+    except SystemExit:  # uvicorn exits when the app cannot load; serve_in_thread raises instead
+        pass
