@@ -64,18 +64,23 @@ def _harness(url: str, sandbox: Path, turns: int) -> Coroutine[None, None, float
     return harness_loop(url, sandbox, turns, "memory")
 
 
+def _harness_sqlite(url: str, sandbox: Path, turns: int) -> Coroutine[None, None, float]:
+    return harness_loop(url, sandbox, turns, "sqlite")
+
+
 LOOPS: dict[str, tuple[Callable[[str, Path, int], Coroutine[None, None, float]], int]] = {
     "raw-100": (raw_loop, 100),
     "harness-20": (_harness, 20),
     "harness-100": (_harness, 100),
+    "sqlite-100": (_harness_sqlite, 100),
 }
-"""Runs of `runaway` a ratio may compare, each (loop, turns): the raw httpx loop at 100 turns and
-the harness (MemoryStore) at 20 and at 100; a loop returns seconds."""
+"""Runs of `runaway` a ratio may compare, each (loop, turns): the raw httpx loop at 100 turns, the
+harness with a MemoryStore at 20 and at 100, and with a SQLiteStore at 100; a loop returns seconds."""
 
 
-def _per_turn_medians(*names: str, rounds: int = 5) -> dict[str, float]:
+def per_turn_medians(*names: str, rounds: int = 5) -> dict[str, float]:
     """Seconds per turn of the named `LOOPS`, measured interleaved round by round against one mock
-    (only the two a ratio compares: each check runs what it needs, not all three)."""
+    (only the ones a ratio compares: each check runs what it needs, not all of them)."""
     runs: dict[str, list[float]] = {name: [] for name in names}
     with serve_in_thread() as url, tempfile.TemporaryDirectory(prefix="bench-check-") as tmp:
         sandbox = make_sandbox(Path(tmp) / "sandbox")
@@ -88,7 +93,7 @@ def _per_turn_medians(*names: str, rounds: int = 5) -> dict[str, float]:
 
 def harness_vs_raw_loop_turn_100() -> Ratio:
     """The harness with a MemoryStore vs a raw httpx loop sending the same bodies, per turn."""
-    m = _per_turn_medians("raw-100", "harness-100")
+    m = per_turn_medians("raw-100", "harness-100")
     detail = f"({m['harness-100'] * 1e3:.2f} vs {m['raw-100'] * 1e3:.2f} ms per turn)"
     return Ratio(name="harness per turn at 100 turns / raw httpx loop", value=m["harness-100"] / m["raw-100"],
                  bound=2.0, detail=detail)
@@ -97,7 +102,7 @@ def harness_vs_raw_loop_turn_100() -> Ratio:
 def harness_turn_100_vs_turn_20() -> Ratio:
     """Whether the harness's cost per turn stays flat as the run grows (saves that cost what the
     turn adds): per turn at 100 turns over per turn at 20."""
-    m = _per_turn_medians("harness-20", "harness-100")
+    m = per_turn_medians("harness-20", "harness-100")
     detail = f"({m['harness-100'] * 1e3:.2f} vs {m['harness-20'] * 1e3:.2f} ms per turn)"
     return Ratio(name="harness per turn at 100 turns / at 20 turns", value=m["harness-100"] / m["harness-20"],
                  bound=1.5, detail=detail)

@@ -11,6 +11,7 @@ import asyncio
 
 import pytest
 
+from experiments.bench.check import per_turn_medians
 from experiments.bench.overhead import harness_loop, raw_loop
 from harness.chapter import make_sandbox
 from mockprovider import serve_in_thread
@@ -44,3 +45,15 @@ def test_harness_runaway(benchmark, mock_url, sandbox, turns, store, request):
                                  rounds=5)
     benchmark.extra_info["turns"] = turns
     assert seconds > 0
+
+
+def test_harness_vs_raw_loop_interleaved(benchmark):
+    """The harness (MemoryStore, SQLiteStore) and the raw loop at 100 turns, round by round against
+    one mock: their ratio from one run, as `make bench-check` takes it (the rows above come from
+    separate runs minutes apart, which a noisy machine moves apart)."""
+    rounds = 1 if benchmark.disabled else 9
+    loops = ("raw-100", "harness-100", "sqlite-100")
+    medians = benchmark.pedantic(lambda: per_turn_medians(*loops, rounds=rounds), rounds=1, iterations=1)
+    benchmark.extra_info["per_turn_seconds"] = medians
+    benchmark.extra_info["rounds"] = rounds
+    assert all(seconds > 0 for seconds in medians.values())
