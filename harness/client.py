@@ -40,6 +40,7 @@ DEFAULT_DEADLINE_S = 120.0
 MAX_USAGE_TOKENS = 10**9
 """Usage counts at or above this are not a real reply (no context window is that large)."""
 OPENAI_HOST = "api.openai.com"
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
 @functools.cache
@@ -47,7 +48,6 @@ def shared_tls() -> ssl.SSLContext:
     """The trust store, loaded once per process and shared by every client we build: loading it
     costs more than a loopback turn, and a process running many runs need not reload it each time."""
     return httpx.create_ssl_context()
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
 class _Retryable(Exception):
