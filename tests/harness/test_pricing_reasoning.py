@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 
 import pytest
+from mock_support import serve_scripts
 
 from harness import MemoryTrace, Pricing
-from mockprovider.app import create_app
 from mockprovider.scenarios import Conversation, Reply, ToolCall
-from mockprovider.server import serve_in_thread
 
 THINKS = 40
 
@@ -24,9 +22,7 @@ def thinker(c: Conversation) -> Reply:
 
 @pytest.fixture(scope="module")
 def thinker_url() -> Iterator[str]:
-    app = create_app()
-    app.state.config = dataclasses.replace(app.state.config, scenarios={"thinker": thinker})
-    with serve_in_thread(app) as url:
+    with serve_scripts(thinker=thinker) as url:
         yield url
 
 

@@ -30,19 +30,25 @@ def test_a_saved_run_loads_equal_in_another_store_object(make_store):
 
 def test_a_save_writes_what_the_turn_added_not_what_the_run_holds(tmp_path):
     """Per save, the statements SQLite runs carry about one turn's bytes however long the run is."""
+    s, sizes = _bytes_per_save(tmp_path, _turn, 300)
+    assert max(sizes) < 1.5 * min(sizes)
+    assert SQLiteStore(tmp_path / "harness.db").load("r1") == s
+
+
+def _bytes_per_save(tmp_path, turn, turns: int) -> tuple[RunState, list[int]]:
+    """A run grown by `turn` `turns` times, saved after each; the SQL text each save ran."""
     store = SQLiteStore(tmp_path / "harness.db")
     written: list[int] = []
     s = new_run("t", run_id="r1")
     store.save(s)
     store._conn.set_trace_callback(lambda sql: written.append(len(sql)))
     sizes = []
-    for n in range(300):
-        _turn(s, n)
+    for n in range(turns):
+        turn(s, n)
         written.clear()
         store.save(s)
         sizes.append(sum(written))
-    assert max(sizes) < 1.5 * min(sizes)
-    assert SQLiteStore(tmp_path / "harness.db").load("r1") == s
+    return s, sizes
 
 
 def _read_turn(s, n: int) -> None:
@@ -56,17 +62,7 @@ def _read_turn(s, n: int) -> None:
 
 def test_a_save_with_a_growing_dedupe_cache_writes_only_the_new_entry(tmp_path):
     """The cache grows by an entry per deduped call: a save writes that entry, not the cache."""
-    store = SQLiteStore(tmp_path / "harness.db")
-    written: list[int] = []
-    s = new_run("t", run_id="r1")
-    store.save(s)
-    store._conn.set_trace_callback(lambda sql: written.append(len(sql)))
-    sizes = []
-    for n in range(200):
-        _read_turn(s, n)
-        written.clear()
-        store.save(s)
-        sizes.append(sum(written))
+    s, sizes = _bytes_per_save(tmp_path, _read_turn, 200)
     assert sizes[199] < 1.3 * sizes[19], (sizes[19], sizes[199])
     assert SQLiteStore(tmp_path / "harness.db").load("r1") == s
 

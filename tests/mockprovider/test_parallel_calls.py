@@ -4,18 +4,16 @@ after another (none of the three APIs interleaves them), arguments split at the 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator
 
 import anthropic
 import openai
 import pytest
+from mock_support import serve_scripts
 
 from mockprovider import wire
-from mockprovider.app import create_app
 from mockprovider.scenarios import Conversation, Reply, ToolCall
-from mockprovider.server import serve_in_thread
 
 CALLS = (
     ToolCall(id="c1", name="read_file", arguments='{"path":"errors.log"}'),
@@ -42,9 +40,7 @@ def fanout(c: Conversation) -> Reply:
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    app = create_app()
-    app.state.config = dataclasses.replace(app.state.config, scenarios={"fanout": fanout})
-    with serve_in_thread(app) as base:
+    with serve_scripts(fanout=fanout) as base:
         yield base
 
 

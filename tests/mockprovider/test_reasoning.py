@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 
 import anthropic
 import openai
 import pytest
+from mock_support import serve_scripts
 from spec_support import errors
 
 import o200k
-from mockprovider.app import create_app
 from mockprovider.scenarios import Conversation, Reply, ToolCall
-from mockprovider.server import serve_in_thread
 
 THOUGHT = "The user asks about a timeout, so the logs should say which worker timed out."
 ANSWER = "errors.log mentions a timeout."
@@ -36,9 +34,7 @@ def ponder(c: Conversation) -> Reply:
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    app = create_app()
-    app.state.config = dataclasses.replace(app.state.config, scenarios={"ponder": ponder})
-    with serve_in_thread(app) as base:
+    with serve_scripts(ponder=ponder) as base:
         yield base
 
 
@@ -97,15 +93,19 @@ def test_responses_emit_a_reasoning_item_before_the_reply(url, stream):
     assert answer.usage.output_tokens_details.reasoning_tokens == HIDDEN
 
 
+def _message(client: anthropic.Anthropic, kwargs: dict, stream: bool) -> anthropic.types.Message:
+    """The SDK's message, read whole or assembled from its stream."""
+    if stream:
+        with client.messages.stream(**kwargs) as events:
+            return events.get_final_message()
+    return client.messages.create(**kwargs)
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 def test_messages_start_with_a_signed_thinking_block(url, stream):
     with anthropic.Anthropic(base_url=url.removesuffix("/v1"), api_key="unused", max_retries=0) as client:
         kwargs = {"model": "ponder", "max_tokens": 500, "messages": QUESTION, "tools": MESSAGES_TOOLS}
-        if stream:
-            with client.messages.stream(**kwargs) as events:
-                message = events.get_final_message()
-        else:
-            message = client.messages.create(**kwargs)
+        message = _message(client, kwargs, stream)
         answer = client.messages.create(**{**kwargs, "messages": [
             *QUESTION, {"role": "assistant", "content": [b.model_dump() for b in message.content]},
             {"role": "user",
@@ -124,11 +124,7 @@ def test_messages_cut_while_thinking_hold_the_thinking_block_only(url, stream):
     """The real API sends no empty text block (and refuses one sent back in a request)."""
     with anthropic.Anthropic(base_url=url.removesuffix("/v1"), api_key="unused", max_retries=0) as client:
         kwargs = {"model": "ponder", "max_tokens": 5, "messages": QUESTION, "tools": MESSAGES_TOOLS}
-        if stream:
-            with client.messages.stream(**kwargs) as events:
-                message = events.get_final_message()
-        else:
-            message = client.messages.create(**kwargs)
+        message = _message(client, kwargs, stream)
     assert message.stop_reason == "max_tokens"
     assert [b.type for b in message.content] == ["thinking"]
     assert message.usage.output_tokens == message.usage.output_tokens_details.thinking_tokens == 5
