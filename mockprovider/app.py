@@ -85,7 +85,7 @@ async def _chat(request: Request) -> Response | bytes:
         model=req.model,
         prompt_tokens=prompt_tokens,
         max_tokens=req.max_tokens,
-        cache=await transcript.cache(req.transcript.messages, req.tools, None, prompt_tokens,
+        cache=await transcript.prompt_cache(req.transcript.messages, req.tools, None, prompt_tokens,
                                      req.transcript.turn, options),
     )
     if cut is not None:

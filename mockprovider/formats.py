@@ -69,7 +69,7 @@ async def scripted_turn(
         return await injected(request, fault, options)
     reply, options = await scripted_reply(request, script, conversation, req.tools, options, req.tool_choice)
     prompt_tokens = await transcript.prompt_tokens(t, req.tools)
-    cache = await transcript.cache(req.messages, req.tools, req.cache_breakpoints, prompt_tokens,
+    cache = await transcript.prompt_cache(req.messages, req.tools, req.cache_breakpoints, prompt_tokens,
                                    conversation.turn, options)
     completion = wire.complete(
         reply,

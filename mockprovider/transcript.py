@@ -362,7 +362,7 @@ def _text_chars(messages: Sequence[Mapping[str, Any]]) -> int:
     return chars
 
 
-async def cache(
+async def prompt_cache(
     messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None,
     breakpoints: Sequence[caching.Breakpoint] | None, prompt_tokens: int, turn: int, options: Any,
 ) -> caching.Cache:
