@@ -139,16 +139,21 @@ def _assistant(blocks: list[dict[str, Any]], p: str, seen: list[str]) -> dict[st
     return message
 
 
-def _user(blocks: list[dict[str, Any]], p: str, expected: list[str]) -> list[dict[str, Any]]:
-    """A user message's blocks; its tool_result blocks answer `expected`, the tool_use ids of
-    the message before it, each once (removed from `expected` as they are answered)."""
+def _user(blocks: list[dict[str, Any]], i: int, expected: list[str]) -> list[dict[str, Any]]:
+    """`messages[i]`'s blocks, a user message's; its tool_result blocks answer `expected`, the
+    tool_use ids of the message before it, each once (removed from `expected` as they are
+    answered), and come before its text: a result after text does not follow its call
+    immediately, and the real API refuses it as unanswered (docs/conformance.md)."""
     results, texts, answered = [], [], set()
+    p = f"messages[{i}]"
     dotted = p.replace("[", ".").replace("]", "")  # Anthropic writes paths as messages.3.content.0
     for j, block in enumerate(blocks):
         q = f"{p}.content[{j}]"
         if block["type"] == "text":
             texts.append(string(block.get("text"), f"{q}.text"))
             continue
+        if texts and expected:
+            raise _unanswered(i - 1, expected)
         call_id = string(block.get("tool_use_id"), f"{q}.tool_use_id")
         if call_id in answered:
             raise invalid(
@@ -191,7 +196,7 @@ def _messages(value: Any) -> list[dict[str, Any]]:
                 raise _unanswered(i - 1, expected)
             out.append(_assistant(blocks, p, expected))
         else:
-            out.extend(_user(blocks, p, expected))
+            out.extend(_user(blocks, i, expected))
             if expected:
                 raise _unanswered(i - 1, expected)
     if expected:

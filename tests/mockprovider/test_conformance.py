@@ -166,6 +166,19 @@ MESSAGES_REFUSED = {
         [QUESTION, ASKED, {"role": "user", "content": "go on"}],
         f"messages.1: {NOT_FOUND}",
     ),
+    "text_before_the_result": (
+        [QUESTION, ASKED, {"role": "user", "content": [{"type": "text", "text": "here:"}, RESULT]}],
+        f"messages.1: {NOT_FOUND}",
+    ),
+    "text_between_two_results": (
+        [
+            QUESTION,
+            {"role": "assistant", "content": [USE, {**USE, "id": "toolu_2"}]},
+            {"role": "user", "content": [RESULT, {"type": "text", "text": "and:"},
+                                         {**RESULT, "tool_use_id": "toolu_2"}]},
+        ],
+        "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_2.",
+    ),
     "a_result_answering_no_call": (
         [{"role": "user", "content": [RESULT]}],
         f"messages.0.content.0: {UNEXPECTED}",
@@ -195,6 +208,12 @@ def test_messages_refuses_what_anthropic_refuses_with_its_wording(messages_api, 
     error = caught.value.body["error"]
     assert error["type"] == "invalid_request_error"
     assert error["message"].startswith(wording)
+
+
+def test_messages_serves_text_after_the_results(messages_api):
+    after = {"role": "user", "content": [RESULT, {"type": "text", "text": "and keep it short"}]}
+    reply = messages_api.messages.create(model="plan", max_tokens=100, messages=[QUESTION, ASKED, after])
+    assert reply.stop_reason in ("tool_use", "end_turn")
 
 
 def test_messages_serves_a_call_answered_in_the_next_message(messages_api):
