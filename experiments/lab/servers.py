@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
 from experiments.lab.paths import ROOT
-from mockprovider.server import free_port
 
 
 @contextmanager
-def server_process(
-    argv: list[str], *, health_url: str, name: str, log: Path | None = None, timeout_s: float = 30.0
-) -> Iterator[subprocess.Popen]:
-    """Run a server as its own process until `health_url` answers 200; stop it on exit.
+def _started(
+    argv: list[str], *, health: Callable[[bytes], str | None], name: str, log: Path | None, timeout_s: float
+) -> Iterator[tuple[subprocess.Popen, str]]:
+    """Run a server as its own process until the URL `health(its output so far)` names (None:
+    not yet known) answers 200; yield it and that URL; stop it on exit.
 
     Its output goes to `log` (default: a temporary file), whose tail is quoted if it dies early.
     """
@@ -33,15 +34,18 @@ def server_process(
                     out.seek(0)
                     tail = out.read().decode(errors="replace")[-2000:]
                     raise RuntimeError(f"{name} exited with {proc.returncode}:\n{tail}")
+                out.seek(0)
+                url = health(out.read())
                 try:
-                    if httpx.get(health_url, timeout=1.0).status_code == 200:
+                    if url is not None and httpx.get(url, timeout=1.0).status_code == 200:
                         break
                 except httpx.TransportError:
                     pass
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"{name} did not answer {health_url} within {timeout_s:.0f} s")
+                    waited = f"answer {url}" if url else "say which port it listens on"
+                    raise RuntimeError(f"{name} did not {waited} within {timeout_s:.0f} s")
                 time.sleep(0.05)
-            yield proc
+            yield proc, url
         finally:
             proc.terminate()
             try:
@@ -52,15 +56,46 @@ def server_process(
 
 
 @contextmanager
+def server_process(
+    argv: list[str], *, health_url: str, name: str, log: Path | None = None, timeout_s: float = 30.0
+) -> Iterator[subprocess.Popen]:
+    """Run a server as its own process until `health_url` answers 200; stop it on exit."""
+    with _started(argv, health=lambda _: health_url, name=name, log=log, timeout_s=timeout_s) as (proc, _):
+        yield proc
+
+
+_LISTENING = re.compile(rb"Uvicorn running on (http://[^\s]+)")
+"""The line uvicorn logs once it listens, with the port it was given (for --port 0, the real one)."""
+
+
+@contextmanager
+def uvicorn_process(
+    argv: list[str], *, name: str, health_path: str = "/healthz", log: Path | None = None,
+    timeout_s: float = 30.0,
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Run `argv`, a uvicorn server told to listen on port 0, as its own process until
+    `health_path` answers 200; yield its origin (`http://host:port`) and the process.
+
+    The kernel picks the port as the server binds it, and the server's own log names it: no
+    other process can take it in between, as one can a port picked free beforehand.
+    """
+
+    def health(output: bytes) -> str | None:
+        found = _LISTENING.search(output)
+        return None if found is None else found[1].decode() + health_path
+
+    with _started(argv, health=health, name=name, log=log, timeout_s=timeout_s) as (proc, url):
+        yield url.removesuffix(health_path), proc
+
+
+@contextmanager
 def mock_server(*options: str, host: str = "127.0.0.1") -> Iterator[tuple[str, subprocess.Popen]]:
-    """Run `python -m mockprovider --quiet <options>` as its own process on a free loopback port;
-    yield its `/v1` URL and the process (for its pid)."""
-    port = free_port(host)
-    argv = [sys.executable, "-m", "mockprovider", "--host", host, "--port", str(port), "--quiet", *options]
-    health = f"http://{host}:{port}/healthz"
+    """Run `python -m mockprovider --quiet <options>` as its own process on a loopback port the
+    kernel picks; yield its `/v1` URL and the process (for its pid)."""
+    argv = [sys.executable, "-m", "mockprovider", "--host", host, "--port", "0", "--quiet", *options]
     name = f"the mock ({' '.join(options) or 'default options'})"
-    with server_process(argv, health_url=health, name=name) as proc:
-        yield f"http://{host}:{port}/v1", proc
+    with uvicorn_process(argv, name=name) as (origin, proc):
+        yield f"{origin}/v1", proc
 
 
 @contextmanager

@@ -8,8 +8,8 @@ connections otherwise stall or misbehave. Each session gets a fresh profile fold
 from __future__ import annotations
 
 import base64
+import re
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -108,23 +108,29 @@ class Browser:
         raise AssertionError(f"waited {seconds} s for {what}; last error: {last}")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+_STARTED = re.compile(r"started successfully on port (\d+)")
+
+
+def _port_of(driver: subprocess.Popen, log: Path, deadline: float) -> int:
+    """The port chromedriver, told --port=0, says the kernel gave it (none can take it in between)."""
+    while not (found := _STARTED.search(log.read_text(errors="replace"))):
+        if driver.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"chromedriver did not start; see {log}")
+        time.sleep(0.05)
+    return int(found[1])
 
 
 @contextmanager
 def chromium(profile: Path) -> Iterator[Browser]:
     """chromedriver on a loopback port, one headless Chromium session with a fresh profile."""
-    port = _free_port()
     log = profile.parent / "chromedriver.log"
     with log.open("w") as out:
-        driver = subprocess.Popen([CHROMEDRIVER, f"--port={port}", "--allowed-ips=127.0.0.1"],
+        driver = subprocess.Popen([CHROMEDRIVER, "--port=0", "--allowed-ips=127.0.0.1"],
                                   stdout=out, stderr=subprocess.STDOUT)
     try:
+        deadline = time.monotonic() + 20
+        port = _port_of(driver, log, deadline)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
-            deadline = time.monotonic() + 20
             while True:
                 try:
                     if http.get("/status").json()["value"]["ready"]:

@@ -20,7 +20,7 @@ import pytest
 
 from mockprovider.app import create_app
 from mockprovider.scenario_files import ScenarioFileError, load_scenarios
-from mockprovider.server import free_port, serve_in_thread
+from mockprovider.server import serve_in_thread
 
 GREETING = {"fixtures": [
     {"match": {"userMessage": "hello"}, "response": {"content": "Hello! How can I help you today?"}},
@@ -240,7 +240,7 @@ def test_what_has_no_equivalent_is_refused_naming_the_file_fixture_and_field(
 def test_python_m_mockprovider_refuses_an_unconvertible_fixture_file_in_one_line(tmp_path: Path):
     path = tmp_path / "jokes.json"
     path.write_text(json.dumps(REFUSED[0][0]))
-    command = [sys.executable, "-m", "mockprovider", "--port", str(free_port()), "--scenarios", str(path)]
+    command = [sys.executable, "-m", "mockprovider", "--port", "0", "--scenarios", str(path)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert done.stderr.startswith(f"mockprovider: {path}: $.fixtures[0].match.sequenceIndex: aimock's")

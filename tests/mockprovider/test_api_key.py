@@ -9,8 +9,7 @@ import sys
 import httpx
 import pytest
 
-from experiments.lab.servers import server_process
-from mockprovider.server import free_port
+from experiments.lab.servers import uvicorn_process
 
 CHAT = {"model": "plan", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -18,16 +17,15 @@ CHAT = {"model": "plan", "messages": [{"role": "user", "content": "hi"}]}
 @pytest.mark.parametrize("source", ["file", "environment"])
 def test_the_key_can_come_from_a_file_or_the_environment(source, tmp_path, monkeypatch):
     key = "s3cret-from-" + source
-    port = free_port()
-    argv = [sys.executable, "-m", "mockprovider", "--port", str(port), "--quiet"]
+    argv = [sys.executable, "-m", "mockprovider", "--port", "0", "--quiet"]
     if source == "file":
         (tmp_path / "key").write_text(key + "\n")
         argv += ["--api-key-file", str(tmp_path / "key")]
     else:
         monkeypatch.setenv("MOCK_API_KEY", key)
-    with server_process(argv, health_url=f"http://127.0.0.1:{port}/healthz", name="the mock") as proc:
+    with uvicorn_process(argv, name="the mock") as (origin, proc):
         assert key not in " ".join(proc.args)
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}/v1") as client:
+        with httpx.Client(base_url=f"{origin}/v1") as client:
             assert client.post("/chat/completions", json=CHAT).status_code == 401
             keyed = client.post("/chat/completions", json=CHAT, headers={"authorization": f"Bearer {key}"})
             assert keyed.status_code == 200

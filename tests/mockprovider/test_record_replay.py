@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ from starlette.routing import Route
 import o200k
 from mockprovider.recorder import Stream, create_recorder
 from mockprovider.recorder import proxy as proxy_module
-from mockprovider.server import free_port, serve_in_thread
+from mockprovider.server import serve_in_thread
 
 Reply = tuple[str | None, list[tuple[str, str, str]]]
 TOOLS = [{"type": "function", "function": {"name": n}} for n in ("list_files", "read_file", "delete_file")]
@@ -142,8 +143,11 @@ def test_upstream_errors_pass_through_unrecorded_and_a_dead_upstream_is_a_502(up
     assert "plan" in {m["id"] for m in models.json()["data"]}
     assert not out.exists()
 
-    with serve_in_thread(create_recorder(upstream=f"http://127.0.0.1:{free_port()}/v1", out=out)) as proxy:
-        dead = httpx.post(f"{proxy}/chat/completions", json={"model": "plan", "messages": []})
+    with socket.socket() as nobody:  # bound and never listening: a connection to it is refused
+        nobody.bind(("127.0.0.1", 0))
+        dead_upstream = f"http://127.0.0.1:{nobody.getsockname()[1]}/v1"
+        with serve_in_thread(create_recorder(upstream=dead_upstream, out=out)) as proxy:
+            dead = httpx.post(f"{proxy}/chat/completions", json={"model": "plan", "messages": []})
     assert (dead.status_code, dead.json()["error"]["code"]) == (502, "upstream_unreachable")
 
 

@@ -16,7 +16,6 @@ import pytest
 from mockprovider.app import create_app
 from mockprovider.scenario_files import ScenarioFileError
 from mockprovider.scenario_parts import MAX_NESTING
-from mockprovider.server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 OK_TURNS = [{"content": "fine"}]
@@ -223,7 +222,7 @@ def test_a_pipe_or_device_named_like_a_scenario_is_refused_not_read_for_ever(tmp
 
 def test_python_m_mockprovider_with_a_bad_file_exits_with_one_clear_line(tmp_path: Path):
     bad = _write(tmp_path, "bad.json", {"name": "bad", "turns": [{"content": "x", "tool_calls": []}]})
-    command = [sys.executable, "-m", "mockprovider", "--port", str(free_port()), "--scenarios", str(bad)]
+    command = [sys.executable, "-m", "mockprovider", "--port", "0", "--scenarios", str(bad)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert done.stderr == (
