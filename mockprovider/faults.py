@@ -19,7 +19,7 @@ Keys:
                         turns count; default: every turn), for the first K attempts (default 1)
     fault=KIND:N[@T][xK]  KIND is stream_error (the API's own mid-stream error event) or drop
                         (the connection closes mid-body), after N events of the stream;
-                        N may be a time instead, `drop:200ms` (see `midstream`)
+                        N may be a time instead, `drop:200ms`, at most 300000 ms (see `midstream`)
     fault=none          no fault from the sources before this one
     usage=recorded      serve a scenario reply's recorded `usage` instead of the o200k recount
                         (`usage=counted`, the default, recounts)
@@ -146,6 +146,9 @@ def _fault(value: str, *, param: str) -> Fault:
     if after is not None and m["kind"] not in MIDSTREAM_KINDS:
         only = " and ".join(MIDSTREAM_KINDS)
         raise invalid(f"bad fault {value!r}: only {only} take ':N'; {SYNTAX}", param=param)
+    if m["ms"] and after > _RANGES["latency"][1]:  # the cut is a wait too, bounded as latency is
+        raise invalid(f"bad fault {value!r}: a time must be at most {_RANGES['latency'][1]:g} ms; {SYNTAX}",
+                      param=param)
     return Fault(
         kind=m["kind"],  # type: ignore[arg-type]
         turn=int(m["turn"]) if m["turn"] is not None else None,

@@ -109,6 +109,19 @@ def test_a_bad_midstream_fault_is_a_400_naming_the_syntax(in_process, option):
     assert response.status_code == 400 and "fault" in response.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("after", ["300001ms", "999999999ms"])
+def test_a_fault_time_past_the_five_minute_bound_is_a_400_not_a_held_connection(in_process, after):
+    """A cut timed past every other wait's bound (latency, hang: five minutes) would hold the
+    connection for days; it is refused like an out-of-range latency."""
+    def post(fault: str):
+        return in_process.post("/v1/chat/completions", json={
+            "model": f"plan+fault={fault}", "messages": [{"role": "user", "content": QUESTION}]})
+
+    refused, bounded = post(f"stream_error:{after}"), post("stream_error:300000ms")
+    assert refused.status_code == 400 and "300000" in refused.json()["error"]["message"]
+    assert bounded.status_code == 500  # accepted: stream_error on a reply that is not streamed
+
+
 def test_formats_without_midstream_faults_answer_them_as_broken_replies_not_silence(in_process):
     """Gemini and Ollama render no mid-stream fault: a drop is a broken body, an error a 500."""
     gemini = {"contents": [{"role": "user", "parts": [{"text": QUESTION}]}]}
