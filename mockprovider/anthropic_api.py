@@ -63,9 +63,10 @@ STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tok
 BLOCKS = {"user": ("text", "tool_result"), "assistant": ("text", "tool_use", "thinking", "redacted_thinking")}
 
 
-STREAM_ERROR = sse_event("error", {"type": "error", "error": {
-    "type": "overloaded_error", "message": "Overloaded (injected fault)."}})
-"""What Anthropic sends when a stream fails after it started."""
+def stream_error(request: Request) -> bytes:
+    """What Anthropic sends when a stream fails after it started, with the request's id."""
+    error = {"type": "overloaded_error", "message": "Overloaded (injected fault)."}
+    return sse_event("error", {"type": "error", "error": error, "request_id": request_id(request.scope)})
 
 
 def error_response(e: APIError, request: Request | None = None) -> Response:
@@ -386,7 +387,7 @@ async def _reply(request: Request) -> Response:
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
     if req.stream:
-        return streamed(turn, events(turn.completion), lambda _: STREAM_ERROR)
+        return streamed(turn, events(turn.completion), lambda _: stream_error(request))
     return as_json(turn, _message(turn.completion, done=True))
 
 

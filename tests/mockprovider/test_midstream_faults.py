@@ -88,6 +88,16 @@ def test_a_messages_stream_error_is_an_overloaded_error_event(mock_url):
     assert caught.value.body["error"]["type"] == "overloaded_error"
 
 
+def test_a_messages_stream_error_names_the_request_id_its_reply_headers_carry(mock_url):
+    """Anthropic's mid-stream error event carries the request's id, as its error bodies do."""
+    with _anthropic(mock_url) as client, pytest.raises(anthropic.APIStatusError) as caught:
+        for _ in client.messages.create(model="plan+fault=stream_error:1", max_tokens=100, stream=True,
+                                        messages=[{"role": "user", "content": QUESTION}]):
+            pass
+    header = caught.value.response.headers["request-id"]
+    assert header.startswith("req_") and caught.value.body["request_id"] == header
+
+
 def test_a_529_is_overloaded_and_the_anthropic_sdk_retries_it(mock_url):
     request = {"max_tokens": 100, "messages": [{"role": "user", "content": QUESTION}],
                "tools": [{"name": "list_files", "input_schema": {"type": "object"}}]}
