@@ -184,15 +184,16 @@ MIN_OUTPUT_TOKENS = 16
 
 
 def _max_output_tokens(body: dict[str, Any]) -> int | None:
-    value = positive_int(body, "max_output_tokens")
-    if value is not None and value < MIN_OUTPUT_TOKENS:
+    value = body.get("max_output_tokens")
+    # Any integer below the minimum, 0 and negatives included, is refused in the API's words.
+    if isinstance(value, int) and not isinstance(value, bool) and value < MIN_OUTPUT_TOKENS:
         raise invalid(
             f"Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
             f"{MIN_OUTPUT_TOKENS}, but got {value} instead.",
             param="max_output_tokens",
             code="integer_below_min_value",
         )
-    return value
+    return positive_int(body, "max_output_tokens")
 
 
 def responses_request(raw: Any) -> ResponsesRequest:

@@ -67,6 +67,16 @@ def test_max_output_tokens_below_the_spec_minimum_is_refused_as_openai_refuses_i
         assert response.json()["output"][0]["content"][0]["text"] != ANSWER_PLAN  # cut
 
 
+@pytest.mark.parametrize("limit", [0, -3])
+def test_max_output_tokens_of_zero_or_less_is_below_the_minimum_too(in_process, limit):
+    response = in_process.post("/v1/responses", json={
+        "model": "plan", "input": TURNS["answer"], "max_output_tokens": limit})
+    error = response.json()["error"]
+    assert (response.status_code, error["code"], error["param"]) == (
+        400, "integer_below_min_value", "max_output_tokens")
+    assert f"got {limit} instead" in error["message"]
+
+
 # --- Messages: the anthropic SDK's own types, strictly ----------------------------------------
 
 LONG = " ".join(f"Rule {i}: check the log before answering." for i in range(160))
