@@ -164,7 +164,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _server_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error")
-    return APIError(500, f"Internal error in the mock: {type(exc).__name__}", type="server_error").response()
+    error = APIError(500, f"Internal error in the mock: {type(exc).__name__}", type="server_error")
+    # This handler answers outside ApiHeaders and ChatLane: the API's shape and headers are added here.
+    anthropic = request.url.path.endswith("/messages")
+    response = anthropic_api.error_response(error, request) if anthropic else error.response()
+    response.raw_headers.extend(headers.of(request.scope, config_of(request).defaults))
+    return response
 
 
 class ChatLane:

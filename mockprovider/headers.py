@@ -24,6 +24,7 @@ from mockprovider.faults import Options
 
 REQUEST_ID = "mockprovider.request_id"
 OPTIONS = "mockprovider.options"
+STARTED = "mockprovider.started"
 
 
 def request_id(scope: Scope) -> str:
@@ -67,7 +68,20 @@ def anthropic_headers(options: Options, rid: str) -> list[tuple[bytes, bytes]]:
 def start(scope: Scope) -> tuple[str, float]:
     """Give the request its id (kept in the scope) and start its processing clock."""
     rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"  # unique, not secret
-    return rid, time.perf_counter()
+    started = scope[STARTED] = time.perf_counter()
+    return rid, started
+
+
+def of(scope: Scope, defaults: Options) -> list[tuple[bytes, bytes]]:
+    """The headers `adding` adds, for a reply sent outside it: the server-error handler's, whose
+    middleware sits outside every other (none if the request was given no id)."""
+    rid = scope.get(REQUEST_ID)
+    if rid is None:
+        return []
+    options = scope.get(OPTIONS) or defaults
+    if scope["path"].endswith("/messages"):
+        return anthropic_headers(options, rid)
+    return openai_headers(options, rid, scope[STARTED])
 
 
 def adding(scope: Scope, send: Send, defaults: Options, rid: str, started: float) -> Send:

@@ -7,6 +7,9 @@ import httpx
 import openai
 import pytest
 
+from mockprovider import anthropic_api, responses_api, wire
+from mockprovider.server import serve_in_thread
+
 QUESTION = [{"role": "user", "content": "Which file mentions a timeout?"}]
 RATE_LIMIT = ("limit-requests", "limit-tokens", "remaining-requests", "remaining-tokens",
               "reset-requests", "reset-tokens")
@@ -83,3 +86,27 @@ def test_remaining_above_its_limit_is_a_400(in_process, option):
     """No real API states more left than its limit; a client's back-off test would be testing nonsense."""
     reply = in_process.post("/v1/chat/completions", json={"model": f"plan+{option}", "messages": QUESTION})
     assert reply.status_code == 400 and "remaining" in reply.json()["error"]["message"]
+
+
+def test_a_500_from_a_bug_in_the_mock_carries_the_request_id_in_each_apis_shape(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    for module, name in ((wire, "render"), (responses_api, "_response"), (anthropic_api, "_message")):
+        monkeypatch.setattr(module, name, broken)
+    # A client each: the server closes a connection after a 500 from a bug, and a client that
+    # reused it would meet a reset instead of the reply.
+    with serve_in_thread() as url:
+        with _openai(url) as client, pytest.raises(openai.InternalServerError) as chat:
+            client.chat.completions.create(model="plan", messages=QUESTION)
+        with _openai(url) as client, pytest.raises(openai.InternalServerError) as responses:
+            client.responses.create(model="plan", input="hi")
+        claude = anthropic.Anthropic(base_url=url.removesuffix("/v1"), api_key="unused", max_retries=0)
+        with claude, pytest.raises(anthropic.InternalServerError) as messages:
+            claude.messages.create(model="plan", max_tokens=50, messages=QUESTION)
+    for caught in (chat, responses):
+        assert caught.value.request_id.startswith("req_")
+        assert caught.value.response.headers["x-ratelimit-remaining-tokens"] == "30000000"
+    body = messages.value.body
+    assert body["type"] == "error" and body["error"]["type"] == "api_error"
+    assert body["request_id"] == messages.value.request_id == messages.value.response.headers["request-id"]
