@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -10,10 +11,17 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import httpx
 
 from experiments.lab.paths import ROOT
+
+
+def _written(out: BinaryIO) -> bytes:
+    """What the server wrote to `out` so far, read at an offset: the server's output shares the
+    file position with `out`, and seeking it back would make the server write over its own log."""
+    return os.pread(out.fileno(), os.fstat(out.fileno()).st_size, 0)
 
 
 @contextmanager
@@ -34,8 +42,7 @@ def _started(
                     out.seek(0)
                     tail = out.read().decode(errors="replace")[-2000:]
                     raise RuntimeError(f"{name} exited with {proc.returncode}:\n{tail}")
-                out.seek(0)
-                url = health(out.read())
+                url = health(_written(out))
                 try:
                     if url is not None and httpx.get(url, timeout=1.0).status_code == 200:
                         break
