@@ -40,7 +40,8 @@ DEFAULT_DEADLINE_S = 120.0
 MAX_USAGE_TOKENS = 10**9
 """Usage counts at or above this are not a real reply (no context window is that large)."""
 OPENAI_HOST = "api.openai.com"
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+"""529: overloaded, as Anthropic (and its OpenAI-compatible endpoint) says it is busy."""
 
 
 @functools.cache
