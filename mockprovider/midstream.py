@@ -4,7 +4,8 @@ A `stream_error` fault sends `after_events` events of the stream (or what `after
 through), then the error event the real API sends mid-stream, and ends the stream cleanly:
 
 - Chat Completions: a `data:` line holding `{"error": {...}}`, and no `[DONE]`;
-- Responses: `response.failed`, its response `failed` with `error.code` `server_error`;
+- Responses: `response.failed`, its response `failed` with `error.code` `server_error` (never
+  before `response.created`, which opens every Responses stream);
 - Messages: `event: error` with an `overloaded_error`.
 
 A `drop` fault sends as much, then closes the connection without finishing the body (the

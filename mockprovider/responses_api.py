@@ -366,12 +366,18 @@ def events(c: wire.Completion, req: ResponsesRequest) -> Iterator[tuple[bytes, i
 
 
 def _failed(c: wire.Completion, req: ResponsesRequest, number: int) -> bytes:
-    """The `response.failed` event a stream ends with when the server fails mid-reply."""
-    failed = {**_response(c, req, done=False), "status": "failed",
+    """The `response.failed` event a stream ends with when the server fails mid-reply, after
+    `number` events; a stream failed before its first still opens with `response.created`, as
+    every Responses stream does (the SDK's stream helper refuses one that does not)."""
+    started, opened = _response(c, req, done=False), b""
+    if number == 0:
+        created = {"type": "response.created", "response": started, "sequence_number": 0}
+        opened, number = sse_event("response.created", created), 1
+    failed = {**started, "status": "failed",
               "error": {"code": "server_error", "message": "The server had an error while processing "
                                                           "your request (injected fault)."}}
     data = {"type": "response.failed", "response": failed, "sequence_number": number}
-    return sse_event("response.failed", data)
+    return opened + sse_event("response.failed", data)
 
 
 async def responses(request: Request) -> Response:

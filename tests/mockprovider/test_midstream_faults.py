@@ -73,6 +73,16 @@ def test_a_responses_stream_error_ends_with_response_failed(mock_url):
     assert errors(events[-1].model_dump(mode="json", exclude_unset=True), "ResponseStreamEvent") == []
 
 
+@pytest.mark.parametrize("after", ["0", "0ms"])
+def test_a_responses_stream_error_before_any_event_still_opens_with_response_created(mock_url, after):
+    """Every Responses stream opens with response.created (a failure before it is an HTTP error),
+    and the SDK's stream helper refuses a stream that opens with anything else."""
+    with _openai(mock_url) as client:
+        with client.responses.stream(model=f"plan+fault=stream_error:{after}", input=QUESTION) as stream:
+            events = list(stream)
+    assert [(e.type, e.sequence_number) for e in events] == [("response.created", 0), ("response.failed", 1)]
+
+
 def test_a_messages_stream_error_is_an_overloaded_error_event(mock_url):
     seen = []
     with _anthropic(mock_url, retries=2) as client, pytest.raises(anthropic.APIStatusError) as caught:
