@@ -108,7 +108,8 @@ class Browser:
         raise AssertionError(f"waited {seconds} s for {what}; last error: {last}")
 
 
-_STARTED = re.compile(r"started successfully on port (\d+)")
+_STARTED = re.compile(r"started successfully on port (\d+)\.")
+"""The whole line: a port read while the line is still being written would be cut short."""
 
 
 def _port_of(driver: subprocess.Popen, log: Path, deadline: float) -> int:
