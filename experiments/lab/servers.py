@@ -71,8 +71,15 @@ def server_process(
         yield proc
 
 
-_LISTENING = re.compile(rb"Uvicorn running on (http://[^\s]+)")
-"""The line uvicorn logs once it listens, with the port it was given (for --port 0, the real one)."""
+_LISTENING = re.compile(rb"Uvicorn running on (http://[^\s]+) \(Press CTRL\+C")
+
+
+def listening_origin(output: bytes) -> str | None:
+    """The origin in the line uvicorn logs once it listens (for --port 0, the port it was given),
+    None before that line is whole: a port read while the line is still being written would be
+    cut short."""
+    found = _LISTENING.search(output)
+    return None if found is None else found[1].decode()
 
 
 @contextmanager
@@ -88,8 +95,8 @@ def uvicorn_process(
     """
 
     def health(output: bytes) -> str | None:
-        found = _LISTENING.search(output)
-        return None if found is None else found[1].decode() + health_path
+        origin = listening_origin(output)
+        return None if origin is None else origin + health_path
 
     with _started(argv, health=health, name=name, log=log, timeout_s=timeout_s) as (proc, url):
         yield url.removesuffix(health_path), proc

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from experiments.lab.servers import uvicorn_process
+from experiments.lab.servers import listening_origin, uvicorn_process
 
 CHATTY = """
 import http.server, os, time
@@ -42,3 +42,14 @@ def test_a_server_logging_while_its_port_is_read_loses_no_line_of_its_log(tmp_pa
     *lines, listening = log.read_text().splitlines()
     assert lines == [f"starting up, line {i:07d}" for i in range(len(lines))]
     assert listening.endswith(f"Uvicorn running on {origin} (Press CTRL+C to quit)")
+
+
+
+def test_a_port_line_caught_half_written_is_not_taken_for_the_port():
+    line = b"INFO:     Uvicorn running on http://127.0.0.1:43631 (Press CTRL+C to quit)\n"
+    cuts = [line[:n] for n in range(len(line))]
+    assert {listening_origin(cut) for cut in cuts} == {None, "http://127.0.0.1:43631"}
+    assert listening_origin(line[: line.index(b"43631") + 2]) is None  # "...:43" is not a port
+    assert listening_origin(line) == "http://127.0.0.1:43631"
+    assert listening_origin(b"INFO:     Uvicorn running on http://[::1]:8000 (Press CTRL+C to quit)\n") == (
+        "http://[::1]:8000")
