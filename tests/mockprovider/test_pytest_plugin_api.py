@@ -19,7 +19,6 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": 
 """Offered in every request: without tools, a real model (and the mock) answers in text."""
 RESPONSES_TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
 MESSAGES_TOOLS = [{"name": "get_weather", "input_schema": {"type": "object"}}]
-SESSION: list[MockLLM] = []
 
 
 def _two_turns_in_every_format(mock: MockLLM) -> None:
@@ -68,9 +67,18 @@ def test_clear_forgets_what_was_journalled(mock_llm: MockLLM):
     assert mock_llm.bodies() == [{"model": "plan", "messages": ASK}]
 
 
+SHARED_THEN_NEXT = """
+import openai
+import pytest
+
+WEATHER = {"name": "weather", "turns": [{"tool_calls": [{"name": "get_weather", "arguments": {}}]}]}
+ASK = [{"role": "user", "content": "Umbrella in Paris?"}]
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+SESSION = []
+
+
 @pytest.mark.mock_llm(scenarios=[WEATHER], api_key="k2")
-def test_the_shared_mock_serves_this_tests_marker_without_a_restart(mock_llm_shared: MockLLM,
-                                                                     mock_llm_session: MockLLM):
+def test_the_shared_mock_serves_this_tests_marker_without_a_restart(mock_llm_shared, mock_llm_session):
     SESSION.append(mock_llm_shared)
     assert mock_llm_shared is mock_llm_session
     assert mock_llm_shared.requests() == []  # cleared before the test
@@ -82,7 +90,7 @@ def test_the_shared_mock_serves_this_tests_marker_without_a_restart(mock_llm_sha
         wrong.models.list()
 
 
-def test_the_next_test_finds_the_session_mock_as_the_session_set_it_up(mock_llm_shared: MockLLM):
+def test_the_next_test_finds_the_session_mock_as_the_session_set_it_up(mock_llm_shared):
     assert SESSION == [mock_llm_shared]  # the same server, not restarted
     with openai.OpenAI(base_url=mock_llm_shared.base_url, api_key="any", max_retries=0) as client:
         with pytest.raises(openai.NotFoundError):  # the previous test's file is gone
@@ -90,6 +98,14 @@ def test_the_next_test_finds_the_session_mock_as_the_session_set_it_up(mock_llm_
         reply = client.chat.completions.create(model="plan", messages=ASK, tools=TOOLS)
         assert reply.choices[0].message.tool_calls
     assert len(mock_llm_shared.requests()) == 2
+"""
+
+
+def test_the_session_mock_serves_each_tests_marker_and_is_re_set_for_the_next(pytester: pytest.Pytester):
+    # Two tests of one session, in order: a nested run, so that test workers cannot split them.
+    (pytester.path / "test_shared.py").write_text(SHARED_THEN_NEXT)
+    done = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider")
+    done.assert_outcomes(passed=2)
 
 
 def test_configure_swaps_scenarios_and_options_between_requests(mock_llm: MockLLM):
