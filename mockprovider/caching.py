@@ -56,9 +56,11 @@ NO_CACHE = Cache()
 def within(cache: Cache, prompt_tokens: int) -> Cache:
     """`cache` shrunk to fit a prompt of `prompt_tokens` (a reply's recorded count, which may be
     shorter than the counted one the cache was derived from): reads first, then 1 h, then 5 m
-    writes; a shrunk read keeps OpenAI's step."""
+    writes; a shrunk read keeps OpenAI's step. A prompt under both providers' minimum is never cached."""
     if cache.read + cache.write <= prompt_tokens:
         return cache
+    if prompt_tokens < min(OPENAI_MIN_TOKENS, ANTHROPIC_MIN_TOKENS):
+        return NO_CACHE
     read = cache.read if cache.read <= prompt_tokens else prompt_tokens - prompt_tokens % OPENAI_STEP_TOKENS
     write_1h = min(cache.write_1h, prompt_tokens - read)
     return Cache(read=read, write_5m=min(cache.write_5m, prompt_tokens - read - write_1h), write_1h=write_1h)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import anthropic
 import openai
 import pytest
+from mock_support import serve_scripts
 
 from mockprovider.caching import OPENAI_MIN_TOKENS, OPENAI_STEP_TOKENS
+from mockprovider.scenarios import Reply, Usage
 
 LONG_SYSTEM = " ".join(f"Rule {i}: check the log before answering." for i in range(160))
 QUESTION = "Which file mentions a timeout?"
@@ -187,3 +189,21 @@ def test_breakpoints_are_checked_as_anthropic_checks_them(mock_url, mutate, mess
     with _anthropic(mock_url) as client, pytest.raises(anthropic.BadRequestError) as caught:
         client.messages.create(model="runaway", max_tokens=100, **request)
     assert message in caught.value.message
+
+
+def test_a_recorded_prompt_under_the_minimum_reads_nothing_from_the_cache():
+    """`usage=recorded` serves a recording's shorter prompt: a prompt under 1,024 tokens is never
+    cached, so its recorded figures carry no cache read or write (not a read floored to 128)."""
+    recorded = Usage(prompt_tokens=OPENAI_MIN_TOKENS - 24, completion_tokens=5)
+    turns = _chat_turns(2)
+    with serve_scripts(recorded=lambda c: Reply(content="ok", usage=recorded)) as url:
+        with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as client:
+            counted = client.chat.completions.create(model="recorded", messages=turns[1]).usage
+            served = client.chat.completions.create(model="recorded+usage=recorded", messages=turns[1]).usage
+        request = _message_turns()[1]
+        with _anthropic(url) as client:
+            message = client.messages.create(model="recorded+usage=recorded", max_tokens=100, **request).usage
+    assert counted.prompt_tokens_details.cached_tokens >= OPENAI_MIN_TOKENS  # the counted prompt is cached
+    assert (served.prompt_tokens, served.prompt_tokens_details.cached_tokens) == (recorded.prompt_tokens, 0)
+    assert (message.input_tokens, message.cache_read_input_tokens, message.cache_creation_input_tokens) == (
+        recorded.prompt_tokens, 0, 0)
