@@ -207,3 +207,27 @@ def test_a_recorded_prompt_under_the_minimum_reads_nothing_from_the_cache():
     assert (served.prompt_tokens, served.prompt_tokens_details.cached_tokens) == (recorded.prompt_tokens, 0)
     assert (message.input_tokens, message.cache_read_input_tokens, message.cache_creation_input_tokens) == (
         recorded.prompt_tokens, 0, 0)
+
+
+DYNAMIC = " ".join(f"Note {i}: today's log rotated at 0{i % 10}:00." for i in range(60))
+"""A block a loop sends after its marked, static one (a date, a fresh note): not cached."""
+
+
+def _marked_then_unmarked(where: str, later: bool) -> dict:
+    """A first request marking LONG_SYSTEM's block, in the system prompt or the user message,
+    with (`later`) or without an unmarked block after it in the same prompt part."""
+    marked = [{"type": "text", "text": LONG_SYSTEM, "cache_control": {"type": "ephemeral"}}]
+    blocks = marked + ([{"type": "text", "text": DYNAMIC}] if later else [])
+    if where == "system":
+        return {"system": blocks, "messages": [{"role": "user", "content": QUESTION}]}
+    return {"messages": [{"role": "user", "content": blocks}]}
+
+
+@pytest.mark.parametrize("where", ["system", "user"])
+def test_a_breakpoint_caches_up_to_its_own_block_not_the_blocks_after_it(mock_url, where):
+    with _anthropic(mock_url) as client:
+        alone, followed = (_message_usage(client, "runaway", _marked_then_unmarked(where, later), False)
+                           for later in (False, True))
+    assert alone.cache_creation_input_tokens > OPENAI_MIN_TOKENS
+    assert followed.cache_creation_input_tokens == alone.cache_creation_input_tokens
+    assert followed.input_tokens > alone.input_tokens  # the later block is billed as plain input
