@@ -167,6 +167,9 @@ def _ttl(block: Any, param: str) -> Ttl | None:
             f"'5m' or '1h', got {value!r}.",
             param=f"{param}.cache_control",
         )
+    if extra := next((key for key in value if key not in ("type", "ttl")), None):
+        raise invalid(f"{param}.cache_control.{extra}: Extra inputs are not permitted",
+                      param=f"{param}.cache_control.{extra}")
     return ttl
 
 

@@ -177,6 +177,8 @@ def _answered_with(request: dict, block: dict) -> None:
                                 "cache_control": {"type": "ephemeral", "ttl": "5m"}}]),
      "must not come after a ttl='5m'"),
     (lambda r: r["system"][0].update(cache_control={"type": "persistent"}), "cache_control"),
+    (lambda r: r["system"][0].update(cache_control={"type": "ephemeral", "ttl": "1h", "scope": "global"}),
+     "system[0].cache_control.scope: Extra inputs are not permitted"),
     # Thinking blocks cannot be marked (the SDK's ThinkingBlockParam has no cache_control).
     (lambda r: _answered_with(r, {"type": "thinking", "thinking": "t", "signature": "s"}),
      "messages[1].content[0].cache_control: Extra inputs are not permitted"),
