@@ -395,6 +395,9 @@ def test_a_messages_reply_records_its_whole_prompt_cache_reads_and_writes_includ
                  "usage": {"input_tokens": 2091, "input_tokens_details": {"cached_tokens": 2048},
                            "output_tokens": 2}}
     assert reply_of("responses", json.dumps(responses).encode()) == expected
+    proxied = {"choices": [{"message": {"role": "assistant", "content": "hi"}}],
+               "usage": {"prompt_tokens": 2091, "completion_tokens": 2, "cache_read_input_tokens": 2048}}
+    assert reply_of("chat", json.dumps(proxied).encode()) == expected
 
 
 def test_a_dead_upstream_is_a_502_in_each_formats_own_shape(tmp_path: Path):
