@@ -221,8 +221,8 @@ class Research:
             budget = min(budget, ctx.budget_left_usd)
         limits = Limits(max_turns=self.max_turns, max_budget_usd=budget, hard_budget=ctx.hard_budget)
         try:
-            out = await run(child, model=self.model, tools=self.tools, limits=limits, cancel=ctx.cancel,
-                            trace=ctx.trace)
+            out = await run(child, model=self.model, tools=self.tools, limits=limits, pricing=ctx.pricing,
+                            cancel=ctx.cancel, trace=ctx.trace)
         finally:
             ctx.spent_usd += child.cost_usd
         ctx.details.update(child_run_id=out.run_id, child_turns=out.turns,

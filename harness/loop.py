@@ -287,6 +287,7 @@ class _Loop:
             run_id=s.run_id, call_id=call_id, cancel=self.cancel, trace=self.trace,
             progress=partial(self.progress, call_id, tool.name),
             budget_left_usd=self.limits.budget_left(s.cost_usd), hard_budget=self.limits.hard_budget,
+            pricing=self.pricing,
         )
         t0 = time.monotonic()
         error: Exception | None = None

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from harness.cancel import Cancel
+from harness.usage import Pricing
 
 if TYPE_CHECKING:
     from harness.trace import TraceSink
@@ -56,6 +57,8 @@ class ToolContext:
     """What the run may still spend; a tool that spends money (a sub-agent) stays within it."""
     hard_budget: bool = False
     """Whether the run's budget is hard (never overshot); a sub-agent inherits it."""
+    pricing: Pricing = field(default_factory=Pricing)
+    """The run's prices; a sub-agent bills its own model calls at them."""
     details: dict[str, Any] = field(default_factory=dict)
     """Anything the tool wants kept in its `ToolRun` record (e.g. a child's run id)."""
     spent_usd: float = 0.0

@@ -44,7 +44,6 @@ _NO_EQUIVALENT = {
     "recordedTimings": "a reply here is paced by `latency` and `rate`, not per-frame timings",
     "replaySpeed": "a reply here is paced by `latency` and `rate`",
     "openRouterProcessing": "this mock serves no OpenRouter envelope",
-    "reasoning": "this mock's replies carry no reasoning text",
     "webSearches": "this mock's replies carry no web searches",
     "id": "ids here are generated per reply",
     "created": "timestamps here are the reply's own",
@@ -205,6 +204,8 @@ def _response(value: Any, at: At) -> dict[str, Any]:
             )
     if "usage" in response:
         reply["usage"] = _usage(response["usage"], at / "usage")
+    if "reasoning" in response:
+        reply["reasoning"] = response["reasoning"]  # our `reasoning` checks it: text, or a count
     return reply
 
 

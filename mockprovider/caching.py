@@ -56,9 +56,11 @@ NO_CACHE = Cache()
 def within(cache: Cache, prompt_tokens: int) -> Cache:
     """`cache` shrunk to fit a prompt of `prompt_tokens` (a reply's recorded count, which may be
     shorter than the counted one the cache was derived from): reads first, then 1 h, then 5 m
-    writes; a shrunk read keeps OpenAI's step."""
+    writes; a shrunk read keeps OpenAI's step. A prompt under both providers' minimum is never cached."""
     if cache.read + cache.write <= prompt_tokens:
         return cache
+    if prompt_tokens < min(OPENAI_MIN_TOKENS, ANTHROPIC_MIN_TOKENS):
+        return NO_CACHE
     read = cache.read if cache.read <= prompt_tokens else prompt_tokens - prompt_tokens % OPENAI_STEP_TOKENS
     write_1h = min(cache.write_1h, prompt_tokens - read)
     return Cache(read=read, write_5m=min(cache.write_5m, prompt_tokens - read - write_1h), write_1h=write_1h)
@@ -71,6 +73,9 @@ class Breakpoint(NamedTuple):
     tools: int
     messages: int
     ttl: Ttl
+    text: str | None = None
+    """The last message's text through the marked block, when text blocks after the mark share
+    that message (they are not cached); None: the whole message is."""
 
 
 def _last_assistant(messages: Sequence[Mapping[str, Any]]) -> int | None:
@@ -124,7 +129,12 @@ def anthropic(
     message_counts = list(map(o200k.message_tokens, messages))
 
     def position(b: Breakpoint) -> int:
-        return sum(tool_counts[: b.tools]) + sum(message_counts[: b.messages])
+        end = sum(tool_counts[: b.tools]) + sum(message_counts[: b.messages])
+        if b.text is None:
+            return end
+        whole = message_counts[b.messages - 1]
+        cut = o200k.message_tokens({**messages[b.messages - 1], "content": b.text})
+        return end - whole + min(cut, whole)
 
     marks = sorted((position(b), b.ttl) for b in breakpoints)
     last = _last_assistant(messages)
@@ -157,6 +167,9 @@ def _ttl(block: Any, param: str) -> Ttl | None:
             f"'5m' or '1h', got {value!r}.",
             param=f"{param}.cache_control",
         )
+    if extra := next((key for key in value if key not in ("type", "ttl")), None):
+        raise invalid(f"{param}.cache_control.{extra}: Extra inputs are not permitted",
+                      param=f"{param}.cache_control.{extra}")
     return ttl
 
 
@@ -170,18 +183,24 @@ def _message_marks(body: dict[str, Any], tools: int) -> list[tuple[Breakpoint, s
     becomes (a tool_result block is a tool message; a user's text blocks, one user message)."""
     marks: list[tuple[Breakpoint, str, Ttl]] = []
 
-    def mark(block: Any, param: str, at: int) -> None:
+    def mark(block: Any, param: str, at: int, text: str | None = None) -> None:
         if isinstance(block, dict) and block.get("type") in _UNMARKABLE and "cache_control" in block:
             raise invalid(f"{param}.cache_control: Extra inputs are not permitted",
                           param=f"{param}.cache_control")
         if ttl := _ttl(block, param):
-            marks.append((Breakpoint(tools=tools, messages=at, ttl=ttl), param, ttl))
+            marks.append((Breakpoint(tools=tools, messages=at, ttl=ttl, text=text), param, ttl))
+
+    def through(texts: list[str], k: int) -> str | None:
+        """A message's text through its k-th text block (text blocks join into one message, and
+        a mark caches only what precedes it); None when that block is the message's last."""
+        return "".join(texts[: k + 1]) if k < len(texts) - 1 else None
 
     count = 0
     if (system := body.get("system")) is not None:
         count = 1
-        for j, block in enumerate(system if isinstance(system, list) else ()):
-            mark(block, f"system[{j}]", 1)
+        blocks = system if isinstance(system, list) else []
+        for j, block in enumerate(blocks):
+            mark(block, f"system[{j}]", 1, through([b["text"] for b in blocks], j))
     for i, message in enumerate(body["messages"]):
         content = message["content"]
         blocks = [] if isinstance(content, str) else content
@@ -192,16 +211,19 @@ def _message_marks(body: dict[str, Any], tools: int) -> list[tuple[Breakpoint, s
             continue
         results = sum(1 for b in blocks if b["type"] == "tool_result")
         texts = isinstance(content, str) or results < len(blocks)
-        answered = 0
+        user_texts = [b["text"] for b in blocks if b["type"] == "text"]
+        answered = shown = 0
         for j, block in enumerate(blocks):
             p = f"messages[{i}].content[{j}]"
             if block["type"] == "tool_result":
                 answered += 1
                 mark(block, p, count + answered)
-                for k, inner in enumerate(block["content"] if isinstance(block.get("content"), list) else ()):
-                    mark(inner, f"{p}.content[{k}]", count + answered)
+                inner = block["content"] if isinstance(block.get("content"), list) else []
+                for k, part in enumerate(inner):
+                    mark(part, f"{p}.content[{k}]", count + answered, through([b["text"] for b in inner], k))
             else:
-                mark(block, p, count + results + 1)
+                mark(block, p, count + results + 1, through(user_texts, shown))
+                shown += 1
         count += results + texts
     return marks
 

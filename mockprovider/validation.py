@@ -159,6 +159,9 @@ def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
     options = body.get("stream_options")
     if options is not None and not isinstance(options, dict):
         raise invalid("Invalid 'stream_options': expected an object.", param="stream_options")
+    if options and not isinstance(options.get("include_usage", False), bool | None):
+        raise invalid("Invalid 'stream_options.include_usage': expected a boolean.",
+                      param="stream_options.include_usage")
     n = body.get("n")
     if n is not None and (not _is_int(n) or n != 1):
         raise APIError(400, "This scripted provider produces exactly one choice; 'n' must be 1.", param="n")

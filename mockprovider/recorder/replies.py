@@ -92,7 +92,12 @@ def usage_of(value: Any) -> dict[str, int] | None:
               value.get("completion_tokens", value.get("output_tokens")))
     if not all(type(n) is int and n >= 0 for n in counts):
         return None
-    return {"prompt_tokens": counts[0], "completion_tokens": counts[1]}
+    # Anthropic's input_tokens leaves out what the cache read and wrote; the prompt holds all three.
+    # (A chat usage that also names them, as some proxies add, counts them in prompt_tokens already.)
+    names = () if "prompt_tokens" in value else ("cache_read_input_tokens", "cache_creation_input_tokens")
+    cached = [value.get(k) for k in names]
+    prompt = counts[0] + sum(n for n in cached if type(n) is int and n >= 0)
+    return {"prompt_tokens": prompt, "completion_tokens": counts[1]}
 
 
 def with_usage(reply: dict[str, Any], usage: dict[str, int] | None) -> dict[str, Any]:

@@ -93,3 +93,25 @@ def test_a_sub_agent_spends_from_what_the_parent_has_left(drive, budget, hard):
         assert s.tool_runs[0].details["child_cost_usd"] <= budget - spent_before + (
             0 if hard else max(_turn_cost(e) for e in child)
         )
+
+
+@pytest.mark.parametrize("hard", [False, True], ids=["soft", "hard"])
+def test_a_sub_agent_bills_its_calls_at_the_parents_prices(drive, hard):
+    """The run's `Pricing` prices every model call it pays for, its sub-agent's included: a
+    child billed at the default prices would under-bill a dearer provider and overshoot a hard budget."""
+    dear = Pricing(input_per_million=20.0, output_per_million=120.0)
+    budget = 0.05
+    trace = MemoryTrace()
+    s = drive("research", trace=trace, pricing=dear, limits=Limits(max_budget_usd=budget, hard_budget=hard))
+    turns = trace.of_type("turn")
+    child = [e for e in turns if e["runId"] != s.run_id]
+    assert child, "the sub-agent made no model call"
+
+    def priced(events: list[dict]) -> float:
+        return sum(dear.cost(Usage(prompt_tokens=e["prompt_tokens"],
+                                         completion_tokens=e["completion_tokens"])) for e in events)
+
+    assert child[-1]["costUsd"] == pytest.approx(priced(child), abs=1e-9)
+    assert s.cost_usd == pytest.approx(priced(turns), abs=1e-12)
+    if hard:
+        assert s.cost_usd <= budget

@@ -18,6 +18,7 @@ import anthropic
 import openai
 import pytest
 
+import o200k
 from mockprovider.app import create_app
 from mockprovider.scenario_files import ScenarioFileError, load_scenarios
 from mockprovider.server import serve_in_thread
@@ -55,8 +56,12 @@ CONTEXT = {"fixtures": [
      "response": {"content": "Booked."}},
     {"match": {"systemMessage": "travel"}, "response": {"toolCalls": [{"name": "book", "id": "b1"}]}},
 ]}
+THOUGHT = "The user asks why the job failed; the log names a timeout."
+REASONING = {"fixtures": [{"match": {"userMessage": "why"},
+                           "response": {"content": "It timed out.", "reasoning": THOUGHT}}]}
 FILES = {"context": CONTEXT, "greeting": GREETING, "tool-round": TOOL_ROUND, "turn-index": TURN_INDEX,
-         "has-tool-result": HAS_TOOL_RESULT, "tool-call": TOOL_CALL, "error-injection": ERROR}
+         "has-tool-result": HAS_TOOL_RESULT, "tool-call": TOOL_CALL, "error-injection": ERROR,
+         "reasoning": REASONING}
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +172,16 @@ def test_an_error_response_keeps_its_status_type_and_code(clients):
     assert messages.value.body["error"]["type"] == "rate_limit_error"
 
 
+def test_reasoning_is_served_as_each_api_shows_it(clients):
+    chat, claude = clients
+    question = {"role": "user", "content": "why"}
+    usage = chat.chat.completions.create(model="reasoning", messages=[question], tools=OFFERED).usage
+    assert usage.completion_tokens_details.reasoning_tokens == o200k.count(THOUGHT)
+    message = claude.messages.create(model="reasoning", max_tokens=200, messages=[question])
+    assert [(b.type, getattr(b, "thinking", None)) for b in message.content] == [
+        ("thinking", THOUGHT), ("text", None)]
+
+
 def test_usage_and_pacing_are_converted(tmp_path: Path):
     path = tmp_path / "paced.json"
     path.write_text(json.dumps({"fixtures": [{
@@ -201,8 +216,6 @@ REFUSED = [
     ({"fixtures": [{"match": {}, "response": {"content": "x"}}, {"match": {}, "response": {"content": "y"},
                                                                  "chaos": {"dropRate": 0.5}}]},
      "$.fixtures[1].chaos", "never random"),
-    ({"fixtures": [{"match": {}, "response": {"content": "x", "reasoning": "hmm"}}]},
-     "$.fixtures[0].response.reasoning", "no reasoning"),
     ({"fixtures": [{"match": {}, "response": {"content": "x", "finishReason": "length"}}]},
      "$.fixtures[0].response.finishReason", "finishes with 'stop'"),
     ({"fixtures": [{"match": {}, "response": {"content": "x", "status": 201}}]},

@@ -127,6 +127,9 @@ CASES = {
     "stream_string": (chat(ok(stream="yes")), 400, "stream"),
     "stream_int": (chat(ok(stream=1)), 400, "stream"),
     "stream_options_not_object": (chat(ok(stream=True, stream_options="usage")), 400, "stream_options"),
+    # A string is not a flag: "false" must not turn the usage chunk on.
+    "include_usage_string": (chat(ok(stream=True, stream_options={"include_usage": "false"})), 400,
+                             "stream_options.include_usage"),
     "n_two": (chat(ok(n=2)), 400, "n"),
     "n_bool": (chat(ok(n=True)), 400, "n"),
     "bad_max_tokens_beside_a_good_max_completion_tokens": (

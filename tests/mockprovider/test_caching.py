@@ -10,8 +10,10 @@ from __future__ import annotations
 import anthropic
 import openai
 import pytest
+from mock_support import serve_scripts
 
 from mockprovider.caching import OPENAI_MIN_TOKENS, OPENAI_STEP_TOKENS
+from mockprovider.scenarios import Reply, Usage
 
 LONG_SYSTEM = " ".join(f"Rule {i}: check the log before answering." for i in range(160))
 QUESTION = "Which file mentions a timeout?"
@@ -175,6 +177,8 @@ def _answered_with(request: dict, block: dict) -> None:
                                 "cache_control": {"type": "ephemeral", "ttl": "5m"}}]),
      "must not come after a ttl='5m'"),
     (lambda r: r["system"][0].update(cache_control={"type": "persistent"}), "cache_control"),
+    (lambda r: r["system"][0].update(cache_control={"type": "ephemeral", "ttl": "1h", "scope": "global"}),
+     "system[0].cache_control.scope: Extra inputs are not permitted"),
     # Thinking blocks cannot be marked (the SDK's ThinkingBlockParam has no cache_control).
     (lambda r: _answered_with(r, {"type": "thinking", "thinking": "t", "signature": "s"}),
      "messages[1].content[0].cache_control: Extra inputs are not permitted"),
@@ -187,3 +191,45 @@ def test_breakpoints_are_checked_as_anthropic_checks_them(mock_url, mutate, mess
     with _anthropic(mock_url) as client, pytest.raises(anthropic.BadRequestError) as caught:
         client.messages.create(model="runaway", max_tokens=100, **request)
     assert message in caught.value.message
+
+
+def test_a_recorded_prompt_under_the_minimum_reads_nothing_from_the_cache():
+    """`usage=recorded` serves a recording's shorter prompt: a prompt under 1,024 tokens is never
+    cached, so its recorded figures carry no cache read or write (not a read floored to 128)."""
+    recorded = Usage(prompt_tokens=OPENAI_MIN_TOKENS - 24, completion_tokens=5)
+    turns = _chat_turns(2)
+    with serve_scripts(recorded=lambda c: Reply(content="ok", usage=recorded)) as url:
+        with openai.OpenAI(base_url=url, api_key="unused", max_retries=0) as client:
+            counted = client.chat.completions.create(model="recorded", messages=turns[1]).usage
+            served = client.chat.completions.create(model="recorded+usage=recorded", messages=turns[1]).usage
+        request = _message_turns()[1]
+        with _anthropic(url) as client:
+            message = client.messages.create(model="recorded+usage=recorded", max_tokens=100, **request).usage
+    assert counted.prompt_tokens_details.cached_tokens >= OPENAI_MIN_TOKENS  # the counted prompt is cached
+    assert (served.prompt_tokens, served.prompt_tokens_details.cached_tokens) == (recorded.prompt_tokens, 0)
+    assert (message.input_tokens, message.cache_read_input_tokens, message.cache_creation_input_tokens) == (
+        recorded.prompt_tokens, 0, 0)
+
+
+DYNAMIC = " ".join(f"Note {i}: today's log rotated at 0{i % 10}:00." for i in range(60))
+"""A block a loop sends after its marked, static one (a date, a fresh note): not cached."""
+
+
+def _marked_then_unmarked(where: str, later: bool) -> dict:
+    """A first request marking LONG_SYSTEM's block, in the system prompt or the user message,
+    with (`later`) or without an unmarked block after it in the same prompt part."""
+    marked = [{"type": "text", "text": LONG_SYSTEM, "cache_control": {"type": "ephemeral"}}]
+    blocks = marked + ([{"type": "text", "text": DYNAMIC}] if later else [])
+    if where == "system":
+        return {"system": blocks, "messages": [{"role": "user", "content": QUESTION}]}
+    return {"messages": [{"role": "user", "content": blocks}]}
+
+
+@pytest.mark.parametrize("where", ["system", "user"])
+def test_a_breakpoint_caches_up_to_its_own_block_not_the_blocks_after_it(mock_url, where):
+    with _anthropic(mock_url) as client:
+        alone, followed = (_message_usage(client, "runaway", _marked_then_unmarked(where, later), False)
+                           for later in (False, True))
+    assert alone.cache_creation_input_tokens > OPENAI_MIN_TOKENS
+    assert followed.cache_creation_input_tokens == alone.cache_creation_input_tokens
+    assert followed.input_tokens > alone.input_tokens  # the later block is billed as plain input

@@ -374,6 +374,32 @@ def test_each_formats_reply_is_read_with_its_usage_whole_or_streamed():
         assert (reader.finished, reader.reply()) == (True, expected), fmt
 
 
+def test_a_messages_reply_records_its_whole_prompt_cache_reads_and_writes_included():
+    """Anthropic's `input_tokens` is only the part after the last cache breakpoint; the prompt a
+    replay serves under `usage=recorded` is that part plus what was read from and written to the
+    cache (OpenAI's `cached_tokens` is already inside its input count, so nothing is added there)."""
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 2048, "cache_creation_input_tokens": 40,
+             "output_tokens": 2}
+    expected = {"content": "hi", "usage": {"prompt_tokens": 2091, "completion_tokens": 2}}
+    whole = {"content": [{"type": "text", "text": "hi"}], "usage": usage}
+    assert reply_of("messages", json.dumps(whole).encode()) == expected
+    reader = Stream("messages")
+    reader.feed(_events(
+        ("message_start", {"message": {"usage": {**usage, "output_tokens": 1}}}),
+        ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": "hi"}}),
+        ("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": usage}),
+        ("message_stop", {})))
+    assert reader.reply() == expected
+    responses = {"output": [{"type": "message", "content": [{"type": "output_text", "text": "hi"}]}],
+                 "usage": {"input_tokens": 2091, "input_tokens_details": {"cached_tokens": 2048},
+                           "output_tokens": 2}}
+    assert reply_of("responses", json.dumps(responses).encode()) == expected
+    proxied = {"choices": [{"message": {"role": "assistant", "content": "hi"}}],
+               "usage": {"prompt_tokens": 2091, "completion_tokens": 2, "cache_read_input_tokens": 2048}}
+    assert reply_of("chat", json.dumps(proxied).encode()) == expected
+
+
 def test_a_dead_upstream_is_a_502_in_each_formats_own_shape(tmp_path: Path):
     with record("http://127.0.0.1:9/v1", tmp_path / "dead.json") as proxy:
         with pytest.raises(openai.InternalServerError) as chat:
