@@ -43,6 +43,8 @@ BUDGETS_USD = (0.010, 0.050)
 """The budget experiment's first budget, and its last: the first runs out before any prompt
 reaches the 1,024 tokens caching needs."""
 LIST = Pricing()
+OPENAI_MIN_TOKENS = 1024
+"""OpenAI caches a prompt from 1,024 tokens on (docs/caching.md); stated here as the model states it."""
 OPENAI_CACHED_FRACTION = Fraction(1, 4)
 OPENAI = Pricing(cached_input_per_million=float(LIST.input_per_million * OPENAI_CACHED_FRACTION))
 ANTHROPIC = Pricing(cached_input_per_million=LIST.input_per_million * 0.1,
@@ -124,6 +126,9 @@ async def _replay_on_messages(env: Env, run: Run) -> list[Usage]:
 async def measure(env: Env, *, pricing: Pricing = OPENAI) -> Measured:
     """`pricing=LIST` prices what the provider cached at the full input price, as a harness that
     drops the cache fields does (for the tests)."""
+    # The prediction's profile comes from a run of its own, of three turns, taken before the caps run.
+    probe = await run_scenario(env, "runaway", run_id="caching-probe", max_turns=3, pricing=pricing)
+    profile = early_profile(probe)
     budgets = [(b, kind) for b in BUDGETS_USD for kind in ("list", "cached")]
     runs = await asyncio.gather(
         *(run_scenario(env, "runaway", run_id=f"caching-cap{cap}", max_turns=cap, pricing=pricing)
@@ -137,7 +142,7 @@ async def measure(env: Env, *, pricing: Pricing = OPENAI) -> Measured:
         by_cap=by_cap,
         anthropic=await _replay_on_messages(env, longest),
         budgets=dict(zip(budgets, runs[len(CAPS):], strict=True)),
-        profile=early_profile(longest),
+        profile=profile,
     )
 
 
@@ -178,6 +183,18 @@ def _model_budget_turns(m: Measured, budget: float) -> int:
     return next(n for n in range(1, 10_000) if m.predicted_openai(n) >= budget)
 
 
+def _never_cached(run: Run) -> bool:
+    """Whether no prompt of `run` reached the 1,024 tokens caching needs."""
+    return all(u.prompt_tokens < OPENAI_MIN_TOKENS for u in run.state.turn_usage)
+
+
+def _overshoot_within_a_turn(run: Run, budget: float, pricing: Pricing) -> bool:
+    """Whether the soft budget stopped `run` within one turn of spending it: every turn but the
+    last was bought while money was left."""
+    spent = sum(map(pricing.cost, run.state.turn_usage[:-1]))
+    return spent < budget <= run.state.cost_usd + 1e-12
+
+
 def checks(m: Measured) -> dict[str, bool]:
     cached_micro = IN_MICRO * OPENAI_CACHED_FRACTION
     predicted = float(m.profile.cached_cost_micro(100, cached_micro)
@@ -194,6 +211,11 @@ def checks(m: Measured) -> dict[str, bool]:
         < _ratio(m.list_cost) and _ratio(m.anthropic_cost) < _ratio(m.anthropic_list_cost),
         "Anthropic: each turn reads exactly what the turn before read and wrote": all(
             reads[k] in (0, reads[k - 1] + writes[k - 1]) for k in range(1, len(reads))) and reads[-1] > 0,
+        f"the {usd(BUDGETS_USD[0])} budget runs out before any prompt reaches 1,024 tokens": all(
+            _never_cached(m.budgets[BUDGETS_USD[0], kind]) for kind in ("list", "cached")),
+        "every budget is overshot by at most one turn, cached or not": all(
+            _overshoot_within_a_turn(m.budgets[b, kind], b, OPENAI if kind == "cached" else LIST)
+            for b in BUDGETS_USD for kind in ("list", "cached")),
         "each cached budget stops where the model says, never earlier than at list price": all(
             m.budgets[b, "cached"].state.turns == _model_budget_turns(m, b)
             >= m.budgets[b, "list"].state.turns for b in BUDGETS_USD),
@@ -220,7 +242,7 @@ def prose(m: Measured) -> Prose:
             "the cap-100 run through `/v1/messages` with a breakpoint on the system prompt and one on "
             f"the newest block; reads cost ${ANTHROPIC.cached_input_per_million:g}/M and 5-minute "
             f"writes ${ANTHROPIC.cache_write_per_million:g}/M. docs/caching.md states both rules.",
-            f"Predicted before measuring: the profile of the first three turns (a = "
+            f"Predicted before measuring: the profile of a three-turn run taken first (a = "
             f"{m.profile.first_prompt}, g = {m.profile.growth}) with the cached term (turn k reads turn "
             "k−1's prompt, floored to 128, once it is 1,024 tokens) gives every cap's cost (column "
             "`predicted_openai_cached_usd`) and the 100/50 ratio.",
