@@ -65,6 +65,11 @@ def anthropic_headers(options: Options, rid: str) -> list[tuple[bytes, bytes]]:
     ]
 
 
+def _gemini(path: str) -> bool:
+    """A Gemini method call (`…/v1/models/{model}:{method}`): Google sends none of these headers."""
+    return "/models/" in path and ":" in path.rpartition("/")[2]
+
+
 def start(scope: Scope) -> tuple[str, float]:
     """Give the request its id (kept in the scope) and start its processing clock."""
     rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"  # unique, not secret
@@ -76,7 +81,7 @@ def of(scope: Scope, defaults: Options) -> list[tuple[bytes, bytes]]:
     """The headers `adding` adds, for a reply sent outside it: the server-error handler's, whose
     middleware sits outside every other (none if the request was given no id)."""
     rid = scope.get(REQUEST_ID)
-    if rid is None:
+    if rid is None or _gemini(scope["path"]):
         return []
     options = scope.get(OPTIONS) or defaults
     if scope["path"].endswith("/messages"):
@@ -116,7 +121,7 @@ class ApiHeaders:
         self.defaults = defaults or Options()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or "/v1/" not in scope["path"]:
+        if scope["type"] != "http" or "/v1/" not in scope["path"] or _gemini(scope["path"]):
             await self.app(scope, receive, send)
             return
         rid, started = start(scope)

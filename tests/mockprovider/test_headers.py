@@ -75,6 +75,22 @@ def test_anthropic_replies_carry_request_id_and_its_rate_limit_headers(mock_url)
     assert caught.value.body["request_id"] == error_id == caught.value.request_id
 
 
+@pytest.mark.parametrize("version", ["v1", "v1beta"])
+@pytest.mark.parametrize("method", ["generateContent", "streamGenerateContent?alt=sse", "countTokens"])
+def test_gemini_replies_carry_none_of_openais_headers_under_either_version(mock_url, version, method):
+    # Google's API sends no OpenAI request id, processing time or rate-limit headers, and
+    # google-genai posts under /v1/ when given only a base URL.
+    root = mock_url.removesuffix("/v1")
+    body = {"contents": [{"role": "user", "parts": [{"text": "Which file mentions a timeout?"}]}]}
+    replies = [httpx.post(f"{root}/{version}/models/{model}:{method}", json=body)
+               for model in ("plan", "plan+fault=429", "nope")]
+    faulted = 200 if method == "countTokens" else 429  # counting tokens meets no fault
+    assert [r.status_code for r in replies] == [200, faulted, 404]
+    for reply in replies:
+        openai_headers = {"x-request-id", "openai-processing-ms", *(f"x-ratelimit-{k}" for k in RATE_LIMIT)}
+        assert openai_headers.isdisjoint(reply.headers.keys()), reply.headers
+
+
 @pytest.mark.parametrize("option", ["ratelimit=5", "remaining=a:b", "ratelimit=1:2:3"])
 def test_a_bad_rate_limit_option_is_a_400(in_process, option):
     reply = in_process.post("/v1/chat/completions", json={"model": f"plan+{option}", "messages": QUESTION})
