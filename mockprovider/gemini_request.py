@@ -9,7 +9,8 @@
 
 A `functionResponse` answers the `functionCall` with its `id`; without one (google-genai's
 automatic function calling sends none), the earliest unanswered call of its `name` (`pairing`).
-One that answers nothing is a 400, as in every format. A call sent back without an id is named
+One that answers nothing is a 400, as in every format, and so is a function call turn whose next
+content does not hold one functionResponse per call (Gemini's own 400). A call sent back without an id is named
 `call_{turn}_{index}`. A response object holding a single string (`{"result": "…"}`, as
 automatic function calling wraps a function's return) is that string as the tool's text; any
 other object is its compact JSON. Field names are read in lowerCamelCase and, as Google's JSON
@@ -160,6 +161,9 @@ def contents_messages(value: Any) -> list[dict[str, Any]]:
                       param="contents")
     out: list[dict[str, Any]] = []
     calls, turn = Calls(result="functionResponse", call="functionCall part"), 0
+    # The last function call turn's functionCall parts, and the functionResponse parts of the
+    # user contents since (one turn, however many contents it is sent in).
+    calling, answering, answered_at = 0, 0, None
     for i, content in enumerate(value):
         p = f"contents[{i}]"
         content = _object(content, p)
@@ -168,12 +172,28 @@ def contents_messages(value: Any) -> list[dict[str, Any]]:
             raise invalid(f"Invalid value at '{p}.role': {role!r}; expected 'user' or 'model'.",
                           param=f"{p}.role")
         parts = _parts(content, p)
+        if role == "user":
+            answering += sum(kind == "functionResponse" for kind, _, _ in parts)
+            answered_at = answered_at or p
+        elif calling or answering:
+            _check_answered(calling, answering, answered_at or p)
         if role == "model":
+            calling, answering, answered_at = sum(kind == "functionCall" for kind, _, _ in parts), 0, None
             out.append(_model(parts, turn, calls))
             turn += 1
         else:
             out.extend(_user(parts, calls))
+    if answered_at is not None:  # a call turn last of all is not answered yet: the model continues it
+        _check_answered(calling, answering, answered_at)
     return out
+
+
+def _check_answered(calls: int, responses: int, p: str) -> None:
+    """Gemini's 400 when the user turn after a function call turn does not hold one
+    functionResponse part per functionCall part (a call left unanswered, or answered twice)."""
+    if responses != calls:
+        raise invalid("Please ensure that the number of function response parts is equal to the number "
+                      "of function call parts of the function call turn.", param=p)
 
 
 def tools_of(value: Any) -> list[dict[str, Any]]:

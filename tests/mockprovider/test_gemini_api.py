@@ -531,6 +531,32 @@ def test_an_orphan_function_response_names_the_part(mock_url):
     assert "contents[1].parts[0].functionResponse" in message and "'list_files'" in message
 
 
+UNANSWERED_CALLS = (
+    "Please ensure that the number of function response parts is equal to the number of function "
+    "call parts of the function call turn."
+)
+"""Gemini's own 400 (google-gemini/gemini-cli#4217, #5443: INVALID_ARGUMENT)."""
+TWO_CALLS = {"role": "model", "parts": [{"functionCall": {"name": "list_files", "args": {}}},
+                                        {"functionCall": {"name": "read_file", "args": {"path": "a"}}}]}
+
+
+def test_a_function_call_left_unanswered_is_refused_as_gemini_refuses_it(mock_url):
+    # The cancelled run: the model's call is followed by the user's next words, not its response.
+    cancelled = [types.Content(role="user", parts=[types.Part(text=QUESTION)]),
+                 types.Content(role="model", parts=[types.Part(function_call=types.FunctionCall(
+                     name="list_files", args={}))]),
+                 types.Content(role="user", parts=[types.Part(text="Never mind, just answer.")])]
+    with _client(mock_url) as client, pytest.raises(errors.ClientError) as caught:
+        client.models.generate_content(model="plan", contents=cancelled, config=OFFER)
+    assert (caught.value.code, caught.value.status, caught.value.message) == (
+        400, "INVALID_ARGUMENT", UNANSWERED_CALLS)
+    one_of_two = [USER, TWO_CALLS, {"role": "user", "parts": [
+        {"functionResponse": {"name": "list_files", "response": {"result": "a"}}}]}]
+    with httpx.Client(base_url=_root(mock_url)) as http:
+        response = http.post("/v1beta/models/plan:generateContent", json=ok(contents=one_of_two))
+    assert _assert_google_error(response, 400, "INVALID_ARGUMENT")["message"] == UNANSWERED_CALLS
+
+
 def test_transport_level_errors_are_google_shaped_too(serve_mock):
     limit, key = 10_000, {"x-goog-api-key": "secret"}
     path = "/v1beta/models/plan:generateContent"
