@@ -28,7 +28,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from mockprovider import attempts, scenarios, transcript, wire
-from mockprovider.errors import APIError, invalid
+from mockprovider.errors import APIError, ScriptedError, invalid
 from mockprovider.formats import event_stream, json_response, scripted_turn, suffix
 from mockprovider.gemini_request import generate_request
 from mockprovider.pipeline import authorize, config_of, read_raw, resolve
@@ -52,6 +52,9 @@ METHODS = ("generateContent", "streamGenerateContent", "countTokens")
 
 def error_response(e: APIError) -> Response:
     """`e` in Google's shape; a 429 says when to retry as Google does, in a RetryInfo detail."""
+    if e.status == 529 and not isinstance(e, ScriptedError):
+        # The overload fault as Google sends it (it never sends a 529), which google-genai retries.
+        e = APIError(503, "The model is overloaded. Please try again later. (injected fault)", headers=e.headers)
     status = STATUS.get(e.status, "INVALID_ARGUMENT" if e.status < 500 else "INTERNAL")
     error: dict[str, Any] = {"code": e.status, "message": e.message, "status": status}
     retry_ms = e.headers.get("retry-after-ms")

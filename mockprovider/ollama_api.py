@@ -38,7 +38,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from mockprovider import attempts, scenarios, wire
-from mockprovider.errors import APIError, invalid, missing
+from mockprovider.errors import APIError, ScriptedError, invalid, missing
 from mockprovider.formats import (
     ChatShaped,
     body_object,
@@ -61,6 +61,10 @@ EPOCH = "1970-01-01T00:00:00Z"
 
 
 def error_response(e: APIError) -> Response:
+    if e.status == 529 and not isinstance(e, ScriptedError):
+        # The overload fault as Ollama sends it when its queue is full (it never sends a 529).
+        return json_response({"error": "server busy, please try again.  maximum pending requests exceeded "
+                                       "(injected fault)"}, status=503, headers=e.headers)
     return json_response({"error": e.message}, status=e.status, headers=e.headers)
 
 

@@ -404,6 +404,20 @@ def test_the_client_retries_past_a_fault_as_it_retries_the_real_service(mock_url
     ]
 
 
+def test_an_overload_fault_is_googles_503_unavailable_and_the_client_retries_past_it(mock_url, caplog):
+    # Google's overload is 503 UNAVAILABLE, which google-genai retries; it never sends a 529.
+    caplog.set_level(logging.INFO, logger="mockprovider")
+    model = "plan+fault=529@0x2"
+    with _client(mock_url) as client, pytest.raises(errors.ServerError) as caught:
+        client.models.generate_content(model="plan+fault=529", contents="overloaded", config=OFFER)
+    assert (caught.value.code, caught.value.status) == (503, "UNAVAILABLE")
+    retry = types.HttpRetryOptions(attempts=3, initial_delay=0.01, max_delay=0.02, jitter=0)
+    with _client(mock_url, retry_options=retry) as client:
+        reply = client.models.generate_content(model=model, contents="retry 529", config=OFFER)
+    assert reply.function_calls[0].id == "c1"
+    assert [m.rpartition(" ")[2] for m in _attempts(caplog)][-3:] == ["status=529", "status=529", "status=ok"]
+
+
 def test_the_same_request_sent_again_after_a_reply_meets_the_fault_again(mock_url, caplog):
     # An OpenAI client's fresh call says attempt 0 whatever came before; so is an identical
     # request here once the last one was answered, and a run repeated meets its faults again.

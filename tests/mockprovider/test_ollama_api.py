@@ -284,7 +284,7 @@ def test_a_request_reads_into_the_transcript_the_anthropic_reader_makes_of_the_s
 # --- faults: the ollama client does not retry, so the fault reaches the caller ---------------------
 
 
-@pytest.mark.parametrize(("kind", "status"), [("429", 429), ("500", 500), ("401", 401)])
+@pytest.mark.parametrize(("kind", "status"), [("429", 429), ("500", 500), ("401", 401), ("529", 503)])
 def test_a_fault_reaches_the_caller_and_the_callers_own_retry_passes(mock_url, caplog, kind, status):
     caplog.set_level(logging.INFO, logger="mockprovider")
     model = f"plan+fault={kind}@0"
