@@ -7,7 +7,7 @@ scripted reply is held to the same rules (`constrain`), in every wire format:
   the scenario's own `fallback` text if it has one, else the reply's text before its calls,
   otherwise `FALLBACK_TEXT`;
 - `tool_choice` "required" (Anthropic: "any", Gemini: mode ANY): a scripted text turn is a
-  `script_mismatch` error;
+  `script_mismatch` error, and so is a call of a function Gemini's allowedFunctionNames leaves out;
 - a named function (Anthropic: "tool", Gemini: ANY with one allowed name): a turn that does not
   call exactly that function is a
   `script_mismatch` error; a name the request does not declare is the API's own 400;
@@ -39,6 +39,8 @@ class ToolChoice(NamedTuple):
     mode: Mode
     name: str | None = None
     """The function `mode == "function"` names."""
+    allowed: tuple[str, ...] = ()
+    """The functions `mode == "required"` may call (Gemini's allowedFunctionNames); empty: any."""
 
 
 AUTO = ToolChoice("auto")
@@ -122,7 +124,9 @@ def gemini_choice(value: Any) -> ToolChoice:
     if mode == "NONE":
         return ToolChoice("none")
     if mode == "ANY":
-        return ToolChoice("function", names[0]) if names and len(names) == 1 else ToolChoice("required")
+        if names and len(names) == 1:
+            return ToolChoice("function", names[0])
+        return ToolChoice("required", allowed=tuple(names or ()))
     if mode in ("AUTO", "VALIDATED", "MODE_UNSPECIFIED"):
         return AUTO
     raise bad
@@ -201,6 +205,9 @@ def constrain(
         )
     if choice.mode == "required" and not reply.tool_calls:
         raise _mismatch(script, turn, "answers with text where tool_choice requires a tool call")
+    if choice.allowed and (barred := [c.name for c in reply.tool_calls if c.name not in choice.allowed]):
+        raise _mismatch(script, turn, f"calls {', '.join(map(repr, barred))} where tool_choice allows only "
+                        f"{', '.join(map(repr, choice.allowed))}")
     if choice.mode == "function" and (
         not reply.tool_calls or any(c.name != choice.name for c in reply.tool_calls)
     ):

@@ -327,6 +327,29 @@ def test_gemini_mode_none_answers_text_and_any_with_one_name_is_that_function(ur
     assert caught.value.code == 400 and "script_mismatch" in str(caught.value)
 
 
+def test_gemini_mode_any_with_several_names_calls_only_one_of_them(url):
+    # A real model under mode ANY calls only a function allowedFunctionNames lists.
+    from google.genai import errors, types
+
+    def config(names: list[str]) -> types.GenerateContentConfig:
+        declarations = [types.FunctionDeclaration(name=n) for n in ("list_files", "read_file", "grep")]
+        calling = types.FunctionCallingConfig(mode="ANY", allowed_function_names=names)
+        return types.GenerateContentConfig(
+            tools=[types.Tool(function_declarations=declarations)],
+            tool_config=types.ToolConfig(function_calling_config=calling),
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        )
+
+    with _gemini(url) as client:
+        allowed = client.models.generate_content(
+            model="plan", contents="Which file?", config=config(["grep", "list_files"]))
+        assert allowed.function_calls[0].name == "list_files"
+        with pytest.raises(errors.ClientError) as caught:
+            client.models.generate_content(model="plan", contents="Which file?", config=config(["read_file", "grep"]))
+    assert caught.value.code == 400 and "script_mismatch" in str(caught.value)
+    assert "'list_files'" in str(caught.value)
+
+
 # --- the rule as a property: whatever the scenario and turn, no tools offered means no call ----------
 
 
