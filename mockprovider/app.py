@@ -166,8 +166,15 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error")
     error = APIError(500, f"Internal error in the mock: {type(exc).__name__}", type="server_error")
     # This handler answers outside ApiHeaders and ChatLane: the API's shape and headers are added here.
-    anthropic = request.url.path.endswith("/messages")
-    response = anthropic_api.error_response(error, request) if anthropic else error.response()
+    path = request.url.path
+    if path.endswith("/messages"):
+        response = anthropic_api.error_response(error, request)
+    elif "/api/" in path:
+        response = ollama_api.error_response(error)
+    elif "/v1beta/" in path or ("/models/" in path and ":" in path.rpartition("/")[2]):
+        response = gemini_api.error_response(error)
+    else:
+        response = error.response()
     response.raw_headers.extend(headers.of(request.scope, config_of(request).defaults))
     return response
 

@@ -571,6 +571,19 @@ def test_a_function_call_left_unanswered_is_refused_as_gemini_refuses_it(mock_ur
     assert _assert_google_error(response, 400, "INVALID_ARGUMENT")["message"] == UNANSWERED_CALLS
 
 
+def test_a_500_from_a_bug_in_the_mock_is_google_shaped_too(monkeypatch):
+    from mockprovider import gemini_api
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(gemini_api, "body", broken)
+    with serve_in_thread() as url, _client(url) as client, pytest.raises(errors.ServerError) as caught:
+        client.models.generate_content(model="plan", contents="hi")
+    assert (caught.value.code, caught.value.status) == (500, "INTERNAL")
+    assert set(caught.value.details["error"]) == {"code", "message", "status"}
+
+
 def test_transport_level_errors_are_google_shaped_too(serve_mock):
     limit, key = 10_000, {"x-goog-api-key": "secret"}
     path = "/v1beta/models/plan:generateContent"

@@ -379,6 +379,21 @@ def test_an_orphan_tool_message_names_the_message(mock_url):
     assert "messages[1]" in caught.value.error and "'list_files'" in caught.value.error
 
 
+def test_a_500_from_a_bug_in_the_mock_is_ollama_shaped_too(monkeypatch):
+    from mockprovider import ollama_api
+    from mockprovider.server import serve_in_thread
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(ollama_api, "body", broken)
+    with serve_in_thread() as url:
+        response = httpx.post(_root(url) + "/api/chat", json={
+            "model": "plan", "stream": False, "messages": [{"role": "user", "content": "hi"}]})
+    assert response.status_code == 500 and set(response.json()) == {"error"}
+    assert isinstance(response.json()["error"], str)
+
+
 def test_transport_level_errors_are_ollama_shaped_too(serve_mock):
     limit, key = 10_000, {"authorization": "Bearer secret"}
     cases = [
