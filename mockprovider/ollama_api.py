@@ -265,10 +265,12 @@ async def _chat(request: Request) -> Response:
     _only(request, "POST")
     config = config_of(request)
     raw = await read_raw(request, config, any_content_type=True)
-    req = chat_request(_parse(raw))
+    parsed = _parse(raw)
+    req = chat_request(parsed)
+    sent = parsed["model"]  # the reply names the model as the request did, tag and all, as Ollama's does
     if not req.messages:
         resolve(request, config, req.model)  # an unknown model is still a 404
-        return json_response({"model": req.model, "created_at": _created_at(),
+        return json_response({"model": sent, "created_at": _created_at(),
                               "message": {"role": "assistant", "content": ""}, "done_reason": "load",
                               "done": True})
     attempts.fill_in(request, raw)
@@ -279,9 +281,10 @@ async def _chat(request: Request) -> Response:
         return Response(turn, media_type="application/json")
     attempts.settle(request)
     clock.ready = time.monotonic_ns()
+    completion = turn.completion._replace(model=sent)
     if not req.stream:
-        return json_response(body(turn.completion, clock))
-    return event_stream(lines(turn.completion, clock), turn.options, media_type="application/x-ndjson")
+        return json_response(body(completion, clock))
+    return event_stream(lines(completion, clock), turn.options, media_type="application/x-ndjson")
 
 
 async def chat(request: Request) -> Response:

@@ -184,6 +184,17 @@ def test_models_are_listed_and_shown_under_their_default_tag(mock_url):
     assert caught.value.status_code == 404 and "'plann'" in caught.value.error
 
 
+@pytest.mark.parametrize("model", ["plan:latest", "plan+latency=1:latest"])
+def test_a_reply_echoes_the_model_name_as_sent_tag_included(mock_url, model):
+    # Ollama's chat handler answers with the request's own model string.
+    asked = [{"role": "user", "content": QUESTION}]
+    with ollama.Client(host=_root(mock_url)) as client:
+        plain = client.chat(model=model, messages=asked, tools=TOOLS)
+        streamed = list(client.chat(model=model, messages=asked, tools=TOOLS, stream=True))
+        loaded = client.chat(model=model)
+    assert [plain.model, loaded.model] + [chunk.model for chunk in streamed] == [model] * (2 + len(streamed))
+
+
 @pytest.mark.parametrize("model", ["plan:latest+fault=500", "plan+fault=500:latest"])
 def test_options_follow_the_model_name_with_or_without_its_tag(mock_url, model):
     with ollama.Client(host=_root(mock_url)) as client, pytest.raises(ollama.ResponseError) as caught:
