@@ -57,11 +57,14 @@ def error_response(e: APIError) -> Response:
         e = APIError(503, "The model is overloaded. Please try again later. (injected fault)", headers=e.headers)
     status = STATUS.get(e.status, "INVALID_ARGUMENT" if e.status < 500 else "INTERNAL")
     error: dict[str, Any] = {"code": e.status, "message": e.message, "status": status}
+    headers = e.headers
     retry_ms = e.headers.get("retry-after-ms")
     if e.status == 429 and retry_ms is not None:
         delay = f"{int(retry_ms) / 1000:g}s"
         error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}]
-    return json_response({"error": error}, status=e.status, headers=e.headers)
+        # Google states the delay in the body only; the headers are OpenAI's and Anthropic's.
+        headers = {k: v for k, v in e.headers.items() if k not in ("retry-after", "retry-after-ms")}
+    return json_response({"error": error}, status=e.status, headers=headers)
 
 
 def _parse(raw: bytes) -> Any:

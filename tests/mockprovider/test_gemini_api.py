@@ -389,6 +389,14 @@ def test_a_rate_limit_is_google_shaped_and_says_when_to_retry(mock_url):
     assert error["details"] == [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.5s"}]
 
 
+def test_a_rate_limit_says_when_to_retry_in_its_body_only(mock_url):
+    # Google states the delay in RetryInfo; Retry-After and OpenAI's retry-after-ms are not its headers.
+    with httpx.Client(base_url=_root(mock_url)) as http:
+        response = http.post("/v1beta/models/plan+fault=429+retry=1500:generateContent", json=ok())
+    assert response.status_code == 429
+    assert not {"retry-after", "retry-after-ms"} & response.headers.keys(), response.headers
+
+
 @pytest.mark.parametrize("kind", ["429", "500"])
 def test_the_client_retries_past_a_fault_as_it_retries_the_real_service(mock_url, caplog, kind):
     caplog.set_level(logging.INFO, logger="mockprovider")
