@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -165,6 +166,8 @@ def _num_predict(body: dict[str, Any]) -> int | None:
     value = options.get("num_predict")
     if value is None:
         return None
+    if isinstance(value, float) and math.isfinite(value):
+        value = int(value)  # Ollama reads a JSON number as float64 and truncates it for an integer option
     if not isinstance(value, int) or isinstance(value, bool):
         p = "options.num_predict"
         raise invalid(f"{p}: expected an integer, got {value!r}.", param=p)

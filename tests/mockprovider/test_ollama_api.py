@@ -153,6 +153,16 @@ def test_num_predict_cuts_the_reply_and_counts_exactly_the_limit(mock_url, strea
     assert (unlimited.done_reason, unlimited.message.content) == ("stop", ANSWER_PLAN)
 
 
+def test_num_predict_sent_as_a_json_float_counts_as_its_whole_part(mock_url):
+    # Ollama reads options as JSON numbers (float64) and truncates an integer option's value.
+    with ollama.Client(host=_root(mock_url)) as client:
+        reply = _chat(client, ANSWER_TURN, stream=False, options={"num_predict": 4.9})
+        with pytest.raises(ollama.ResponseError) as caught:
+            _chat(client, ANSWER_TURN, stream=False, options={"num_predict": "4"})
+    assert (reply.done_reason, reply.eval_count) == ("length", 4)
+    assert caught.value.status_code == 400 and "num_predict" in caught.value.error
+
+
 READ_TURN = ANSWER_TURN[:3]
 """A request `plan` answers with `read_file {"path": "errors.log"}`."""
 
