@@ -28,6 +28,8 @@ from mockprovider.formats import ChatShaped, body_object, chat_tool, string, too
 from mockprovider.pairing import Calls
 
 ROLES = ("user", "model")
+INT32_MAX = 2**31 - 1
+"""The largest `maxOutputTokens`: Google's parser refuses a TYPE_INT32 field past it."""
 DATA = ("text", "functionCall", "functionResponse")
 """The part kinds this mock reads; a part holds exactly one."""
 OTHER_DATA = ("inlineData", "fileData", "executableCode", "codeExecutionResult")
@@ -230,9 +232,9 @@ def _max_output_tokens(body: dict[str, Any]) -> int | None:
     value = field(config, "maxOutputTokens")
     if value is None:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= INT32_MAX:
         p = "generationConfig.maxOutputTokens"
-        raise invalid(f"Invalid value at '{p}': expected an integer >= 1, got {value!r}.", param=p)
+        raise invalid(f"Invalid value at '{p}' (TYPE_INT32): expected an integer >= 1, got {value!r}.", param=p)
     return value
 
 

@@ -513,6 +513,7 @@ BAD = {
     "declaration_schema_not_object": ok(tools=[{"functionDeclarations": [{"name": "f", "parameters": 1}]}]),
     "max_output_tokens_zero": ok(generationConfig={"maxOutputTokens": 0}),
     "max_output_tokens_string": ok(generationConfig={"maxOutputTokens": "10"}),
+    "max_output_tokens_past_int32": ok(generationConfig={"maxOutputTokens": 2**31}),  # a TYPE_INT32 field
     "generation_config_not_object": ok(generationConfig=[]),
     "two_candidates": ok(generationConfig={"candidateCount": 2}),
     "candidate_count_true": ok(generationConfig={"candidateCount": True}),
