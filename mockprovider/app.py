@@ -118,6 +118,9 @@ async def chat_completions(request: Request) -> Response:
 
 
 async def models(request: Request) -> Response:
+    if "x-goog-api-client" in request.headers:
+        # google-genai, given only a base URL, lists here; it names itself in this header.
+        return await gemini_api.list_models(request)
     config = config_of(request)
     authorize(request, config)
     data = [

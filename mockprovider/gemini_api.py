@@ -2,7 +2,8 @@
 
 `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, and the same under
 `/v1/` (where google-genai posts when given only a base URL); `GET /v1beta/models` lists every
-scenario and `GET /v1beta/models/{model}` describes one (`GET /v1/models` stays OpenAI's). The
+scenario and `GET /v1beta/models/{model}` describes one (`GET /v1/models` stays OpenAI's, except to
+a request carrying google-genai's `x-goog-api-client` header). The
 request becomes the chat conversation it stands for (`gemini_request`), so the turn index is the
 number of `model` contents and `promptTokenCount` is the chat formula over that conversation.
 

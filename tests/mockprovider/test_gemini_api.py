@@ -222,6 +222,16 @@ def test_models_are_listed_and_described_under_v1beta(mock_url):
     assert (caught.value.code, caught.value.status) == (404, "NOT_FOUND")
 
 
+def test_a_client_given_only_a_base_url_lists_the_models_too(mock_url):
+    # google-genai given only a base URL lists at GET /v1/models, OpenAI's path: a request that
+    # names itself Google's client gets Google's listing there, any other still OpenAI's.
+    with _client(mock_url) as client:
+        names = [m.name for m in client.models.list()]
+    assert "models/plan" in names and "models/runaway" in names
+    with openai.OpenAI(base_url=mock_url, api_key="unused") as chat_client:
+        assert "plan" in [m.id for m in chat_client.models.list()]
+
+
 CITY = {"name": "city", "turns": [
     {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Zürich"}},
                     {"name": "get_time", "id": "time-1", "arguments": {}}]},
