@@ -24,6 +24,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -233,6 +234,14 @@ async def get_model(request: Request) -> Response:
     return json_response(_model(name, script))
 
 
+async def get_model_v1(request: Request) -> Response:
+    """`GET /v1/models/{model}`: google-genai given only a base URL describes a model here, naming
+    itself in `x-goog-api-client`; OpenAI's path otherwise, where no model is described."""
+    if "x-goog-api-client" not in request.headers:
+        raise HTTPException(404)
+    return await get_model(request)
+
+
 async def not_found(request: Request) -> Response:
     """Any other path under /v1beta: a 404 in Google's shape, naming what is served."""
     return error_response(APIError(
@@ -249,5 +258,6 @@ ROUTES = [
       for prefix in _PREFIXES for version in ("v1beta", "v1")),
     *(Route(f"{prefix}/v1beta/models", list_models, methods=["GET"]) for prefix in _PREFIXES),
     *(Route(f"{prefix}/v1beta/models/{{model}}", get_model, methods=["GET"]) for prefix in _PREFIXES),
+    *(Route(f"{prefix}/v1/models/{{model}}", get_model_v1, methods=["GET"]) for prefix in _PREFIXES),
     *(Route(f"{prefix}/v1beta/{{path:path}}", not_found, methods=_ANY) for prefix in _PREFIXES),
 ]

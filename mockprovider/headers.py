@@ -65,9 +65,13 @@ def anthropic_headers(options: Options, rid: str) -> list[tuple[bytes, bytes]]:
     ]
 
 
-def _gemini(path: str) -> bool:
-    """A Gemini method call (`…/v1/models/{model}:{method}`): Google sends none of these headers."""
-    return "/models/" in path and ":" in path.rpartition("/")[2]
+def _gemini(scope: Scope) -> bool:
+    """A Gemini method call (`…/v1/models/{model}:{method}`), or google-genai's listing at /v1/models
+    (it names itself in `x-goog-api-client`): Google sends none of these headers."""
+    path = scope["path"]
+    if "/models/" in path and ":" in path.rpartition("/")[2]:
+        return True
+    return "/models" in path and any(name == b"x-goog-api-client" for name, _ in scope["headers"])
 
 
 def start(scope: Scope) -> tuple[str, float]:
@@ -81,7 +85,7 @@ def of(scope: Scope, defaults: Options) -> list[tuple[bytes, bytes]]:
     """The headers `adding` adds, for a reply sent outside it: the server-error handler's, whose
     middleware sits outside every other (none if the request was given no id)."""
     rid = scope.get(REQUEST_ID)
-    if rid is None or _gemini(scope["path"]):
+    if rid is None or _gemini(scope):
         return []
     options = scope.get(OPTIONS) or defaults
     if scope["path"].endswith("/messages"):
@@ -121,7 +125,7 @@ class ApiHeaders:
         self.defaults = defaults or Options()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or "/v1/" not in scope["path"] or _gemini(scope["path"]):
+        if scope["type"] != "http" or "/v1/" not in scope["path"] or _gemini(scope):
             await self.app(scope, receive, send)
             return
         rid, started = start(scope)

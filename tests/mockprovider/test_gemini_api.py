@@ -222,12 +222,17 @@ def test_models_are_listed_and_described_under_v1beta(mock_url):
     assert (caught.value.code, caught.value.status) == (404, "NOT_FOUND")
 
 
-def test_a_client_given_only_a_base_url_lists_the_models_too(mock_url):
+def test_a_client_given_only_a_base_url_lists_and_gets_the_models_too(mock_url):
     # google-genai given only a base URL lists at GET /v1/models, OpenAI's path: a request that
     # names itself Google's client gets Google's listing there, any other still OpenAI's.
     with _client(mock_url) as client:
         names = [m.name for m in client.models.list()]
+        plan = client.models.get(model="plan")
     assert "models/plan" in names and "models/runaway" in names
+    assert plan.name == "models/plan"
+    google = {"x-goog-api-client": "google-genai-sdk/1"}
+    for path in ("/v1/models", "/v1/models/plan"):
+        assert "x-request-id" not in httpx.get(mock_url.removesuffix("/v1") + path, headers=google).headers
     with openai.OpenAI(base_url=mock_url, api_key="unused") as chat_client:
         assert "plan" in [m.id for m in chat_client.models.list()]
 
