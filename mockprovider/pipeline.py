@@ -262,7 +262,7 @@ async def scripted_reply(
         raise ScriptedError(e.status, e.message, type=given, code=e.code, headers=dict(e.headers))
     # `constrain` can change or refuse nothing for an agent loop's usual request (tools offered,
     # `tool_choice` auto, undeclared tools allowed): tested inline, the chat route's hot path.
-    if not tools or choice.mode != "auto" or options.refuse_undeclared:
+    if not tools or choice.mode != "auto" or options.refuse_undeclared or choice.allowed:
         reply = tool_choice.constrain(
             reply, script=script, turn=conversation.turn, choice=choice, tools=tools,
             refuse_undeclared=options.refuse_undeclared,

@@ -7,7 +7,9 @@ scripted reply is held to the same rules (`constrain`), in every wire format:
   the scenario's own `fallback` text if it has one, else the reply's text before its calls,
   otherwise `FALLBACK_TEXT`;
 - `tool_choice` "required" (Anthropic: "any", Gemini: mode ANY): a scripted text turn is a
-  `script_mismatch` error, and so is a call of a function Gemini's allowedFunctionNames leaves out;
+  `script_mismatch` error;
+- Gemini's allowedFunctionNames (mode ANY or VALIDATED): a call of a function it leaves out is a
+  `script_mismatch` error;
 - a named function (Anthropic: "tool", Gemini: ANY with one allowed name): a turn that does not
   call exactly that function is a
   `script_mismatch` error; a name the request does not declare is the API's own 400;
@@ -40,7 +42,7 @@ class ToolChoice(NamedTuple):
     name: str | None = None
     """The function `mode == "function"` names."""
     allowed: tuple[str, ...] = ()
-    """The functions `mode == "required"` may call (Gemini's allowedFunctionNames); empty: any."""
+    """The functions a call may name (Gemini's allowedFunctionNames, under ANY or VALIDATED); empty: any."""
 
 
 AUTO = ToolChoice("auto")
@@ -127,6 +129,8 @@ def gemini_choice(value: Any) -> ToolChoice:
         if names and len(names) == 1:
             return ToolChoice("function", names[0])
         return ToolChoice("required", allowed=tuple(names or ()))
+    if mode == "VALIDATED" and names:
+        return ToolChoice("auto", allowed=tuple(names))
     if mode in ("AUTO", "VALIDATED", "MODE_UNSPECIFIED"):
         return AUTO
     raise bad

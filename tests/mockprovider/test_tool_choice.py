@@ -350,6 +350,23 @@ def test_gemini_mode_any_with_several_names_calls_only_one_of_them(url):
     assert "'list_files'" in str(caught.value)
 
 
+@pytest.mark.parametrize("names", [["read_file"], ["read_file", "grep"]])
+def test_gemini_mode_validated_calls_only_an_allowed_function(url, names):
+    # VALIDATED may answer with text or a call, the call limited to allowedFunctionNames.
+    from google.genai import errors, types
+
+    declarations = [types.FunctionDeclaration(name=n) for n in ("list_files", "read_file", "grep")]
+    config = types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=declarations)],
+        tool_config=types.ToolConfig(function_calling_config=types.FunctionCallingConfig(
+            mode="VALIDATED", allowed_function_names=names)),
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    with _gemini(url) as client, pytest.raises(errors.ClientError) as caught:
+        client.models.generate_content(model="plan", contents="Which file?", config=config)
+    assert caught.value.code == 400 and "script_mismatch" in str(caught.value)
+
+
 # --- the rule as a property: whatever the scenario and turn, no tools offered means no call ----------
 
 
