@@ -141,12 +141,15 @@ def _dumps(data: dict[str, Any]) -> str:
     return json.dumps(data, separators=(",", ":"))
 
 
-def streamed(turn: Turn, events: Iterable[tuple[bytes, int]], error: midstream.ErrorEvent) -> Response:
-    """The turn's SSE reply; `error` is the format's mid-stream error event, sent if the turn
-    carries a `stream_error` fault."""
+def streamed(
+    turn: Turn, events: Iterable[tuple[bytes, int]], error: midstream.ErrorEvent,
+    media_type: str = "text/event-stream",
+) -> Response:
+    """The turn's streamed reply (SSE unless `media_type` says otherwise); `error` is the format's
+    mid-stream error event, sent if the turn carries a `stream_error` fault."""
     if turn.cut is None:
-        return event_stream(events, turn.options)
-    return midstream.stream(_paced(events, turn.options), turn.cut, error)
+        return event_stream(events, turn.options, media_type)
+    return midstream.stream(_paced(events, turn.options), turn.cut, error, media_type)
 
 
 def as_json(turn: Turn, data: dict[str, Any]) -> Response:

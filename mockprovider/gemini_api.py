@@ -11,7 +11,9 @@ A stream is server-sent events with `?alt=sse` (as google-genai asks for it), ot
 JSON array whose elements arrive one by one; each element is a `GenerateContentResponse`
 carrying one token of text (or every function call at once, as Gemini sends them), and the
 last one the `finishReason` and `usageMetadata`. `finishReason` is STOP for text and function
-calls alike and MAX_TOKENS when `generationConfig.maxOutputTokens` cut the reply.
+calls alike and MAX_TOKENS when `generationConfig.maxOutputTokens` cut the reply. A stream that
+fails after it started (the `stream_error` fault) carries `{"error": {...}}` as its next
+element, which google-genai raises mid-iteration.
 
 `:countTokens` answers what `promptTokenCount` of the same request would be. The key may come
 as `x-goog-api-key` or `?key=`. Every error, the shared steps' included, is
@@ -31,7 +33,7 @@ from starlette.routing import Route
 
 from mockprovider import attempts, scenarios, transcript, wire
 from mockprovider.errors import APIError, ScriptedError, invalid
-from mockprovider.formats import event_stream, json_response, scripted_turn, suffix
+from mockprovider.formats import as_json, json_response, scripted_turn, streamed, suffix
 from mockprovider.gemini_request import generate_request
 from mockprovider.pipeline import authorize, config_of, read_raw, resolve
 from mockprovider.validation import parse_body
@@ -151,6 +153,20 @@ def array_events(c: wire.Completion) -> Iterator[tuple[bytes, int]]:
     yield b"]", False
 
 
+_STREAM_ERROR = {"error": {"code": 500, "message": "The server had an error while streaming (injected fault).",
+                           "status": "INTERNAL"}}
+"""What a stream that fails after it started carries in place of its next response."""
+
+
+def sse_error(_: int) -> bytes:
+    return f"data: {_dumps(_STREAM_ERROR)}\r\n\r\n".encode()
+
+
+def array_error(sent: int) -> bytes:
+    """The error as the array's last element, closing the array."""
+    return (b",\r\n" if sent else b"[") + _dumps(_STREAM_ERROR).encode() + b"]"
+
+
 # --- the endpoints --------------------------------------------------------------------------
 
 
@@ -172,17 +188,17 @@ async def _generate(request: Request) -> Response:
         return await _count_tokens(request, _parse(raw), model)
     req = generate_request(_parse(raw), model=model, stream=stream)
     attempts.fill_in(request, raw)
-    turn = await scripted_turn(request, config, req)
+    turn = await scripted_turn(request, config, req, midstream_faults=True)
     if isinstance(turn, APIError):
         return error_response(turn)
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
     attempts.settle(request)
     if not stream:
-        return json_response(body(turn.completion))
+        return as_json(turn, body(turn.completion))
     if alt == "sse":
-        return event_stream(sse_events(turn.completion), turn.options)
-    return event_stream(array_events(turn.completion), turn.options, media_type="application/json")
+        return streamed(turn, sse_events(turn.completion), sse_error)
+    return streamed(turn, array_events(turn.completion), array_error, media_type="application/json")
 
 
 async def _count_tokens(request: Request, body: Any, model: str) -> Response:

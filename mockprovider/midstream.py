@@ -6,7 +6,9 @@ through), then the error event the real API sends mid-stream, and ends the strea
 - Chat Completions: a `data:` line holding `{"error": {...}}`, and no `[DONE]`;
 - Responses: `response.failed`, its response `failed` with `error.code` `server_error` (never
   before `response.created`, which opens every Responses stream);
-- Messages: `event: error` with an `overloaded_error`.
+- Messages: `event: error` with an `overloaded_error`;
+- Gemini: an element holding `{"error": {...}}` (a `data:` line with `alt=sse`);
+- Ollama: an NDJSON line holding `{"error": "…"}`.
 
 A `drop` fault sends as much, then closes the connection without finishing the body (the
 server logs that the reply was left incomplete): a client sees a broken chunked body. A reply
@@ -78,11 +80,13 @@ class _Unfinished(StreamingResponse):
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
 
-def stream(events: Events, fault: Fault, error: ErrorEvent) -> StreamingResponse:
-    """An SSE reply carrying `fault`."""
+def stream(
+    events: Events, fault: Fault, error: ErrorEvent, media_type: str = "text/event-stream"
+) -> StreamingResponse:
+    """A streamed reply (SSE unless `media_type` says otherwise) carrying `fault`."""
     kind = _Unfinished if fault.kind == "drop" else StreamingResponse
     body = cut(events, fault, error)
-    return kind(body, media_type="text/event-stream", headers={"cache-control": "no-cache"})
+    return kind(body, media_type=media_type, headers={"cache-control": "no-cache"})
 
 
 async def _half(body: bytes, fault: Fault) -> AsyncIterator[bytes]:

@@ -18,6 +18,8 @@ The reply streams by default as NDJSON: one object per token of text (or one hol
 tool call, as Ollama sends them), then a last object with `done: true`, the `done_reason`, the
 counts and the durations (nanoseconds, measured: `prompt_eval_duration` until the reply was
 ready, latency included; `eval_duration` while it was sent). `stream: false` sends one object.
+A stream that fails after it started (the `stream_error` fault) ends with an `{"error": "…"}`
+line, which the ollama client raises mid-iteration.
 A request with no messages loads the model, as Ollama's does (`done_reason: "load"`).
 
 Model names may carry Ollama's default tag (`plan:latest`, before or after the options). Errors
@@ -42,12 +44,13 @@ from mockprovider import attempts, scenarios, wire
 from mockprovider.errors import APIError, ScriptedError, invalid, missing
 from mockprovider.formats import (
     ChatShaped,
+    as_json,
     body_object,
     chat_tool,
-    event_stream,
     json_response,
     model_of,
     scripted_turn,
+    streamed,
     string,
     tool_call,
 )
@@ -277,7 +280,7 @@ async def _chat(request: Request) -> Response:
                               "message": {"role": "assistant", "content": ""}, "done_reason": "load",
                               "done": True})
     attempts.fill_in(request, raw)
-    turn = await scripted_turn(request, config, req)
+    turn = await scripted_turn(request, config, req, midstream_faults=True)
     if isinstance(turn, APIError):
         return error_response(turn)
     if isinstance(turn, bytes):
@@ -286,8 +289,13 @@ async def _chat(request: Request) -> Response:
     clock.ready = time.monotonic_ns()
     completion = turn.completion._replace(model=sent)
     if not req.stream:
-        return json_response(body(completion, clock))
-    return event_stream(lines(completion, clock), turn.options, media_type="application/x-ndjson")
+        return as_json(turn, body(completion, clock))
+    return streamed(turn, lines(completion, clock), _stream_error, media_type="application/x-ndjson")
+
+
+def _stream_error(_: int) -> bytes:
+    """What Ollama sends when a stream fails after it started: a line holding the error."""
+    return b'{"error":"The server had an error while streaming (injected fault)."}\n'
 
 
 async def chat(request: Request) -> Response:

@@ -441,6 +441,33 @@ def test_an_overload_fault_is_googles_503_unavailable_and_the_client_retries_pas
     assert [m.rpartition(" ")[2] for m in _attempts(caplog)][-3:] == ["status=529", "status=529", "status=ok"]
 
 
+def test_a_stream_error_arrives_after_n_chunks_as_the_sdk_meets_a_real_one(mock_url):
+    # Google's stream carries an error object as a data line; google-genai raises it mid-iteration.
+    received = []
+    with _client(mock_url) as client, pytest.raises(errors.ServerError) as caught:
+        for chunk in client.models.generate_content_stream(
+                model="plan+fault=stream_error:3@2", contents=ANSWER_TURN, config=OFFER):
+            received.append(chunk)
+    assert len(received) == 3 and all(chunk.text for chunk in received)
+    assert (caught.value.code, caught.value.status) == (500, "INTERNAL")
+    with httpx.Client(base_url=_root(mock_url)) as http:
+        array = http.post("/v1beta/models/plan+fault=stream_error:2@2:streamGenerateContent",
+                          json={"contents": [c.model_dump(exclude_none=True) for c in ANSWER_TURN]})
+    elements = array.json()  # still one JSON array, its last element the error
+    assert len(elements) == 3 and elements[-1]["error"]["status"] == "INTERNAL"
+
+
+def test_a_dropped_stream_breaks_off_mid_iteration(mock_url):
+    received = []
+    # google-genai reads through its own copy of httpx, whose errors are its own classes.
+    with _client(mock_url) as client, pytest.raises(Exception) as caught:
+        for chunk in client.models.generate_content_stream(
+                model="plan+fault=drop:3@2", contents=ANSWER_TURN, config=OFFER):
+            received.append(chunk)
+    assert len(received) == 3
+    assert type(caught.value).__name__ == "RemoteProtocolError" and "incomplete" in str(caught.value)
+
+
 def test_the_same_request_sent_again_after_a_reply_meets_the_fault_again(mock_url, caplog):
     # An OpenAI client's fresh call says attempt 0 whatever came before; so is an identical
     # request here once the last one was answered, and a run repeated meets its faults again.

@@ -143,7 +143,7 @@ def test_a_fault_time_past_the_five_minute_bound_is_a_400_not_a_held_connection(
 
 
 def test_formats_without_midstream_faults_answer_them_as_broken_replies_not_silence(in_process):
-    """Gemini and Ollama render no mid-stream fault: a drop is a broken body, an error a 500."""
+    """A reply that is not streamed: a drop is a broken body, a stream_error a 500."""
     gemini = {"contents": [{"role": "user", "parts": [{"text": QUESTION}]}]}
     dropped = in_process.post("/v1beta/models/plan+fault=drop@0:generateContent", json=gemini)
     ollama = {"model": "plan+fault=stream_error@0", "stream": False,

@@ -322,6 +322,24 @@ def test_a_fault_reaches_the_caller_and_the_callers_own_retry_passes(mock_url, c
     ]
 
 
+def test_a_stream_error_arrives_after_n_lines_as_ollamas_error_line(mock_url):
+    # Ollama reports a failure after its stream started as an {"error": ...} line.
+    received = []
+    with ollama.Client(host=_root(mock_url)) as client, pytest.raises(ollama.ResponseError) as caught:
+        for part in client.chat(model="plan+fault=stream_error:3@2", messages=ANSWER_TURN, stream=True):
+            received.append(part)
+    assert len(received) == 3 and not any(part.done for part in received)
+    assert "injected fault" in caught.value.error
+
+
+def test_a_dropped_stream_breaks_off_mid_iteration(mock_url):
+    received = []
+    with ollama.Client(host=_root(mock_url)) as client, pytest.raises(httpx.TransportError):
+        for part in client.chat(model="plan+fault=drop:3@2", messages=ANSWER_TURN, stream=True):
+            received.append(part)
+    assert len(received) == 3
+
+
 def test_options_in_the_host_path_prefix_apply(mock_url):
     with ollama.Client(host=_root(mock_url) + "/o/fault=500") as client:
         with pytest.raises(ollama.ResponseError) as caught:
