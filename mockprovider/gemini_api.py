@@ -193,7 +193,8 @@ async def _generate(request: Request) -> Response:
         return error_response(turn)
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
-    attempts.settle(request)
+    if turn.cut is None:  # a reply a fault breaks is no answer: the same request again is the next attempt
+        attempts.settle(request)
     if not stream:
         return as_json(turn, body(turn.completion))
     if alt == "sse":

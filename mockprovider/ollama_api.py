@@ -285,7 +285,8 @@ async def _chat(request: Request) -> Response:
         return error_response(turn)
     if isinstance(turn, bytes):
         return Response(turn, media_type="application/json")
-    attempts.settle(request)
+    if turn.cut is None:  # a reply a fault breaks is no answer: the same request again is the next attempt
+        attempts.settle(request)
     clock.ready = time.monotonic_ns()
     completion = turn.completion._replace(model=sent)
     if not req.stream:

@@ -332,6 +332,16 @@ def test_a_stream_error_arrives_after_n_lines_as_ollamas_error_line(mock_url):
     assert "injected fault" in caught.value.error
 
 
+def test_the_callers_retry_after_a_stream_error_is_the_next_attempt(mock_url):
+    # A reply the fault broke was not an answer: sent again, the request is attempt 1 and passes.
+    asked = [*ANSWER_TURN[:-1], {"role": "user", "content": "retry after a broken stream"}]
+    with ollama.Client(host=_root(mock_url)) as client:
+        with pytest.raises(ollama.ResponseError):
+            list(client.chat(model="plan+fault=stream_error:1@2", messages=asked, stream=True))
+        parts = list(client.chat(model="plan+fault=stream_error:1@2", messages=asked, stream=True))
+    assert parts[-1].done and parts[-1].done_reason == "stop"
+
+
 def test_a_dropped_stream_breaks_off_mid_iteration(mock_url):
     received = []
     with ollama.Client(host=_root(mock_url)) as client, pytest.raises(httpx.TransportError):
