@@ -175,6 +175,8 @@ def contents_messages(value: Any) -> list[dict[str, Any]]:
                           param=f"{p}.role")
         parts = _parts(content, p)
         if role == "user":
+            if not calling:
+                _check_follows_a_call(parts)
             answering += sum(kind == "functionResponse" for kind, _, _ in parts)
             answered_at = answered_at or p
         elif calling or answering:
@@ -188,6 +190,16 @@ def contents_messages(value: Any) -> list[dict[str, Any]]:
     if answered_at is not None:  # a call turn last of all is not answered yet: the model continues it
         _check_answered(calling, answering, answered_at)
     return out
+
+
+def _check_follows_a_call(parts: list[tuple[str, Any, str]]) -> None:
+    """Gemini's 400 for a functionResponse part in a user turn that follows no function call turn."""
+    for kind, value, q in parts:
+        if kind == "functionResponse":
+            name = value.get("name") if isinstance(value, dict) else None
+            raise invalid("Please ensure that function response turn comes immediately after a function call "
+                          f"turn. (Invalid value at '{q}': the functionResponse of {name!r} follows no "
+                          "functionCall part.)", param=q)
 
 
 def _check_answered(calls: int, responses: int, p: str) -> None:

@@ -593,6 +593,9 @@ def test_an_orphan_function_response_names_the_part(mock_url):
     with httpx.Client(base_url=_root(mock_url)) as http:
         response = http.post("/v1beta/models/plan:generateContent", json=BAD["orphan_function_response"])
     message = _assert_google_error(response, 400, "INVALID_ARGUMENT")["message"]
+    # Gemini's own words (langchain-ai/langchain#27799), then which part and which name.
+    assert message.startswith("Please ensure that function response turn comes immediately after a "
+                              "function call turn.")
     assert "contents[1].parts[0].functionResponse" in message and "'list_files'" in message
 
 

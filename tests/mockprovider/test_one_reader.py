@@ -288,6 +288,7 @@ def test_a_format_that_pairs_by_name_answers_an_unanswered_call_and_refuses_an_o
     assert response.status_code == 400
     error = response.json()["error"]
     message = error["message"] if fmt == "gemini" else error
-    assert "answers no earlier" in message and not any(words in message for words in CHAT_WORDING)
+    refused = "Please ensure that function response turn" if fmt == "gemini" else "answers no earlier"
+    assert refused in message and not any(words in message for words in CHAT_WORDING)
     if fmt == "gemini":
         assert error["status"] == "INVALID_ARGUMENT"
