@@ -20,7 +20,8 @@ counts and the durations (nanoseconds, measured: `prompt_eval_duration` until th
 ready, latency included; `eval_duration` while it was sent). `stream: false` sends one object.
 A stream that fails after it started (the `stream_error` fault) ends with an `{"error": "…"}`
 line, which the ollama client raises mid-iteration.
-A request with no messages loads the model, as Ollama's does (`done_reason: "load"`).
+A request with no messages loads the model, as Ollama's does (`done_reason: "load"`), or with
+`keep_alive` 0 unloads it (`"unload"`).
 
 Model names may carry Ollama's default tag (`plan:latest`, before or after the options). Errors
 are Ollama's `{"error": "…"}` with the status code; like Ollama, any content type is read as
@@ -32,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -277,7 +279,8 @@ async def _chat(request: Request) -> Response:
     if not req.messages:
         resolve(request, config, req.model)  # an unknown model is still a 404
         return json_response({"model": sent, "created_at": _created_at(),
-                              "message": {"role": "assistant", "content": ""}, "done_reason": "load",
+                              "message": {"role": "assistant", "content": ""},
+                              "done_reason": "unload" if _unloads(parsed.get("keep_alive")) else "load",
                               "done": True})
     attempts.fill_in(request, raw)
     turn = await scripted_turn(request, config, req, midstream_faults=True)
@@ -297,6 +300,17 @@ async def _chat(request: Request) -> Response:
 def _stream_error(_: int) -> bytes:
     """What Ollama sends when a stream fails after it started: a line holding the error."""
     return b'{"error":"The server had an error while streaming (injected fault)."}\n'
+
+
+_ZERO = re.compile(r"(0+(\.0*)?(ns|us|µs|ms|s|m|h)?)+")
+
+
+def _unloads(keep_alive: Any) -> bool:
+    """Whether `keep_alive` is zero (seconds as a number, or a Go duration string): with no
+    messages, Ollama then unloads the model instead of loading it."""
+    if isinstance(keep_alive, (int, float)) and not isinstance(keep_alive, bool):
+        return keep_alive == 0
+    return isinstance(keep_alive, str) and _ZERO.fullmatch(keep_alive) is not None
 
 
 async def chat(request: Request) -> Response:

@@ -218,6 +218,14 @@ def test_a_request_with_no_messages_loads_the_model(mock_url):
     assert (reply.done, reply.done_reason, reply.message.content) == (True, "load", "")
 
 
+def test_a_request_with_no_messages_and_keep_alive_zero_unloads_the_model(mock_url):
+    # Ollama's chat handler: no messages and keep_alive 0 expires the runner ("unload").
+    with ollama.Client(host=_root(mock_url)) as client:
+        unloaded = [client.chat(model="plan", keep_alive=k).done_reason for k in (0, "0s", "0")]
+        kept = client.chat(model="plan", keep_alive="5m").done_reason
+    assert (unloaded, kept) == (["unload"] * 3, "load")
+
+
 def test_a_curl_request_without_a_content_type_streams_ndjson(mock_url):
     # Ollama's own examples use `curl -d`, which sends a form content type.
     body = json.dumps({"model": "plan", "messages": ANSWER_TURN}).encode()
