@@ -14,7 +14,7 @@ content does not hold one functionResponse per call (Gemini's own 400). A call s
 `call_{turn}_{index}`. A response object holding a single string (`{"result": "…"}`, as
 automatic function calling wraps a function's return) is that string as the tool's text; any
 other object is its compact JSON. Field names are read in lowerCamelCase and, as Google's JSON
-parser also accepts, in snake_case.
+parser also accepts, in snake_case; `contents` and `parts` may be sent as their one element.
 """
 
 from __future__ import annotations
@@ -67,6 +67,8 @@ def _object(value: Any, param: str) -> dict[str, Any]:
 def _parts(content: dict[str, Any], p: str) -> list[tuple[str, Any, str]]:
     """The content's parts as (kind, value, parameter name)."""
     parts = content.get("parts")
+    if isinstance(parts, dict):  # a repeated field sent as its one element, as Google's parser reads it
+        parts = [parts]
     if not isinstance(parts, list) or not parts:
         q = f"{p}.parts"
         raise invalid(f"Invalid value at '{q}': expected a non-empty array of parts.", param=q)
@@ -158,6 +160,8 @@ def _user(parts: list[tuple[str, Any, str]], calls: Calls) -> list[dict[str, Any
 def contents_messages(value: Any) -> list[dict[str, Any]]:
     if value is None:
         raise missing("contents")
+    if isinstance(value, dict):  # a repeated field sent as its one element, as Google's parser reads it
+        value = [value]
     if not isinstance(value, list) or not value:
         raise invalid("Invalid value at 'contents': expected a non-empty array of contents.",
                       param="contents")

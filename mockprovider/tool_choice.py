@@ -120,6 +120,7 @@ def gemini_choice(value: Any) -> ToolChoice:
     if not isinstance(config, dict):
         raise bad
     mode = config.get("mode", "AUTO")
+    mode = mode.upper() if isinstance(mode, str) else mode  # Google's parser reads enum names in any case
     names = _either(config, "allowedFunctionNames", "allowed_function_names")
     if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
         raise bad

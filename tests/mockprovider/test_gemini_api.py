@@ -341,6 +341,28 @@ def test_without_alt_sse_the_stream_is_one_json_array_of_the_same_responses(mock
     assert events[-1]["candidates"][0]["finishReason"] == "STOP"
 
 
+def test_googles_own_rest_sample_is_served_as_google_serves_it(mock_url):
+    # google-gemini/generative-ai-python samples/rest/function_calling.sh: a repeated field sent
+    # as its single element (contents, parts) and an enum in lower case, which Google's parser reads.
+    sample = {
+        "system_instruction": {"parts": {"text": SYSTEM}},
+        "tools": [{"function_declarations": [{"name": "list_files", "description": "List the files."}]}],
+        "tool_config": {"function_calling_config": {"mode": "none"}},
+        "contents": {"role": "user", "parts": {"text": QUESTION}},
+    }
+    with httpx.Client(base_url=_root(mock_url)) as http:
+        reply = http.post("/v1beta/models/plan:generateContent", json=sample)
+        listed = [{"role": "user", "parts": [{"text": QUESTION}]}]
+        same = http.post("/v1beta/models/plan:generateContent", json={
+            **sample, "system_instruction": {"parts": [{"text": SYSTEM}]}, "contents": listed})
+        anything = http.post("/v1beta/models/plan:generateContent", json={
+            **sample, "tool_config": {"function_calling_config": {"mode": "any"}}})
+    assert reply.status_code == 200, reply.text
+    assert "functionCall" not in reply.text  # mode none: text
+    assert reply.json()["usageMetadata"] == same.json()["usageMetadata"]
+    assert anything.json()["candidates"][0]["content"]["parts"][0]["functionCall"]["name"] == "list_files"
+
+
 def test_a_request_reads_into_the_transcript_the_anthropic_reader_makes_of_the_same_exchange():
     # One transcript shape for every format: checks made on it (unanswered calls, tools offered)
     # then hold in every format alike.
@@ -523,7 +545,7 @@ BAD = {
     "body_is_array": [ok()],
     "missing_contents": {},
     "empty_contents": ok(contents=[]),
-    "contents_not_array": ok(contents={"parts": [{"text": "hi"}]}),
+    "contents_not_array": ok(contents="hi"),
     "content_not_object": ok(contents=["hi"]),
     "bad_role": ok(contents=[{"role": "system", "parts": [{"text": "hi"}]}]),
     "missing_parts": ok(contents=[{"role": "user"}]),
