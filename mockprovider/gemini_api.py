@@ -58,7 +58,8 @@ def error_response(e: APIError) -> Response:
     """`e` in Google's shape; a 429 says when to retry as Google does, in a RetryInfo detail."""
     if e.status == 529 and not isinstance(e, ScriptedError):
         # The overload fault as Google sends it (it never sends a 529), which google-genai retries.
-        e = APIError(503, "The model is overloaded. Please try again later. (injected fault)", headers=e.headers)
+        e = APIError(503, "The model is overloaded. Please try again later. (injected fault)",
+                     headers=e.headers)
     status = STATUS.get(e.status, "INVALID_ARGUMENT" if e.status < 500 else "INTERNAL")
     error: dict[str, Any] = {"code": e.status, "message": e.message, "status": status}
     headers = e.headers
@@ -153,8 +154,8 @@ def array_events(c: wire.Completion) -> Iterator[tuple[bytes, int]]:
     yield b"]", False
 
 
-_STREAM_ERROR = {"error": {"code": 500, "message": "The server had an error while streaming (injected fault).",
-                           "status": "INTERNAL"}}
+_STREAM_ERROR = {"error": {"code": 500, "status": "INTERNAL",
+                           "message": "The server had an error while streaming (injected fault)."}}
 """What a stream that fails after it started carries in place of its next response."""
 
 

@@ -10,10 +10,10 @@
 A `functionResponse` answers the `functionCall` with its `id`; without one (google-genai's
 automatic function calling sends none), the earliest unanswered call of its `name` (`pairing`).
 One that answers nothing is a 400, as in every format, and so is a function call turn whose next
-content does not hold one functionResponse per call (Gemini's own 400). A call sent back without an id is named
-`call_{turn}_{index}`. A response object holding a single string (`{"result": "…"}`, as
-automatic function calling wraps a function's return) is that string as the tool's text; any
-other object is its compact JSON. Field names are read in lowerCamelCase and, as Google's JSON
+content does not hold one functionResponse per call (Gemini's own 400). A call sent back without
+an id is named `call_{turn}_{index}`. A response object holding a single string
+(`{"result": "…"}`, as automatic function calling wraps a function's return) is that string as
+the tool's text; any other object is its compact JSON. Field names are read in lowerCamelCase and, as Google's JSON
 parser also accepts, in snake_case; `contents` and `parts` may be sent as their one element.
 """
 
@@ -250,7 +250,8 @@ def _max_output_tokens(body: dict[str, Any]) -> int | None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= INT32_MAX:
         p = "generationConfig.maxOutputTokens"
-        raise invalid(f"Invalid value at '{p}' (TYPE_INT32): expected an integer >= 1, got {value!r}.", param=p)
+        raise invalid(f"Invalid value at '{p}' (TYPE_INT32): expected an integer >= 1, got {value!r}.",
+                      param=p)
     return value
 
 

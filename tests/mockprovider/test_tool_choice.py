@@ -345,7 +345,8 @@ def test_gemini_mode_any_with_several_names_calls_only_one_of_them(url):
             model="plan", contents="Which file?", config=config(["grep", "list_files"]))
         assert allowed.function_calls[0].name == "list_files"
         with pytest.raises(errors.ClientError) as caught:
-            client.models.generate_content(model="plan", contents="Which file?", config=config(["read_file", "grep"]))
+            client.models.generate_content(
+                model="plan", contents="Which file?", config=config(["read_file", "grep"]))
     assert caught.value.code == 400 and "script_mismatch" in str(caught.value)
     assert "'list_files'" in str(caught.value)
 
