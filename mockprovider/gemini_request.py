@@ -13,8 +13,9 @@ One that answers nothing is a 400, as in every format, and so is a function call
 content does not hold one functionResponse per call (Gemini's own 400). A call sent back without
 an id is named `call_{turn}_{index}`. A response object holding a single string
 (`{"result": "…"}`, as automatic function calling wraps a function's return) is that string as
-the tool's text; any other object is its compact JSON. Field names are read in lowerCamelCase and, as Google's JSON
-parser also accepts, in snake_case; `contents` and `parts` may be sent as their one element.
+the tool's text; any other object is its compact JSON. Field names are read in lowerCamelCase
+and, as Google's JSON parser also accepts, in snake_case; `contents` and `parts` may be sent as
+their one element.
 """
 
 from __future__ import annotations
