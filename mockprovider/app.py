@@ -45,6 +45,7 @@ from mockprovider.pipeline import (
     config_of,
     delay_or_fault,
     injected,
+    listing_options,
     log,
     read_raw,
     resolve,
@@ -120,6 +121,7 @@ async def chat_completions(request: Request) -> Response:
 async def models(request: Request) -> Response:
     config = config_of(request)
     authorize(request, config)
+    listing_options(request, config)
     data = [
         {"id": name, "object": "model", "created": 0, "owned_by": "mockprovider",
          "description": scenarios.describe(script)}
