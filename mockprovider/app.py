@@ -45,6 +45,7 @@ from mockprovider.pipeline import (
     config_of,
     delay_or_fault,
     injected,
+    listing_options,
     log,
     read_raw,
     resolve,
@@ -123,6 +124,7 @@ async def models(request: Request) -> Response:
         return await gemini_api.list_models(request)
     config = config_of(request)
     authorize(request, config)
+    listing_options(request, config)
     data = [
         {"id": name, "object": "model", "created": 0, "owned_by": "mockprovider",
          "description": scenarios.describe(script)}

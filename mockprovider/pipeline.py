@@ -199,6 +199,17 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
     return script, options
 
 
+def listing_options(request: Request, config: Config) -> None:
+    """State, for a request that names no model (a listing), the options of its base-URL prefix
+    and its header: its reply's rate-limit headers carry them, as a model's request's do."""
+    options = config.defaults
+    for text, param in ((request.path_params.get("options", ""), "base_url"),
+                        (header(request, b"x-mock-options"), "x-mock-options")):
+        if text:
+            options = faults.apply(options, text, param=param)
+    request.scope[OPTIONS] = options
+
+
 class ClientGone(Exception):
     """The client disconnected before its body arrived or while its request waited: nothing
     more is done for it."""

@@ -91,6 +91,17 @@ def test_gemini_replies_carry_none_of_openais_headers_under_either_version(mock_
         assert openai_headers.isdisjoint(reply.headers.keys()), reply.headers
 
 
+def test_the_model_listing_states_the_options_of_its_prefix_and_header(mock_url):
+    root = mock_url.removesuffix("/v1")
+    prefixed = httpx.get(f"{root}/o/remaining=7:1200/v1/models")
+    sent = httpx.get(f"{mock_url}/models", headers={"x-mock-options": "ratelimit=500:20000"})
+    bad = httpx.get(f"{root}/o/remaining=a:b/v1/models")
+    left = {k: prefixed.headers[f"x-ratelimit-remaining-{k}"] for k in ("requests", "tokens")}
+    assert left == {"requests": "7", "tokens": "1200"}
+    assert sent.headers["x-ratelimit-limit-tokens"] == "20000"
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "base_url"
+
+
 @pytest.mark.parametrize("option", ["ratelimit=5", "remaining=a:b", "ratelimit=1:2:3"])
 def test_a_bad_rate_limit_option_is_a_400(in_process, option):
     reply = in_process.post("/v1/chat/completions", json={"model": f"plan+{option}", "messages": QUESTION})
