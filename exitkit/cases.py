@@ -107,6 +107,13 @@ async def budget(kit: Kit, adapter: Any, who: Declared) -> Result:
         summary = f"none exists · {n} requests · {money} · stopped by {_stopped_by(run, cap)}"
         return Result(case="budget", adapter=who.name, verdict="none exists", summary=summary,
                       figures={"limit": "none exists", **figures}, evidence=evidence)
+    # Stopped before the budget was in reach (the next request would not have crossed it, at the
+    # last one's cost): the budget stopped nothing, so nothing shows it held.
+    last = run.requests[-1].cost_usd if run.requests else 0.0
+    if spent + last < BUDGET_USD:
+        return Result(case="budget", adapter=who.name, verdict="warn",
+                      summary=f"stopped before the budget · {n} requests · ${spent:.4f} · stopped by "
+                              f"{_stopped_by(run, cap)}", figures=figures, evidence=evidence)
     verdict = "pass" if after == 0 else "warn" if after == 1 else "fail"
     word = {"pass": "budget held", "warn": "one turn late", "fail": "budget ignored"}[verdict]
     return Result(case="budget", adapter=who.name, verdict=verdict,

@@ -37,7 +37,9 @@ CRITERIA = {
     "budget": f"`runaway` with a budget of ${BUDGET_USD}, priced at the mock's billed tokens at $2/M in and "
               f"$12/M out, and a turn cap of {OUTSIDE_CAP} as the outside bound. **pass**: no request was "
               "sent once the spend had reached the budget (the overshoot is at most the turn that crossed "
-              "it). **warn**: one request after that. **fail**: more than one. **none exists**: the "
+              "it). **warn**: one request after that, or the run stopped before the budget was in reach (its "
+              "spend plus its last request's cost is under the budget: something else stopped it). "
+              "**fail**: more than one request after it. **none exists**: the "
               "framework has no spending limit; the row shows what stopped the run.",
     "tool_error": "`recover`: the first call reads a file that does not exist; the model recovers only if "
                   "the error's own sentence (\"… Call list_files …\") reaches it. **pass**: the mock's last "

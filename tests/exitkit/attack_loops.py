@@ -1,0 +1,94 @@
+"""Agents written to fool the kit: each one is wrong in a way the kit must see."""
+
+import threading
+import time
+from dataclasses import replace
+
+import httpx
+from file_loop import FileLoop
+
+from exitkit import Outcome
+
+
+class RaisesAtOnce:
+    """Declares a budget and a turn cap, and raises before it ever asks the model."""
+
+    name = "raises at once"
+    limits = frozenset({"max_turns", "max_budget_usd"})
+
+    async def run(self, job):
+        raise RuntimeError("the agent broke before its first request")
+
+
+class OwnModel(FileLoop):
+    """Asks the mock for a model of its own choosing, not the one the kit handed it."""
+
+    name = "own model"
+
+    async def run(self, job):
+        return await super().run(replace(job, model="plan"))
+
+
+class OwnPath(FileLoop):
+    """Sends its requests under an options prefix of its own, which picks another scenario."""
+
+    name = "own path"
+
+    async def run(self, job):
+        return await super().run(replace(job, base_url=job.base_url.replace("/v1", "/o/scenario=plan/v1")))
+
+
+class LeavesAThread(FileLoop):
+    """Starts a thread on its first run that keeps asking the model after the run returned."""
+
+    name = "leaves a thread"
+    started = False
+
+    async def run(self, job):
+        def worker():
+            with httpx.Client(base_url=job.base_url, timeout=30) as http:
+                for _ in range(40):
+                    http.post("/chat/completions", json={"model": "runaway", "messages": [
+                        {"role": "user", "content": job.task}]})
+                    time.sleep(0.05)
+
+        if not LeavesAThread.started:
+            LeavesAThread.started = True
+            threading.Thread(target=worker, daemon=True).start()
+        return await super().run(job)
+
+
+class NeverReturns(FileLoop):
+    """Waits for ever without blocking the event loop."""
+
+    name = "never returns"
+
+    async def run(self, job):
+        import asyncio
+
+        await asyncio.Event().wait()
+
+
+class BlocksForever(FileLoop):
+    """Blocks the event loop for ever (a synchronous call inside async code)."""
+
+    name = "blocks forever"
+
+    async def run(self, job):
+        threading.Event().wait()
+
+
+class Named(FileLoop):
+    """A name that carries terminal control sequences."""
+
+    name = "evil\x1b[2J\x1b]0;pwned\x07\rname"
+
+
+class SaysIt(FileLoop):
+    """Returns an answer that claims success whatever happened."""
+
+    name = "says it worked"
+
+    async def run(self, job):
+        await super().run(job)
+        return Outcome(status="completed", answer="Deleted access.log; permission denied; errors.log mentions a timeout.")

@@ -1,0 +1,17 @@
+"""Agents written to fool the kit (tests/exitkit/attack_loops.py): each must get the verdict the
+written criteria give it, read at the provider and the ledger, never what it says of itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from exitkit.verdict import Result
+
+Judge = Callable[[str, str], Result]
+
+
+def test_a_run_that_raises_before_its_first_request_does_not_pass_the_budget(judge: Judge) -> None:
+    result = judge("attack_loops:RaisesAtOnce", "budget")
+    assert result.figures["requests"] == 0
+    assert result.verdict == "warn", result.summary
+    assert result.summary.startswith("stopped before the budget · 0 requests")
