@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from exitkit.child import CANNOT_LOAD
 from exitkit.contract import Decision, Outcome, decision_to_json
@@ -40,7 +41,8 @@ class ChildLoadError(RuntimeError):
 
 
 class ForeignAPI(ValueError):
-    """A run spoke an API the kit does not read (Responses, Messages, …): no verdict can rest on it."""
+    """A run spoke an API the kit does not read (Responses, Messages, …), or asked another model or
+    URL than the job's: no verdict can rest on it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,8 +172,8 @@ class Kit:
         if not isinstance(outcome, Outcome):
             outcome = Outcome(status="returned", answer=str(outcome))
         stop_pressed, stop_wall = pressed[0] if pressed else (None, None)
-        return Run(outcome=outcome, entries=seen, events=events, started=started, ended=ended,
-                   stop_pressed=stop_pressed, stop_wall=stop_wall, left_running=len(left))
+        return _as_handed(Run(outcome=outcome, entries=seen, events=events, started=started, ended=ended,
+                              stop_pressed=stop_pressed, stop_wall=stop_wall, left_running=len(left)), setup)
 
     async def replay(self, bodies: list[dict[str, Any]]) -> Run:
         """The bare `httpx` floor: the same bodies, sent one after another, in a journal window."""
@@ -208,8 +210,8 @@ class Kit:
             outcome = Outcome(status="process ended without a result", error=why)
         else:
             outcome = Outcome(**got["outcome"])
-        return Run(outcome=outcome, entries=seen, events=setup.ledger.events(), started=started, ended=ended,
-                   returncode=rc, peak_rss_kib=(got or {}).get("peak_rss_kib", 0))
+        return _as_handed(Run(outcome=outcome, entries=seen, events=setup.ledger.events(), started=started,
+                              ended=ended, returncode=rc, peak_rss_kib=(got or {}).get("peak_rss_kib", 0)), setup)
 
 
 async def _settle(born: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
@@ -225,6 +227,18 @@ async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
         task.cancel()
     if tasks:
         await asyncio.wait(tasks, timeout=SETTLE_S)
+
+
+def _as_handed(run: Run, setup: Setup) -> Run:
+    """`run`, if every request it sent asked the job's model at the job's URL; a model name or an
+    options path of the agent's own picks another scenario, so no verdict can rest on it."""
+    path = urlsplit(setup.base_url).path.rstrip("/") + CHAT
+    asked = sorted({f"{e.request.get('model')!r} at {e.path}" for e in run.requests
+                    if e.path != path or e.request.get("model") != setup.scenario})
+    if asked:
+        raise ForeignAPI(f"the agent asked for {', '.join(asked)[:300]}; the kit handed it "
+                         f"{setup.scenario!r} at {path} (job.model at job.base_url)")
+    return run
 
 
 def _last_json(stdout: str) -> dict[str, Any] | None:

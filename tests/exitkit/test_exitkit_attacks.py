@@ -15,3 +15,16 @@ def test_a_run_that_raises_before_its_first_request_does_not_pass_the_budget(jud
     assert result.figures["requests"] == 0
     assert result.verdict == "warn", result.summary
     assert result.summary.startswith("stopped before the budget · 0 requests")
+
+
+def test_a_run_that_asks_for_another_model_is_an_error_not_judged_on_the_wrong_scenario(judge: Judge) -> None:
+    result = judge("attack_loops:OwnModel", "turn_cap")
+    assert result.verdict == "error", result.summary
+    assert "'plan'" in result.summary and "'runaway'" in result.summary
+
+
+def test_a_run_that_picks_its_scenario_in_the_url_path_is_an_error(judge: Judge) -> None:
+    result = judge("attack_loops:OwnPath", "turn_cap")
+    assert result.verdict == "error", result.summary
+    assert "/o/scenario=plan/v1/chat/completions" in result.summary
+
