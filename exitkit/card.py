@@ -9,6 +9,7 @@ in a way the case does not measure is recorded as an `error` result, and the res
 from __future__ import annotations
 
 import asyncio
+import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -39,6 +40,15 @@ async def run_case(kit: Kit, adapter: Any, who: Declared, case: str, fast: bool)
         return Result(case=case, adapter=who.name, verdict="error", summary=f"{type(e).__name__}: {e}"[:200])
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` for a terminal: an agent's name, answer or exception may carry control sequences
+    (clear the screen, set the title, rewrite the line); they are shown as escapes, never sent."""
+    return _CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode(), text)
+
+
 async def _all(kit: Kit, loaded: list[tuple[Any, Declared]], cases: list[str], fast: bool,
                log: Callable[[str], None]) -> list[Result]:
     results = []
@@ -46,7 +56,7 @@ async def _all(kit: Kit, loaded: list[tuple[Any, Declared]], cases: list[str], f
         for case in cases:
             started = time.monotonic()
             result = await run_case(kit, adapter, who, case, fast)
-            log(f"{who.name} · {TITLES[case]}: {result.cell} ({time.monotonic() - started:.1f} s)")
+            log(printable(f"{who.name} · {TITLES[case]}: {result.cell} ({time.monotonic() - started:.1f} s)"))
             results.append(result)
     return results
 

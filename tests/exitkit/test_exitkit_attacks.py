@@ -28,3 +28,12 @@ def test_a_run_that_picks_its_scenario_in_the_url_path_is_an_error(judge: Judge)
     assert result.verdict == "error", result.summary
     assert "/o/scenario=plan/v1/chat/completions" in result.summary
 
+
+def test_the_progress_line_shows_control_characters_an_agent_carries_escaped_not_raw() -> None:
+    from exitkit.card import check
+
+    lines: list[str] = []
+    check(["attack_loops:Named"], cases=["tool_error"], log=lines.append)
+    [line] = lines
+    assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in line), repr(line)
+    assert line.startswith("evil\\x1b[2J\\x1b]0;pwned\\x07\\rname · tool error: PASS")
