@@ -37,3 +37,20 @@ def test_the_progress_line_shows_control_characters_an_agent_carries_escaped_not
     [line] = lines
     assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in line), repr(line)
     assert line.startswith("evil\\x1b[2J\\x1b]0;pwned\\x07\\rname · tool error: PASS")
+
+
+PLAIN_NONE = ["run", "exitkit.adapters.plain:PlainLoop", "--only", "crash"]
+"""A card that runs nothing: the plain loop has no approval, so crash is 'none exists' at once."""
+
+
+def test_an_out_that_is_a_file_is_a_usage_error_before_any_case_runs(tmp_path, capsys) -> None:
+    from exitkit.__main__ import main
+
+    taken = tmp_path / "taken"
+    taken.write_text("mine")
+    assert main([*PLAIN_NONE, "--out", str(taken)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("exitkit: --out ") and err.count("\n") == 1, err
+    assert "· crash" not in err  # refused before the cases ran, not after
+    assert taken.read_text() == "mine"
+
