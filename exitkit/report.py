@@ -22,7 +22,9 @@ so an unchanged agent gives an unchanged file except for the timings and overhea
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -172,14 +174,28 @@ def chart(results: Sequence[Result], path: Path) -> bool:
     return True
 
 
+def _put(path: Path, draw: Any) -> bool:
+    """`draw(temporary path)` in `path`'s folder, then that file renamed over `path`: a symlink
+    left at `path` is replaced, never written through to a file outside the folder."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
+    os.close(fd)
+    try:
+        if drawn := draw(Path(tmp)):
+            os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return bool(drawn)
+
+
 def write(adapters: Sequence[Declared], results: Sequence[Result], out: Path, *,
           title: str = "Exit report card", command: str = "python -m exitkit run …",
           name: str = "report", preface: str = "") -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     data, md, png = out / f"{name}.json", out / f"{name}.md", out / f"{name}.png"
-    data.write_text(json.dumps(to_json(adapters, results), indent=1, ensure_ascii=False) + "\n")
-    drawn = chart(results, png)
+    body = json.dumps(to_json(adapters, results), indent=1, ensure_ascii=False) + "\n"
+    _put(data, lambda tmp: tmp.write_text(body))
+    drawn = _put(png, lambda tmp: chart(results, tmp))
     text = markdown(adapters, results, title=title, command=command, chart=png.name if drawn else None,
                     preface=preface)
-    md.write_text(text)
+    _put(md, lambda tmp: tmp.write_text(text))
     return [data, md] + ([png] if drawn else [])

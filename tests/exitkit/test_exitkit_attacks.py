@@ -54,3 +54,16 @@ def test_an_out_that_is_a_file_is_a_usage_error_before_any_case_runs(tmp_path, c
     assert "· crash" not in err  # refused before the cases ran, not after
     assert taken.read_text() == "mine"
 
+
+def test_the_report_replaces_a_symlink_in_out_and_never_writes_through_it(tmp_path) -> None:
+    from exitkit.__main__ import main
+
+    outside, out = tmp_path / "outside.txt", tmp_path / "card"
+    outside.write_text("not the kit's")
+    out.mkdir()
+    for name in ("report.json", "report.md"):
+        (out / name).symlink_to(outside)
+    assert main([*PLAIN_NONE, "--out", str(out)]) == 0
+    assert outside.read_text() == "not the kit's"
+    assert not (out / "report.json").is_symlink() and '"schema"' in (out / "report.json").read_text()
+    assert not (out / "report.md").is_symlink()
