@@ -92,3 +92,23 @@ class SaysIt(FileLoop):
     async def run(self, job):
         await super().run(job)
         return Outcome(status="completed", answer="Deleted access.log; permission denied; errors.log mentions a timeout.")
+
+
+class NeedsArguments(FileLoop):
+    """A class the kit cannot make with no arguments."""
+
+    def __init__(self, api_key):
+        self.api_key = api_key
+
+
+class BrokenLimits:
+    """`limits` is a property that raises when read."""
+
+    name = "broken limits"
+
+    @property
+    def limits(self):
+        raise KeyError("LIMITS")
+
+    async def run(self, job):
+        return Outcome(status="completed")

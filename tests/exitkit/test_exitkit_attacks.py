@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from exitkit.verdict import Result
 
 Judge = Callable[[str, str], Result]
@@ -67,3 +69,16 @@ def test_the_report_replaces_a_symlink_in_out_and_never_writes_through_it(tmp_pa
     assert outside.read_text() == "not the kit's"
     assert not (out / "report.json").is_symlink() and '"schema"' in (out / "report.json").read_text()
     assert not (out / "report.md").is_symlink()
+
+
+@pytest.mark.parametrize(("spec", "says"), [
+    ("attack_loops:NeedsArguments", "making 'attack_loops:NeedsArguments' raised TypeError: "),
+    ("exitkit:Outcome", "making 'exitkit:Outcome' raised TypeError: "),
+    ("attack_loops:BrokenLimits", "reading adapter 'attack_loops:BrokenLimits' raised KeyError: 'LIMITS'"),
+])
+def test_an_adapter_that_cannot_be_made_or_read_is_one_usage_line_not_a_traceback(spec, says, capsys) -> None:
+    from exitkit.__main__ import main
+
+    assert main(["run", spec, "--only", "crash", "--out", "unused"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"exitkit: {says}") and err.count("\n") == 1, err
