@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +36,35 @@ RUN_TIMEOUT_S = 120.0
 """A run that takes longer is stopped by the kit and reported as such."""
 SETTLE_S = 0.5
 """How long tasks a run started may go on after it returns before the kit cancels them."""
+
+
+BLOCKED_GRACE_S = 5.0
+"""How long past the timeout a run that blocks the event loop (so the timeout cannot fire) is let go on."""
+
+
+class _Blocked(BaseException):
+    """Raised inside a run that blocked the event loop past the kit's timeout; a BaseException, so
+    an agent's `except Exception` does not swallow it."""
+
+
+@contextmanager
+def _unblocking(seconds: float) -> Iterator[None]:
+    """A run blocked in a synchronous wait never lets `wait_for`'s timeout fire; a SIGALRM raises
+    `_Blocked` in it instead. Only the main thread may take signals: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def blocked(signum: int, frame: Any) -> None:
+        raise _Blocked
+
+    previous = signal.signal(signal.SIGALRM, blocked)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 class ChildLoadError(RuntimeError):
@@ -158,9 +189,13 @@ class Kit:
             started = time.perf_counter()
             button = asyncio.get_running_loop().call_later(stop_at, press) if stop_at is not None else None
             try:
-                outcome = await asyncio.wait_for(adapter.run(job), self.timeout_s)
+                with _unblocking(self.timeout_s + BLOCKED_GRACE_S):
+                    outcome = await asyncio.wait_for(adapter.run(job), self.timeout_s)
             except TimeoutError:
                 outcome = Outcome(status="kit timeout", error=f"no result within {self.timeout_s:g} s")
+            except _Blocked:
+                outcome = Outcome(status="kit timeout", error=f"no result within {self.timeout_s:g} s: the "
+                                  "run blocked the event loop (a synchronous wait in async code)")
             except Exception as e:  # what escapes is the outcome
                 outcome = Outcome.raised(e)
             ended = time.perf_counter()

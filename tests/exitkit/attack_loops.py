@@ -112,3 +112,15 @@ class BrokenLimits:
 
     async def run(self, job):
         return Outcome(status="completed")
+
+
+class RetriesSynchronously(FileLoop):
+    """Retries its first request for ever with a synchronous client, so the event loop never runs."""
+
+    name = "retries synchronously"
+
+    async def run(self, job):
+        with httpx.Client(base_url=job.base_url, timeout=30) as http:
+            while True:
+                http.post("/chat/completions", json={"model": job.model, "messages": [
+                    {"role": "user", "content": job.task}]})

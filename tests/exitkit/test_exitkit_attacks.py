@@ -82,3 +82,34 @@ def test_an_adapter_that_cannot_be_made_or_read_is_one_usage_line_not_a_tracebac
     assert main(["run", spec, "--only", "crash", "--out", "unused"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"exitkit: {says}") and err.count("\n") == 1, err
+
+
+KIT_TIMEOUT = """
+import asyncio, sys, tempfile
+from dataclasses import replace
+from pathlib import Path
+from exitkit.card import run_case
+from exitkit.loader import declared, load
+from exitkit.runner import Kit
+adapter = load(sys.argv[1])
+with tempfile.TemporaryDirectory() as tmp, Kit.serve(Path(tmp)) as kit:
+    result = asyncio.run(run_case(replace(kit, timeout_s=2.0), adapter, declared(sys.argv[1], adapter),
+                                  "turn_cap", fast=True))
+print(result.verdict, result.figures["caller gets"], sep="\\n")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["attack_loops:BlocksForever", "attack_loops:RetriesSynchronously",
+                                  "attack_loops:NeverReturns"])
+def test_a_run_that_never_returns_is_timed_out_and_reported_even_when_it_blocks_the_event_loop(spec) -> None:
+    import subprocess
+    import sys
+
+    from conftest import HERE
+
+    done = subprocess.run([sys.executable, "-c", KIT_TIMEOUT, spec], capture_output=True, text=True,
+                          timeout=60, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"}, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    verdict, said = done.stdout.splitlines()[-2:]
+    assert said.startswith("kit timeout · "), said
