@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from exitkit.child import CANNOT_LOAD
 from exitkit.contract import Decision, Outcome, decision_to_json
-from exitkit.journal import CHAT, Entry, Journal
+from exitkit.journal import CHAT, RUN_PREFIX, Entry, Journal
 from exitkit.ledger import Event
 from exitkit.raw import replay
 from exitkit.setup import Setup
@@ -173,7 +173,9 @@ class Kit:
 
     def setup(self, scenario: str, **options: Any) -> Setup:
         folder = self.workdir / f"run-{next(self._ids)}-{scenario}"
-        return Setup(base_url=self.base_url, scenario=scenario, folder=folder, **options).make()
+        url = urlsplit(self.base_url)
+        base_url = urlunsplit(url._replace(path=RUN_PREFIX + folder.name + url.path))  # see RUN_PREFIX
+        return Setup(base_url=base_url, scenario=scenario, folder=folder, **options).make()
 
     async def measure(self, adapter: Any, setup: Setup, *, guard: int | None = None,
                       stop_at: float | None = None) -> Run:
@@ -185,7 +187,7 @@ class Kit:
             job.cancel.set()
 
         before = asyncio.all_tasks()
-        with self.journal.window(guard=guard) as seen:
+        with self.journal.window(guard=guard, run=setup.folder.name) as seen:
             started = time.perf_counter()
             button = asyncio.get_running_loop().call_later(stop_at, press) if stop_at is not None else None
             try:
@@ -227,7 +229,7 @@ class Kit:
         argv = [sys.executable, "-m", "exitkit.child", command, spec, str(job_file),
                 json.dumps(decision_to_json(decision))]
         env = self.env | {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        with self.journal.window(guard=guard) as seen:
+        with self.journal.window(guard=guard, run=setup.folder.name) as seen:
             started = time.perf_counter()
             try:
                 # No stdin: a framework that prompts on the terminal gets end-of-file, not the user's keys.
@@ -267,7 +269,7 @@ async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
 def _as_handed(run: Run, setup: Setup) -> Run:
     """`run`, if every request it sent asked the job's model at the job's URL; a model name or an
     options path of the agent's own picks another scenario, so no verdict can rest on it."""
-    path = urlsplit(setup.base_url).path.rstrip("/") + CHAT
+    path = urlsplit(setup.base_url).path.removeprefix(RUN_PREFIX + setup.folder.name).rstrip("/") + CHAT
     asked = sorted({f"{e.request.get('model')!r} at {e.path}" for e in run.requests
                     if e.path != path or e.request.get("model") != setup.scenario})
     if asked:

@@ -45,16 +45,25 @@ class LeavesAThread(FileLoop):
     started = False
 
     async def run(self, job):
+        import asyncio
+
+        asking = threading.Event()
+
         def worker():
             with httpx.Client(base_url=job.base_url, timeout=30) as http:
-                for _ in range(40):
-                    http.post("/chat/completions", json={"model": "runaway", "messages": [
-                        {"role": "user", "content": job.task}]})
-                    time.sleep(0.05)
+                end = time.monotonic() + 3
+                while time.monotonic() < end:
+                    try:
+                        http.post("/chat/completions", json={"model": job.model, "messages": [
+                            {"role": "user", "content": job.task}]})
+                    except httpx.HTTPError:  # the kit's mock is gone: the card is over
+                        return
+                    asking.set()
 
         if not LeavesAThread.started:
             LeavesAThread.started = True
             threading.Thread(target=worker, daemon=True).start()
+            await asyncio.to_thread(asking.wait, 10)
         return await super().run(job)
 
 

@@ -113,3 +113,12 @@ def test_a_run_that_never_returns_is_timed_out_and_reported_even_when_it_blocks_
     assert done.returncode == 0, done.stderr[-2000:]
     verdict, said = done.stdout.splitlines()[-2:]
     assert said.startswith("kit timeout · "), said
+
+
+def test_a_thread_a_run_left_asking_the_model_counts_in_no_later_case() -> None:
+    from exitkit.card import check
+
+    _, (denied, cap) = check(["attack_loops:LeavesAThread"], cases=["permanent_error", "turn_cap"],
+                             log=lambda line: None)
+    assert denied.verdict == "pass", denied.summary
+    assert (cap.verdict, cap.figures["requests"]) == ("pass", 8), cap.summary
