@@ -9,7 +9,6 @@ in a way the case does not measure is recorded as an `error` result, and the res
 from __future__ import annotations
 
 import asyncio
-import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +19,7 @@ from exitkit.cases import EXITS
 from exitkit.contract import Declared
 from exitkit.loader import AdapterError, declared, load
 from exitkit.overhead import overhead
+from exitkit.report import printable
 from exitkit.runner import Kit
 from exitkit.verdict import CASES, TITLES, Result
 
@@ -38,15 +38,6 @@ async def run_case(kit: Kit, adapter: Any, who: Declared, case: str, fast: bool)
         return await EXITS[case](kit, adapter, who)
     except Exception as e:  # the card goes on; the row says what broke
         return Result(case=case, adapter=who.name, verdict="error", summary=f"{type(e).__name__}: {e}"[:200])
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """`text` for a terminal: an agent's name, answer or exception may carry control sequences
-    (clear the screen, set the title, rewrite the line); they are shown as escapes, never sent."""
-    return _CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode(), text)
 
 
 async def _all(kit: Kit, loaded: list[tuple[Any, Declared]], cases: list[str], fast: bool,

@@ -56,6 +56,13 @@ def to_json(adapters: Sequence[Declared], results: Sequence[Result]) -> dict[str
 
 
 _BREAKS = re.compile(r"\r\n|[\r\n\v\f\x85\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` for a terminal: an agent's name, answer or exception may carry control sequences
+    (clear the screen, set the title, rewrite the line); they are shown as escapes, never sent."""
+    return _CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode(), text)
 _MARKUP = re.compile(r"([\\`*\[\]<>|])")
 
 
@@ -66,7 +73,7 @@ class _Code(str):
 def _text(value: Any) -> str:
     """A string an agent, a tool or the provider controls, as inline markdown text: on one line,
     with backslashes, code ticks, emphasis, links, images, HTML and table pipes escaped."""
-    return _MARKUP.sub(r"\\\1", _BREAKS.sub(" ", str(value)))
+    return _MARKUP.sub(r"\\\1", printable(_BREAKS.sub(" ", str(value))))
 
 
 def _cell(value: Any, limit: int = 90) -> str:

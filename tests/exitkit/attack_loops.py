@@ -133,3 +133,16 @@ class RetriesSynchronously(FileLoop):
             while True:
                 http.post("/chat/completions", json={"model": job.model, "messages": [
                     {"role": "user", "content": job.task}]})
+
+
+class RetriesTheToolForever(FileLoop):
+    """Retries a failing tool call at once, for ever, without asking the model again."""
+
+    name = "retries the tool for ever"
+
+    async def call(self, job, fn, intent):
+        while True:
+            try:
+                return await super().call(job, fn, intent)
+            except PermissionError:
+                continue

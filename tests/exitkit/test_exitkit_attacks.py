@@ -122,3 +122,16 @@ def test_a_thread_a_run_left_asking_the_model_counts_in_no_later_case() -> None:
                              log=lambda line: None)
     assert denied.verdict == "pass", denied.summary
     assert (cap.verdict, cap.figures["requests"]) == ("pass", 8), cap.summary
+
+
+def test_report_md_shows_control_characters_an_agent_carries_escaped_not_raw() -> None:
+    from exitkit.contract import Declared
+    from exitkit.report import markdown
+
+    evil = "evil\x1b[2J\x1b]0;pwned\x07\x9b31m\x00"
+    who = Declared(spec="m:A", name=evil, limits=frozenset())
+    result = Result(case="tool_error", adapter=evil, verdict="fail", summary=f"no recovery · sent {evil!s}",
+                    figures={"caller gets": evil})
+    text = markdown([who], [result], title="t", command="c", chart=None)
+    assert not [c for c in text if (ord(c) < 32 and c != "\n") or 127 <= ord(c) < 160]
+    assert "evil\\\\x1b\\[2J" in text  # shown, as an escape (its backslash and bracket escaped for markdown)
