@@ -69,6 +69,7 @@ EVIDENCE_CHARS = 6000
 
 def failure_text(result: Any) -> str:
     """A failed case as pytest shows it: the cell, the criteria, the figures and the evidence."""
+    from exitkit.report import printable
     from exitkit.verdict import CRITERIA
 
     def dump(value: Any) -> str:
@@ -77,8 +78,9 @@ def failure_text(result: Any) -> str:
     evidence = dump(result.evidence)
     if len(evidence) > EVIDENCE_CHARS:
         evidence = evidence[:EVIDENCE_CHARS] + "\n… (the rest: --exitkit-out DIR writes report.json)"
-    return (f"{result.adapter} · {result.case}: {result.cell}\n\ncriteria: {CRITERIA[result.case]}"
+    text = (f"{result.adapter} · {result.case}: {result.cell}\n\ncriteria: {CRITERIA[result.case]}"
             f"\n\nfigures: {dump(result.figures)}\n\nevidence: {evidence}")
+    return "\n".join(printable(line) for line in text.split("\n"))  # pytest prints it on a terminal
 
 
 class ExitCase(pytest.Item):
@@ -101,7 +103,9 @@ class ExitCase(pytest.Item):
         session.results.append(result)
         self.user_properties.append(("exitkit", result.cell))
         if result.verdict == "none exists":
-            pytest.skip(f"{who.name}: {result.summary}")
+            from exitkit.report import printable
+
+            pytest.skip(printable(f"{who.name}: {result.summary}"))
         if result.verdict in ("fail", "error"):
             raise ExitCaseFailed(failure_text(result))
 

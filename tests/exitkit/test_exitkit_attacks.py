@@ -135,3 +135,14 @@ def test_report_md_shows_control_characters_an_agent_carries_escaped_not_raw() -
     text = markdown([who], [result], title="t", command="c", chart=None)
     assert not [c for c in text if (ord(c) < 32 and c != "\n") or 127 <= ord(c) < 160]
     assert "evil\\\\x1b\\[2J" in text  # shown, as an escape (its backslash and bracket escaped for markdown)
+
+
+def test_a_failed_case_in_pytest_shows_control_characters_escaped_not_raw() -> None:
+    from exitkit.pytest_plugin import failure_text
+
+    evil = "evil\x1b[2J\x07\x9b31m"
+    result = Result(case="tool_error", adapter=evil, verdict="fail", summary=f"no recovery · sent {evil}",
+                    figures={"caller gets": evil}, evidence={"requests": [{"reply": evil}]})
+    text = failure_text(result)
+    assert not [c for c in text if (ord(c) < 32 and c != "\n") or 127 <= ord(c) < 160]
+    assert text.startswith("evil\\x1b[2J\\x07\\x9b31m · tool_error: FAIL")
