@@ -32,12 +32,16 @@ def pick(only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[str]:
 
 
 async def run_case(kit: Kit, adapter: Any, who: Declared, case: str, fast: bool) -> Result:
+    stopped = len(kit.timeouts)
     try:
         if case == "overhead":
             return await overhead(kit, adapter, who, fast=fast)
-        return await EXITS[case](kit, adapter, who)
+        result = await EXITS[case](kit, adapter, who)
     except Exception as e:  # the card goes on; the row says what broke
         return Result(case=case, adapter=who.name, verdict="error", summary=f"{type(e).__name__}: {e}"[:200])
+    if len(kit.timeouts) > stopped and result.verdict in ("pass", "warn"):  # see NEVER_RETURNED
+        result.verdict, result.summary = "fail", f"never returned ({kit.timeouts[-1]}) · {result.summary}"
+    return result
 
 
 async def _all(kit: Kit, loaded: list[tuple[Any, Declared]], cases: list[str], fast: bool,

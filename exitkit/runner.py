@@ -159,6 +159,8 @@ class Kit:
     timeout_s: float = RUN_TIMEOUT_S
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     """The environment when the kit started: a new process gets this, not what a run left behind."""
+    timeouts: list[str] = field(default_factory=list)
+    """What the kit said of each run it had to stop at its timeout, in order (a case reads the new ones)."""
     _ids: Iterator[int] = field(default_factory=count)
 
     @classmethod
@@ -190,14 +192,17 @@ class Kit:
         with self.journal.window(guard=guard, run=setup.folder.name) as seen:
             started = time.perf_counter()
             button = asyncio.get_running_loop().call_later(stop_at, press) if stop_at is not None else None
+            late = f"no result within {self.timeout_s:g} s"
             try:
                 with _unblocking(self.timeout_s + BLOCKED_GRACE_S):
                     outcome = await asyncio.wait_for(adapter.run(job), self.timeout_s)
             except TimeoutError:
-                outcome = Outcome(status="kit timeout", error=f"no result within {self.timeout_s:g} s")
+                outcome = Outcome(status="kit timeout", error=late)
+                self.timeouts.append(late)
             except _Blocked:
-                outcome = Outcome(status="kit timeout", error=f"no result within {self.timeout_s:g} s: the "
-                                  "run blocked the event loop (a synchronous wait in async code)")
+                outcome = Outcome(status="kit timeout", error=f"{late}: the run blocked the event loop (a "
+                                  "synchronous wait in async code)")
+                self.timeouts.append(late)
             except Exception as e:  # what escapes is the outcome
                 outcome = Outcome.raised(e)
             ended = time.perf_counter()
@@ -238,6 +243,7 @@ class Kit:
                 rc, out, err = done.returncode, done.stdout, done.stderr
             except subprocess.TimeoutExpired:
                 rc, out, err = -1, "", f"no result within {self.timeout_s:g} s"
+                self.timeouts.append(f"{command} in a new process: {err}")
             ended = time.perf_counter()
         got = _last_json(out)
         if got is None and rc == CANNOT_LOAD:

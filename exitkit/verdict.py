@@ -74,6 +74,10 @@ CRITERIA = {
                 "replaying it with bare `httpx`. A figure, not a verdict (always **pass** when measured).",
 }
 
+NEVER_RETURNED = (" Every case: a run the kit had to stop at its timeout never returned to its caller: "
+                  "**fail**, whatever else held.")
+CRITERIA = {case: text + ("" if case == "overhead" else NEVER_RETURNED) for case, text in CRITERIA.items()}
+
 
 @dataclass(kw_only=True)
 class Result:

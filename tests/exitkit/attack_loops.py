@@ -146,3 +146,15 @@ class RetriesTheToolForever(FileLoop):
                 return await super().call(job, fn, intent)
             except PermissionError:
                 continue
+
+
+class HangsAtTheCap(FileLoop):
+    """Holds its turn cap, then never hands anything back to its caller."""
+
+    name = "hangs at the cap"
+
+    async def run(self, job):
+        import asyncio
+
+        await super().run(job)
+        await asyncio.Event().wait()

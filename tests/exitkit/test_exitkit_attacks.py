@@ -146,3 +146,21 @@ def test_a_failed_case_in_pytest_shows_control_characters_escaped_not_raw() -> N
     text = failure_text(result)
     assert not [c for c in text if (ord(c) < 32 and c != "\n") or 127 <= ord(c) < 160]
     assert text.startswith("evil\\x1b[2J\\x07\\x9b31m · tool_error: FAIL")
+
+
+def test_a_run_that_holds_its_cap_but_never_returns_to_its_caller_fails(kit) -> None:
+    import asyncio
+    from dataclasses import replace
+
+    from exitkit.card import run_case
+    from exitkit.loader import declared, load
+    from exitkit.verdict import CRITERIA
+
+    spec = "attack_loops:HangsAtTheCap"
+    adapter = load(spec)
+    result = asyncio.run(run_case(replace(kit, timeout_s=2.0), adapter, declared(spec, adapter), "turn_cap",
+                                  fast=True))
+    assert result.figures["requests"] == 8 and result.figures["caller gets"].startswith("kit timeout")
+    assert result.verdict == "fail", result.summary
+    assert result.summary.startswith("never returned (no result within 2 s) · cap held · 8 requests")
+    assert "never returned to its caller: **fail**" in CRITERIA["turn_cap"]
