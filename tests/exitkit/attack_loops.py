@@ -158,3 +158,17 @@ class HangsAtTheCap(FileLoop):
 
         await super().run(job)
         await asyncio.Event().wait()
+
+
+class DanglesAfterStop(FileLoop):
+    """Resumes after Stop by asking the model at once, the cancelled call left without its result."""
+
+    name = "dangles after Stop"
+
+    async def resume(self, job, decision):
+        import json
+
+        messages = json.loads((job.state_dir / "messages.json").read_text())
+        async with httpx.AsyncClient(base_url=job.base_url, timeout=30) as http:
+            reply = await http.post("/chat/completions", json={"model": job.model, "messages": messages})
+        return Outcome(status=f"asked: {reply.status_code}", answer="The scan is complete.")

@@ -164,3 +164,12 @@ def test_a_run_that_holds_its_cap_but_never_returns_to_its_caller_fails(kit) -> 
     assert result.verdict == "fail", result.summary
     assert result.summary.startswith("never returned (no result within 2 s) · cap held · 8 requests")
     assert "never returned to its caller: **fail**" in CRITERIA["turn_cap"]
+
+
+def test_a_resume_that_leaves_the_cancelled_call_without_its_result_fails_cancellation(judge: Judge) -> None:
+    result = judge("attack_loops:DanglesAfterStop", "cancellation")
+    assert result.figures["next request status"] == 400
+    assert result.figures["dangling tool calls"] == ["c1"]
+    assert result.verdict == "fail"
+    assert result.summary.endswith("next request invalid (400)")
+
