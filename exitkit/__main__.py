@@ -8,31 +8,18 @@ failed, 1 when any verdict is `fail` or `error`, 2 for a usage error (a bad spec
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 from pathlib import Path
 
 from exitkit.card import check, pick
 from exitkit.loader import AdapterError
-from exitkit.report import write
+from exitkit.report import unusable, write
 from exitkit.verdict import CASES
 
 
 def _names(text: str) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()]
-
-
-def _unusable(out: Path) -> str | None:
-    """Why the report cannot be written in `out` (nothing is created to find out), or None."""
-    there = out
-    while not there.exists() and not there.is_symlink() and there != there.parent:
-        there = there.parent
-    if not there.is_dir():
-        return f"{there} is not a folder"
-    if not os.access(there, os.W_OK | os.X_OK):
-        return f"{there} is not writable"
-    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--skip", type=_names, default=[], metavar="CASE,...")
     run.add_argument("--fast", action="store_true", help="one overhead pair on plan instead of the full set")
     args = parser.parse_args(argv)
-    if why := _unusable(args.out):  # before any case runs: found after them, it would lose the card
+    if why := unusable(args.out):  # before any case runs: found after them, it would lose the card
         print(f"exitkit: --out {str(args.out)!r}: {why}", file=sys.stderr)
         return 2
     try:

@@ -137,6 +137,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         cases = pick(skip=_skipped(config))
     except ValueError as e:
         raise pytest.UsageError(f"--exitkit-skip: {e}") from e
+    from exitkit.report import unusable
+
+    out = config.getoption("--exitkit-out")
+    if out and (why := unusable(Path(out))):  # found when the session ends, it would lose the card
+        raise pytest.UsageError(f"--exitkit-out {out!r}: {why}")
     for spec in dict.fromkeys(specs):  # a spec given twice is one adapter: one row, one test per case
         for case in cases:
             items.append(ExitCase.from_parent(session, name=f"exitkit[{spec}-{case}]", spec=spec, case=case))

@@ -181,6 +181,18 @@ def chart(results: Sequence[Result], path: Path) -> bool:
     return True
 
 
+def unusable(out: Path) -> str | None:
+    """Why the report cannot be written in `out` (nothing is created to find out), or None."""
+    there = out
+    while not there.exists() and not there.is_symlink() and there != there.parent:
+        there = there.parent
+    if not there.is_dir():
+        return f"{there} is not a folder"
+    if not os.access(there, os.W_OK | os.X_OK):
+        return f"{there} is not writable"
+    return None
+
+
 def _put(path: Path, draw: Any) -> bool:
     """`draw(temporary path)` in `path`'s folder, then that file renamed over `path`: a symlink
     left at `path` is replaced, never written through to a file outside the folder."""

@@ -173,3 +173,19 @@ def test_a_resume_that_leaves_the_cancelled_call_without_its_result_fails_cancel
     assert result.verdict == "fail"
     assert result.summary.endswith("next request invalid (400)")
 
+
+def test_the_pytest_entry_refuses_an_out_that_is_a_file_before_any_case_runs(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import HERE
+
+    (tmp_path / "taken").write_text("mine")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--exitkit",
+                           "exitkit.adapters.plain:PlainLoop", "--exitkit-out", "taken"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+                          env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 4, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "--exitkit-out 'taken': " in done.stderr and "is not a folder" in done.stderr
+    assert "INTERNALERROR" not in done.stdout + done.stderr
+    assert (tmp_path / "taken").read_text() == "mine"
