@@ -54,9 +54,13 @@ def _unblocking(seconds: float) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    kit = asyncio.current_task()
 
     def blocked(signum: int, frame: Any) -> None:
-        raise _Blocked
+        # Only inside a task of the run's: raised in the event loop's own code (idle, so not blocked)
+        # or in the kit's, it would end the whole card.
+        if asyncio.current_task() not in (None, kit):
+            raise _Blocked
 
     previous = signal.signal(signal.SIGALRM, blocked)
     signal.setitimer(signal.ITIMER_REAL, seconds)

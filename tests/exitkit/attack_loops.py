@@ -172,3 +172,17 @@ class DanglesAfterStop(FileLoop):
         async with httpx.AsyncClient(base_url=job.base_url, timeout=30) as http:
             reply = await http.post("/chat/completions", json={"model": job.model, "messages": messages})
         return Outcome(status=f"asked: {reply.status_code}", answer="The scan is complete.")
+
+
+class SlowToCancel(FileLoop):
+    """Never returns on its own, and takes its time winding down when cancelled."""
+
+    name = "slow to cancel"
+
+    async def run(self, job):
+        import asyncio
+
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await asyncio.shield(asyncio.sleep(8))

@@ -101,7 +101,7 @@ print(result.verdict, result.figures["caller gets"], sep="\\n")
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", ["attack_loops:BlocksForever", "attack_loops:RetriesSynchronously",
-                                  "attack_loops:NeverReturns"])
+                                  "attack_loops:NeverReturns", "attack_loops:SlowToCancel"])
 def test_a_run_that_never_returns_is_timed_out_and_reported_even_when_it_blocks_the_event_loop(spec) -> None:
     import subprocess
     import sys
