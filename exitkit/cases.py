@@ -52,7 +52,7 @@ async def turn_cap(kit: Kit, adapter: Any, who: Declared) -> Result:
     setup = kit.setup("runaway", max_turns=CAP)
     run = await kit.measure(adapter, setup, guard=OUTSIDE_CAP)
     n, ran = len(run.requests), sum(e.is_("list_files") for e in run.events)
-    fate, resumed = "ran", None
+    fate, resumed = ("ran" if n else "none: no request"), None
     if ran < n:
         fate = "dropped"
         if who.has("resume"):

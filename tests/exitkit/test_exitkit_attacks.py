@@ -189,3 +189,10 @@ def test_the_pytest_entry_refuses_an_out_that_is_a_file_before_any_case_runs(tmp
     assert "--exitkit-out 'taken': " in done.stderr and "is not a folder" in done.stderr
     assert "INTERNALERROR" not in done.stdout + done.stderr
     assert (tmp_path / "taken").read_text() == "mine"
+
+
+def test_a_run_with_no_request_has_no_last_call_to_have_run(judge: Judge) -> None:
+    result = judge("attack_loops:RaisesAtOnce", "turn_cap")
+    assert (result.verdict, result.figures["requests"]) == ("warn", 0)
+    assert result.figures["last call"] == "none: no request"
+    assert result.summary.startswith("stopped early · 0 requests · last call none: no request")
