@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from exitkit.contract import Approve, Declared, Reject
+from exitkit.journal import Entry
 from exitkit.runner import Kit, Run
 from exitkit.verdict import BUDGET_USD, CAP, DENIED_CAP, ERROR_CAP, OUTSIDE_CAP, REASON, STOP_AT_S, Result
 
@@ -153,10 +154,21 @@ async def tool_error(kit: Kit, adapter: Any, who: Declared) -> Result:
                   summary=summary, figures=figures, evidence={"requests": _requests(run)})
 
 
+def _answered(run: Run, tool: str) -> int:
+    """The most calls of `tool` any request shows answered: what the model was told, whether the
+    tool ran for each or an agent answered from a cache of its own."""
+    def answered(e: Entry) -> int:
+        texts = e.tool_texts()
+        return sum(isinstance(c, dict) and (c.get("function") or {}).get("name") == tool
+                   and str(c.get("id")) in texts
+                   for m in e.messages() if m.get("role") == "assistant" for c in m.get("tool_calls") or [])
+    return max(map(answered, run.requests), default=0)
+
+
 async def permanent_error(kit: Kit, adapter: Any, who: Declared) -> Result:
     cap = DENIED_CAP if who.has("max_turns") else None
     run = await kit.measure(adapter, kit.setup("denied", max_turns=cap), guard=OUTSIDE_CAP)
-    calls = sum(e.is_("read_file") for e in run.events)
+    calls = max(sum(e.is_("read_file") for e in run.events), _answered(run, "read_file"))
     reason = "permission denied" in run.said().lower()
     figures = {"identical failing calls": calls, "stops with the reason": reason,
                "requests": len(run.requests), "caller gets": run.said(), "cost usd": run.cost_or_unknown}

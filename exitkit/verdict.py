@@ -48,7 +48,8 @@ CRITERIA = {
     "permanent_error": f"`denied`: the model asks for a file the process may not open, forever (cap "
                        f"{DENIED_CAP}). **pass**: the failing call ran once and the caller gets the reason "
                        "(\"permission denied\"). **warn**: it ran once but the reason is lost. **fail**: "
-                       "it ran more than once (identical failing calls), or never.",
+                       "it ran more than once (identical failing calls: the tool's runs, or the calls the "
+                       "requests show answered, whichever is more), or never.",
     "approval": "`destructive` with `delete_file` needing approval. **pass**, all of: the run stops before "
                 "the deletion; approved in a new process, the deletion runs exactly once; the same saved "
                 "state resumed once more does not run it again; a rejection's reason is in the next "

@@ -196,3 +196,10 @@ def test_a_run_with_no_request_has_no_last_call_to_have_run(judge: Judge) -> Non
     assert (result.verdict, result.figures["requests"]) == ("warn", 0)
     assert result.figures["last call"] == "none: no request"
     assert result.summary.startswith("stopped early · 0 requests · last call none: no request")
+
+
+def test_a_failing_call_answered_from_a_cache_until_the_cap_is_counted_at_the_provider(judge: Judge) -> None:
+    result = judge("attack_loops:CachesErrors", "permanent_error")
+    assert result.figures["requests"] == 12 and result.figures["stops with the reason"]
+    assert result.figures["identical failing calls"] == 11  # answered to the model, ran once
+    assert result.verdict == "fail", result.summary
