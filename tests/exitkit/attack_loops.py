@@ -206,3 +206,13 @@ class CachesErrors(FileLoop):
             except PermissionError as e:
                 self.seen[key] = self.error = f"Error: {e}"
         return self.seen[key]
+
+
+class LeavesAWorkerOnResume(FileLoop):
+    """Resumes, leaving a (non-daemon) worker thread behind, as SDKs with background exporters do."""
+
+    name = "leaves a worker on resume"
+
+    async def resume(self, job, decision):
+        threading.Thread(target=threading.Event().wait, name="exporter").start()
+        return await super().resume(job, decision)

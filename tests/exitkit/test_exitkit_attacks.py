@@ -203,3 +203,20 @@ def test_a_failing_call_answered_from_a_cache_until_the_cap_is_counted_at_the_pr
     assert result.figures["requests"] == 12 and result.figures["stops with the reason"]
     assert result.figures["identical failing calls"] == 11  # answered to the model, ran once
     assert result.verdict == "fail", result.summary
+
+
+def test_a_resume_that_returned_is_its_outcome_though_it_left_a_thread_running(kit) -> None:
+    from dataclasses import replace
+
+    from exitkit.contract import Approve
+
+    import asyncio
+
+    from exitkit.loader import load
+
+    quick = replace(kit, timeout_s=10.0)
+    setup = kit.setup("destructive", needs_approval=("delete_file",))
+    asyncio.run(kit.measure(load("attack_loops:LeavesAWorkerOnResume"), setup))  # stops for approval
+    run = quick.child("attack_loops:LeavesAWorkerOnResume", setup, decision=Approve())
+    assert (run.returncode, run.outcome.status) == (0, "completed"), run.outcome
+    assert run.wall_s < 8
