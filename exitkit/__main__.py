@@ -8,6 +8,7 @@ failed, 1 when any verdict is `fail` or `error`, 2 for a usage error (a bad spec
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -50,4 +51,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Not sys.exit: it waits for every thread an agent left running, so a card already written
+    # would hold its caller (a CI job) for ever.
+    os._exit(code)

@@ -216,3 +216,13 @@ class LeavesAWorkerOnResume(FileLoop):
     async def resume(self, job, decision):
         threading.Thread(target=threading.Event().wait, name="exporter").start()
         return await super().resume(job, decision)
+
+
+class LeavesAWorker(FileLoop):
+    """Runs, leaving a (non-daemon) worker thread behind that never ends."""
+
+    name = "leaves a worker"
+
+    async def run(self, job):
+        threading.Thread(target=threading.Event().wait, name="exporter").start()
+        return await super().run(job)

@@ -220,3 +220,19 @@ def test_a_resume_that_returned_is_its_outcome_though_it_left_a_thread_running(k
     run = quick.child("attack_loops:LeavesAWorkerOnResume", setup, decision=Approve())
     assert (run.returncode, run.outcome.status) == (0, "completed"), run.outcome
     assert run.wall_s < 8
+
+
+def test_the_cli_exits_once_the_card_is_written_though_an_agent_left_a_thread_running(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import HERE
+
+    try:
+        done = subprocess.run([sys.executable, "-m", "exitkit", "run", "attack_loops:LeavesAWorker", "--only",
+                               "tool_error", "--out", "card"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=30, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"}, check=False)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"the CLI did not exit; card written: {(tmp_path / 'card').exists()}") from e
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "wrote " in done.stdout and (tmp_path / "card" / "report.json").exists()
