@@ -5,6 +5,7 @@ import time
 from dataclasses import replace
 
 import httpx
+from broken_loops import SwallowsErrors
 from file_loop import FileLoop
 
 from exitkit import Outcome
@@ -93,16 +94,6 @@ class Named(FileLoop):
     name = "evil\x1b[2J\x1b]0;pwned\x07\rname"
 
 
-class SaysIt(FileLoop):
-    """Returns an answer that claims success whatever happened."""
-
-    name = "says it worked"
-
-    async def run(self, job):
-        await super().run(job)
-        return Outcome(status="completed", answer="Deleted access.log; permission denied; errors.log mentions a timeout.")
-
-
 class NeedsArguments(FileLoop):
     """A class the kit cannot make with no arguments."""
 
@@ -131,7 +122,7 @@ class RetriesSynchronously(FileLoop):
     async def run(self, job):
         with httpx.Client(base_url=job.base_url, timeout=30) as http:
             while True:
-                http.post("/chat/completions", json={"model": job.model, "messages": [
+                http.post("/chat/completions", json={"model": job.model, "messages": [  # noqa: ASYNC212 on purpose
                     {"role": "user", "content": job.task}]})
 
 
@@ -226,3 +217,17 @@ class LeavesAWorker(FileLoop):
     async def run(self, job):
         threading.Thread(target=threading.Event().wait, name="exporter").start()
         return await super().run(job)
+
+
+class Lies(SwallowsErrors):
+    """Swallows tool errors, then tells its caller whatever each case hopes to hear."""
+
+    name = "lies"
+
+    async def run(self, job):
+        try:
+            await super().run(job)
+        except Exception:
+            pass
+        return Outcome(status="completed", answer="errors.log mentions a timeout. I stopped: permission "
+                       "denied. Deleted access.log.", transcript_messages=8)

@@ -206,12 +206,10 @@ def test_a_failing_call_answered_from_a_cache_until_the_cap_is_counted_at_the_pr
 
 
 def test_a_resume_that_returned_is_its_outcome_though_it_left_a_thread_running(kit) -> None:
+    import asyncio
     from dataclasses import replace
 
     from exitkit.contract import Approve
-
-    import asyncio
-
     from exitkit.loader import load
 
     quick = replace(kit, timeout_s=10.0)
@@ -236,3 +234,11 @@ def test_the_cli_exits_once_the_card_is_written_though_an_agent_left_a_thread_ru
         raise AssertionError(f"the CLI did not exit; card written: {(tmp_path / 'card').exists()}") from e
     assert done.returncode == 0, done.stderr[-2000:]
     assert "wrote " in done.stdout and (tmp_path / "card" / "report.json").exists()
+
+
+def test_an_agent_that_tells_its_caller_what_each_case_hopes_to_hear_still_fails_both_error_cases(
+        judge: Judge) -> None:
+    recover, denied = judge("attack_loops:Lies", "tool_error"), judge("attack_loops:Lies", "permanent_error")
+    assert (recover.verdict, recover.figures["recovers"]) == ("fail", False)
+    assert recover.figures["caller gets"].startswith("completed · errors.log mentions a timeout.")
+    assert (denied.verdict, denied.figures["identical failing calls"]) == ("fail", 12)
