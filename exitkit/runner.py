@@ -257,8 +257,9 @@ class Kit:
             outcome = Outcome(status="process ended without a result", error=why)
         else:
             outcome = Outcome(**got["outcome"])
+        peak = (got or {}).get("peak_rss_kib", 0)
         return _as_handed(Run(outcome=outcome, entries=seen, events=setup.ledger.events(), started=started,
-                              ended=ended, returncode=rc, peak_rss_kib=(got or {}).get("peak_rss_kib", 0)), setup)
+                              ended=ended, returncode=rc, peak_rss_kib=peak), setup)
 
 
 async def _settle(born: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
