@@ -110,7 +110,9 @@ class ExitCase(pytest.Item):
             raise ExitCaseFailed(failure_text(result))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, ExitCaseFailed):
+        from exitkit.loader import AdapterError
+
+        if isinstance(excinfo.value, (ExitCaseFailed, AdapterError)):  # a bad spec: its one line says it
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 

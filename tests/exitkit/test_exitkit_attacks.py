@@ -242,3 +242,19 @@ def test_an_agent_that_tells_its_caller_what_each_case_hopes_to_hear_still_fails
     assert (recover.verdict, recover.figures["recovers"]) == ("fail", False)
     assert recover.figures["caller gets"].startswith("completed · errors.log mentions a timeout.")
     assert (denied.verdict, denied.figures["identical failing calls"]) == ("fail", 12)
+
+
+def test_the_pytest_entry_fails_a_bad_spec_with_its_one_line_not_a_traceback(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import HERE
+
+    skip = "budget,permanent_error,approval,crash,cancellation,overhead"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--exitkit",
+                           "nowhere:X", "--exitkit-skip", skip],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+                          env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 1 and "2 failed" in done.stdout, done.stdout[-3000:]
+    assert done.stdout.count("cannot import 'nowhere' for adapter 'nowhere:X'") >= 2
+    assert "Traceback" not in done.stdout and "raise AdapterError" not in done.stdout, done.stdout[-3000:]
