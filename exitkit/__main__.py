@@ -8,13 +8,14 @@ failed, 1 when any verdict is `fail` or `error`, 2 for a usage error (a bad spec
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
 
 from exitkit.card import check, pick
 from exitkit.loader import AdapterError
-from exitkit.report import write
+from exitkit.report import unusable, write
 from exitkit.verdict import CASES
 
 
@@ -33,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--skip", type=_names, default=[], metavar="CASE,...")
     run.add_argument("--fast", action="store_true", help="one overhead pair on plan instead of the full set")
     args = parser.parse_args(argv)
+    if why := unusable(args.out):  # before any case runs: found after them, it would lose the card
+        print(f"exitkit: --out {str(args.out)!r}: {why}", file=sys.stderr)
+        return 2
     try:
         cases = pick(args.only, args.skip)
         adapters, results = check(args.adapters, cases=cases, fast=args.fast,
@@ -47,4 +51,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Not sys.exit: it waits for every thread an agent left running, so a card already written
+    # would hold its caller (a CI job) for ever.
+    os._exit(code)

@@ -19,6 +19,7 @@ from exitkit.cases import EXITS
 from exitkit.contract import Declared
 from exitkit.loader import AdapterError, declared, load
 from exitkit.overhead import overhead
+from exitkit.report import printable
 from exitkit.runner import Kit
 from exitkit.verdict import CASES, TITLES, Result
 
@@ -31,12 +32,16 @@ def pick(only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[str]:
 
 
 async def run_case(kit: Kit, adapter: Any, who: Declared, case: str, fast: bool) -> Result:
+    stopped = len(kit.timeouts)
     try:
         if case == "overhead":
             return await overhead(kit, adapter, who, fast=fast)
-        return await EXITS[case](kit, adapter, who)
+        result = await EXITS[case](kit, adapter, who)
     except Exception as e:  # the card goes on; the row says what broke
         return Result(case=case, adapter=who.name, verdict="error", summary=f"{type(e).__name__}: {e}"[:200])
+    if len(kit.timeouts) > stopped and result.verdict in ("pass", "warn"):  # see NEVER_RETURNED
+        result.verdict, result.summary = "fail", f"never returned ({kit.timeouts[-1]}) · {result.summary}"
+    return result
 
 
 async def _all(kit: Kit, loaded: list[tuple[Any, Declared]], cases: list[str], fast: bool,
@@ -46,7 +51,7 @@ async def _all(kit: Kit, loaded: list[tuple[Any, Declared]], cases: list[str], f
         for case in cases:
             started = time.monotonic()
             result = await run_case(kit, adapter, who, case, fast)
-            log(f"{who.name} · {TITLES[case]}: {result.cell} ({time.monotonic() - started:.1f} s)")
+            log(printable(f"{who.name} · {TITLES[case]}: {result.cell} ({time.monotonic() - started:.1f} s)"))
             results.append(result)
     return results
 

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from exitkit.contract import Approve, Declared, Reject
+from exitkit.journal import Entry
 from exitkit.runner import Kit, Run
 from exitkit.verdict import BUDGET_USD, CAP, DENIED_CAP, ERROR_CAP, OUTSIDE_CAP, REASON, STOP_AT_S, Result
 
@@ -52,7 +53,7 @@ async def turn_cap(kit: Kit, adapter: Any, who: Declared) -> Result:
     setup = kit.setup("runaway", max_turns=CAP)
     run = await kit.measure(adapter, setup, guard=OUTSIDE_CAP)
     n, ran = len(run.requests), sum(e.is_("list_files") for e in run.events)
-    fate, resumed = "ran", None
+    fate, resumed = ("ran" if n else "none: no request"), None
     if ran < n:
         fate = "dropped"
         if who.has("resume"):
@@ -107,6 +108,13 @@ async def budget(kit: Kit, adapter: Any, who: Declared) -> Result:
         summary = f"none exists · {n} requests · {money} · stopped by {_stopped_by(run, cap)}"
         return Result(case="budget", adapter=who.name, verdict="none exists", summary=summary,
                       figures={"limit": "none exists", **figures}, evidence=evidence)
+    # Stopped before the budget was in reach (the next request would not have crossed it, at the
+    # last one's cost): the budget stopped nothing, so nothing shows it held.
+    last = run.requests[-1].cost_usd if run.requests else 0.0
+    if spent + last < BUDGET_USD:
+        return Result(case="budget", adapter=who.name, verdict="warn",
+                      summary=f"stopped before the budget · {n} requests · ${spent:.4f} · stopped by "
+                              f"{_stopped_by(run, cap)}", figures=figures, evidence=evidence)
     verdict = "pass" if after == 0 else "warn" if after == 1 else "fail"
     word = {"pass": "budget held", "warn": "one turn late", "fail": "budget ignored"}[verdict]
     return Result(case="budget", adapter=who.name, verdict=verdict,
@@ -146,10 +154,21 @@ async def tool_error(kit: Kit, adapter: Any, who: Declared) -> Result:
                   summary=summary, figures=figures, evidence={"requests": _requests(run)})
 
 
+def _answered(run: Run, tool: str) -> int:
+    """The most calls of `tool` any request shows answered: what the model was told, whether the
+    tool ran for each or an agent answered from a cache of its own."""
+    def answered(e: Entry) -> int:
+        texts = e.tool_texts()
+        return sum(isinstance(c, dict) and (c.get("function") or {}).get("name") == tool
+                   and str(c.get("id")) in texts
+                   for m in e.messages() if m.get("role") == "assistant" for c in m.get("tool_calls") or [])
+    return max(map(answered, run.requests), default=0)
+
+
 async def permanent_error(kit: Kit, adapter: Any, who: Declared) -> Result:
     cap = DENIED_CAP if who.has("max_turns") else None
     run = await kit.measure(adapter, kit.setup("denied", max_turns=cap), guard=OUTSIDE_CAP)
-    calls = sum(e.is_("read_file") for e in run.events)
+    calls = max(sum(e.is_("read_file") for e in run.events), _answered(run, "read_file"))
     reason = "permission denied" in run.said().lower()
     figures = {"identical failing calls": calls, "stops with the reason": reason,
                "requests": len(run.requests), "caller gets": run.said(), "cost usd": run.cost_or_unknown}

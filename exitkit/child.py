@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,4 +70,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stderr.flush()
+    # Not sys.exit: it waits for every thread the agent left (an SDK's exporter, a worker), so a
+    # resume that returned would still hold the kit until its timeout and lose its outcome.
+    os._exit(code)

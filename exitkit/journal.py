@@ -34,6 +34,11 @@ MODEL_PATHS = (CHAT, "/responses", "/messages", ":generateContent", ":streamGene
                "/api/generate")
 """Every endpoint where the mock answers as a model: the kit reads Chat Completions; a request to
 any other is still recorded (and guarded), so an agent speaking another API is seen, not missed."""
+RUN_PREFIX = "/k/"
+"""Each run's base URL is the mock's under `/k/<run>/`: the journal strips the prefix, and refuses a
+request for a run other than the open window's, so what a finished run left behind (a thread, a
+process) cannot send requests into a later run's window."""
+ENDED_MESSAGE = "exitkit: this request belongs to a run that is not running any more ({run!r})"
 GUARD_MESSAGE = "exitkit: the kit's outside guard of {n} requests was reached; this run ignores its limits"
 
 
@@ -128,6 +133,16 @@ def _error(body: bytes) -> str:
         return body[:200].decode("utf-8", errors="replace")
 
 
+async def _answer_400(receive: Receive, send: Send, message: str, code: str) -> None:
+    body = json.dumps({"error": {"message": message, "type": "invalid_request_error", "param": None,
+                                 "code": code}}).encode()
+    while (await receive()).get("more_body"):
+        pass
+    await send({"type": "http.response.start", "status": 400,
+                "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body})
+
+
 @dataclass
 class Journal:
     """The middleware and its record, shared by the server thread and the kit."""
@@ -138,8 +153,15 @@ class Journal:
     _in_flight: int = 0
     _window_start: int = 0
     _guard: int | None = None
+    _run: str | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(RUN_PREFIX):
+            run, _, rest = scope["path"][len(RUN_PREFIX):].partition("/")
+            if run != self._run:
+                await _answer_400(receive, send, ENDED_MESSAGE.format(run=run), "exitkit_run_ended")
+                return
+            scope = {**scope, "path": "/" + rest, "raw_path": ("/" + rest).encode()}
         if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith(MODEL_PATHS):
             await self.app(scope, receive, send)
             return
@@ -216,11 +238,12 @@ class Journal:
             self.entries.append(entry)
 
     @contextmanager
-    def window(self, *, guard: int | None = None) -> Iterator[list[Entry]]:
-        """The entries recorded while the block runs (filled in when it exits)."""
+    def window(self, *, guard: int | None = None, run: str | None = None) -> Iterator[list[Entry]]:
+        """The entries recorded while the block runs (filled in when it exits); requests under
+        `RUN_PREFIX` are let in only for `run`."""
         with self._lock:
             start = len(self.entries)
-            self._window_start, self._guard = start, guard
+            self._window_start, self._guard, self._run = start, guard, run
         seen: list[Entry] = []
         try:
             yield seen
@@ -229,4 +252,4 @@ class Journal:
                 # The mock runs in its own thread, so blocking here lets it finish what is in flight.
                 self._lock.wait_for(lambda: self._in_flight == 0, timeout=DRAIN_S)
                 seen.extend(self.entries[start:])
-                self._guard = None
+                self._guard = self._run = None

@@ -29,8 +29,16 @@ def load(spec: str) -> Any:
             raise AdapterError(f"{module_name!r} has no attribute {attribute!r}")
         obj = getattr(obj, part)
     if inspect.isclass(obj):
-        obj = obj()
-    _check(spec, obj)
+        try:
+            obj = obj()
+        except Exception as e:  # a class that needs arguments, or fails as it starts: a bad spec too
+            raise AdapterError(f"making {spec!r} raised {type(e).__name__}: {e}") from e
+    try:
+        _check(spec, obj)
+    except AdapterError:
+        raise
+    except Exception as e:  # a `name` or `limits` property that raises as it is read
+        raise AdapterError(f"reading adapter {spec!r} raised {type(e).__name__}: {e}") from e
     return obj
 
 

@@ -69,6 +69,7 @@ EVIDENCE_CHARS = 6000
 
 def failure_text(result: Any) -> str:
     """A failed case as pytest shows it: the cell, the criteria, the figures and the evidence."""
+    from exitkit.report import printable
     from exitkit.verdict import CRITERIA
 
     def dump(value: Any) -> str:
@@ -77,8 +78,9 @@ def failure_text(result: Any) -> str:
     evidence = dump(result.evidence)
     if len(evidence) > EVIDENCE_CHARS:
         evidence = evidence[:EVIDENCE_CHARS] + "\n… (the rest: --exitkit-out DIR writes report.json)"
-    return (f"{result.adapter} · {result.case}: {result.cell}\n\ncriteria: {CRITERIA[result.case]}"
+    text = (f"{result.adapter} · {result.case}: {result.cell}\n\ncriteria: {CRITERIA[result.case]}"
             f"\n\nfigures: {dump(result.figures)}\n\nevidence: {evidence}")
+    return "\n".join(printable(line) for line in text.split("\n"))  # pytest prints it on a terminal
 
 
 class ExitCase(pytest.Item):
@@ -101,12 +103,16 @@ class ExitCase(pytest.Item):
         session.results.append(result)
         self.user_properties.append(("exitkit", result.cell))
         if result.verdict == "none exists":
-            pytest.skip(f"{who.name}: {result.summary}")
+            from exitkit.report import printable
+
+            pytest.skip(printable(f"{who.name}: {result.summary}"))
         if result.verdict in ("fail", "error"):
             raise ExitCaseFailed(failure_text(result))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, ExitCaseFailed):
+        from exitkit.loader import AdapterError
+
+        if isinstance(excinfo.value, (ExitCaseFailed, AdapterError)):  # a bad spec: its one line says it
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 
@@ -133,6 +139,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         cases = pick(skip=_skipped(config))
     except ValueError as e:
         raise pytest.UsageError(f"--exitkit-skip: {e}") from e
+    from exitkit.report import unusable
+
+    out = config.getoption("--exitkit-out")
+    if out and (why := unusable(Path(out))):  # found when the session ends, it would lose the card
+        raise pytest.UsageError(f"--exitkit-out {out!r}: {why}")
     for spec in dict.fromkeys(specs):  # a spec given twice is one adapter: one row, one test per case
         for case in cases:
             items.append(ExitCase.from_parent(session, name=f"exitkit[{spec}-{case}]", spec=spec, case=case))

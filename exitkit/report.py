@@ -22,7 +22,9 @@ so an unchanged agent gives an unchanged file except for the timings and overhea
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,13 @@ def to_json(adapters: Sequence[Declared], results: Sequence[Result]) -> dict[str
 
 
 _BREAKS = re.compile(r"\r\n|[\r\n\v\f\x85\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` for a terminal: an agent's name, answer or exception may carry control sequences
+    (clear the screen, set the title, rewrite the line); they are shown as escapes, never sent."""
+    return _CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode(), text)
 _MARKUP = re.compile(r"([\\`*\[\]<>|])")
 
 
@@ -64,7 +73,7 @@ class _Code(str):
 def _text(value: Any) -> str:
     """A string an agent, a tool or the provider controls, as inline markdown text: on one line,
     with backslashes, code ticks, emphasis, links, images, HTML and table pipes escaped."""
-    return _MARKUP.sub(r"\\\1", _BREAKS.sub(" ", str(value)))
+    return _MARKUP.sub(r"\\\1", printable(_BREAKS.sub(" ", str(value))))
 
 
 def _cell(value: Any, limit: int = 90) -> str:
@@ -172,14 +181,40 @@ def chart(results: Sequence[Result], path: Path) -> bool:
     return True
 
 
+def unusable(out: Path) -> str | None:
+    """Why the report cannot be written in `out` (nothing is created to find out), or None."""
+    there = out
+    while not there.exists() and not there.is_symlink() and there != there.parent:
+        there = there.parent
+    if not there.is_dir():
+        return f"{there} is not a folder"
+    if not os.access(there, os.W_OK | os.X_OK):
+        return f"{there} is not writable"
+    return None
+
+
+def _put(path: Path, draw: Any) -> bool:
+    """`draw(temporary path)` in `path`'s folder, then that file renamed over `path`: a symlink
+    left at `path` is replaced, never written through to a file outside the folder."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
+    os.close(fd)
+    try:
+        if drawn := draw(Path(tmp)):
+            os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return bool(drawn)
+
+
 def write(adapters: Sequence[Declared], results: Sequence[Result], out: Path, *,
           title: str = "Exit report card", command: str = "python -m exitkit run …",
           name: str = "report", preface: str = "") -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     data, md, png = out / f"{name}.json", out / f"{name}.md", out / f"{name}.png"
-    data.write_text(json.dumps(to_json(adapters, results), indent=1, ensure_ascii=False) + "\n")
-    drawn = chart(results, png)
+    body = json.dumps(to_json(adapters, results), indent=1, ensure_ascii=False) + "\n"
+    _put(data, lambda tmp: tmp.write_text(body))
+    drawn = _put(png, lambda tmp: chart(results, tmp))
     text = markdown(adapters, results, title=title, command=command, chart=png.name if drawn else None,
                     preface=preface)
-    md.write_text(text)
+    _put(md, lambda tmp: tmp.write_text(text))
     return [data, md] + ([png] if drawn else [])

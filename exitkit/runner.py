@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,10 +23,11 @@ from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from exitkit.child import CANNOT_LOAD
 from exitkit.contract import Decision, Outcome, decision_to_json
-from exitkit.journal import CHAT, Entry, Journal
+from exitkit.journal import CHAT, RUN_PREFIX, Entry, Journal
 from exitkit.ledger import Event
 from exitkit.raw import replay
 from exitkit.setup import Setup
@@ -35,12 +38,46 @@ SETTLE_S = 0.5
 """How long tasks a run started may go on after it returns before the kit cancels them."""
 
 
+BLOCKED_GRACE_S = 5.0
+"""How long past the timeout a run that blocks the event loop (so the timeout cannot fire) is let go on."""
+
+
+class _Blocked(BaseException):
+    """Raised inside a run that blocked the event loop past the kit's timeout; a BaseException, so
+    an agent's `except Exception` does not swallow it."""
+
+
+@contextmanager
+def _unblocking(seconds: float) -> Iterator[None]:
+    """A run blocked in a synchronous wait never lets `wait_for`'s timeout fire; a SIGALRM raises
+    `_Blocked` in it instead. Only the main thread may take signals: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kit = asyncio.current_task()
+
+    def blocked(signum: int, frame: Any) -> None:
+        # Only inside a task of the run's: raised in the event loop's own code (idle, so not blocked)
+        # or in the kit's, it would end the whole card.
+        if asyncio.current_task() not in (None, kit):
+            raise _Blocked
+
+    previous = signal.signal(signal.SIGALRM, blocked)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 class ChildLoadError(RuntimeError):
     """The new process could not load the adapter that loaded here: no verdict can rest on it."""
 
 
 class ForeignAPI(ValueError):
-    """A run spoke an API the kit does not read (Responses, Messages, …): no verdict can rest on it."""
+    """A run spoke an API the kit does not read (Responses, Messages, …), or asked another model or
+    URL than the job's: no verdict can rest on it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,6 +163,8 @@ class Kit:
     timeout_s: float = RUN_TIMEOUT_S
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     """The environment when the kit started: a new process gets this, not what a run left behind."""
+    timeouts: list[str] = field(default_factory=list)
+    """What the kit said of each run it had to stop at its timeout, in order (a case reads the new ones)."""
     _ids: Iterator[int] = field(default_factory=count)
 
     @classmethod
@@ -140,7 +179,9 @@ class Kit:
 
     def setup(self, scenario: str, **options: Any) -> Setup:
         folder = self.workdir / f"run-{next(self._ids)}-{scenario}"
-        return Setup(base_url=self.base_url, scenario=scenario, folder=folder, **options).make()
+        url = urlsplit(self.base_url)
+        base_url = urlunsplit(url._replace(path=RUN_PREFIX + folder.name + url.path))  # see RUN_PREFIX
+        return Setup(base_url=base_url, scenario=scenario, folder=folder, **options).make()
 
     async def measure(self, adapter: Any, setup: Setup, *, guard: int | None = None,
                       stop_at: float | None = None) -> Run:
@@ -152,13 +193,20 @@ class Kit:
             job.cancel.set()
 
         before = asyncio.all_tasks()
-        with self.journal.window(guard=guard) as seen:
+        with self.journal.window(guard=guard, run=setup.folder.name) as seen:
             started = time.perf_counter()
             button = asyncio.get_running_loop().call_later(stop_at, press) if stop_at is not None else None
+            late = f"no result within {self.timeout_s:g} s"
             try:
-                outcome = await asyncio.wait_for(adapter.run(job), self.timeout_s)
+                with _unblocking(self.timeout_s + BLOCKED_GRACE_S):
+                    outcome = await asyncio.wait_for(adapter.run(job), self.timeout_s)
             except TimeoutError:
-                outcome = Outcome(status="kit timeout", error=f"no result within {self.timeout_s:g} s")
+                outcome = Outcome(status="kit timeout", error=late)
+                self.timeouts.append(late)
+            except _Blocked:
+                outcome = Outcome(status="kit timeout", error=f"{late}: the run blocked the event loop (a "
+                                  "synchronous wait in async code)")
+                self.timeouts.append(late)
             except Exception as e:  # what escapes is the outcome
                 outcome = Outcome.raised(e)
             ended = time.perf_counter()
@@ -170,8 +218,8 @@ class Kit:
         if not isinstance(outcome, Outcome):
             outcome = Outcome(status="returned", answer=str(outcome))
         stop_pressed, stop_wall = pressed[0] if pressed else (None, None)
-        return Run(outcome=outcome, entries=seen, events=events, started=started, ended=ended,
-                   stop_pressed=stop_pressed, stop_wall=stop_wall, left_running=len(left))
+        return _as_handed(Run(outcome=outcome, entries=seen, events=events, started=started, ended=ended,
+                              stop_pressed=stop_pressed, stop_wall=stop_wall, left_running=len(left)), setup)
 
     async def replay(self, bodies: list[dict[str, Any]]) -> Run:
         """The bare `httpx` floor: the same bodies, sent one after another, in a journal window."""
@@ -190,7 +238,7 @@ class Kit:
         argv = [sys.executable, "-m", "exitkit.child", command, spec, str(job_file),
                 json.dumps(decision_to_json(decision))]
         env = self.env | {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        with self.journal.window(guard=guard) as seen:
+        with self.journal.window(guard=guard, run=setup.folder.name) as seen:
             started = time.perf_counter()
             try:
                 # No stdin: a framework that prompts on the terminal gets end-of-file, not the user's keys.
@@ -199,6 +247,7 @@ class Kit:
                 rc, out, err = done.returncode, done.stdout, done.stderr
             except subprocess.TimeoutExpired:
                 rc, out, err = -1, "", f"no result within {self.timeout_s:g} s"
+                self.timeouts.append(f"{command} in a new process: {err}")
             ended = time.perf_counter()
         got = _last_json(out)
         if got is None and rc == CANNOT_LOAD:
@@ -208,8 +257,9 @@ class Kit:
             outcome = Outcome(status="process ended without a result", error=why)
         else:
             outcome = Outcome(**got["outcome"])
-        return Run(outcome=outcome, entries=seen, events=setup.ledger.events(), started=started, ended=ended,
-                   returncode=rc, peak_rss_kib=(got or {}).get("peak_rss_kib", 0))
+        peak = (got or {}).get("peak_rss_kib", 0)
+        return _as_handed(Run(outcome=outcome, entries=seen, events=setup.ledger.events(), started=started,
+                              ended=ended, returncode=rc, peak_rss_kib=peak), setup)
 
 
 async def _settle(born: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
@@ -225,6 +275,18 @@ async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
         task.cancel()
     if tasks:
         await asyncio.wait(tasks, timeout=SETTLE_S)
+
+
+def _as_handed(run: Run, setup: Setup) -> Run:
+    """`run`, if every request it sent asked the job's model at the job's URL; a model name or an
+    options path of the agent's own picks another scenario, so no verdict can rest on it."""
+    path = urlsplit(setup.base_url).path.removeprefix(RUN_PREFIX + setup.folder.name).rstrip("/") + CHAT
+    asked = sorted({f"{e.request.get('model')!r} at {e.path}" for e in run.requests
+                    if e.path != path or e.request.get("model") != setup.scenario})
+    if asked:
+        raise ForeignAPI(f"the agent asked for {', '.join(asked)[:300]}; the kit handed it "
+                         f"{setup.scenario!r} at {path} (job.model at job.base_url)")
+    return run
 
 
 def _last_json(stdout: str) -> dict[str, Any] | None:

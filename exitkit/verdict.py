@@ -37,7 +37,9 @@ CRITERIA = {
     "budget": f"`runaway` with a budget of ${BUDGET_USD}, priced at the mock's billed tokens at $2/M in and "
               f"$12/M out, and a turn cap of {OUTSIDE_CAP} as the outside bound. **pass**: no request was "
               "sent once the spend had reached the budget (the overshoot is at most the turn that crossed "
-              "it). **warn**: one request after that. **fail**: more than one. **none exists**: the "
+              "it). **warn**: one request after that, or the run stopped before the budget was in reach (its "
+              "spend plus its last request's cost is under the budget: something else stopped it). "
+              "**fail**: more than one request after it. **none exists**: the "
               "framework has no spending limit; the row shows what stopped the run.",
     "tool_error": "`recover`: the first call reads a file that does not exist; the model recovers only if "
                   "the error's own sentence (\"… Call list_files …\") reaches it. **pass**: the mock's last "
@@ -46,7 +48,8 @@ CRITERIA = {
     "permanent_error": f"`denied`: the model asks for a file the process may not open, forever (cap "
                        f"{DENIED_CAP}). **pass**: the failing call ran once and the caller gets the reason "
                        "(\"permission denied\"). **warn**: it ran once but the reason is lost. **fail**: "
-                       "it ran more than once (identical failing calls), or never.",
+                       "it ran more than once (identical failing calls: the tool's runs, or the calls the "
+                       "requests show answered, whichever is more), or never.",
     "approval": "`destructive` with `delete_file` needing approval. **pass**, all of: the run stops before "
                 "the deletion; approved in a new process, the deletion runs exactly once; the same saved "
                 "state resumed once more does not run it again; a rejection's reason is in the next "
@@ -71,6 +74,10 @@ CRITERIA = {
                 "mock, interleaved run by run; peak RSS of a fresh process running `plan` as a ratio to one "
                 "replaying it with bare `httpx`. A figure, not a verdict (always **pass** when measured).",
 }
+
+NEVER_RETURNED = (" Every case: a run the kit had to stop at its timeout never returned to its caller: "
+                  "**fail**, whatever else held.")
+CRITERIA = {case: text + ("" if case == "overhead" else NEVER_RETURNED) for case, text in CRITERIA.items()}
 
 
 @dataclass(kw_only=True)

@@ -107,7 +107,7 @@ class LeavesItRunning(FileLoop):
         async def worker():
             async with httpx.AsyncClient(base_url=job.base_url, timeout=30) as http:
                 for _ in range(50):
-                    await http.post("/chat/completions", json={"model": "runaway", "messages": [
+                    await http.post("/chat/completions", json={"model": job.model, "messages": [
                         {"role": "user", "content": job.task}]})
                     await asyncio.sleep(0.1)
 

@@ -1,0 +1,260 @@
+"""Agents written to fool the kit (tests/exitkit/attack_loops.py): each must get the verdict the
+written criteria give it, read at the provider and the ledger, never what it says of itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from exitkit.verdict import Result
+
+Judge = Callable[[str, str], Result]
+
+
+def test_a_run_that_raises_before_its_first_request_does_not_pass_the_budget(judge: Judge) -> None:
+    result = judge("attack_loops:RaisesAtOnce", "budget")
+    assert result.figures["requests"] == 0
+    assert result.verdict == "warn", result.summary
+    assert result.summary.startswith("stopped before the budget · 0 requests")
+
+
+def test_a_run_that_asks_for_another_model_is_an_error_not_judged_on_the_wrong_scenario(judge: Judge) -> None:
+    result = judge("attack_loops:OwnModel", "turn_cap")
+    assert result.verdict == "error", result.summary
+    assert "'plan'" in result.summary and "'runaway'" in result.summary
+
+
+def test_a_run_that_picks_its_scenario_in_the_url_path_is_an_error(judge: Judge) -> None:
+    result = judge("attack_loops:OwnPath", "turn_cap")
+    assert result.verdict == "error", result.summary
+    assert "/o/scenario=plan/v1/chat/completions" in result.summary
+
+
+def test_the_progress_line_shows_control_characters_an_agent_carries_escaped_not_raw() -> None:
+    from exitkit.card import check
+
+    lines: list[str] = []
+    check(["attack_loops:Named"], cases=["tool_error"], log=lines.append)
+    [line] = lines
+    assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in line), repr(line)
+    assert line.startswith("evil\\x1b[2J\\x1b]0;pwned\\x07\\rname · tool error: PASS")
+
+
+PLAIN_NONE = ["run", "exitkit.adapters.plain:PlainLoop", "--only", "crash"]
+"""A card that runs nothing: the plain loop has no approval, so crash is 'none exists' at once."""
+
+
+def test_an_out_that_is_a_file_is_a_usage_error_before_any_case_runs(tmp_path, capsys) -> None:
+    from exitkit.__main__ import main
+
+    taken = tmp_path / "taken"
+    taken.write_text("mine")
+    assert main([*PLAIN_NONE, "--out", str(taken)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("exitkit: --out ") and err.count("\n") == 1, err
+    assert "· crash" not in err  # refused before the cases ran, not after
+    assert taken.read_text() == "mine"
+
+
+def test_the_report_replaces_a_symlink_in_out_and_never_writes_through_it(tmp_path) -> None:
+    from exitkit.__main__ import main
+
+    outside, out = tmp_path / "outside.txt", tmp_path / "card"
+    outside.write_text("not the kit's")
+    out.mkdir()
+    for name in ("report.json", "report.md"):
+        (out / name).symlink_to(outside)
+    assert main([*PLAIN_NONE, "--out", str(out)]) == 0
+    assert outside.read_text() == "not the kit's"
+    assert not (out / "report.json").is_symlink() and '"schema"' in (out / "report.json").read_text()
+    assert not (out / "report.md").is_symlink()
+
+
+@pytest.mark.parametrize(("spec", "says"), [
+    ("attack_loops:NeedsArguments", "making 'attack_loops:NeedsArguments' raised TypeError: "),
+    ("exitkit:Outcome", "making 'exitkit:Outcome' raised TypeError: "),
+    ("attack_loops:BrokenLimits", "reading adapter 'attack_loops:BrokenLimits' raised KeyError: 'LIMITS'"),
+])
+def test_an_adapter_that_cannot_be_made_or_read_is_one_usage_line_not_a_traceback(spec, says, capsys) -> None:
+    from exitkit.__main__ import main
+
+    assert main(["run", spec, "--only", "crash", "--out", "unused"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"exitkit: {says}") and err.count("\n") == 1, err
+
+
+KIT_TIMEOUT = """
+import asyncio, sys, tempfile
+from dataclasses import replace
+from pathlib import Path
+from exitkit.card import run_case
+from exitkit.loader import declared, load
+from exitkit.runner import Kit
+adapter = load(sys.argv[1])
+with tempfile.TemporaryDirectory() as tmp, Kit.serve(Path(tmp)) as kit:
+    result = asyncio.run(run_case(replace(kit, timeout_s=2.0), adapter, declared(sys.argv[1], adapter),
+                                  "turn_cap", fast=True))
+print(result.verdict, result.figures["caller gets"], sep="\\n")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["attack_loops:BlocksForever", "attack_loops:RetriesSynchronously",
+                                  "attack_loops:NeverReturns", "attack_loops:SlowToCancel"])
+def test_a_run_that_never_returns_is_timed_out_and_reported_even_when_it_blocks_the_event_loop(spec) -> None:
+    import subprocess
+    import sys
+
+    from conftest import HERE
+
+    done = subprocess.run([sys.executable, "-c", KIT_TIMEOUT, spec], capture_output=True, text=True,
+                          timeout=60, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"}, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    verdict, said = done.stdout.splitlines()[-2:]
+    assert said.startswith("kit timeout · "), said
+
+
+def test_a_thread_a_run_left_asking_the_model_counts_in_no_later_case() -> None:
+    from exitkit.card import check
+
+    _, (denied, cap) = check(["attack_loops:LeavesAThread"], cases=["permanent_error", "turn_cap"],
+                             log=lambda line: None)
+    assert denied.verdict == "pass", denied.summary
+    assert (cap.verdict, cap.figures["requests"]) == ("pass", 8), cap.summary
+
+
+def test_report_md_shows_control_characters_an_agent_carries_escaped_not_raw() -> None:
+    from exitkit.contract import Declared
+    from exitkit.report import markdown
+
+    evil = "evil\x1b[2J\x1b]0;pwned\x07\x9b31m\x00"
+    who = Declared(spec="m:A", name=evil, limits=frozenset())
+    result = Result(case="tool_error", adapter=evil, verdict="fail", summary=f"no recovery · sent {evil!s}",
+                    figures={"caller gets": evil})
+    text = markdown([who], [result], title="t", command="c", chart=None)
+    assert not [c for c in text if (ord(c) < 32 and c != "\n") or 127 <= ord(c) < 160]
+    assert "evil\\\\x1b\\[2J" in text  # shown, as an escape (its backslash and bracket escaped for markdown)
+
+
+def test_a_failed_case_in_pytest_shows_control_characters_escaped_not_raw() -> None:
+    from exitkit.pytest_plugin import failure_text
+
+    evil = "evil\x1b[2J\x07\x9b31m"
+    result = Result(case="tool_error", adapter=evil, verdict="fail", summary=f"no recovery · sent {evil}",
+                    figures={"caller gets": evil}, evidence={"requests": [{"reply": evil}]})
+    text = failure_text(result)
+    assert not [c for c in text if (ord(c) < 32 and c != "\n") or 127 <= ord(c) < 160]
+    assert text.startswith("evil\\x1b[2J\\x07\\x9b31m · tool_error: FAIL")
+
+
+def test_a_run_that_holds_its_cap_but_never_returns_to_its_caller_fails(kit) -> None:
+    import asyncio
+    from dataclasses import replace
+
+    from exitkit.card import run_case
+    from exitkit.loader import declared, load
+    from exitkit.verdict import CRITERIA
+
+    spec = "attack_loops:HangsAtTheCap"
+    adapter = load(spec)
+    result = asyncio.run(run_case(replace(kit, timeout_s=2.0), adapter, declared(spec, adapter), "turn_cap",
+                                  fast=True))
+    assert result.figures["requests"] == 8 and result.figures["caller gets"].startswith("kit timeout")
+    assert result.verdict == "fail", result.summary
+    assert result.summary.startswith("never returned (no result within 2 s) · cap held · 8 requests")
+    assert "never returned to its caller: **fail**" in CRITERIA["turn_cap"]
+
+
+def test_a_resume_that_leaves_the_cancelled_call_without_its_result_fails_cancellation(judge: Judge) -> None:
+    result = judge("attack_loops:DanglesAfterStop", "cancellation")
+    assert result.figures["next request status"] == 400
+    assert result.figures["dangling tool calls"] == ["c1"]
+    assert result.verdict == "fail"
+    assert result.summary.endswith("next request invalid (400)")
+
+
+def test_the_pytest_entry_refuses_an_out_that_is_a_file_before_any_case_runs(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import HERE
+
+    (tmp_path / "taken").write_text("mine")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--exitkit",
+                           "exitkit.adapters.plain:PlainLoop", "--exitkit-out", "taken"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+                          env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 4, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "--exitkit-out 'taken': " in done.stderr and "is not a folder" in done.stderr
+    assert "INTERNALERROR" not in done.stdout + done.stderr
+    assert (tmp_path / "taken").read_text() == "mine"
+
+
+def test_a_run_with_no_request_has_no_last_call_to_have_run(judge: Judge) -> None:
+    result = judge("attack_loops:RaisesAtOnce", "turn_cap")
+    assert (result.verdict, result.figures["requests"]) == ("warn", 0)
+    assert result.figures["last call"] == "none: no request"
+    assert result.summary.startswith("stopped early · 0 requests · last call none: no request")
+
+
+def test_a_failing_call_answered_from_a_cache_until_the_cap_is_counted_at_the_provider(judge: Judge) -> None:
+    result = judge("attack_loops:CachesErrors", "permanent_error")
+    assert result.figures["requests"] == 12 and result.figures["stops with the reason"]
+    assert result.figures["identical failing calls"] == 11  # answered to the model, ran once
+    assert result.verdict == "fail", result.summary
+
+
+def test_a_resume_that_returned_is_its_outcome_though_it_left_a_thread_running(kit) -> None:
+    import asyncio
+    from dataclasses import replace
+
+    from exitkit.contract import Approve
+    from exitkit.loader import load
+
+    quick = replace(kit, timeout_s=10.0)
+    setup = kit.setup("destructive", needs_approval=("delete_file",))
+    asyncio.run(kit.measure(load("attack_loops:LeavesAWorkerOnResume"), setup))  # stops for approval
+    run = quick.child("attack_loops:LeavesAWorkerOnResume", setup, decision=Approve())
+    assert (run.returncode, run.outcome.status) == (0, "completed"), run.outcome
+    assert run.wall_s < 8
+
+
+def test_the_cli_exits_once_the_card_is_written_though_an_agent_left_a_thread_running(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import HERE
+
+    try:
+        done = subprocess.run([sys.executable, "-m", "exitkit", "run", "attack_loops:LeavesAWorker", "--only",
+                               "tool_error", "--out", "card"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=30, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"}, check=False)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"the CLI did not exit; card written: {(tmp_path / 'card').exists()}") from e
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "wrote " in done.stdout and (tmp_path / "card" / "report.json").exists()
+
+
+def test_an_agent_that_tells_its_caller_what_each_case_hopes_to_hear_still_fails_both_error_cases(
+        judge: Judge) -> None:
+    recover, denied = judge("attack_loops:Lies", "tool_error"), judge("attack_loops:Lies", "permanent_error")
+    assert (recover.verdict, recover.figures["recovers"]) == ("fail", False)
+    assert recover.figures["caller gets"].startswith("completed · errors.log mentions a timeout.")
+    assert (denied.verdict, denied.figures["identical failing calls"]) == ("fail", 12)
+
+
+def test_the_pytest_entry_fails_a_bad_spec_with_its_one_line_not_a_traceback(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import HERE
+
+    skip = "budget,permanent_error,approval,crash,cancellation,overhead"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--exitkit",
+                           "nowhere:X", "--exitkit-skip", skip],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+                          env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 1 and "2 failed" in done.stdout, done.stdout[-3000:]
+    assert done.stdout.count("cannot import 'nowhere' for adapter 'nowhere:X'") >= 2
+    assert "Traceback" not in done.stdout and "raise AdapterError" not in done.stdout, done.stdout[-3000:]
