@@ -3,11 +3,16 @@ written criteria give it, read at the provider and the ledger, never what it say
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from exitkit.verdict import Result
+
+HERE = Path(__file__).parent  # as the conftest beside it: "conftest" names several modules
 
 Judge = Callable[[str, str], Result]
 
@@ -103,11 +108,6 @@ print(result.verdict, result.figures["caller gets"], sep="\\n")
 @pytest.mark.parametrize("spec", ["attack_loops:BlocksForever", "attack_loops:RetriesSynchronously",
                                   "attack_loops:NeverReturns", "attack_loops:SlowToCancel"])
 def test_a_run_that_never_returns_is_timed_out_and_reported_even_when_it_blocks_the_event_loop(spec) -> None:
-    import subprocess
-    import sys
-
-    from conftest import HERE
-
     done = subprocess.run([sys.executable, "-c", KIT_TIMEOUT, spec], capture_output=True, text=True,
                           timeout=60, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"}, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -175,10 +175,7 @@ def test_a_resume_that_leaves_the_cancelled_call_without_its_result_fails_cancel
 
 
 def test_the_pytest_entry_refuses_an_out_that_is_a_file_before_any_case_runs(tmp_path) -> None:
-    import subprocess
-    import sys
 
-    from conftest import HERE
 
     (tmp_path / "taken").write_text("mine")
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--exitkit",
@@ -221,10 +218,7 @@ def test_a_resume_that_returned_is_its_outcome_though_it_left_a_thread_running(k
 
 
 def test_the_cli_exits_once_the_card_is_written_though_an_agent_left_a_thread_running(tmp_path) -> None:
-    import subprocess
-    import sys
 
-    from conftest import HERE
 
     try:
         done = subprocess.run([sys.executable, "-m", "exitkit", "run", "attack_loops:LeavesAWorker", "--only",
@@ -245,10 +239,7 @@ def test_an_agent_that_tells_its_caller_what_each_case_hopes_to_hear_still_fails
 
 
 def test_the_pytest_entry_fails_a_bad_spec_with_its_one_line_not_a_traceback(tmp_path) -> None:
-    import subprocess
-    import sys
 
-    from conftest import HERE
 
     skip = "budget,permanent_error,approval,crash,cancellation,overhead"
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--exitkit",
