@@ -191,3 +191,26 @@ def test_the_sys_path_check_sees_an_edit(tmp_path):
         assert _edits_sys_path(tmp_path / f"m{i}.py"), code
     (tmp_path / "reads.py").write_text("import os, sys\nos.environ['PYTHONPATH'] = ':'.join(sys.path)\n")
     assert not _edits_sys_path(tmp_path / "reads.py")
+
+
+def _imports_a_conftest(path: Path) -> bool:
+    """Whether `path` imports a module named `conftest`: with several test folders, which of their
+    conftests that name finds depends on what a test worker happened to load first."""
+    for node in ast.walk(parsed(path)):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "conftest":
+            return True
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "conftest" for a in node.names):
+            return True
+    return False
+
+
+def test_no_test_imports_a_conftest_by_name():
+    tests = sorted((ROOT / "tests").rglob("*.py"))
+    assert [p.relative_to(ROOT).as_posix() for p in tests if _imports_a_conftest(p)] == []
+
+
+def test_the_conftest_check_sees_an_import(tmp_path):
+    (tmp_path / "by_name.py").write_text("def test():\n    from conftest import HERE\n")
+    (tmp_path / "neighbour.py").write_text("from source_support import parsed\n")
+    assert _imports_a_conftest(tmp_path / "by_name.py")
+    assert not _imports_a_conftest(tmp_path / "neighbour.py")
