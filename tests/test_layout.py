@@ -197,9 +197,13 @@ def _imports_a_conftest(path: Path) -> bool:
     """Whether `path` imports a module named `conftest`: with several test folders, which of their
     conftests that name finds depends on what a test worker happened to load first."""
     for node in ast.walk(parsed(path)):
-        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "conftest":
-            return True
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "conftest" for a in node.names):
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        if any(name.split(".")[0] == "conftest" for name in names):
             return True
     return False
 
