@@ -199,7 +199,9 @@ class Kit:
             late = f"no result within {self.timeout_s:g} s"
             try:
                 with _unblocking(self.timeout_s + BLOCKED_GRACE_S):
-                    outcome = await asyncio.wait_for(adapter.run(job), self.timeout_s)
+                    # Its own task, so `_unblocking` tells it from the kit's (3.12's wait_for runs a
+                    # coroutine in the caller's task).
+                    outcome = await asyncio.wait_for(asyncio.ensure_future(adapter.run(job)), self.timeout_s)
             except TimeoutError:
                 outcome = Outcome(status="kit timeout", error=late)
                 self.timeouts.append(late)

@@ -115,6 +115,26 @@ def test_a_run_that_never_returns_is_timed_out_and_reported_even_when_it_blocks_
     assert said.startswith("kit timeout · "), said
 
 
+# Python 3.12's wait_for runs the coroutine in the caller's own task, not in a new one.
+AWAIT_IN_CALLERS_TASK = """
+import asyncio
+async def wait_for(aw, timeout):
+    async with asyncio.timeout(timeout):
+        return await aw
+asyncio.wait_for = wait_for
+"""
+
+
+@pytest.mark.slow
+def test_a_run_that_blocks_the_event_loop_is_stopped_when_wait_for_runs_it_in_the_kits_own_task() -> None:
+    script = AWAIT_IN_CALLERS_TASK + KIT_TIMEOUT
+    done = subprocess.run([sys.executable, "-c", script, "attack_loops:BlocksForever"], capture_output=True,
+                          text=True, timeout=60, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"},
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1].startswith("kit timeout · "), done.stdout
+
+
 def test_a_thread_a_run_left_asking_the_model_counts_in_no_later_case() -> None:
     from exitkit.card import check
 
