@@ -63,12 +63,14 @@ def _unblocking(seconds: float) -> Iterator[None]:
             raise _Blocked
 
     previous = signal.signal(signal.SIGALRM, blocked)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    armed, since = signal.setitimer(signal.ITIMER_REAL, seconds), time.monotonic()
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if armed[0]:  # the caller's own alarm (pytest-timeout's, say) goes on, late rather than lost
+            signal.setitimer(signal.ITIMER_REAL, max(armed[0] - (time.monotonic() - since), 1e-6), armed[1])
 
 
 class ChildLoadError(RuntimeError):

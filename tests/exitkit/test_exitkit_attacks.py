@@ -135,6 +135,17 @@ def test_a_run_that_blocks_the_event_loop_is_stopped_when_wait_for_runs_it_in_th
     assert done.stdout.splitlines()[-1].startswith("kit timeout · "), done.stdout
 
 
+def test_a_timer_the_caller_set_is_still_running_after_a_run() -> None:
+    # pytest-timeout and others arm ITIMER_REAL: a run must leave their alarm as it found it.
+    script = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.setitimer(signal.ITIMER_REAL, 600)\n" \
+        + KIT_TIMEOUT + "print(signal.getitimer(signal.ITIMER_REAL)[0])\n"
+    done = subprocess.run([sys.executable, "-c", script, "attack_loops:RaisesAtOnce"], capture_output=True,
+                          text=True, timeout=60, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"},
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert 0 < float(done.stdout.splitlines()[-1]) <= 600, done.stdout
+
+
 def test_a_thread_a_run_left_asking_the_model_counts_in_no_later_case() -> None:
     from exitkit.card import check
 
