@@ -3,6 +3,8 @@ written criteria give it, read at the provider and the ledger, never what it say
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -60,6 +62,19 @@ def test_an_out_that_is_a_file_is_a_usage_error_before_any_case_runs(tmp_path, c
     assert err.startswith("exitkit: --out ") and err.count("\n") == 1, err
     assert "· crash" not in err  # refused before the cases ran, not after
     assert taken.read_text() == "mine"
+
+
+def test_the_report_files_get_the_permissions_the_umask_gives_a_new_file(tmp_path) -> None:
+    # Written via a temporary file and a rename: the card stays readable by whoever reads a CI's artifacts.
+    from exitkit.report import write
+
+    umask = os.umask(0o022)
+    try:
+        written = write([], [], tmp_path / "card")
+    finally:
+        os.umask(umask)
+    assert {path.name: stat.S_IMODE(path.stat().st_mode) for path in written} == {
+        path.name: 0o644 for path in written}
 
 
 def test_the_report_replaces_a_symlink_in_out_and_never_writes_through_it(tmp_path) -> None:
