@@ -207,16 +207,10 @@ class Journal:
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         message = GUARD_MESSAGE.format(n=self._guard)
-        body = json.dumps({"error": {"message": message, "type": "invalid_request_error",
-                                     "param": None, "code": "exitkit_guard"}}).encode()
-        while (await receive()).get("more_body"):
-            pass
         with self._lock:
             self.entries.append(Entry(request={}, status=400, error=message, started=time.time(),
                                       guarded=True, path=scope["path"]))
-        await send({"type": "http.response.start", "status": 400,
-                    "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": body})
+        await _answer_400(receive, send, message, "exitkit_guard")
 
     def _record(self, request: bytes, reply: bytes, status: int, started: float, seconds: float, *,
                 complete: bool, path: str) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -196,8 +196,9 @@ def unusable(out: Path) -> str | None:
 def _put(path: Path, draw: Any) -> bool:
     """`draw(temporary path)` in `path`'s folder, then that file renamed over `path`: a symlink
     left at `path` is replaced, never written through to a file outside the folder."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
-    os.close(fd)
+    # Not mkstemp: its file is 0600, and the card would keep that; this one gets the umask's mode.
+    tmp = path.parent / f".{path.stem}-{secrets.token_hex(8)}{path.suffix}"
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     try:
         if drawn := draw(Path(tmp)):
             os.replace(tmp, path)

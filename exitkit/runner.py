@@ -63,12 +63,14 @@ def _unblocking(seconds: float) -> Iterator[None]:
             raise _Blocked
 
     previous = signal.signal(signal.SIGALRM, blocked)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    armed, since = signal.setitimer(signal.ITIMER_REAL, seconds), time.monotonic()
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if armed[0]:  # the caller's own alarm (pytest-timeout's, say) goes on, late rather than lost
+            signal.setitimer(signal.ITIMER_REAL, max(armed[0] - (time.monotonic() - since), 1e-6), armed[1])
 
 
 class ChildLoadError(RuntimeError):
@@ -199,7 +201,9 @@ class Kit:
             late = f"no result within {self.timeout_s:g} s"
             try:
                 with _unblocking(self.timeout_s + BLOCKED_GRACE_S):
-                    outcome = await asyncio.wait_for(adapter.run(job), self.timeout_s)
+                    # Its own task, so `_unblocking` tells it from the kit's (3.12's wait_for runs a
+                    # coroutine in the caller's task).
+                    outcome = await asyncio.wait_for(asyncio.ensure_future(adapter.run(job)), self.timeout_s)
             except TimeoutError:
                 outcome = Outcome(status="kit timeout", error=late)
                 self.timeouts.append(late)

@@ -176,7 +176,7 @@ async def _server_error(request: Request, exc: Exception) -> Response:
         response = anthropic_api.error_response(error, request)
     elif "/api/" in path:
         response = ollama_api.error_response(error)
-    elif "/v1beta/" in path or ("/models/" in path and ":" in path.rpartition("/")[2]):
+    elif "/v1beta/" in path or headers.gemini_method(path):
         response = gemini_api.error_response(error)
     else:
         response = error.response()

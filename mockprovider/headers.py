@@ -65,11 +65,16 @@ def anthropic_headers(options: Options, rid: str) -> list[tuple[bytes, bytes]]:
     ]
 
 
+def gemini_method(path: str) -> bool:
+    """Whether `path` is a Gemini method call's, `…/models/{model}:{method}`."""
+    return "/models/" in path and ":" in path.rpartition("/")[2]
+
+
 def _gemini(scope: Scope) -> bool:
     """A Gemini method call (`…/v1/models/{model}:{method}`), or google-genai's listing at /v1/models
     (it names itself in `x-goog-api-client`): Google sends none of these headers."""
     path = scope["path"]
-    if "/models/" in path and ":" in path.rpartition("/")[2]:
+    if gemini_method(path):
         return True
     return "/models" in path and any(name == b"x-goog-api-client" for name, _ in scope["headers"])
 

@@ -302,7 +302,8 @@ def _stream_error(_: int) -> bytes:
     return b'{"error":"The server had an error while streaming (injected fault)."}\n'
 
 
-_ZERO = re.compile(r"(0+(\.0*)?(ns|us|µs|ms|s|m|h)?)+")
+# Every number but a lone last one ends in a unit, so the pattern never backtracks without end.
+_ZERO = re.compile(r"(?:0+(?:\.0*)?(?:ns|us|µs|ms|s|m|h))+|0+(?:\.0*)?")
 
 
 def _unloads(keep_alive: Any) -> bool:

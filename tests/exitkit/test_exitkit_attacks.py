@@ -3,6 +3,8 @@ written criteria give it, read at the provider and the ledger, never what it say
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -62,6 +64,19 @@ def test_an_out_that_is_a_file_is_a_usage_error_before_any_case_runs(tmp_path, c
     assert taken.read_text() == "mine"
 
 
+def test_the_report_files_get_the_permissions_the_umask_gives_a_new_file(tmp_path) -> None:
+    # Written via a temporary file and a rename: the card stays readable by whoever reads a CI's artifacts.
+    from exitkit.report import write
+
+    umask = os.umask(0o022)
+    try:
+        written = write([], [], tmp_path / "card")
+    finally:
+        os.umask(umask)
+    assert {path.name: stat.S_IMODE(path.stat().st_mode) for path in written} == {
+        path.name: 0o644 for path in written}
+
+
 def test_the_report_replaces_a_symlink_in_out_and_never_writes_through_it(tmp_path) -> None:
     from exitkit.__main__ import main
 
@@ -113,6 +128,37 @@ def test_a_run_that_never_returns_is_timed_out_and_reported_even_when_it_blocks_
     assert done.returncode == 0, done.stderr[-2000:]
     verdict, said = done.stdout.splitlines()[-2:]
     assert said.startswith("kit timeout · "), said
+
+
+# Python 3.12's wait_for runs the coroutine in the caller's own task, not in a new one.
+AWAIT_IN_CALLERS_TASK = """
+import asyncio
+async def wait_for(aw, timeout):
+    async with asyncio.timeout(timeout):
+        return await aw
+asyncio.wait_for = wait_for
+"""
+
+
+@pytest.mark.slow
+def test_a_run_that_blocks_the_event_loop_is_stopped_when_wait_for_runs_it_in_the_kits_own_task() -> None:
+    script = AWAIT_IN_CALLERS_TASK + KIT_TIMEOUT
+    done = subprocess.run([sys.executable, "-c", script, "attack_loops:BlocksForever"], capture_output=True,
+                          text=True, timeout=60, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"},
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1].startswith("kit timeout · "), done.stdout
+
+
+def test_a_timer_the_caller_set_is_still_running_after_a_run() -> None:
+    # pytest-timeout and others arm ITIMER_REAL: a run must leave their alarm as it found it.
+    script = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.setitimer(signal.ITIMER_REAL, 600)\n" \
+        + KIT_TIMEOUT + "print(signal.getitimer(signal.ITIMER_REAL)[0])\n"
+    done = subprocess.run([sys.executable, "-c", script, "attack_loops:RaisesAtOnce"], capture_output=True,
+                          text=True, timeout=60, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"},
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert 0 < float(done.stdout.splitlines()[-1]) <= 600, done.stdout
 
 
 def test_a_thread_a_run_left_asking_the_model_counts_in_no_later_case() -> None:

@@ -226,6 +226,13 @@ def test_a_request_with_no_messages_and_keep_alive_zero_unloads_the_model(mock_u
     assert (unloaded, kept) == (["unload"] * 3, "load")
 
 
+def test_a_keep_alive_of_many_zeros_without_a_unit_is_answered_without_stalling_the_server(mock_url):
+    # keep_alive is client input read by a pattern: it must not backtrack without end on a long run of zeros.
+    body = {"model": "plan", "keep_alive": "0" * 40 + "x"}
+    reply = httpx.post(_root(mock_url) + "/api/chat", json=body, timeout=10)
+    assert (reply.status_code, reply.json()["done_reason"]) == (200, "load")
+
+
 def test_a_curl_request_without_a_content_type_streams_ndjson(mock_url):
     # Ollama's own examples use `curl -d`, which sends a form content type.
     body = json.dumps({"model": "plan", "messages": ANSWER_TURN}).encode()
