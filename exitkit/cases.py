@@ -89,6 +89,16 @@ def _overshoot(run: Run) -> tuple[int, float]:
     return after, round(spent - BUDGET_USD, 6)
 
 
+def in_reach(costs: list[float], budget_usd: float) -> bool:
+    """Whether a run whose requests cost `costs` stopped with its budget in reach: its next request
+    would have crossed it, priced as the last one plus the growth since the one before (a prompt
+    that grows by a turn each request: what a budget checked before each call predicts)."""
+    if not costs:
+        return False
+    growth = costs[-1] - costs[-2] if len(costs) > 1 else 0.0
+    return sum(costs) + costs[-1] + max(growth, 0.0) >= budget_usd
+
+
 async def budget(kit: Kit, adapter: Any, who: Declared) -> Result:
     cap = OUTSIDE_CAP if who.has("max_turns") else None
     has = who.has("max_budget_usd")
@@ -108,10 +118,8 @@ async def budget(kit: Kit, adapter: Any, who: Declared) -> Result:
         summary = f"none exists · {n} requests · {money} · stopped by {_stopped_by(run, cap)}"
         return Result(case="budget", adapter=who.name, verdict="none exists", summary=summary,
                       figures={"limit": "none exists", **figures}, evidence=evidence)
-    # Stopped before the budget was in reach (the next request would not have crossed it, at the
-    # last one's cost): the budget stopped nothing, so nothing shows it held.
-    last = run.requests[-1].cost_usd if run.requests else 0.0
-    if spent + last < BUDGET_USD:
+    # Stopped before the budget was in reach: the budget stopped nothing, so nothing shows it held.
+    if not in_reach([e.cost_usd for e in run.requests], BUDGET_USD):
         return Result(case="budget", adapter=who.name, verdict="warn",
                       summary=f"stopped before the budget · {n} requests · ${spent:.4f} · stopped by "
                               f"{_stopped_by(run, cap)}", figures=figures, evidence=evidence)

@@ -38,7 +38,8 @@ CRITERIA = {
               f"$12/M out, and a turn cap of {OUTSIDE_CAP} as the outside bound. **pass**: no request was "
               "sent once the spend had reached the budget (the overshoot is at most the turn that crossed "
               "it). **warn**: one request after that, or the run stopped before the budget was in reach (its "
-              "spend plus its last request's cost is under the budget: something else stopped it). "
+              "spend plus its next request's cost, the last one's plus the growth since the one before, is "
+              "under the budget: something else stopped it). "
               "**fail**: more than one request after it. **none exists**: the "
               "framework has no spending limit; the row shows what stopped the run.",
     "tool_error": "`recover`: the first call reads a file that does not exist; the model recovers only if "
@@ -77,7 +78,8 @@ CRITERIA = {
 
 NEVER_RETURNED = (" Every case: a run the kit had to stop at its timeout never returned to its caller: "
                   "**fail**, whatever else held.")
-CRITERIA = {case: text + ("" if case == "overhead" else NEVER_RETURNED) for case, text in CRITERIA.items()}
+CRITERIA = {case: text + NEVER_RETURNED for case, text in CRITERIA.items()}
+"""The overhead case's too: a run that never returned was not measured, whatever figure it left."""
 
 
 @dataclass(kw_only=True)

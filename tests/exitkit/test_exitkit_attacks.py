@@ -152,8 +152,8 @@ def test_a_run_that_blocks_the_event_loop_is_stopped_when_wait_for_runs_it_in_th
 
 def test_a_timer_the_caller_set_is_still_running_after_a_run() -> None:
     # pytest-timeout and others arm ITIMER_REAL: a run must leave their alarm as it found it.
-    script = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.setitimer(signal.ITIMER_REAL, 600)\n" \
-        + KIT_TIMEOUT + "print(signal.getitimer(signal.ITIMER_REAL)[0])\n"
+    armed = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.setitimer(signal.ITIMER_REAL, 600)\n"
+    script = armed + KIT_TIMEOUT + "print(signal.getitimer(signal.ITIMER_REAL)[0])\n"
     done = subprocess.run([sys.executable, "-c", script, "attack_loops:RaisesAtOnce"], capture_output=True,
                           text=True, timeout=60, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"},
                           check=False)
@@ -295,3 +295,19 @@ def test_the_pytest_entry_fails_a_bad_spec_with_its_one_line_not_a_traceback(tmp
     assert done.returncode == 1 and "2 failed" in done.stdout, done.stdout[-3000:]
     assert done.stdout.count("cannot import 'nowhere' for adapter 'nowhere:X'") >= 2
     assert "Traceback" not in done.stdout and "raise AdapterError" not in done.stdout, done.stdout[-3000:]
+
+
+def test_a_budget_checked_before_each_call_that_stops_short_of_the_next_turn_is_in_reach() -> None:
+    from exitkit.cases import in_reach
+
+    # Each request costs 0.001 more than the one before: after 0.001..0.004 (0.010 spent of 0.015),
+    # the next would cost 0.005 and cross the budget, though the last one's 0.004 would not.
+    assert in_reach([0.001, 0.002, 0.003, 0.004], 0.015)
+    assert not in_reach([0.001, 0.002, 0.003], 0.015)  # 0.006 spent, the next 0.004: out of reach
+    assert not in_reach([], 0.015)  # a run that sent nothing stopped nothing with its budget
+
+
+def test_every_case_fails_a_run_that_never_returned_by_its_written_criteria() -> None:
+    from exitkit.verdict import CRITERIA, NEVER_RETURNED
+
+    assert all(text.endswith(NEVER_RETURNED) for text in CRITERIA.values())
