@@ -152,7 +152,8 @@ def test_a_run_that_blocks_the_event_loop_is_stopped_when_wait_for_runs_it_in_th
 
 def test_a_timer_the_caller_set_is_still_running_after_a_run() -> None:
     # pytest-timeout and others arm ITIMER_REAL: a run must leave their alarm as it found it.
-    armed = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.setitimer(signal.ITIMER_REAL, 600)\n"
+    armed = ("import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+             "signal.setitimer(signal.ITIMER_REAL, 600)\n")
     script = armed + KIT_TIMEOUT + "print(signal.getitimer(signal.ITIMER_REAL)[0])\n"
     done = subprocess.run([sys.executable, "-c", script, "attack_loops:RaisesAtOnce"], capture_output=True,
                           text=True, timeout=60, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"},
