@@ -119,8 +119,7 @@ async def chat_completions(request: Request) -> Response:
 
 
 async def models(request: Request) -> Response:
-    if "x-goog-api-client" in request.headers:
-        # google-genai, given only a base URL, lists here; it names itself in this header.
+    if headers.from_google_genai(request.scope):
         return await gemini_api.list_models(request)
     config = config_of(request)
     authorize(request, config)

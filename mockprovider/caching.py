@@ -199,8 +199,9 @@ def _message_marks(body: dict[str, Any], tools: int) -> list[tuple[Breakpoint, s
     if (system := body.get("system")) is not None:
         count = 1
         blocks = system if isinstance(system, list) else []
+        system_texts = [b["text"] for b in blocks]
         for j, block in enumerate(blocks):
-            mark(block, f"system[{j}]", 1, through([b["text"] for b in blocks], j))
+            mark(block, f"system[{j}]", 1, through(system_texts, j))
     for i, message in enumerate(body["messages"]):
         content = message["content"]
         blocks = [] if isinstance(content, str) else content
@@ -219,8 +220,9 @@ def _message_marks(body: dict[str, Any], tools: int) -> list[tuple[Breakpoint, s
                 answered += 1
                 mark(block, p, count + answered)
                 inner = block["content"] if isinstance(block.get("content"), list) else []
+                inner_texts = [b["text"] for b in inner]
                 for k, part in enumerate(inner):
-                    mark(part, f"{p}.content[{k}]", count + answered, through([b["text"] for b in inner], k))
+                    mark(part, f"{p}.content[{k}]", count + answered, through(inner_texts, k))
             else:
                 mark(block, p, count + results + 1, through(user_texts, shown))
                 shown += 1

@@ -35,6 +35,7 @@ from mockprovider import attempts, scenarios, transcript, wire
 from mockprovider.errors import APIError, ScriptedError, invalid
 from mockprovider.formats import as_json, json_response, scripted_turn, streamed, suffix
 from mockprovider.gemini_request import generate_request
+from mockprovider.headers import from_google_genai
 from mockprovider.pipeline import authorize, config_of, read_raw, resolve
 from mockprovider.validation import parse_body
 
@@ -255,7 +256,7 @@ async def get_model(request: Request) -> Response:
 async def get_model_v1(request: Request) -> Response:
     """`GET /v1/models/{model}`: google-genai given only a base URL describes a model here, naming
     itself in `x-goog-api-client`; OpenAI's path otherwise, where no model is described."""
-    if "x-goog-api-client" not in request.headers:
+    if not from_google_genai(request.scope):
         raise HTTPException(404)
     return await get_model(request)
 

@@ -70,13 +70,19 @@ def gemini_method(path: str) -> bool:
     return "/models/" in path and ":" in path.rpartition("/")[2]
 
 
+def from_google_genai(scope: Scope) -> bool:
+    """Whether google-genai sent the request (it names itself in `x-goog-api-client`): given only a
+    base URL, it lists and describes models under /v1/, OpenAI's paths."""
+    return any(name == b"x-goog-api-client" for name, _ in scope["headers"])
+
+
 def _gemini(scope: Scope) -> bool:
-    """A Gemini method call (`…/v1/models/{model}:{method}`), or google-genai's listing at /v1/models
-    (it names itself in `x-goog-api-client`): Google sends none of these headers."""
+    """A Gemini method call (`…/v1/models/{model}:{method}`), or google-genai's listing at /v1/models:
+    Google sends none of these headers."""
     path = scope["path"]
     if gemini_method(path):
         return True
-    return "/models" in path and any(name == b"x-goog-api-client" for name, _ in scope["headers"])
+    return "/models" in path and from_google_genai(scope)
 
 
 def start(scope: Scope) -> tuple[str, float]:

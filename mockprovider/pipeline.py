@@ -184,30 +184,30 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
             param="model",
             code="model_not_found",
         )
-    # Each source's options apply over the ones before; most requests set none at all.
-    options = config.defaults
-    sources = (
+    options = _stated(request, config.defaults, (
         (getattr(script, "options", ""), "model"),  # a file scenario's, checked when it was loaded
         (path, "base_url"),
         (suffix, "model"),
         (sent, "x-mock-options"),
-    )
-    for text, param in sources:
-        if text:
-            options = faults.apply(options, text, param=param)
-    request.scope[OPTIONS] = options  # the reply's rate-limit headers state them
+    ))
     return script, options
 
 
 def listing_options(request: Request, config: Config) -> None:
     """State, for a request that names no model (a listing), the options of its base-URL prefix
     and its header: its reply's rate-limit headers carry them, as a model's request's do."""
-    options = config.defaults
-    for text, param in ((request.path_params.get("options", ""), "base_url"),
-                        (header(request, b"x-mock-options"), "x-mock-options")):
+    _stated(request, config.defaults, ((request.path_params.get("options", ""), "base_url"),
+                                       (header(request, b"x-mock-options"), "x-mock-options")))
+
+
+def _stated(request: Request, options: Options, sources: tuple[tuple[str, str], ...]) -> Options:
+    """`options` with each source's (text, parameter) applied over the ones before, kept in the
+    scope: the reply's rate-limit headers state them. Most requests set none at all."""
+    for text, param in sources:
         if text:
             options = faults.apply(options, text, param=param)
     request.scope[OPTIONS] = options
+    return options
 
 
 class ClientGone(Exception):

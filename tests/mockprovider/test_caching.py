@@ -216,16 +216,21 @@ DYNAMIC = " ".join(f"Note {i}: today's log rotated at 0{i % 10}:00." for i in ra
 
 
 def _marked_then_unmarked(where: str, later: bool) -> dict:
-    """A first request marking LONG_SYSTEM's block, in the system prompt or the user message,
-    with (`later`) or without an unmarked block after it in the same prompt part."""
+    """A request marking LONG_SYSTEM's block, in the system prompt, the user message or a
+    tool_result's content, with (`later`) or without an unmarked block after it in the same part."""
     marked = [{"type": "text", "text": LONG_SYSTEM, "cache_control": {"type": "ephemeral"}}]
     blocks = marked + ([{"type": "text", "text": DYNAMIC}] if later else [])
     if where == "system":
         return {"system": blocks, "messages": [{"role": "user", "content": QUESTION}]}
+    if where == "tool_result":
+        call = {"type": "tool_use", "id": "c0", "name": "list_files", "input": {}}
+        return {"messages": [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": [call]},
+                             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c0",
+                                                           "content": blocks}]}]}
     return {"messages": [{"role": "user", "content": blocks}]}
 
 
-@pytest.mark.parametrize("where", ["system", "user"])
+@pytest.mark.parametrize("where", ["system", "user", "tool_result"])
 def test_a_breakpoint_caches_up_to_its_own_block_not_the_blocks_after_it(mock_url, where):
     with _anthropic(mock_url) as client:
         alone, followed = (_message_usage(client, "runaway", _marked_then_unmarked(where, later), False)

@@ -195,3 +195,13 @@ def test_the_kept_tools_counts_are_bounded(monkeypatch):
         tools = [_tool(k)]
         assert _counted(messages, tools) == o200k.prompt_tokens(messages, tools)
     assert len(transcript._TOOLS_COUNTED) <= 4
+
+
+def test_tools_longer_than_the_key_limit_are_counted_each_time_not_kept(monkeypatch):
+    monkeypatch.setattr(transcript, "TOOLS_KEY_CHARS", 16)
+    transcript.forget_tools_counts()
+    messages = [{"role": "user", "content": "hi"}]
+    tools = [_tool("a value whose repr passes the limit")]
+    for _ in range(2):
+        assert _counted(messages, tools) == o200k.prompt_tokens(messages, tools)
+    assert repr(tools) not in transcript._TOOLS_COUNTED
