@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from exitkit.contract import Approve, Declared, Reject
-from exitkit.journal import Entry
 from exitkit.runner import Kit, Run
 from exitkit.verdict import BUDGET_USD, CAP, DENIED_CAP, ERROR_CAP, OUTSIDE_CAP, REASON, STOP_AT_S, Result
 
@@ -132,14 +131,7 @@ async def budget(kit: Kit, adapter: Any, who: Declared) -> Result:
 
 def _sent_back(run: Run, tool: str) -> str | None:
     """The text first sent back for a call of `tool`, under whatever id the agent gave the call."""
-    for e in run.requests:
-        texts = e.tool_texts()
-        for m in e.messages():
-            for call in m.get("tool_calls") or [] if m.get("role") == "assistant" else []:
-                named = isinstance(call, dict) and (call.get("function") or {}).get("name") == tool
-                if named and str(call.get("id")) in texts:
-                    return texts[str(call.get("id"))]
-    return None
+    return next((texts[0] for e in run.requests if (texts := e.answered(tool))), None)
 
 
 async def tool_error(kit: Kit, adapter: Any, who: Declared) -> Result:
@@ -165,12 +157,7 @@ async def tool_error(kit: Kit, adapter: Any, who: Declared) -> Result:
 def _answered(run: Run, tool: str) -> int:
     """The most calls of `tool` any request shows answered: what the model was told, whether the
     tool ran for each or an agent answered from a cache of its own."""
-    def answered(e: Entry) -> int:
-        texts = e.tool_texts()
-        return sum(isinstance(c, dict) and (c.get("function") or {}).get("name") == tool
-                   and str(c.get("id")) in texts
-                   for m in e.messages() if m.get("role") == "assistant" for c in m.get("tool_calls") or [])
-    return max(map(answered, run.requests), default=0)
+    return max((len(e.answered(tool)) for e in run.requests), default=0)
 
 
 async def permanent_error(kit: Kit, adapter: Any, who: Declared) -> Result:

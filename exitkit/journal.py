@@ -84,6 +84,15 @@ class Entry:
         return {str(m.get("tool_call_id")): text_of(m.get("content"))
                 for m in self.messages() if m.get("role") == "tool"}
 
+    def answered(self, tool: str) -> list[str]:
+        """The text each tool message sent back for a call of `tool`, in the order of the calls,
+        under whatever ids the agent gave them."""
+        texts = self.tool_texts()
+        return [texts[str(c.get("id"))] for m in self.messages() if m.get("role") == "assistant"
+                for c in m.get("tool_calls") or []
+                if isinstance(c, dict) and (c.get("function") or {}).get("name") == tool
+                and str(c.get("id")) in texts]
+
     def unanswered_calls(self) -> list[str]:
         """Ids of assistant tool calls that no tool message answers (what real APIs refuse)."""
         answered = set(self.tool_texts())

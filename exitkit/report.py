@@ -57,13 +57,13 @@ def to_json(adapters: Sequence[Declared], results: Sequence[Result]) -> dict[str
 
 _BREAKS = re.compile(r"\r\n|[\r\n\v\f\x85\u2028\u2029]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_MARKUP = re.compile(r"([\\`*\[\]<>|])")
 
 
 def printable(text: str) -> str:
     """`text` for a terminal: an agent's name, answer or exception may carry control sequences
     (clear the screen, set the title, rewrite the line); they are shown as escapes, never sent."""
     return _CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode(), text)
-_MARKUP = re.compile(r"([\\`*\[\]<>|])")
 
 
 class _Code(str):

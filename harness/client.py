@@ -44,11 +44,16 @@ RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 """529: overloaded, as Anthropic (and its OpenAI-compatible endpoint) says it is busy."""
 
 
-@functools.cache
 def shared_tls() -> ssl.SSLContext:
     """The trust store, loaded once per process and shared by every client we build: loading it
-    costs more than a loopback turn, and a process running many runs need not reload it each time."""
-    return httpx.create_ssl_context()
+    costs more than a loopback turn, and a process running many runs need not reload it each time.
+    Kept per SSL_CERT_FILE / SSL_CERT_DIR, so a trust store named after the first client still counts."""
+    return _trust_store(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.cache
+def _trust_store(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    return httpx.create_ssl_context()  # it reads both variables itself; they are the cache's key
 
 
 class _Retryable(Exception):

@@ -184,7 +184,7 @@ def _model_budget_turns(m: Measured, budget: float) -> int:
 
 
 def _never_cached(run: Run) -> bool:
-    """Whether no prompt of `run` reached the 1,024 tokens caching needs."""
+    """Whether no prompt of `run` reached the `OPENAI_MIN_TOKENS` caching needs."""
     return all(u.prompt_tokens < OPENAI_MIN_TOKENS for u in run.state.turn_usage)
 
 
@@ -211,8 +211,8 @@ def checks(m: Measured) -> dict[str, bool]:
         < _ratio(m.list_cost) and _ratio(m.anthropic_cost) < _ratio(m.anthropic_list_cost),
         "Anthropic: each turn reads exactly what the turn before read and wrote": all(
             reads[k] in (0, reads[k - 1] + writes[k - 1]) for k in range(1, len(reads))) and reads[-1] > 0,
-        f"the {usd(BUDGETS_USD[0])} budget runs out before any prompt reaches 1,024 tokens": all(
-            _never_cached(m.budgets[BUDGETS_USD[0], kind]) for kind in ("list", "cached")),
+        f"the {usd(BUDGETS_USD[0])} budget runs out before any prompt reaches {OPENAI_MIN_TOKENS:,} "
+        "tokens": all(_never_cached(m.budgets[BUDGETS_USD[0], kind]) for kind in ("list", "cached")),
         "every budget is overshot by at most one turn, cached or not": all(
             _overshoot_within_a_turn(m.budgets[b, kind], b, OPENAI if kind == "cached" else LIST)
             for b in BUDGETS_USD for kind in ("list", "cached")),

@@ -39,8 +39,7 @@ def _started(
             deadline = time.monotonic() + timeout_s
             while True:
                 if proc.poll() is not None:
-                    out.seek(0)
-                    tail = out.read().decode(errors="replace")[-2000:]
+                    tail = _written(out).decode(errors="replace")[-2000:]
                     raise RuntimeError(f"{name} exited with {proc.returncode}:\n{tail}")
                 url = health(_written(out))
                 try:

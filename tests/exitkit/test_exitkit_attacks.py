@@ -15,6 +15,8 @@ import pytest
 from exitkit.verdict import Result
 
 HERE = Path(__file__).parent  # as the conftest beside it: "conftest" names several modules
+CHILD_ENV = {"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"}
+"""A child process's environment: the attack loops importable, and nothing else of ours inherited."""
 
 Judge = Callable[[str, str], Result]
 
@@ -124,10 +126,10 @@ print(result.verdict, result.figures["caller gets"], sep="\\n")
                                   "attack_loops:NeverReturns", "attack_loops:SlowToCancel"])
 def test_a_run_that_never_returns_is_timed_out_and_reported_even_when_it_blocks_the_event_loop(spec) -> None:
     done = subprocess.run([sys.executable, "-c", KIT_TIMEOUT, spec], capture_output=True, text=True,
-                          timeout=60, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"}, check=False)
+                          timeout=60, env=CHILD_ENV, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     verdict, said = done.stdout.splitlines()[-2:]
-    assert said.startswith("kit timeout · "), said
+    assert verdict == "fail" and said.startswith("kit timeout · "), done.stdout
 
 
 # Python 3.12's wait_for runs the coroutine in the caller's own task, not in a new one.
@@ -144,8 +146,7 @@ asyncio.wait_for = wait_for
 def test_a_run_that_blocks_the_event_loop_is_stopped_when_wait_for_runs_it_in_the_kits_own_task() -> None:
     script = AWAIT_IN_CALLERS_TASK + KIT_TIMEOUT
     done = subprocess.run([sys.executable, "-c", script, "attack_loops:BlocksForever"], capture_output=True,
-                          text=True, timeout=60, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"},
-                          check=False)
+                          text=True, timeout=60, env=CHILD_ENV, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-1].startswith("kit timeout · "), done.stdout
 
@@ -156,8 +157,7 @@ def test_a_timer_the_caller_set_is_still_running_after_a_run() -> None:
              "signal.setitimer(signal.ITIMER_REAL, 600)\n")
     script = armed + KIT_TIMEOUT + "print(signal.getitimer(signal.ITIMER_REAL)[0])\n"
     done = subprocess.run([sys.executable, "-c", script, "attack_loops:RaisesAtOnce"], capture_output=True,
-                          text=True, timeout=60, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"},
-                          check=False)
+                          text=True, timeout=60, env=CHILD_ENV, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert 0 < float(done.stdout.splitlines()[-1]) <= 600, done.stdout
 
@@ -222,13 +222,11 @@ def test_a_resume_that_leaves_the_cancelled_call_without_its_result_fails_cancel
 
 
 def test_the_pytest_entry_refuses_an_out_that_is_a_file_before_any_case_runs(tmp_path) -> None:
-
-
     (tmp_path / "taken").write_text("mine")
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--exitkit",
                            "exitkit.adapters.plain:PlainLoop", "--exitkit-out", "taken"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
-                          env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"})
+                          env=CHILD_ENV)
     assert done.returncode == 4, done.stdout[-3000:] + done.stderr[-3000:]
     assert "--exitkit-out 'taken': " in done.stderr and "is not a folder" in done.stderr
     assert "INTERNALERROR" not in done.stdout + done.stderr
@@ -265,12 +263,10 @@ def test_a_resume_that_returned_is_its_outcome_though_it_left_a_thread_running(k
 
 
 def test_the_cli_exits_once_the_card_is_written_though_an_agent_left_a_thread_running(tmp_path) -> None:
-
-
     try:
         done = subprocess.run([sys.executable, "-m", "exitkit", "run", "attack_loops:LeavesAWorker", "--only",
                                "tool_error", "--out", "card"], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=30, env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"}, check=False)
+                              timeout=30, env=CHILD_ENV, check=False)
     except subprocess.TimeoutExpired as e:
         raise AssertionError(f"the CLI did not exit; card written: {(tmp_path / 'card').exists()}") from e
     assert done.returncode == 0, done.stderr[-2000:]
@@ -286,13 +282,11 @@ def test_an_agent_that_tells_its_caller_what_each_case_hopes_to_hear_still_fails
 
 
 def test_the_pytest_entry_fails_a_bad_spec_with_its_one_line_not_a_traceback(tmp_path) -> None:
-
-
     skip = "budget,permanent_error,approval,crash,cancellation,overhead"
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--exitkit",
                            "nowhere:X", "--exitkit-skip", skip],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
-                          env={"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"})
+                          env=CHILD_ENV)
     assert done.returncode == 1 and "2 failed" in done.stdout, done.stdout[-3000:]
     assert done.stdout.count("cannot import 'nowhere' for adapter 'nowhere:X'") >= 2
     assert "Traceback" not in done.stdout and "raise AdapterError" not in done.stdout, done.stdout[-3000:]

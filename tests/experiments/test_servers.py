@@ -44,7 +44,6 @@ def test_a_server_logging_while_its_port_is_read_loses_no_line_of_its_log(tmp_pa
     assert listening.endswith(f"Uvicorn running on {origin} (Press CTRL+C to quit)")
 
 
-
 def test_a_port_line_caught_half_written_is_not_taken_for_the_port():
     line = b"INFO:     Uvicorn running on http://127.0.0.1:43631 (Press CTRL+C to quit)\n"
     cuts = [line[:n] for n in range(len(line))]

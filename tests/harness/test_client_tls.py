@@ -58,3 +58,11 @@ def test_a_callers_own_transport_with_its_own_trust_wins(https_mock, self_signed
     trusted = ssl.create_default_context(cafile=self_signed[0])
     completion = _complete(https_mock, transport=httpx.AsyncHTTPTransport(verify=trusted))
     assert completion.message["role"] == "assistant"
+
+
+def test_a_trust_store_named_after_the_first_client_is_the_one_the_next_client_uses(
+        https_mock, self_signed, monkeypatch):
+    with pytest.raises(ProviderError, match="CERTIFICATE_VERIFY_FAILED"):
+        _complete(https_mock)
+    monkeypatch.setenv("SSL_CERT_FILE", self_signed[0])
+    assert _complete(https_mock).message["role"] == "assistant"
