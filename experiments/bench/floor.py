@@ -30,9 +30,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mockprovider.scenarios import SCENARIOS
+from mockprovider.reading.transcript import conversation
+from mockprovider.scripts.scenarios import SCENARIOS
 from mockprovider.server import serve_in_thread
-from mockprovider.transcript import conversation
 
 LISTING = "errors.log (2140 bytes)\naccess.log (812 bytes)\nnotes.txt (29 bytes)\nprivate.key (64 bytes)"
 TASK = "Which file mentions a timeout?"

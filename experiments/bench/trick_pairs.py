@@ -23,10 +23,14 @@ import o200k
 from experiments.bench.floor import request_body
 from experiments.bench.trick_shortcuts import header_tricks, shortcut_tricks
 from experiments.bench.tricks import LANE, Batch, Trick, drive, patched_batch, repeat
-from mockprovider import create_app, memo, pipeline, scenarios, transcript, wire
-from mockprovider.memo import Memory
-from mockprovider.transcript import INLINE_CHARS, Transcript
-from mockprovider.validation import chat_request
+from mockprovider import create_app
+from mockprovider.apis import steps as pipeline
+from mockprovider.reading import memo, transcript
+from mockprovider.reading.memo import Memory
+from mockprovider.reading.transcript import INLINE_CHARS, Transcript
+from mockprovider.reading.validation import chat_request
+from mockprovider.replies import completions as wire
+from mockprovider.scripts import scenarios
 
 
 def client_headers(body: bytes) -> list[tuple[bytes, bytes]]:

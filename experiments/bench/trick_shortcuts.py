@@ -16,9 +16,14 @@ from typing import Any
 from starlette.requests import Request
 
 from experiments.bench.tricks import Trick, drive, patched_batch, repeat
-from mockprovider import faults, headers, pipeline, scenarios, tool_choice, transcript, validation, wire
-from mockprovider.faults import Options
-from mockprovider.validation import MAX_DEPTH, ChatRequest
+from mockprovider.apis import steps as pipeline
+from mockprovider.reading import transcript, validation
+from mockprovider.reading.validation import MAX_DEPTH, ChatRequest
+from mockprovider.replies import completions as wire
+from mockprovider.replies import headers, tool_choice
+from mockprovider.scripts import options as faults
+from mockprovider.scripts import scenarios
+from mockprovider.scripts.options import Options
 
 # --- the reply's headers ---------------------------------------------------------------------
 

@@ -49,7 +49,7 @@ import pytest
 
 import o200k
 from experiments.lab.servers import mock_server
-from mockprovider import memo
+from mockprovider.reading import memo
 
 PROMPTS = 10_000
 CONNECTIONS = 3

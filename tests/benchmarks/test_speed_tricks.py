@@ -11,8 +11,12 @@ import pytest
 from experiments.bench import trick_pairs
 from experiments.bench.floor import request_body
 from experiments.bench.tricks import LANE, Trick, check_same, savings
-from mockprovider import create_app, headers, pipeline, validation, wire
+from mockprovider import create_app
+from mockprovider.apis import steps as pipeline
 from mockprovider.app import chat_completions
+from mockprovider.reading import validation
+from mockprovider.replies import completions as wire
+from mockprovider.replies import headers
 
 
 @pytest.fixture(scope="module")

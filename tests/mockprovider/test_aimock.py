@@ -20,7 +20,7 @@ import pytest
 
 import o200k
 from mockprovider.app import create_app
-from mockprovider.scenario_files import ScenarioFileError, load_scenarios
+from mockprovider.scripts.files import ScenarioFileError, load_scenarios
 from mockprovider.server import serve_in_thread
 
 GREETING = {"fixtures": [

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import o200k
-from mockprovider.scenarios import ANSWER_PLAN
+from mockprovider.scripts.scenarios import ANSWER_PLAN
 
 QUESTION = "Which file mentions a timeout?"
 SYSTEM = "You answer questions about log files."

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import o200k
-from mockprovider.scenarios import SCENARIOS
+from mockprovider.scripts.scenarios import SCENARIOS
 from mockprovider.server import serve_in_thread
 
 LIMIT = 200_000

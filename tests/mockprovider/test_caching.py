@@ -12,8 +12,8 @@ import openai
 import pytest
 from mock_support import serve_scripts
 
-from mockprovider.caching import OPENAI_MIN_TOKENS, OPENAI_STEP_TOKENS
-from mockprovider.scenarios import Reply, Usage
+from mockprovider.replies.caching import OPENAI_MIN_TOKENS, OPENAI_STEP_TOKENS
+from mockprovider.scripts.scenarios import Reply, Usage
 
 LONG_SYSTEM = " ".join(f"Rule {i}: check the log before answering." for i in range(160))
 QUESTION = "Which file mentions a timeout?"

@@ -1,4 +1,4 @@
-"""`POST /v1/chat/completions` skips the router (app.ChatLane) and answers as if it had not."""
+"""`POST /v1/chat/completions` skips the router (apis.chat.ChatLane) and answers as if it had not."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from openai import InternalServerError, OpenAI
 from starlette.testclient import TestClient
 
 import o200k
-from mockprovider import wire
+from mockprovider.apis import chat
 from mockprovider.app import create_app
 from mockprovider.server import serve_in_thread
 
@@ -19,7 +19,7 @@ def test_an_unexpected_error_in_the_chat_endpoint_is_an_openai_shaped_500(monkey
     def broken(completion):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(wire, "render", broken)
+    monkeypatch.setattr(chat, "render", broken)
     with serve_in_thread() as url, OpenAI(base_url=url, api_key="k", max_retries=0) as client:
         with pytest.raises(InternalServerError) as raised:
             client.chat.completions.create(model="plan", messages=MESSAGES)

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mockprovider.app import create_app
-from mockprovider.conditions import MAX_MATCH_CHARS, compile_pattern
-from mockprovider.scenario_files import ScenarioFileError, compile_scenario
-from mockprovider.scenarios import Conversation
+from mockprovider.scripts.conditions import MAX_MATCH_CHARS, compile_pattern
+from mockprovider.scripts.files import ScenarioFileError, compile_scenario
+from mockprovider.scripts.scenarios import Conversation
 from mockprovider.server import serve_in_thread
 
 WEATHER_TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}

@@ -8,7 +8,7 @@ import anthropic
 import openai
 import pytest
 
-from mockprovider.scenarios import ANSWER_FOLDER
+from mockprovider.scripts.scenarios import ANSWER_FOLDER
 
 QUESTION = {"role": "user", "content": "Which file mentions a timeout?"}
 TOOLS = [{"type": "function", "function": {"name": "list_files", "parameters": {"type": "object"}}}]

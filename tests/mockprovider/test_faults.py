@@ -9,9 +9,9 @@ import httpx
 import openai
 import pytest
 
-from mockprovider import faults
 from mockprovider.errors import APIError
-from mockprovider.faults import Fault, Options
+from mockprovider.scripts import options as faults
+from mockprovider.scripts.options import Fault, Options
 
 USER = {"role": "user", "content": "Which file mentions a timeout?"}
 TOOLS = [{"type": "function", "function": {"name": n}} for n in ("list_files", "read_file")]

@@ -24,7 +24,7 @@ from google import genai
 from google.genai import types
 
 import o200k
-from mockprovider.scenarios import ANSWER_PLAN
+from mockprovider.scripts.scenarios import ANSWER_PLAN
 
 QUESTION = "Which file mentions a timeout?"
 SYSTEM = "You answer questions about log files."

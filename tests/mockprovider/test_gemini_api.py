@@ -18,11 +18,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import o200k
-from mockprovider.anthropic_api import messages_request
+from mockprovider.apis.anthropic import messages_request
+from mockprovider.apis.gemini_request import generate_request
 from mockprovider.app import create_app
-from mockprovider.attempts import MAX_ENTRIES, RECENT_S, Attempts
-from mockprovider.gemini_request import generate_request
-from mockprovider.scenarios import ANSWER_PLAN
+from mockprovider.reading.attempts import MAX_ENTRIES, RECENT_S, Attempts
+from mockprovider.scripts.scenarios import ANSWER_PLAN
 from mockprovider.server import serve_in_thread
 
 QUESTION = "Which file mentions a timeout?"
@@ -648,7 +648,7 @@ def test_a_function_call_left_unanswered_is_refused_as_gemini_refuses_it(mock_ur
 
 
 def test_a_500_from_a_bug_in_the_mock_is_google_shaped_too(monkeypatch):
-    from mockprovider import gemini_api
+    from mockprovider.apis import gemini as gemini_api
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")

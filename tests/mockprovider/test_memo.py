@@ -9,9 +9,9 @@ import pytest
 
 import o200k
 from experiments.bench.floor import runaway_messages
-from mockprovider import memo
-from mockprovider.memo import Memory
-from mockprovider.transcript import EMPTY
+from mockprovider.reading import memo
+from mockprovider.reading.memo import Memory
+from mockprovider.reading.transcript import EMPTY
 
 LONG = runaway_messages(30)  # ~9 KB of JSON: past memo.KEY_CHARS
 

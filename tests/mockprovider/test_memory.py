@@ -17,7 +17,8 @@ import sys
 import httpx
 import pytest
 
-from mockprovider import create_app, memo
+from mockprovider import create_app
+from mockprovider.reading import memo
 
 PROMPTS = 100
 RSS_GROWTH_CAP = 160 << 20

@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import o200k
-from mockprovider.anthropic_api import messages_request
-from mockprovider.ollama_api import chat_request
-from mockprovider.scenarios import ANSWER_PLAN
+from mockprovider.apis.anthropic import messages_request
+from mockprovider.apis.ollama import chat_request
+from mockprovider.scripts.scenarios import ANSWER_PLAN
 
 QUESTION = "Which file mentions a timeout?"
 SYSTEM = "You answer questions about log files."
@@ -444,7 +444,7 @@ def test_an_orphan_tool_message_names_the_message(mock_url):
 
 
 def test_a_500_from_a_bug_in_the_mock_is_ollama_shaped_too(monkeypatch):
-    from mockprovider import ollama_api
+    from mockprovider.apis import ollama as ollama_api
     from mockprovider.server import serve_in_thread
 
     def broken(*args, **kwargs):

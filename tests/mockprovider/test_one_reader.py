@@ -18,14 +18,15 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import o200k
-from mockprovider import scenarios, transcript
-from mockprovider.anthropic_api import messages_request
+from mockprovider.apis.anthropic import messages_request
+from mockprovider.apis.gemini_request import generate_request
+from mockprovider.apis.ollama import chat_request
+from mockprovider.apis.responses import responses_request
+from mockprovider.apis.shared import ChatShaped
 from mockprovider.app import create_app
 from mockprovider.errors import APIError
-from mockprovider.formats import ChatShaped
-from mockprovider.gemini_request import generate_request
-from mockprovider.ollama_api import chat_request
-from mockprovider.responses_api import responses_request
+from mockprovider.reading import transcript
+from mockprovider.scripts import scenarios
 from mockprovider.server import serve_in_thread
 
 Message = dict[str, Any]

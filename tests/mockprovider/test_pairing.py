@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mockprovider.errors import APIError
-from mockprovider.pairing import Calls
+from mockprovider.reading.pairing import Calls
 
 
 def _calls(*pairs: tuple[str, str]) -> Calls:

@@ -12,8 +12,8 @@ import openai
 import pytest
 from mock_support import serve_scripts
 
-from mockprovider import wire
-from mockprovider.scenarios import Conversation, Reply, ToolCall
+from mockprovider.replies import completions
+from mockprovider.scripts.scenarios import Conversation, Reply, ToolCall
 
 CALLS = (
     ToolCall(id="c1", name="read_file", arguments='{"path":"errors.log"}'),
@@ -30,7 +30,7 @@ MESSAGES_TOOLS = [{"name": n, "input_schema": {"type": "object"}} for n in NAMES
 
 def _deltas_per_call(chunk: int) -> list[int]:
     """How many argument deltas each call streams as, `chunk` tokens each."""
-    return [-(-len(wire.token_pieces(c.arguments)) // chunk) for c in CALLS]
+    return [-(-len(completions.token_pieces(c.arguments)) // chunk) for c in CALLS]
 
 
 def fanout(c: Conversation) -> Reply:

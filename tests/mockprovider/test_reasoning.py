@@ -12,7 +12,7 @@ from mock_support import serve_scripts
 from spec_support import errors
 
 import o200k
-from mockprovider.scenarios import Conversation, Reply, ToolCall
+from mockprovider.scripts.scenarios import Conversation, Reply, ToolCall
 
 THOUGHT = "The user asks about a timeout, so the logs should say which worker timed out."
 ANSWER = "errors.log mentions a timeout."

@@ -21,7 +21,7 @@ from starlette.routing import Route
 from mockprovider.app import create_app
 from mockprovider.recorder import Stream, record
 from mockprovider.recorder.replies import reply_of
-from mockprovider.scenario_files import ScenarioFileError, compile_scenario
+from mockprovider.scripts.files import ScenarioFileError, compile_scenario
 from mockprovider.server import serve_in_thread
 
 Turn = tuple[str, list[tuple[str, str, Any]]]

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from mockprovider.app import create_app
-from mockprovider.scenario_files import ScenarioFileError
-from mockprovider.scenario_parts import MAX_NESTING
+from mockprovider.scripts.files import ScenarioFileError
+from mockprovider.scripts.parts import MAX_NESTING
 
 ROOT = Path(__file__).resolve().parents[2]
 OK_TURNS = [{"content": "fine"}]

@@ -12,12 +12,12 @@ from openai import APIStatusError, OpenAI
 from starlette.requests import Request
 
 import o200k
-from mockprovider import scenarios
+from mockprovider.apis.steps import resolve
 from mockprovider.app import app_from_env, create_app
-from mockprovider.conditions import MAX_MATCH_CHARS
-from mockprovider.pipeline import resolve
-from mockprovider.scenario_files import compile_scenario, load_scenarios
-from mockprovider.transcript import conversation
+from mockprovider.reading.transcript import conversation
+from mockprovider.scripts import scenarios
+from mockprovider.scripts.conditions import MAX_MATCH_CHARS
+from mockprovider.scripts.files import compile_scenario, load_scenarios
 
 WEATHER = {
     "name": "weather",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mockprovider.scenario_files import ScenarioFileError, load_scenarios
+from mockprovider.scripts.files import ScenarioFileError, load_scenarios
 
 WEATHER = {"name": "weather", "turns": [{"content": "Sunny."}]}
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import o200k
 from mockprovider.app import create_app
-from mockprovider.scenario_files import ScenarioFileError, load_scenarios
+from mockprovider.scripts.files import ScenarioFileError, load_scenarios
 from mockprovider.server import serve_in_thread
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]

@@ -7,8 +7,9 @@ import json
 import httpx
 import pytest
 
-from mockprovider import scenarios, transcript
-from mockprovider.scenarios import SCENARIOS, Reply, ToolCall
+from mockprovider.reading import transcript
+from mockprovider.scripts import scenarios
+from mockprovider.scripts.scenarios import SCENARIOS, Reply, ToolCall
 
 USER = {"role": "user", "content": "Go."}
 FOLDER = "The folder holds errors.log, access.log, notes.txt and private.key."
@@ -219,7 +220,7 @@ def test_interleaved_conversations_get_independent_answers(mock_url):
 
 
 def test_tool_content_given_as_parts_reads_as_its_text():
-    from mockprovider.transcript import conversation
+    from mockprovider.reading.transcript import conversation
 
     parts = [{"type": "text", "text": "scan "}, {"type": "text", "text": "ok"}]
     messages = [

@@ -8,7 +8,7 @@ import json
 import pytest
 from spec_support import errors
 
-from mockprovider.scenarios import ANSWER_PLAN
+from mockprovider.scripts.scenarios import ANSWER_PLAN
 
 QUESTION = "What does errors.log say?"
 TURNS = {  # plan's three turns: a call, a call with arguments, the answer

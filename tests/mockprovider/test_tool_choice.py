@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mockprovider.scenarios import ANSWER_PLAN, SCENARIOS
+from mockprovider.replies.tool_choice import FALLBACK_TEXT
+from mockprovider.scripts.scenarios import ANSWER_PLAN, SCENARIOS
 from mockprovider.server import serve_in_thread
-from mockprovider.tool_choice import FALLBACK_TEXT
 
 QUESTION = {"role": "user", "content": "Which file mentions a timeout?"}
 CHAT_TOOLS = [
@@ -282,7 +282,7 @@ def test_a_bad_undeclared_tools_value_is_refused_naming_the_choices(chat):
 
 
 def test_a_fallback_that_is_not_text_is_refused_at_start_up_naming_its_path():
-    from mockprovider.scenario_files import ScenarioFileError, load_scenarios
+    from mockprovider.scripts.files import ScenarioFileError, load_scenarios
 
     with pytest.raises(ScenarioFileError, match=r"\$\.fallback"):
         load_scenarios([{**FALLBACK_SCENARIO, "fallback": 7}])

@@ -12,8 +12,8 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import o200k
-from mockprovider import transcript
 from mockprovider.errors import APIError
+from mockprovider.reading import transcript
 
 texts = st.text(max_size=12) | st.just("") | st.text(min_size=4100, max_size=4100, alphabet="ab ")
 values = st.none() | st.integers(-2, 2) | st.booleans() | st.just(["user"]) | st.just({"x": 1})

@@ -24,11 +24,13 @@ cites the providers' rules this follows.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 import o200k
 from mockprovider.errors import invalid
+from mockprovider.reading.transcript import off_the_loop_if_large, text_chars
 
 OPENAI_MIN_TOKENS = 1024
 OPENAI_STEP_TOKENS = 128
@@ -250,3 +252,23 @@ def breakpoints(body: dict[str, Any]) -> tuple[Breakpoint, ...]:
             param=f"{param}.cache_control",
         )
     return tuple(b for b, _, _ in marks)
+
+
+async def prompt_cache(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None,
+    breakpoints: Sequence[Breakpoint] | None, prompt_tokens: int, turn: int, options: Any,
+) -> Cache:
+    """What the prompt reads from and writes to the provider's cache: `openai`, or
+    `anthropic` at `breakpoints`. The messages those rules count (the ones since the
+    previous turn; every one, at breakpoints) go to a worker thread when large, as
+    `prompt_tokens`' do: a large tool result would otherwise be counted again on the event loop."""
+    if breakpoints is None:
+        since = openai_since(messages, prompt_tokens, turn, options)
+        if since is None:
+            return NO_CACHE
+        return await off_the_loop_if_large(text_chars(since), openai_read, prompt_tokens, since)
+    if not breakpoints or not options.cache:
+        return NO_CACHE
+    size = text_chars(messages) + (len(json.dumps(tools)) if tools else 0)
+    return await off_the_loop_if_large(size, anthropic, messages, tools or (), breakpoints, turn,
+                                        options)

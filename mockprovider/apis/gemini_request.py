@@ -23,10 +23,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mockprovider import tool_choice
+from mockprovider.apis.shared import ChatShaped, body_object, chat_tool, string, tool_call
 from mockprovider.errors import invalid, missing
-from mockprovider.formats import ChatShaped, body_object, chat_tool, string, tool_call
-from mockprovider.pairing import Calls
+from mockprovider.reading.pairing import Calls
+from mockprovider.replies import tool_choice
 
 ROLES = ("user", "model")
 INT32_MAX = 2**31 - 1

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, assert_never, get_args
 
-from mockprovider import faults
-from mockprovider.aimock import from_aimock, is_aimock
 from mockprovider.errors import APIError, invalid
-from mockprovider.file_values import At, ScenarioFileError, array, obj, string
-from mockprovider.scenario_parts import Alternative, turn_of
-from mockprovider.scenarios import SCENARIOS, Conversation, Reply, Scenario
+from mockprovider.scripts.aimock import from_aimock, is_aimock
+from mockprovider.scripts.options import Options, apply
+from mockprovider.scripts.parts import Alternative, turn_of
+from mockprovider.scripts.scenarios import SCENARIOS, Conversation, Reply, Scenario
+from mockprovider.scripts.values import At, ScenarioFileError, array, obj, string
 
 __all__ = [
     "FileScenario", "ScenarioFileError", "Source", "compile_scenario", "load_scenarios", "paths_from_env",
@@ -213,7 +213,7 @@ def compile_scenario(data: Any, *, source: str, default_name: str | None = None)
     name = _name(doc, at, default_name)
     options = string(doc.get("options", ""), at / "options")
     try:
-        faults.apply(faults.Options(), options, param="options")
+        apply(Options(), options, param="options")
     except APIError as e:
         raise (at / "options").error(e.message) from None
     after_last = doc.get("after_last", "error")

@@ -28,9 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mockprovider import caching, tool_choice, wire
-from mockprovider.errors import APIError, ScriptedError, invalid, missing
-from mockprovider.formats import (
+from mockprovider.apis.shared import (
     ChatShaped,
     as_json,
     body_object,
@@ -44,9 +42,11 @@ from mockprovider.formats import (
     suffix,
     tool_call,
 )
-from mockprovider.headers import request_id
-from mockprovider.pipeline import config_of, read_json
-from mockprovider.validation import flag, positive_int
+from mockprovider.apis.steps import config_of, read_json
+from mockprovider.errors import APIError, ScriptedError, invalid, missing
+from mockprovider.reading.validation import flag, positive_int
+from mockprovider.replies import caching, completions, tool_choice
+from mockprovider.replies.headers import request_id
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -271,7 +271,7 @@ def _signature(text: str) -> str:
     return base64.b64encode(hashlib.sha256(f"mockprovider:{text}".encode()).digest()).decode()
 
 
-def _thinking(c: wire.Completion) -> list[dict[str, Any]]:
+def _thinking(c: completions.Completion) -> list[dict[str, Any]]:
     """The thinking block a reasoning reply starts with (redacted when only a count was given)."""
     if not c.reasoning_tokens:
         return []
@@ -280,11 +280,11 @@ def _thinking(c: wire.Completion) -> list[dict[str, Any]]:
     return [{"type": "thinking", "thinking": c.reasoning, "signature": _signature(c.reasoning)}]
 
 
-def _content(c: wire.Completion) -> list[dict[str, Any]]:
+def _content(c: completions.Completion) -> list[dict[str, Any]]:
     return _thinking(c) + _reply_content(c)
 
 
-def _reply_content(c: wire.Completion) -> list[dict[str, Any]]:
+def _reply_content(c: completions.Completion) -> list[dict[str, Any]]:
     """The reply's blocks: the text first (when there is any), then a tool_use per call. A reply
     cut while thinking has no text block: the API never sends an empty one after thinking."""
     shown = c.content is not None or not (c.tool_calls or c.reasoning_tokens)
@@ -295,7 +295,7 @@ def _reply_content(c: wire.Completion) -> list[dict[str, Any]]:
     ]
 
 
-def _message(c: wire.Completion, *, done: bool) -> dict[str, Any]:
+def _message(c: completions.Completion, *, done: bool) -> dict[str, Any]:
     """The `message` object: finished (`done`), or as `message_start` announces it."""
     return {
         "id": f"msg_{suffix(c)}",
@@ -312,13 +312,13 @@ def _message(c: wire.Completion, *, done: bool) -> dict[str, Any]:
     }
 
 
-def _thinking_usage(c: wire.Completion, done: bool) -> dict[str, Any]:
+def _thinking_usage(c: completions.Completion, done: bool) -> dict[str, Any]:
     if not (done and c.reasoning_tokens):
         return {}
     return {"output_tokens_details": {"thinking_tokens": c.reasoning_tokens}}
 
 
-def _input_usage(c: wire.Completion) -> dict[str, int]:
+def _input_usage(c: completions.Completion) -> dict[str, int]:
     """Input as Anthropic splits it: `input_tokens` is what neither read nor wrote the cache."""
     return {
         "input_tokens": c.prompt_tokens - c.cache.read - c.cache.write,
@@ -340,25 +340,25 @@ def _block_events(
     if block["type"] == "tool_use":
         start = {**block, "input": {}}
         deltas = [({"type": "input_json_delta", "partial_json": p}, tokens)
-                  for p, tokens in wire.weighed_deltas(_streamed_input(arguments), chunk)]
+                  for p, tokens in completions.weighed_deltas(_streamed_input(arguments), chunk)]
     elif block["type"] == "thinking":
         start = {"type": "thinking", "thinking": "", "signature": ""}
         deltas = [({"type": "thinking_delta", "thinking": p}, tokens)
-                  for p, tokens in wire.weighed_deltas(block["thinking"], chunk)]
+                  for p, tokens in completions.weighed_deltas(block["thinking"], chunk)]
         deltas.append(({"type": "signature_delta", "signature": block["signature"]}, 0))
     elif block["type"] == "redacted_thinking":
         start, deltas = block, []
     else:
         start = {"type": "text", "text": ""}
         deltas = [({"type": "text_delta", "text": p}, tokens)
-                  for p, tokens in wire.weighed_deltas(block["text"], chunk)]
+                  for p, tokens in completions.weighed_deltas(block["text"], chunk)]
     yield "content_block_start", {"index": index, "content_block": start}, 0
     for delta, tokens in deltas:
         yield "content_block_delta", {"index": index, "delta": delta}, tokens
     yield "content_block_stop", {"index": index}, 0
 
 
-def events(c: wire.Completion) -> Iterator[tuple[bytes, int]]:
+def events(c: completions.Completion) -> Iterator[tuple[bytes, int]]:
     """message_start, each block's start / deltas / stop, message_delta, message_stop."""
 
     def sequence() -> Iterator[tuple[str, dict[str, Any], int]]:

@@ -27,9 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mockprovider import tool_choice, wire
-from mockprovider.errors import APIError, invalid, missing
-from mockprovider.formats import (
+from mockprovider.apis.shared import (
     ChatShaped,
     as_json,
     body_object,
@@ -42,8 +40,10 @@ from mockprovider.formats import (
     suffix,
     tool_call,
 )
-from mockprovider.pipeline import config_of, read_json
-from mockprovider.validation import flag, positive_int
+from mockprovider.apis.steps import config_of, read_json
+from mockprovider.errors import APIError, invalid, missing
+from mockprovider.reading.validation import flag, positive_int
+from mockprovider.replies import completions, tool_choice
 
 ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text")
@@ -246,7 +246,7 @@ def _echoed(tool: dict[str, Any]) -> dict[str, Any]:
 # --- the response ---------------------------------------------------------------------------
 
 
-def _output(c: wire.Completion) -> list[dict[str, Any]]:
+def _output(c: completions.Completion) -> list[dict[str, Any]]:
     """The output items, a reasoning item first if the model reasoned."""
     if not c.reasoning_tokens:
         return _reply_items(c)
@@ -254,7 +254,7 @@ def _output(c: wire.Completion) -> list[dict[str, Any]]:
     return [{"id": f"rs_{suffix(c)}", "type": "reasoning", "summary": summary}, *_reply_items(c)]
 
 
-def _reply_items(c: wire.Completion) -> list[dict[str, Any]]:
+def _reply_items(c: completions.Completion) -> list[dict[str, Any]]:
     """The reply's items; when the reply was cut, its last item is the incomplete one."""
     cut = c.finish_reason == "length"
     items: list[dict[str, Any]] = []
@@ -272,7 +272,7 @@ def _reply_items(c: wire.Completion) -> list[dict[str, Any]]:
     return items
 
 
-def _usage(c: wire.Completion) -> dict[str, Any]:
+def _usage(c: completions.Completion) -> dict[str, Any]:
     return {
         "input_tokens": c.prompt_tokens,
         "input_tokens_details": {"cached_tokens": c.cache.read, "cache_write_tokens": c.cache.write},
@@ -282,7 +282,7 @@ def _usage(c: wire.Completion) -> dict[str, Any]:
     }
 
 
-def _response(c: wire.Completion, req: ResponsesRequest, *, done: bool) -> dict[str, Any]:
+def _response(c: completions.Completion, req: ResponsesRequest, *, done: bool) -> dict[str, Any]:
     """The `response` object: finished (`done`), or as it stands when a stream starts.
 
     `usage` is left out until the end (the spec's `ResponseUsage` is not nullable) and `user`
@@ -326,7 +326,7 @@ def _item_events(index: int, item: dict[str, Any], chunk: int) -> Iterator[tuple
         for number, part in enumerate(item["summary"]):
             part_at = {**at, "summary_index": number}
             yield "response.reasoning_summary_part.added", {**part_at, "part": {**part, "text": ""}}, 0
-            for piece in wire.deltas(part["text"], chunk):
+            for piece in completions.deltas(part["text"], chunk):
                 yield "response.reasoning_summary_text.delta", {**part_at, "delta": piece}, chunk
             yield "response.reasoning_summary_text.done", {**part_at, "text": part["text"]}, 0
             yield "response.reasoning_summary_part.done", {**part_at, "part": part}, 0
@@ -335,21 +335,21 @@ def _item_events(index: int, item: dict[str, Any], chunk: int) -> Iterator[tuple
         started = {**item, "status": "in_progress", "content": []}
         yield "response.output_item.added", {"output_index": index, "item": started}, False
         yield "response.content_part.added", {**text_at, "part": {**part, "text": ""}}, False
-        for piece, tokens in wire.weighed_deltas(part["text"], chunk):
+        for piece, tokens in completions.weighed_deltas(part["text"], chunk):
             yield "response.output_text.delta", {**text_at, "delta": piece, "logprobs": []}, tokens
         yield "response.output_text.done", {**text_at, "text": part["text"], "logprobs": []}, False
         yield "response.content_part.done", {**text_at, "part": part}, False
     else:
         started = {**item, "status": "in_progress", "arguments": ""}
         yield "response.output_item.added", {"output_index": index, "item": started}, False
-        for piece, tokens in wire.weighed_deltas(item["arguments"], chunk):
+        for piece, tokens in completions.weighed_deltas(item["arguments"], chunk):
             yield "response.function_call_arguments.delta", {**at, "delta": piece}, tokens
         yield "response.function_call_arguments.done", {**at, "name": item["name"],
                                                         "arguments": item["arguments"]}, False
     yield "response.output_item.done", {"output_index": index, "item": item}, False
 
 
-def events(c: wire.Completion, req: ResponsesRequest) -> Iterator[tuple[bytes, int]]:
+def events(c: completions.Completion, req: ResponsesRequest) -> Iterator[tuple[bytes, int]]:
     """The documented event sequence, numbered; the last is `response.completed` or `.incomplete`."""
     started = _response(c, req, done=False)
     final = _response(c, req, done=True)
@@ -365,7 +365,7 @@ def events(c: wire.Completion, req: ResponsesRequest) -> Iterator[tuple[bytes, i
         yield sse_event(name, {"type": name, **data, "sequence_number": number}), is_token
 
 
-def _failed(c: wire.Completion, req: ResponsesRequest, number: int) -> bytes:
+def _failed(c: completions.Completion, req: ResponsesRequest, number: int) -> bytes:
     """The `response.failed` event a stream ends with when the server fails mid-reply, after
     `number` events; a stream failed before its first still opens with `response.created`, as
     every Responses stream does (the SDK's stream helper refuses one that does not)."""

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from dataclasses import replace
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from operator import attrgetter
 from random import getrandbits
 from typing import Any, Literal, NamedTuple
 
 import o200k
-from mockprovider import caching
-from mockprovider.caching import NO_CACHE, Cache
-from mockprovider.scenarios import Reply, ToolCall
+from mockprovider.replies import caching
+from mockprovider.replies.caching import NO_CACHE, Cache
+from mockprovider.scripts.scenarios import Reply, ToolCall
 
 FinishReason = Literal["stop", "tool_calls", "length"]
 _UNLIMITED = 1 << 62
@@ -222,111 +220,3 @@ def _completion(
         reasoning_tokens=reasoning_tokens,
         chunk=chunk,
     )
-
-
-def _tool_call(call: ToolCall) -> dict[str, Any]:
-    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
-
-
-def body(c: Completion) -> dict[str, Any]:
-    """The non-streaming `chat.completion` object."""
-    message: dict[str, Any] = {"role": "assistant", "content": c.content, "refusal": None}
-    if c.tool_calls:
-        message["tool_calls"] = [_tool_call(t) for t in c.tool_calls]
-    return {
-        "id": c.id,
-        "object": "chat.completion",
-        "created": c.created,
-        "model": c.model,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": c.finish_reason}],
-        "usage": c.usage(),
-        "system_fingerprint": "fp_mockprovider",
-    }
-
-
-_STR = encode_basestring
-"""A string as JSON, as JSONResponse's encoder (ensure_ascii=False) writes it."""
-
-_USAGE = (
-    '"usage":{{"prompt_tokens":{},"completion_tokens":{},"total_tokens":{},'
-    '"prompt_tokens_details":{{"cached_tokens":{},"audio_tokens":0}},'
-    '"completion_tokens_details":{{"reasoning_tokens":{},"audio_tokens":0,'
-    '"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}}'
-)
-
-
-def render(c: Completion) -> bytes:
-    """`body(c)` as JSON bytes, exactly as `JSONResponse(body(c))` renders it.
-
-    Written from a template rather than by encoding `body(c)`: the reply's shape is fixed, and
-    building and encoding the dicts costs several times as much (results/bench.md, speed tricks:
-    "reply written from a template"). Every string goes through the encoder's own escaping, so
-    the bytes are the same (tests/mockprovider/test_wire.py).
-    """
-    content = "null" if c.content is None else _STR(c.content)
-    calls = ",".join([
-        f'{{"id":{_STR(t.id)},"type":"function","function":{{"name":{_STR(t.name)},'
-        f'"arguments":{_STR(t.arguments)}}}}}'
-        for t in c.tool_calls
-    ])
-    message = f'{{"role":"assistant","content":{content},"refusal":null'
-    message += f',"tool_calls":[{calls}]}}' if c.tool_calls else "}"
-    total = c.prompt_tokens + c.completion_tokens
-    usage = _USAGE.format(c.prompt_tokens, c.completion_tokens, total, c.cache.read, c.reasoning_tokens)
-    return (
-        f'{{"id":{_STR(c.id)},"object":"chat.completion","created":{c.created},"model":{_STR(c.model)},'
-        f'"choices":[{{"index":0,"message":{message},"logprobs":null,"finish_reason":{_STR(c.finish_reason)}}}],'
-        f'{usage},"system_fingerprint":"fp_mockprovider"}}'
-    ).encode()
-
-
-def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
-    """The `chat.completion.chunk` objects of a stream, in order (without `[DONE]`)."""
-    return (data for data, _ in weighed_chunks(c, include_usage=include_usage))
-
-
-def weighed_chunks(c: Completion, *, include_usage: bool) -> Iterator[tuple[dict[str, Any], int]]:
-    """`chunks(c)`, each with the tokens it carries (0 for the role, header and last chunks).
-
-    Shape as OpenAI sends it: a role delta; then content deltas, and for tool calls a header
-    delta per call (index, id, type, name, empty arguments) followed by its argument deltas
-    (`c.chunk` tokens each), one call after another as OpenAI sends them; a
-    final chunk with an empty delta and the finish reason; with `include_usage`, every chunk
-    carries `usage: null` and one last chunk with no choices carries the usage.
-    """
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        out = {
-            "id": c.id,
-            "object": "chat.completion.chunk",
-            "created": c.created,
-            "model": c.model,
-            "system_fingerprint": "fp_mockprovider",
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
-        }
-        if include_usage:
-            out["usage"] = None
-        return out
-
-    text_first = c.content is not None
-    yield chunk({"role": "assistant", "content": "" if text_first else None, "refusal": None}), 0
-    if text_first:
-        for piece, tokens in weighed_deltas(c.content or "", c.chunk):
-            yield chunk({"content": piece}), tokens
-    for index, call in enumerate(c.tool_calls):
-        header = {"index": index, "id": call.id, "type": "function",
-                  "function": {"name": call.name, "arguments": ""}}
-        yield chunk({"tool_calls": [header]}), 0
-        for piece, tokens in weighed_deltas(call.arguments, c.chunk):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}), tokens
-    yield chunk({}, c.finish_reason), 0
-    if include_usage:
-        final = chunk({})
-        final["choices"] = []
-        final["usage"] = c.usage()
-        yield final, 0
-
-
-def sse(obj: dict[str, Any] | str) -> bytes:
-    data = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"))
-    return f"data: {data}\n\n".encode()

@@ -22,7 +22,7 @@ from typing import Any
 
 import re2
 
-from mockprovider.scenarios import Conversation
+from mockprovider.scripts.scenarios import Conversation
 from o200k import text_of
 
 MAX_MATCH_CHARS = 4_096

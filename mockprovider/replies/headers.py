@@ -20,7 +20,7 @@ from random import getrandbits
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mockprovider.faults import Options
+from mockprovider.scripts.options import Options
 
 REQUEST_ID = "mockprovider.request_id"
 OPTIONS = "mockprovider.options"

@@ -32,9 +32,8 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 import o200k
-from mockprovider import caching
 from mockprovider.errors import APIError, invalid, missing
-from mockprovider.scenarios import Conversation
+from mockprovider.scripts.scenarios import Conversation
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
@@ -343,14 +342,14 @@ _COUNTERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="o200k")
 prompts queues instead of crowding the event loop off the CPU."""
 
 
-async def _off_the_loop_if_large(size: int, fn: Callable[..., Any], *args: Any) -> Any:
+async def off_the_loop_if_large(size: int, fn: Callable[..., Any], *args: Any) -> Any:
     """`fn(*args)`, on a worker thread when `size` characters of text are more than INLINE_CHARS."""
     if size > INLINE_CHARS:
         return await asyncio.get_running_loop().run_in_executor(_COUNTERS, fn, *args)
     return fn(*args)
 
 
-def _text_chars(messages: Sequence[Mapping[str, Any]]) -> int:
+def text_chars(messages: Sequence[Mapping[str, Any]]) -> int:
     """About how many characters counting `messages` (checked ones: `read` has read them) encodes."""
     chars = 0
     for m in messages:
@@ -360,26 +359,6 @@ def _text_chars(messages: Sequence[Mapping[str, Any]]) -> int:
             fn = call["function"]
             chars += len(call["id"]) + len(fn["name"]) + len(fn["arguments"])
     return chars
-
-
-async def prompt_cache(
-    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None,
-    breakpoints: Sequence[caching.Breakpoint] | None, prompt_tokens: int, turn: int, options: Any,
-) -> caching.Cache:
-    """What the prompt reads from and writes to the provider's cache: `caching.openai`, or
-    `caching.anthropic` at `breakpoints`. The messages those rules count (the ones since the
-    previous turn; every one, at breakpoints) go to a worker thread when large, as
-    `prompt_tokens`' do: a large tool result would otherwise be counted again on the event loop."""
-    if breakpoints is None:
-        since = caching.openai_since(messages, prompt_tokens, turn, options)
-        if since is None:
-            return caching.NO_CACHE
-        return await _off_the_loop_if_large(_text_chars(since), caching.openai_read, prompt_tokens, since)
-    if not breakpoints or not options.cache:
-        return caching.NO_CACHE
-    size = _text_chars(messages) + (len(json.dumps(tools)) if tools else 0)
-    return await _off_the_loop_if_large(size, caching.anthropic, messages, tools or (), breakpoints, turn,
-                                        options)
 
 
 TOOLS_KEY_CHARS = 1 << 16
@@ -422,7 +401,7 @@ async def prompt_tokens(t: Transcript, tools: Sequence[Mapping[str, Any]] | None
     if rest or tools_tokens is None:
         uncounted = tools if tools_tokens is None else None
         size = t.rest_chars + (len(key) if uncounted else 0)
-        rest_tokens, counted = await _off_the_loop_if_large(size, _tokens, rest, uncounted)
+        rest_tokens, counted = await off_the_loop_if_large(size, _tokens, rest, uncounted)
         if tools_tokens is None:
             tools_tokens = counted
             _keep_tools_count(key, counted)

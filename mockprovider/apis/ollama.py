@@ -42,9 +42,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mockprovider import attempts, scenarios, wire
-from mockprovider.errors import APIError, ScriptedError, invalid, missing
-from mockprovider.formats import (
+from mockprovider.apis.shared import (
     ChatShaped,
     as_json,
     body_object,
@@ -56,9 +54,13 @@ from mockprovider.formats import (
     string,
     tool_call,
 )
-from mockprovider.pairing import Calls
-from mockprovider.pipeline import authorize, config_of, read_raw, resolve
-from mockprovider.validation import parse_body
+from mockprovider.apis.steps import authorize, config_of, read_raw, resolve
+from mockprovider.errors import APIError, ScriptedError, invalid, missing
+from mockprovider.reading import attempts
+from mockprovider.reading.pairing import Calls
+from mockprovider.reading.validation import parse_body
+from mockprovider.replies import completions
+from mockprovider.scripts import scenarios
 
 ROLES = ("system", "user", "assistant", "tool")
 TAG = ":latest"
@@ -203,13 +205,13 @@ def _created_at() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
 
 
-def _tool_calls_of(c: wire.Completion) -> list[dict[str, Any]]:
-    """The reply's tool calls (`wire.object_calls`: a call a cut left unfinished is left out)."""
+def _tool_calls_of(c: completions.Completion) -> list[dict[str, Any]]:
+    """The reply's tool calls (`completions.object_calls`: a call a cut left unfinished is left out)."""
     return [{"id": call.id, "function": {"index": index, "name": call.name, "arguments": arguments}}
-            for index, (call, arguments) in enumerate(wire.object_calls(c))]
+            for index, (call, arguments) in enumerate(completions.object_calls(c))]
 
 
-def _assistant(c: wire.Completion, content: str) -> dict[str, Any]:
+def _assistant(c: completions.Completion, content: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     calls = _tool_calls_of(c)
     if calls:
@@ -231,7 +233,7 @@ class _Clock:
                 "prompt_eval_duration": prompt, "eval_duration": evaluation}
 
 
-def _final(c: wire.Completion, message: dict[str, Any], clock: _Clock) -> dict[str, Any]:
+def _final(c: completions.Completion, message: dict[str, Any], clock: _Clock) -> dict[str, Any]:
     return {
         "model": c.model, "created_at": _created_at(), "message": message, "done": True,
         "done_reason": "length" if c.finish_reason == "length" else "stop",
@@ -240,23 +242,23 @@ def _final(c: wire.Completion, message: dict[str, Any], clock: _Clock) -> dict[s
     }
 
 
-def body(c: wire.Completion, clock: _Clock) -> dict[str, Any]:
+def body(c: completions.Completion, clock: _Clock) -> dict[str, Any]:
     return _final(c, _assistant(c, c.content or ""), clock)
 
 
-def lines(c: wire.Completion, clock: _Clock) -> Iterator[tuple[bytes, int]]:
+def lines(c: completions.Completion, clock: _Clock) -> Iterator[tuple[bytes, int]]:
     """The NDJSON stream: a line per delta of text, one with every tool call, then the last."""
     def line(data: dict[str, Any]) -> bytes:
         return json.dumps(data, separators=(",", ":")).encode() + b"\n"
 
-    for piece, tokens in wire.weighed_deltas(c.content or "", c.chunk):  # the text comes before the calls
+    for piece, tokens in completions.weighed_deltas(c.content or "", c.chunk):  # the text comes before the calls
         yield line({"model": c.model, "created_at": _created_at(),
                     "message": {"role": "assistant", "content": piece}, "done": False}), tokens
     calls = _tool_calls_of(c)
     if calls:  # one line carries every call: it waits for all their arguments' tokens
         yield line({"model": c.model, "created_at": _created_at(),
                     "message": {"role": "assistant", "content": "", "tool_calls": calls},
-                    "done": False}), wire.arguments_tokens(c)
+                    "done": False}), completions.arguments_tokens(c)
     yield line(_final(c, {"role": "assistant", "content": ""}, clock)), False
 
 

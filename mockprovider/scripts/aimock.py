@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mockprovider.file_values import At, ScenarioFileError, array, kind, number, obj, string
-from mockprovider.scenario_parts import alternative
+from mockprovider.scripts.parts import alternative
+from mockprovider.scripts.values import At, ScenarioFileError, array, kind, number, obj, string
 
 FIXTURE_KEYS = (
     "match", "response", "latency", "chunkSize", "streamingProfile", "truncateAfterChunks",

@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Any, Literal, NamedTuple
 
 from mockprovider.errors import APIError, invalid
-from mockprovider.scenarios import Reply, Scenario
+from mockprovider.scripts.scenarios import Reply, Scenario
 
 FALLBACK_TEXT = "No tool can be called in this turn, so this is a plain text reply."
 """What a scripted tool-call turn becomes when no tool may be called and the scenario has no

@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mockprovider.conditions import (
+from mockprovider.errors import ScriptedError
+from mockprovider.scripts.conditions import (
     AfterToolResult,
     All,
     AnswersCall,
@@ -32,9 +33,8 @@ from mockprovider.conditions import (
     UserContains,
     compile_pattern,
 )
-from mockprovider.errors import ScriptedError
-from mockprovider.file_values import At, array, kind, number, obj, string, unicode
-from mockprovider.scenarios import Reply, ToolCall, Usage
+from mockprovider.scripts.scenarios import Reply, ToolCall, Usage
+from mockprovider.scripts.values import At, array, kind, number, obj, string, unicode
 
 ANSWER_KEYS = ("content", "tool_calls", "error")
 PACE_KEYS = ("latency", "rate", "chunk", "usage", "reasoning")

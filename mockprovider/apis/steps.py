@@ -1,37 +1,35 @@
-"""The steps every wire format shares: a request's path from bytes to a scripted turn.
+"""The steps every wire format shares, from bytes to a scripted reply.
 
 auth → body read under a size cap → (JSON) → options (server defaults, scenario file, base-URL
-prefix, model suffix, header) → scenario lookup → latency (dropping the work if the client
-leaves) → the fault that answers this (turn, attempt), if any. The chat endpoint (`app`) and the
-Responses and Anthropic endpoints all call these; none of them imports another's module.
+prefix, model suffix, header) → scenario lookup → (latency and faults: `replies.faults`) → the
+scenario's reply, held to what the request allows. Every surface in `apis/` calls these; none
+of them imports another's module.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import logging
-import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, assert_never
+from typing import Any
 
 from starlette.requests import Request
+from starlette.responses import Response
 
-from mockprovider import faults, scenarios, tool_choice
-from mockprovider.errors import APIError, ScriptedError
-from mockprovider.faults import Fault, Options
-from mockprovider.headers import OPTIONS
+from mockprovider.errors import APIError, ClientGone, ScriptedError
 from mockprovider.journal import Journal, headers_of
-from mockprovider.scenarios import Conversation, Reply, Scenario
-from mockprovider.tool_choice import AUTO, ToolChoice
-from mockprovider.validation import parse_body
+from mockprovider.reading.request_headers import header, header_map
+from mockprovider.reading.validation import parse_body
+from mockprovider.replies import tool_choice
+from mockprovider.replies.faults import wait_unless_gone
+from mockprovider.replies.headers import OPTIONS
+from mockprovider.replies.tool_choice import AUTO, ToolChoice
+from mockprovider.scripts import scenarios
+from mockprovider.scripts.options import SYNTAX, Options, apply
+from mockprovider.scripts.scenarios import Conversation, Reply, Scenario
 
 log = logging.getLogger("mockprovider")
-
-HANG_LIMIT_S = 300.0
-"""A hung response waits for the client to give up, but never longer than this."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,30 +48,6 @@ class Config:
 
 def config_of(request: Request) -> Config:
     return request.app.state.config
-
-
-_HEADERS = "mockprovider.headers"
-
-
-def header_map(request: Request) -> Mapping[bytes, bytes]:
-    """The request's headers as a dict of raw (lower-case) names to values, built once per request.
-
-    Starlette's `request.headers` decodes and scans its list on every lookup, and a request looks
-    up three to six names, most of them absent (results/bench.md, speed tricks: "one dict of raw
-    headers"). The first of repeated names wins, as in `Headers.get`.
-    """
-    scope = request.scope
-    headers = scope.get(_HEADERS)
-    if headers is None:
-        headers = scope[_HEADERS] = dict(reversed(scope["headers"]))
-    return headers
-
-
-def header(request: Request, name: bytes) -> str | None:
-    """One header's value, decoded as Starlette decodes it; None if absent."""
-    headers = request.scope.get(_HEADERS) or header_map(request)
-    value = headers.get(name)
-    return None if value is None else value.decode("latin-1")
 
 
 # --- the steps every wire format shares ----------------------------------------------------
@@ -180,7 +154,7 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
         known = ", ".join(config.scenarios)
         raise APIError(
             404,
-            f"The model {name!r} does not exist; known scenarios: {known}. {faults.SYNTAX}.",
+            f"The model {name!r} does not exist; known scenarios: {known}. {SYNTAX}.",
             param="model",
             code="model_not_found",
         )
@@ -205,55 +179,9 @@ def _stated(request: Request, options: Options, sources: tuple[tuple[str, str], 
     scope: the reply's rate-limit headers state them. Most requests set none at all."""
     for text, param in sources:
         if text:
-            options = faults.apply(options, text, param=param)
+            options = apply(options, text, param=param)
     request.scope[OPTIONS] = options
     return options
-
-
-class ClientGone(Exception):
-    """The client disconnected before its body arrived or while its request waited: nothing
-    more is done for it."""
-
-
-async def _wait_unless_gone(request: Request, seconds: float) -> None:
-    """Sleep `seconds`, or raise `ClientGone` as soon as the client disconnects.
-
-    The body is read by now, so the next ASGI message is the disconnect (servers send
-    nothing else); waiting for it costs nothing while the client stays.
-    """
-    # The event loop's timer may fire a little early (uvloop's clock has millisecond steps): wait
-    # out the rest, so a scripted latency is never shorter than asked.
-    deadline = time.perf_counter() + seconds
-    watcher = asyncio.ensure_future(request.receive())
-    done: set = set()
-    try:
-        while not done and (left := deadline - time.perf_counter()) > 0:
-            done, _ = await asyncio.wait({watcher}, timeout=left)
-    finally:
-        watcher.cancel()
-    if not done:
-        return
-    if watcher.result().get("type") == "http.disconnect":
-        raise ClientGone
-    await asyncio.sleep(seconds)  # a server that sends something else: just wait (not expected)
-
-
-async def delay_or_fault(request: Request, model: str, turn: int, options: Options) -> Fault | None:
-    """Wait the configured latency; the fault that answers this (turn, attempt), if any.
-
-    Raises `ClientGone` if the client leaves during the wait, so its prompt's text past what
-    reading counted is never counted.
-    """
-    fault = None
-    if options.faults or log.isEnabledFor(logging.INFO):  # the attempt matters to nothing else
-        attempt = faults.attempt_of(
-            header(request, b"x-lab-attempt"), header(request, b"x-stainless-retry-count")
-        )
-        fault = options.fault_for(turn, attempt)
-        log.info("model=%s turn=%d attempt=%d status=%s", model, turn, attempt, fault.kind if fault else "ok")
-    if options.latency_ms:
-        await _wait_unless_gone(request, options.latency_ms / 1000)
-    return fault
 
 
 async def scripted_reply(
@@ -266,7 +194,7 @@ async def scripted_reply(
     `tool_choice.constrain`). `conversation` carries the same `tools` (built with them)."""
     reply = script(conversation)
     if reply.latency_ms:
-        await _wait_unless_gone(request, reply.latency_ms / 1000)
+        await wait_unless_gone(request, reply.latency_ms / 1000)
     if (e := reply.error) is not None:
         # A fresh exception per request: re-raising one shared instance would grow its traceback.
         given = e.type if getattr(e, "given_type", True) else None
@@ -287,42 +215,13 @@ async def scripted_reply(
     return reply, options
 
 
-async def hang(request: Request) -> None:
-    """Send nothing until the client gives up (or HANG_LIMIT_S passes)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + HANG_LIMIT_S
-    # Polling is the only way to notice a disconnect without consuming the (already read) body.
-    while loop.time() < deadline and not await request.is_disconnected():  # noqa: ASYNC110
-        await asyncio.sleep(0.05)
 
 
-MALFORMED_BODY = b'{"id": "chatcmpl-malformed", "choices": [{"index": 0, "mess'
-"""What the `malformed` fault sends: JSON cut off mid-object, with status 200."""
+async def api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, APIError)
+    return exc.response()
 
 
-async def injected(request: Request, fault: Fault, options: Options) -> APIError | bytes:
-    """What an injected fault answers: an error for the wire format to render, or a broken body."""
-    match fault.kind:
-        case "429":
-            wait_s = options.retry_ms / 1000
-            return APIError(
-                429,
-                "Rate limit reached (injected fault); retry after the interval in Retry-After.",
-                type="requests",
-                code="rate_limit_exceeded",
-                headers={"retry-after": str(math.ceil(wait_s)), "retry-after-ms": str(options.retry_ms)},
-            )
-        case "500" | "stream_error":  # stream_error on a reply that is not streamed: a plain 500
-            return APIError(500, "The server had an error (injected fault).", type="server_error")
-        case "529":
-            return APIError(529, "Overloaded (injected fault).", type="overloaded_error")
-        case "401":
-            return APIError(401, "Incorrect API key (injected fault).", code="invalid_api_key")
-        case "hang":
-            await hang(request)
-            return APIError(504, "Hung response (injected fault) gave up.", type="server_error")
-        case "malformed" | "drop":  # drop is answered by the route, which has the body to cut
-            return MALFORMED_BODY
-        case _:
-            assert_never(fault.kind)
-
+async def client_gone(request: Request, exc: Exception) -> Response:
+    log.info("%s %s: the client left while its request waited; dropped", request.method, request.url.path)
+    return Response(status_code=499)  # nobody reads it; uvicorn discards a reply to a closed socket

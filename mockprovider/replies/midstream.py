@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from starlette.responses import StreamingResponse
 from starlette.types import Send
 
-from mockprovider.faults import Fault
+from mockprovider.scripts.options import Fault
 
 Events = AsyncIterator[bytes] | Iterable[bytes]
 ErrorEvent = Callable[[int], bytes]

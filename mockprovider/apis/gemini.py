@@ -31,13 +31,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mockprovider import attempts, scenarios, transcript, wire
+from mockprovider.apis.gemini_request import generate_request
+from mockprovider.apis.shared import as_json, json_response, scripted_turn, streamed, suffix
+from mockprovider.apis.steps import authorize, config_of, read_raw, resolve
 from mockprovider.errors import APIError, ScriptedError, invalid
-from mockprovider.formats import as_json, json_response, scripted_turn, streamed, suffix
-from mockprovider.gemini_request import generate_request
-from mockprovider.headers import from_google_genai
-from mockprovider.pipeline import authorize, config_of, read_raw, resolve
-from mockprovider.validation import parse_body
+from mockprovider.reading import attempts, transcript
+from mockprovider.reading.validation import parse_body
+from mockprovider.replies import completions
+from mockprovider.replies.headers import from_google_genai
+from mockprovider.scripts import scenarios
 
 STATUS = {
     400: "INVALID_ARGUMENT",
@@ -80,13 +82,13 @@ def _parse(raw: bytes) -> Any:
 # --- the reply ------------------------------------------------------------------------------
 
 
-def _call_parts(c: wire.Completion) -> list[dict[str, Any]]:
-    """The functionCall parts of the reply (`wire.object_calls`: a call a cut left unfinished is left out)."""
+def _call_parts(c: completions.Completion) -> list[dict[str, Any]]:
+    """The functionCall parts of the reply (`completions.object_calls`: a call a cut left unfinished is left out)."""
     return [{"functionCall": {"id": call.id, "name": call.name, "args": args}}
-            for call, args in wire.object_calls(c)]
+            for call, args in completions.object_calls(c)]
 
 
-def _usage(c: wire.Completion) -> dict[str, Any]:
+def _usage(c: completions.Completion) -> dict[str, Any]:
     """Gemini's usageMetadata: thoughts are counted apart from the candidates (the total holds
     both), and the cached part of the prompt, a part of promptTokenCount, is given only when
     there is one (implicit caching; the mock's model of it is docs/caching.md's OpenAI rule)."""
@@ -104,7 +106,7 @@ def _usage(c: wire.Completion) -> dict[str, Any]:
     return usage
 
 
-def _response(c: wire.Completion, parts: list[dict[str, Any]], *, last: bool) -> dict[str, Any]:
+def _response(c: completions.Completion, parts: list[dict[str, Any]], *, last: bool) -> dict[str, Any]:
     """A GenerateContentResponse holding `parts`; the `last` one of a reply finishes it."""
     candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
     out: dict[str, Any] = {"candidates": [candidate]}
@@ -116,39 +118,39 @@ def _response(c: wire.Completion, parts: list[dict[str, Any]], *, last: bool) ->
     return out
 
 
-def body(c: wire.Completion) -> dict[str, Any]:
+def body(c: completions.Completion) -> dict[str, Any]:
     """The whole reply in one GenerateContentResponse."""
     calls = _call_parts(c)
     text = [{"text": c.content or ""}] if c.content is not None or not calls else []
     return _response(c, text + calls, last=True)
 
 
-def chunks(c: wire.Completion) -> Iterator[dict[str, Any]]:
+def chunks(c: completions.Completion) -> Iterator[dict[str, Any]]:
     """The reply as a stream's GenerateContentResponses: one per delta of text, then one holding
     every function call; the last one finishes it."""
     return (data for data, _ in _weighed_chunks(c))
 
 
-def _weighed_chunks(c: wire.Completion) -> Iterator[tuple[dict[str, Any], int]]:
+def _weighed_chunks(c: completions.Completion) -> Iterator[tuple[dict[str, Any], int]]:
     """`chunks(c)`, each with the tokens it carries: what a paced stream waits for after it."""
     calls = _call_parts(c)
-    pieces = wire.weighed_deltas(c.content or "", c.chunk) or ([] if calls else [("", 0)])
+    pieces = completions.weighed_deltas(c.content or "", c.chunk) or ([] if calls else [("", 0)])
     for k, (piece, tokens) in enumerate(pieces):
         yield _response(c, [{"text": piece}], last=not calls and k == len(pieces) - 1), tokens
     if calls:
-        yield _response(c, calls, last=True), wire.arguments_tokens(c)
+        yield _response(c, calls, last=True), completions.arguments_tokens(c)
 
 
 def _dumps(data: dict[str, Any]) -> str:
     return json.dumps(data, separators=(",", ":"))
 
 
-def sse_events(c: wire.Completion) -> Iterator[tuple[bytes, int]]:
+def sse_events(c: completions.Completion) -> Iterator[tuple[bytes, int]]:
     for chunk, tokens in _weighed_chunks(c):
         yield f"data: {_dumps(chunk)}\r\n\r\n".encode(), tokens
 
 
-def array_events(c: wire.Completion) -> Iterator[tuple[bytes, int]]:
+def array_events(c: completions.Completion) -> Iterator[tuple[bytes, int]]:
     """The JSON-array stream: `[`, the elements separated by commas, `]`."""
     for k, (chunk, tokens) in enumerate(_weighed_chunks(c)):
         yield ("[" if k == 0 else ",\r\n").encode() + _dumps(chunk).encode(), tokens

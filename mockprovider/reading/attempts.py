@@ -21,7 +21,7 @@ from collections import OrderedDict
 
 from starlette.requests import Request
 
-from mockprovider.pipeline import header_map
+from mockprovider.reading.request_headers import header_map
 
 RECENT_S = 120.0
 """A repeat within this many seconds of the last one is a retry (google-genai's longest default

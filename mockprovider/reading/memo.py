@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from json.scanner import make_scanner
 from typing import Any
 
-from mockprovider.transcript import Known, Summary
+from mockprovider.reading.transcript import Known, Summary
 
 # What json.loads uses, called without its per-call checks on a short body (results/bench.md,
 # speed tricks: "short body parsed by the decoder").

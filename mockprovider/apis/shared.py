@@ -20,11 +20,14 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from mockprovider import caching, midstream, transcript, wire
+from mockprovider.apis.steps import Config, resolve, scripted_reply
 from mockprovider.errors import APIError, invalid, missing
-from mockprovider.faults import Fault, Options
-from mockprovider.pipeline import Config, delay_or_fault, injected, resolve, scripted_reply
-from mockprovider.tool_choice import AUTO, ToolChoice
+from mockprovider.reading import transcript
+from mockprovider.replies import caching, completions, midstream
+from mockprovider.replies.caching import prompt_cache
+from mockprovider.replies.faults import delay_or_fault, injected
+from mockprovider.replies.tool_choice import AUTO, ToolChoice
+from mockprovider.scripts.options import Fault, Options
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +50,7 @@ class ChatShaped:
 class Turn:
     """The scripted reply, cut and counted, and the options it was produced under."""
 
-    completion: wire.Completion
+    completion: completions.Completion
     options: Options
     cut: Fault | None = None
     """A fault the reply itself carries (`midstream`): an error event or a dropped connection."""
@@ -69,9 +72,9 @@ async def scripted_turn(
         return await injected(request, fault, options)
     reply, options = await scripted_reply(request, script, conversation, req.tools, options, req.tool_choice)
     prompt_tokens = await transcript.prompt_tokens(t, req.tools)
-    cache = await transcript.prompt_cache(req.messages, req.tools, req.cache_breakpoints, prompt_tokens,
+    cache = await prompt_cache(req.messages, req.tools, req.cache_breakpoints, prompt_tokens,
                                    conversation.turn, options)
-    completion = wire.complete(
+    completion = completions.complete(
         reply,
         model=req.model,
         prompt_tokens=prompt_tokens,
@@ -81,7 +84,7 @@ async def scripted_turn(
     return Turn(completion=completion, options=options, cut=cut)
 
 
-def suffix(completion: wire.Completion) -> str:
+def suffix(completion: completions.Completion) -> str:
     """The random part of the completion's id, reused for every id a format derives from it."""
     return completion.id.rpartition("-")[2]
 
