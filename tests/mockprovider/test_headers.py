@@ -8,7 +8,7 @@ import openai
 import pytest
 
 from mockprovider.apis import anthropic as anthropic_api
-from mockprovider.apis import chat
+from mockprovider.apis import chat as chat_api
 from mockprovider.apis import responses as responses_api
 from mockprovider.server import serve_in_thread
 
@@ -121,7 +121,7 @@ def test_a_500_from_a_bug_in_the_mock_carries_the_request_id_in_each_apis_shape(
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    for module, name in ((chat, "render"), (responses_api, "_response"), (anthropic_api, "_message")):
+    for module, name in ((chat_api, "render"), (responses_api, "_response"), (anthropic_api, "_message")):
         monkeypatch.setattr(module, name, broken)
     # A client each: the server closes a connection after a 500 from a bug, and a client that
     # reused it would meet a reset instead of the reply.
