@@ -83,7 +83,8 @@ def _parse(raw: bytes) -> Any:
 
 
 def _call_parts(c: completions.Completion) -> list[dict[str, Any]]:
-    """The functionCall parts of the reply (`completions.object_calls`: a call a cut left unfinished is left out)."""
+    """The functionCall parts of the reply (`completions.object_calls`: a call a cut left
+    unfinished is left out)."""
     return [{"functionCall": {"id": call.id, "name": call.name, "args": args}}
             for call, args in completions.object_calls(c)]
 

@@ -251,7 +251,8 @@ def lines(c: completions.Completion, clock: _Clock) -> Iterator[tuple[bytes, int
     def line(data: dict[str, Any]) -> bytes:
         return json.dumps(data, separators=(",", ":")).encode() + b"\n"
 
-    for piece, tokens in completions.weighed_deltas(c.content or "", c.chunk):  # the text comes before the calls
+    # the text comes before the calls
+    for piece, tokens in completions.weighed_deltas(c.content or "", c.chunk):
         yield line({"model": c.model, "created_at": _created_at(),
                     "message": {"role": "assistant", "content": piece}, "done": False}), tokens
     calls = _tool_calls_of(c)
