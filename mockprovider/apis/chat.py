@@ -145,7 +145,7 @@ def render(c: Completion) -> bytes:
     Written from a template rather than by encoding `body(c)`: the reply's shape is fixed, and
     building and encoding the dicts costs several times as much (results/bench.md, speed tricks:
     "reply written from a template"). Every string goes through the encoder's own escaping, so
-    the bytes are the same (tests/mockprovider/test_wire.py).
+    the bytes are the same (tests/mockprovider/apis/test_chat_render.py).
     """
     content = "null" if c.content is None else _STR(c.content)
     calls = ",".join([

@@ -293,7 +293,7 @@ def test_a_test_records_with_a_with_block_and_the_file_is_ready_inside_it(upstre
 
 
 def test_the_docs_example_runs_as_written(tmp_path: Path):
-    text = (Path(__file__).resolve().parents[2] / "docs" / "recorder.md").read_text()
+    text = (Path(__file__).resolve().parents[3] / "docs" / "recorder.md").read_text()
     (snippet,) = re.findall(r"## In a test.*?```python\n(.*?)```", text, re.DOTALL)
     namespace: dict[str, Any] = {}
     exec(compile(snippet, "docs/recorder.md", "exec"), namespace)

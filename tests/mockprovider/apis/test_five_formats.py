@@ -223,7 +223,7 @@ def test_plan_gives_the_same_turns_in_all_five_formats(mock_url, stream):
     assert completions["chat"][2] == o200k.count(ANSWER_PLAN)
 
 
-DOCS = Path(__file__).parents[2] / "docs" / "formats.md"
+DOCS = Path(__file__).parents[3] / "docs" / "formats.md"
 EXAMPLES = dict(re.findall(r"^## (.+?)\n.*?```python\n(.*?)```", DOCS.read_text(), re.S | re.M))
 
 

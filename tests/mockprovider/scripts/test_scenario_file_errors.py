@@ -17,7 +17,7 @@ from mockprovider.app import create_app
 from mockprovider.scripts.files import ScenarioFileError
 from mockprovider.scripts.parts import MAX_NESTING
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 OK_TURNS = [{"content": "fine"}]
 
 

@@ -1,6 +1,6 @@
 """Memory stays bounded however many distinct large prompts the mock reads: the quick version.
 
-The mock remembers transcripts (mockprovider/memo.py) and token counts (o200k); both are
+The mock remembers transcripts (mockprovider/reading/memo.py) and token counts (o200k); both are
 bounded. This test sends 100 distinct 1 MB prompts in-process: keeping them (text and parsed)
 would need ~200 MB, more than the cap it asserts. The full-size soak, 10,000 distinct 1 MB
 prompts to a real `python -m mockprovider` process with its RSS read from /proc, is
