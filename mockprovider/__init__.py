@@ -1,4 +1,5 @@
-"""A stateless scripted LLM provider shaped like the OpenAI Chat Completions API."""
+"""A stateless scripted LLM provider in five wire formats (Chat Completions, Responses, Anthropic
+Messages, Gemini, Ollama), its replies scripted functions of the conversation."""
 
 from mockprovider.app import create_app
 from mockprovider.scripts.options import Fault, Options
