@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -17,6 +18,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 import o200k
 from mockprovider.apis import anthropic, chat, gemini, ollama, responses
@@ -79,7 +81,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 async def _server_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error")
     error = APIError(500, f"Internal error in the mock: {type(exc).__name__}", type="server_error")
-    # This handler answers outside ApiHeaders and ChatLane: the API's shape and headers are added here.
+    # This handler answers outside ApiHeaders: the API's shape and headers are added here.
     path = request.url.path
     if path.endswith("/messages"):
         response = anthropic.error_response(error, request)
@@ -91,6 +93,21 @@ async def _server_error(request: Request, exc: Exception) -> Response:
         response = error.response()
     response.raw_headers.extend(headers.of(request.scope, config_of(request).defaults))
     return response
+
+
+class MockApp(Starlette):
+    """Starlette, with the chat request answered by `ChatLane` before any of Starlette's layers."""
+
+    def __init__(self, *, lane: chat.ChatLane, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.lane = lane
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if chat.serves(scope):
+            scope["app"] = self
+            await self.lane(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
 
 
 ROUTES = [
@@ -122,9 +139,10 @@ def create_app(
     table = dict(scenarios.SCENARIOS) | load_scenarios(scenario_files)
     o200k.encoding()  # load the ranks now, not during the first request
     defaults = Options(latency_ms=latency_ms)
-    app = Starlette(
+    app = MockApp(
+        lane=chat.ChatLane(defaults, _server_error),
         routes=ROUTES,
-        middleware=[Middleware(chat.ChatLane, defaults=defaults), Middleware(ApiHeaders, defaults=defaults)],
+        middleware=[Middleware(ApiHeaders, defaults=defaults)],
         exception_handlers={
             APIError: api_error,
             ClientGone: client_gone,

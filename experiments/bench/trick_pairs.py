@@ -115,7 +115,7 @@ def lane_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
     raw1, raw99, raw100 = request_body(1), request_body(99), request_body(100)
     path = "/v1/chat/completions"
     turn_1 = Trick(
-        name=LANE, where="app.py", turn=1, key=_reply_key,
+        name=LANE, where="apis/chat.py", turn=1, key=_reply_key,
         with_=_requests(app, _scope(path, "", client_headers(raw1)), raw1, loop),
         without=_requests(app, _scope(path, ROUTER_ROOT, client_headers(raw1)), raw1, loop),
     )
@@ -127,7 +127,7 @@ def lane_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
 
     head = client_headers(raw100)
     turn_100 = Trick(
-        name=LANE, where="app.py", turn=100, key=_reply_key, batch=1,
+        name=LANE, where="apis/chat.py", turn=100, key=_reply_key, batch=1,
         with_=_requests(app, _scope(path, "", head), raw100, loop, previous_turn_only),
         without=_requests(app, _scope(path, ROUTER_ROOT, head), raw100, loop, previous_turn_only),
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from itertools import repeat
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from mockprovider.apis.steps import (
     api_error,
@@ -282,32 +282,36 @@ async def chat_completions(request: Request) -> Response:
     return Response(out, media_type="application/json") if isinstance(out, bytes) else out
 
 
+def serves(scope: Scope) -> bool:
+    """Whether `scope` is a request `ChatLane` answers: `POST /v1/chat/completions`, no root path."""
+    return (scope["type"] == "http" and scope["path"] == "/v1/chat/completions"
+            and scope["method"] == "POST" and not scope.get("root_path"))
+
+
 class ChatLane:
-    """Middleware: `POST /v1/chat/completions`, the request an agent loop sends every turn,
-    goes straight to its endpoint, past the router, the exception middleware and `ApiHeaders`.
+    """`POST /v1/chat/completions`, the request an agent loop sends every turn, answered ahead of
+    Starlette: past its error middleware, the router, the exception middleware and `ApiHeaders`.
 
     Those layers cost what the mock's budget against a bare endpoint cannot spare (results/bench.md,
     speed tricks: "ChatLane"), so a plain JSON reply is sent here with its headers written in.
-    What the endpoint raises is answered by the app's own handlers, as behind the router;
-    anything else still reaches the server-error handler, which sits outside this middleware.
-    Every other request takes the usual path.
+    What the endpoint raises is answered by the app's own handlers, as behind the router; an
+    unexpected error before the reply started goes to `server_error`, then on to the server's log.
     """
 
-    def __init__(self, app: ASGIApp, defaults: Options) -> None:
-        self.app = app
+    def __init__(self, defaults: Options, server_error: Callable[[Request, Exception], Awaitable[Response]]):
         self.defaults = defaults
+        self.server_error = server_error
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not (scope["type"] == "http" and scope["path"] == "/v1/chat/completions"
-                and scope["method"] == "POST" and not scope.get("root_path")):
-            await self.app(scope, receive, send)
-            return
         rid, started = headers.start(scope)
         try:
             out = await _chat(Request(scope, receive, send))
         except (APIError, ClientGone) as exc:
             handler = api_error if isinstance(exc, APIError) else client_gone
             out = await handler(Request(scope, receive, send), exc)
+        except Exception as exc:
+            await (await self.server_error(Request(scope, receive, send), exc))(scope, receive, send)
+            raise
         if isinstance(out, bytes):
             options = scope.get(headers.OPTIONS) or self.defaults
             head = headers.openai_headers(options, rid, started)
