@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 import o200k
-from mockprovider.apis import anthropic, chat, gemini, ollama, responses
+from mockprovider.apis import anthropic, azure, chat, gemini, ollama, responses
 from mockprovider.apis.steps import (
     Config,
     api_error,
@@ -103,6 +103,7 @@ ROUTES = [
     *anthropic.ROUTES,
     *gemini.ROUTES,
     *ollama.ROUTES,
+    *azure.ROUTES,
 ]
 
 

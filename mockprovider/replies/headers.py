@@ -129,14 +129,15 @@ def adding(scope: Scope, send: Send, defaults: Options, rid: str, started: float
 
 
 class ApiHeaders:
-    """Middleware: the real APIs' headers on every reply under /v1."""
+    """Middleware: the real APIs' headers on every reply under /v1 (and Azure's /openai)."""
 
     def __init__(self, app: ASGIApp, defaults: Options | None = None) -> None:
         self.app = app
         self.defaults = defaults or Options()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or "/v1/" not in scope["path"] or _gemini(scope):
+        path = scope["path"]
+        if scope["type"] != "http" or ("/v1/" not in path and not path.startswith("/openai/")) or _gemini(scope):
             await self.app(scope, receive, send)
             return
         rid, started = start(scope)
