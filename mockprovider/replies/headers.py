@@ -136,8 +136,8 @@ class ApiHeaders:
         self.defaults = defaults or Options()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope["path"]
-        if scope["type"] != "http" or ("/v1/" not in path and not path.startswith("/openai/")) or _gemini(scope):
+        if (scope["type"] != "http" or ("/v1/" not in scope["path"] and not scope["path"].startswith("/openai/"))
+                or _gemini(scope)):
             await self.app(scope, receive, send)
             return
         rid, started = start(scope)
