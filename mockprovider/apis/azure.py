@@ -27,7 +27,7 @@ from datetime import date
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from mockprovider.apis import chat, responses
@@ -47,7 +47,8 @@ _ACCESS_DENIED = (
     "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a "
     "valid key for an active subscription and use a correct regional API endpoint for your resource."
 )
-_SAFE = {name: {"filtered": False, "severity": "safe"} for name in ("hate", "self_harm", "sexual", "violence")}
+_SAFE = {category: {"filtered": False, "severity": "safe"}
+         for category in ("hate", "self_harm", "sexual", "violence")}
 
 
 class AzureError(APIError):
@@ -85,9 +86,13 @@ def _azure(exc: APIError) -> APIError:
     return exc
 
 
-def _returned(response: Response) -> APIError:
-    """The error a surface answered with (an injected fault's) rather than raised, to reshape."""
-    error = json.loads(response.body).get("error") or {}
+def _returned(response: Response) -> APIError | None:
+    """The error a surface answered with (an injected fault's) rather than raised, to reshape;
+    None for a body that is not an error object (left as it is)."""
+    try:
+        error = json.loads(response.body)["error"]
+    except (ValueError, KeyError, TypeError):
+        return None
     kept = {k: v for k, v in response.headers.items() if k not in ("content-length", "content-type")}
     return APIError(response.status_code, str(error.get("message", "")), code=error.get("code"), headers=kept)
 
@@ -134,7 +139,10 @@ def _with_filters(response: Response) -> Response:
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             response.body_iterator = _filtered_stream(response.body_iterator)
         return response
-    filtered = _filtered(response.body)
+    try:
+        filtered = _filtered(response.body)
+    except ValueError:  # a `malformed` fault's broken body: sent broken, as scripted
+        return response
     response.body = filtered
     response.headers["content-length"] = str(len(filtered))
     return response
@@ -160,12 +168,14 @@ async def _serve(request: Request, surface: str, *, versioned: bool, deployed: b
         response = _azure(exc).response()
     else:
         if response.status_code in (401, 429) and not isinstance(response, StreamingResponse):
-            response = _azure(_returned(response)).response()
+            if (returned := _returned(response)) is not None:
+                response = _azure(returned).response()
     if response.status_code == 429:
         _retry_after_ms(response)
     else:
         options = request.scope.get(headers.OPTIONS)
-        if surface == "chat" and response.status_code == 200 and options is not None and options.content_filter:
+        filters = options is not None and options.content_filter
+        if surface == "chat" and response.status_code == 200 and filters:
             response = _with_filters(response)
     response.headers["apim-request-id"] = headers.request_id(request.scope)
     return response

@@ -62,8 +62,9 @@ SYNTAX = (
     "ratelimit=R:T, remaining=R:T, fault=none, fault=KIND[:N|:MSms][@TURN][xK] with KIND in "
     + ", ".join(FAULT_KINDS)
     + " (TURN 0-based; N events or MS milliseconds into the reply: stream_error and drop only)"
-    + ", undeclared_tools=allow|refuse, content_filter=on|off (Azure), scenario=NAME (base URL or header: the scenario, whatever"
-    " the model is); the attempt comes from x-stainless-retry-count or x-lab-attempt"
+    + ", undeclared_tools=allow|refuse, content_filter=on|off (Azure's routes), scenario=NAME"
+    " (base URL or header: the scenario, whatever the model is); the attempt comes from"
+    " x-stainless-retry-count or x-lab-attempt"
 )
 
 _ATTEMPT = re.compile(r"[0-9]{1,9}")

@@ -22,7 +22,8 @@ TOOL_RESULTS = {
     "read_file": "12:00 worker 7 timed out after 30000 ms",
 }
 PLAN_ANSWER = "errors.log mentions a timeout: worker 7 timed out after 30000 ms."
-TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in TOOL_RESULTS]
+TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+         for n in TOOL_RESULTS]
 SAFE = {name: {"filtered": False, "severity": "safe"} for name in ("hate", "self_harm", "sexual", "violence")}
 
 
@@ -35,6 +36,12 @@ def root() -> Iterator[str]:
 
 def _azure(root: str, **kw) -> openai.AzureOpenAI:
     return openai.AzureOpenAI(azure_endpoint=root, api_key=KEY, api_version=VERSION, **kw)
+
+
+def _post(root: str, deployment: str) -> httpx.Response:
+    """One chat request to `deployment`, as a client with the right key and version sends it."""
+    path, params = f"{root}/openai/deployments/{deployment}/chat/completions", {"api-version": VERSION}
+    return httpx.post(path, params=params, headers={"api-key": KEY}, json={"messages": [QUESTION]})
 
 
 def _feed_back(messages: list[dict], content: str | None, calls: list[tuple[str, str, str]]) -> None:
@@ -78,7 +85,8 @@ def _drive_sync(client: openai.AzureOpenAI, model: str, stream: bool) -> list:
     messages, turns = [QUESTION], []
     for _ in range(3):
         if stream:
-            with client.chat.completions.create(model=model, messages=messages, tools=TOOLS, stream=True) as s:
+            kw = {"model": model, "messages": messages, "tools": TOOLS}
+            with client.chat.completions.create(**kw, stream=True) as s:
                 turn = _from_chunks(list(s))
         else:
             turn = _turn(client.chat.completions.create(model=model, messages=messages, tools=TOOLS))
@@ -134,8 +142,7 @@ def test_a_scripted_429_is_retried_by_the_client_after_retry_after_ms(root):
 
 
 def test_a_429_has_azures_shape_and_retry_after_ms(root):
-    response = httpx.post(f"{root}/openai/deployments/plan+fault=429+retry=250/chat/completions",
-                          params={"api-version": VERSION}, headers={"api-key": KEY}, json={"messages": [QUESTION]})
+    response = _post(root, "plan+fault=429+retry=250")
     assert response.status_code == 429
     assert response.headers["retry-after-ms"] == "250"
     assert response.headers["apim-request-id"] == response.headers["x-request-id"]
@@ -161,8 +168,16 @@ def test_content_filter_on_adds_azures_filter_results(root, stream):
             assert "".join(c.choices[0].delta.content or "" for c in chunks[1:])
         else:
             reply = client.chat.completions.create(model="plan", messages=[QUESTION])
-            assert reply.model_extra["prompt_filter_results"] == [{"prompt_index": 0, "content_filter_results": SAFE}]
+            prompt = [{"prompt_index": 0, "content_filter_results": SAFE}]
+            assert reply.model_extra["prompt_filter_results"] == prompt
             assert reply.choices[0].model_extra["content_filter_results"] == SAFE
+
+
+def test_content_filter_leaves_a_malformed_faults_broken_body_as_it_is(root):
+    response = _post(root, "plan+content_filter=on+fault=malformed")
+    assert response.status_code == 200
+    with pytest.raises(ValueError):
+        response.json()
 
 
 def test_content_filter_is_off_by_default(root):
@@ -176,7 +191,8 @@ def test_azure_responses_answer_plans_first_turn(root, stream):
     with _azure(root, max_retries=0) as client:
         tools = [{"type": "function", "name": n, "parameters": {"type": "object"}} for n in TOOL_RESULTS]
         if stream:
-            with client.responses.create(model="plan", input=QUESTION["content"], tools=tools, stream=True) as s:
+            kw = {"model": "plan", "input": QUESTION["content"], "tools": tools}
+            with client.responses.create(**kw, stream=True) as s:
                 reply = [e for e in s if e.type == "response.completed"][0].response
         else:
             reply = client.responses.create(model="plan", input=QUESTION["content"], tools=tools)
@@ -193,7 +209,8 @@ def test_the_responses_deployment_route_ignores_the_bodys_model(root):
 
 def test_the_v1_routes_take_a_bearer_token_and_no_api_version(root):
     with openai.OpenAI(base_url=f"{root}/openai/v1/", api_key=KEY, max_retries=0) as client:
-        assert _turn(client.chat.completions.create(model="plan", messages=[QUESTION], tools=TOOLS)) == EXPECTED[0]
+        reply = client.chat.completions.create(model="plan", messages=[QUESTION], tools=TOOLS)
+        assert _turn(reply) == EXPECTED[0]
         assert client.responses.create(model="plan", input="hi").status == "completed"
 
 
@@ -201,7 +218,8 @@ GATEWAY = {
     "no api-version": ("/openai/deployments/plan/chat/completions", {}, 404, "404"),
     "a date that is none": ("/openai/deployments/plan/chat/completions", {"api-version": "2024-02-30"}, 400,
                             "BadRequest"),
-    "not a version": ("/openai/deployments/plan/chat/completions", {"api-version": "latest"}, 400, "BadRequest"),
+    "not a version": ("/openai/deployments/plan/chat/completions", {"api-version": "latest"}, 400,
+                      "BadRequest"),
     "before the first": ("/openai/deployments/plan/chat/completions", {"api-version": "2019-01-01"}, 400,
                          "BadRequest"),
     "unknown deployment": ("/openai/deployments/gpt-4o/chat/completions", {"api-version": VERSION}, 404,
@@ -232,9 +250,9 @@ def test_a_missing_or_wrong_key_gets_azures_401(root, headers):
 
 
 def test_the_sdk_raises_its_own_errors_for_a_wrong_version_or_deployment(root):
-    with openai.AzureOpenAI(azure_endpoint=root, api_key=KEY, api_version="2024-13-01", max_retries=0) as client:
-        with pytest.raises(openai.BadRequestError):
-            client.chat.completions.create(model="plan", messages=[QUESTION])
+    wrong = openai.AzureOpenAI(azure_endpoint=root, api_key=KEY, api_version="2024-13-01", max_retries=0)
+    with wrong as client, pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(model="plan", messages=[QUESTION])
     with _azure(root, max_retries=0) as client, pytest.raises(openai.NotFoundError) as caught:
         client.chat.completions.create(model="no-such-deployment", messages=[QUESTION])
     assert caught.value.code == "DeploymentNotFound"
