@@ -11,19 +11,12 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
+from test_openai_client import PLAN_ANSWER, QUESTION, TOOL_RESULTS, TOOLS  # plan's question, tools and answer
 
 from mockprovider.server import serve_in_thread
 
 KEY = "azure-key"
 VERSION = "2024-10-21"
-QUESTION = {"role": "user", "content": "Which file mentions a timeout?"}
-TOOL_RESULTS = {
-    "list_files": "errors.log\naccess.log\nnotes.txt\nprivate.key",
-    "read_file": "12:00 worker 7 timed out after 30000 ms",
-}
-PLAN_ANSWER = "errors.log mentions a timeout: worker 7 timed out after 30000 ms."
-TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
-         for n in TOOL_RESULTS]
 SAFE = {name: {"filtered": False, "severity": "safe"} for name in ("hate", "self_harm", "sexual", "violence")}
 
 
