@@ -21,7 +21,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 import o200k
-from mockprovider.apis import anthropic, chat, gemini, ollama, responses
+from mockprovider.apis import anthropic, azure, chat, gemini, ollama, responses
 from mockprovider.apis.steps import (
     Config,
     api_error,
@@ -120,6 +120,7 @@ ROUTES = [
     *anthropic.ROUTES,
     *gemini.ROUTES,
     *ollama.ROUTES,
+    *azure.ROUTES,
 ]
 
 

@@ -63,14 +63,15 @@ def _max_tokens(body: dict[str, Any]) -> int | None:
     return newer if newer is not None else older
 
 
-def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
+def chat_request(body: Any, known: Known | None = None, deployment: str | None = None) -> ChatRequest:
     """A validated request; `APIError` naming the offending parameter otherwise.
 
-    `known` is what the parser found remembered about `body["messages"]` (see memo.py).
+    `known` is what the parser found remembered about `body["messages"]` (see memo.py);
+    `deployment`, an Azure deployment's name, stands for the model whatever the body says.
     """
     if not isinstance(body, dict):
         raise invalid("Invalid request body: expected a JSON object.")
-    model = body.get("model")
+    model = body.get("model") if deployment is None else deployment
     if model is None:
         raise missing("model")
     if not isinstance(model, str) or not model:
@@ -228,13 +229,14 @@ async def _stream(completion: Completion, req: ChatRequest, options: Options) ->
     yield sse("[DONE]")
 
 
-async def _chat(request: Request) -> Response | bytes:
-    """The chat endpoint's answer: a Response for streams and faults, else the JSON body's bytes."""
+async def answer(request: Request, deployment: str | None = None) -> Response | bytes:
+    """The chat endpoint's answer: a Response for streams and faults, else the JSON body's bytes.
+    `deployment` (Azure's routes) names the model instead of the body."""
     config = config_of(request)
     raw = await read_raw(request, config)
     body, known = parse_json(raw, memo.parse)
     check_depth(raw, body, known)
-    req = chat_request(body, known)
+    req = chat_request(body, known, deployment)
     script, options = resolve(request, config, req.model)
     fault = await delay_or_fault(request, req.model, req.transcript.turn, options)
     cut = fault if fault is not None and midstream.applies(fault, req.stream) else None
@@ -278,7 +280,7 @@ _JSON = (b"content-type", b"application/json")
 async def chat_completions(request: Request) -> Response:
     """POST /v1/chat/completions behind the router (a base-URL options prefix, a root path):
     `ApiHeaders` adds the real API's headers."""
-    out = await _chat(request)
+    out = await answer(request)
     return Response(out, media_type="application/json") if isinstance(out, bytes) else out
 
 
@@ -305,7 +307,7 @@ class ChatLane:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         rid, started = headers.start(scope)
         try:
-            out = await _chat(Request(scope, receive, send))
+            out = await answer(Request(scope, receive, send))
         except (APIError, ClientGone) as exc:
             handler = api_error if isinstance(exc, APIError) else client_gone
             out = await handler(Request(scope, receive, send), exc)

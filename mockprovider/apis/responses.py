@@ -381,8 +381,13 @@ def _failed(c: completions.Completion, req: ResponsesRequest, number: int) -> by
 
 
 async def responses(request: Request) -> Response:
+    return await answer(request, await read_json(request, config_of(request)))
+
+
+async def answer(request: Request, body: Any) -> Response:
+    """The reply to a Responses request whose JSON `body` was read (Azure's routes read it too)."""
     config = config_of(request)
-    req = responses_request(await read_json(request, config))
+    req = responses_request(body)
     turn = await scripted_turn(request, config, req.chat, midstream_faults=True)
     if isinstance(turn, APIError):
         return turn.response()

@@ -56,9 +56,9 @@ def config_of(request: Request) -> Config:
 def authorize(request: Request, config: Config) -> None:
     if config.api_key is None:
         return
-    # Anthropic's clients send the key as x-api-key, Google's as x-goog-api-key or ?key=; every
-    # other client as a bearer token.
-    key = (header(request, b"x-api-key") or header(request, b"x-goog-api-key")
+    # Anthropic's clients send the key as x-api-key, Azure's as api-key, Google's as
+    # x-goog-api-key or ?key=; every other client as a bearer token.
+    key = (header(request, b"x-api-key") or header(request, b"api-key") or header(request, b"x-goog-api-key")
            or request.query_params.get("key"))
     given = f"Bearer {key}" if key is not None else header(request, b"authorization") or ""
     if not given:

@@ -128,15 +128,20 @@ def adding(scope: Scope, send: Send, defaults: Options, rid: str, started: float
     return send_with_headers
 
 
+def _openai_shaped(path: str) -> bool:
+    """Under /v1 (every surface but Gemini's and Ollama's), or Azure's /openai."""
+    return "/v1/" in path or path.startswith("/openai/")
+
+
 class ApiHeaders:
-    """Middleware: the real APIs' headers on every reply under /v1."""
+    """Middleware: the real APIs' headers on every reply under /v1 (and Azure's /openai)."""
 
     def __init__(self, app: ASGIApp, defaults: Options | None = None) -> None:
         self.app = app
         self.defaults = defaults or Options()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or "/v1/" not in scope["path"] or _gemini(scope):
+        if scope["type"] != "http" or not _openai_shaped(scope["path"]) or _gemini(scope):
             await self.app(scope, receive, send)
             return
         rid, started = start(scope)

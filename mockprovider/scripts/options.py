@@ -34,6 +34,9 @@ Keys:
                         refuse: a scripted call of a tool the request does not declare is a
                         `script_mismatch` error (default allow: served as scripted)
     scenario=NAME       the scenario, whatever the model name says (base URL or header only)
+    content_filter=on|off
+                        Azure's routes: chat replies carry `prompt_filter_results` and each
+                        choice's `content_filter_results`, every category safe (default off)
 
 The attempt number is what the client says it is: `x-stainless-retry-count` (sent by the
 official openai client) or `x-lab-attempt` (sent by this lab's harness), 0-based. That keeps
@@ -59,8 +62,9 @@ SYNTAX = (
     "ratelimit=R:T, remaining=R:T, fault=none, fault=KIND[:N|:MSms][@TURN][xK] with KIND in "
     + ", ".join(FAULT_KINDS)
     + " (TURN 0-based; N events or MS milliseconds into the reply: stream_error and drop only)"
-    + ", undeclared_tools=allow|refuse, scenario=NAME (base URL or header: the scenario, whatever"
-    " the model is); the attempt comes from x-stainless-retry-count or x-lab-attempt"
+    + ", undeclared_tools=allow|refuse, content_filter=on|off (Azure's routes), scenario=NAME"
+    " (base URL or header: the scenario, whatever the model is); the attempt comes from"
+    " x-stainless-retry-count or x-lab-attempt"
 )
 
 _ATTEMPT = re.compile(r"[0-9]{1,9}")
@@ -112,6 +116,8 @@ class Options:
     """Requests and tokens a minute, as the rate-limit headers state them."""
     remaining: tuple[int, int] | None = None
     """Requests and tokens left, as the headers state them; None: the limits."""
+    content_filter: bool = False
+    """Azure's routes: chat replies carry Azure's content-filter results."""
 
     def fault_for(self, turn: int, attempt: int) -> Fault | None:
         if not self.faults:  # nearly every request: no generator to build and exhaust
@@ -216,6 +222,10 @@ def apply(base: Options, text: str, *, param: str) -> Options:
             updates["chunk"] = int(_number(key, value, param=param))
         elif key in ("ratelimit", "remaining"):
             updates[key] = _pair(key, value, param=param)
+        elif key == "content_filter":
+            if value not in ("on", "off"):
+                raise invalid(f"option content_filter={value!r} must be on or off; {SYNTAX}", param=param)
+            updates["content_filter"] = value == "on"
         elif key == "cache":
             updates |= _cache(value, updates.get("cache_misses", base.cache_misses), param=param)
         else:

@@ -228,7 +228,8 @@ EXAMPLES = dict(re.findall(r"^## (.+?)\n.*?```python\n(.*?)```", DOCS.read_text(
 
 
 def test_the_docs_show_one_example_per_format():
-    assert list(EXAMPLES) == ["Chat Completions", "Responses", "Anthropic Messages", "Gemini", "Ollama"]
+    assert list(EXAMPLES) == ["Chat Completions", "Responses", "Anthropic Messages", "Gemini", "Ollama",
+                              "Azure OpenAI"]
 
 
 @pytest.mark.parametrize("heading", EXAMPLES)
