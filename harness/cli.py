@@ -90,6 +90,7 @@ def _cmd_run(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
     state_dir = args.state_dir.absolute()
     state.meta["sandbox"] = str(state_dir / "sandboxes" / state.run_id)
     state.meta["trace"] = str(state_dir / "traces" / f"{state.run_id}.jsonl")
+    state.meta["host"] = socket.gethostname()  # where the sandbox is: shown to whoever decides
     with store.claim(state.run_id):
         if store.exists(state.run_id):
             raise SystemExit(f"harness: run {state.run_id} already exists in {safe(store.label)}")

@@ -33,14 +33,15 @@ from harness.codec import StateFileError, to_dict
 from harness.state import check_run_id
 from harness.store import SqlStore, StoreError
 from harness.ui import kit
-from harness.ui.decide import Conflict, Decider, Decision, Resumer, ui_identity
+from harness.ui.decide import Conflict, Decider, Decision, Resumer, call_id_from_form, ui_identity
 from harness.ui.layout import notice, page
 from harness.ui.live import PARTIAL_HEADER, SCRIPT, stream
 from harness.ui.markup import Markup, html
-from harness.ui.run_page import RunView, run_body
+from harness.ui.run_page import run_body
 from harness.ui.runs_page import STATUSES, runs_body
 from harness.ui.security import SESSION_COOKIE, Guard, GuardMiddleware, Refused, cookie, read_form
 from harness.ui.trace_view import read_trace
+from harness.ui.view import RunView
 
 
 @dataclass(kw_only=True)
@@ -142,7 +143,8 @@ class Pages:
             check_run_id(run_id)
             form = await read_form(request)
             client = request.client.host if request.client else None
-            d = Decision(run_id=run_id, call_id=form.get("call_id", ""), digest=form.get("digest", ""),
+            d = Decision(run_id=run_id, call_id=call_id_from_form(form.get("call_id", "")),
+                         digest=form.get("digest", ""),
                          verdict="approved" if verdict == "approve" else "rejected",
                          reason=form.get("reason", ""), by=ui_identity(client))
             if d.verdict == "rejected" and not d.reason.strip():
@@ -165,7 +167,7 @@ class Pages:
         except ValueError as e:
             return _error(request, 400, str(e))
         if self.ui.resumer is not None:
-            self.ui.resumer.start(run_id)
+            self.ui.resumer.start(run_id, d.call_id)
         return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
     async def api_runs(self, request: Request) -> Response:

@@ -21,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from harness.ui.markup import Markup
 
+MAX_STREAMS_PER_CLIENT = 16
 PARTIAL_HEADER = "x-harness-partial"
 """Sent by the page's script: answer with the page's sections only (no head, no style, no script)."""
 

@@ -28,15 +28,19 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from harness.approvals import MAX_REASON_CHARS
+
 CSRF_COOKIE = "harness_ui_csrf"
 SESSION_COOKIE = "harness_ui_session"
 SESSION_SECONDS = 12 * 3600.0
 """A session from /login lasts this long; then the token is asked for again."""
 MAX_SESSIONS = 1024
 """Sessions kept at once; logging in past this ends the oldest."""
-MAX_FORM_BYTES = 64 * 1024
-"""A decision is a call id, a digest and a reason: anything larger is not one of our forms."""
+MAX_FORM_BYTES = MAX_REASON_CHARS * 12 + 16 * 1024
+"""A decision is a call id, a digest and a reason of up to `MAX_REASON_CHARS` characters (each up
+to 4 bytes of UTF-8, each byte up to 3 once percent-encoded): anything larger is not our form."""
 OPEN_PATHS = ("/login",)
+LOGIN_ATTEMPTS = 5
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{43}")
 """What `secrets.token_urlsafe(32)` makes; a cookie of any other shape is replaced, not echoed."""
 

@@ -1,10 +1,9 @@
 """`harness ui` in a real headless Chromium: list, open, approve, reject with a reason, the
-saved runs checked in the store, the hostile-string run inert, and the README's screenshot."""
+saved runs checked in the store, the hostile-string run inert, a kit report's chart."""
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,10 +16,6 @@ from selenium.webdriver.common.by import By
 from ui_support import hostile_strings, make_runs, save_hostile_run, serve_ui, sqlite_pair, tiny_png, visible
 
 from harness.ui.decide import Resumer
-
-ROOT = Path(__file__).resolve().parents[2]
-README_SCREENSHOT = ROOT / "docs" / "ui-run-page.png"
-"""Rewritten only by `make ui-screenshot` (UI_SCREENSHOT=1): a test run leaves the checkout alone."""
 
 pytestmark = pytest.mark.slow
 
@@ -67,7 +62,7 @@ def test_a_person_approves_one_run_and_rejects_another_in_chromium(browser, tmp_
         wait_for(lambda: "delete_file" in text(browser, "#decision"), what="the waiting call")
         assert '"path": "access.log"' in text(browser, "#waiting-args")
         browser.set_window_size(1280, 1500)
-        shot = README_SCREENSHOT if os.environ.get("UI_SCREENSHOT") == "1" else tmp_path / "run-page.png"
+        shot = tmp_path / "run-page.png"  # the docs' pictures: test_ui_decision_browser.py
         shot.write_bytes(browser.get_screenshot_as_png())
         assert shot.read_bytes().startswith(b"\x89PNG")
 
