@@ -47,7 +47,8 @@ dl.brief { display:grid; grid-template-columns:100px 1fr; gap:5px 14px; margin:0
 dl.brief dt { color:var(--muted); font-weight:600; font-size:13px; }
 dl.brief dd { margin:0; }
 dd.task { white-space:pre-wrap; font-weight:600; max-height:6em; overflow:auto; }
-.badge.writes { background:#fbe3e1; color:var(--bad); } .badge.read_only { background:#dff3e4; color:var(--ok); }
+.badge.writes { background:#fbe3e1; color:var(--bad); }
+.badge.read_only { background:#dff3e4; color:var(--ok); }
 .args { background:#fff; border:1px solid #e0b050; border-radius:4px; padding:6px 10px; margin:8px 0 4px;
         font:12.5px/1.5 ui-monospace, Menlo, monospace; max-height:40vh; overflow:auto; }
 .args .argshead { font:12px/1.5 system-ui, sans-serif; color:var(--muted); }
