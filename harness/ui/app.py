@@ -204,12 +204,6 @@ class Pages:
         if guard.token is None:
             return RedirectResponse("/", status_code=303)
         if request.method == "POST":
-            client = request.client.host if request.client else ""
-            if wait := guard.login_wait(client):
-                response = _error(request, 429, f"Too many wrong tokens from this address: try again in "
-                                                f"{wait:.0f} s.")
-                response.headers["retry-after"] = str(max(1, round(wait)))
-                return response
             try:
                 form = await read_form(request)
             except Refused as e:
@@ -219,7 +213,7 @@ class Pages:
                 session = cookie(SESSION_COOKIE, guard.new_session(), max_age=int(guard.session_seconds))
                 response.raw_headers.append((b"set-cookie", session))
                 return response
-            guard.login_failed(client)
+            guard.login_failed(request.client.host if request.client else "")  # counted: see Guard
         wrong = notice("error", "That is not this UI's token.") if request.method == "POST" else Markup("")
         body = html('<h1>Token</h1>{}<form method="post" action="/login"><input type="hidden" name="csrf" '
                     'value="{}"><label>This UI\'s token: <input type="password" name="token" id="token" '

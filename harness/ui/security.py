@@ -4,8 +4,9 @@
   answered, so a web page cannot reach the UI through DNS rebinding.
 - **Token**: when one is configured (always, off loopback), a request carries it as
   `Authorization: Bearer …` or holds a session cookie given by `/login` for the token. Without
-  it a page redirects to `/login`, and `/api/…` answers 401. `/login` takes at most
-  `LOGIN_ATTEMPTS` wrong tokens a minute from one address, then refuses it (429) for a while.
+  it a page redirects to `/login`, and `/api/…` answers 401. `/login` and `Authorization` headers
+  together take at most `LOGIN_ATTEMPTS` wrong tokens a minute from one address, then refuse it
+  (429) for a while.
 - **CSRF**: each browser gets a random `harness_ui_csrf` cookie (SameSite=Lax, HttpOnly);
   every form carries the same value, and a POST whose field does not match it, or whose
   `Origin` / `Sec-Fetch-Site` says it came from another site, is refused with 403.
@@ -190,11 +191,20 @@ class GuardMiddleware:
                                      "it was started for (see --host)", status_code=400)
         if scope["method"] == "POST" and (why := _cross_site(scope, host)):
             return PlainTextResponse(f"refused: {why}", status_code=403)
-        if self.guard.token is None or scope["path"] in OPEN_PATHS:
+        if self.guard.token is None:
             return None
         bearer = (_header(scope, b"authorization") or "").removeprefix("Bearer ").strip()
-        if (bearer and self.guard.token_matches(bearer)) or self.guard.session_valid(jar.get(SESSION_COOKIE)):
+        client = (scope.get("client") or ("",))[0]
+        guessing = bearer or (scope["method"] == "POST" and scope["path"] == "/login")
+        if guessing and (wait := self.guard.login_wait(client)):  # the right token waits too
+            return PlainTextResponse(f"too many wrong tokens from this address: try again in {wait:.0f} s",
+                                     status_code=429, headers={"retry-after": str(max(1, round(wait)))})
+        if scope["path"] in OPEN_PATHS or self.guard.session_valid(jar.get(SESSION_COOKIE)):
             return None
+        if bearer:
+            if self.guard.token_matches(bearer):
+                return None
+            self.guard.login_failed(client)
         if scope["path"].startswith("/api/"):  # a program: told so, not sent to a form
             return JSONResponse({"error": "this UI needs its token: send Authorization: Bearer TOKEN"},
                                 status_code=401, headers={"www-authenticate": "Bearer"})

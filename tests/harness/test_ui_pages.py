@@ -28,8 +28,8 @@ from harness.ui import runs_page
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "a", "span", "main", "h1", "h2",
                 "h3", "p", "nav", "table", "thead", "tbody", "tr", "th", "td", "code", "div", "section",
                 "article", "pre", "b", "form", "input", "button", "label", "br", "textarea", "script", "svg",
-                "g", "rect", "line", "polyline", "circle", "text", "ul", "li", "i", "dl", "dt", "dd", "details",
-                "summary"}
+                "g", "rect", "line", "polyline", "circle", "text", "ul", "li", "i", "dl", "dt", "dd",
+                "details", "summary"}
 
 
 @pytest.fixture

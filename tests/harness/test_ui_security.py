@@ -149,3 +149,15 @@ def test_wrong_tokens_at_login_are_rate_limited_per_client_and_the_right_one_wai
     assert guesses == [401] * LOGIN_ATTEMPTS + [429] * 3
     assert right.status_code == 429 and int(right.headers["retry-after"]) > 0
     assert "harness_ui_session" not in right.headers.get("set-cookie", "")
+
+
+def test_wrong_bearer_tokens_count_against_the_same_limit_as_the_login_form(tmp_path):
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    with serve_ui(reader, writer=writer, token=TOKEN) as url:
+        guesses = [httpx.get(url + "/api/runs", headers={"authorization": f"Bearer guess-{i}"}).status_code
+                   for i in range(LOGIN_ATTEMPTS + 2)]
+        right = httpx.get(url + "/api/runs", headers={"authorization": f"Bearer {TOKEN}"})
+        form = httpx.post(url + "/login", data={"token": TOKEN})
+    assert guesses == [401] * LOGIN_ATTEMPTS + [429] * 2
+    assert right.status_code == 429 and int(right.headers["retry-after"]) > 0
+    assert form.status_code in (403, 429)  # no CSRF field here; in no case a session
