@@ -149,7 +149,7 @@ class Resumer:
     The run's lease may be held for a moment when the thread starts: by a decision that lost
     (another UI, or the CLI, checking the call it came too late for) or by a worker. The thread
     waits for the lease up to `wait_seconds` (default: one lease period, after which a dead
-    holder's claim has lapsed), then continues the run if the decided call is still pending,
+    holder's claim has lapsed), then continues the run if it is still stopped at the decided call,
     and leaves it alone if someone else continued it meanwhile."""
 
     def __init__(self, store: SqlStore, *, state_dir: os.PathLike[str], base_url: str | None,

@@ -1,5 +1,5 @@
-"""One run: its facts, the call it waits for (with the two buttons), the stop, a chart of
-tokens and cost per turn, the transcript, tool runs and ledger, and the trace.
+"""One run: the decision screen when it waits for one (`decision.py`), its facts, the stop, a
+chart of tokens and cost per turn, the transcript, tool runs and ledger, and the trace.
 
 Every section has an id; the page's script swaps sections in place when the run changes
 (server-sent events), and keeps a half-typed rejection reason while the call is the same.

@@ -217,28 +217,33 @@ def test_harness_run_then_harness_ui_resume_in_two_processes_deletes_the_file_on
     assert not (tmp_path / "sandboxes" / "d1" / "access.log").exists() and _deletes(tmp_path, "d1") == 1
 
 
+def _approve_and_reject_at_once(one: str, two: str) -> list[httpx.Response]:
+    """A person on UI `one` approves d1 while another on UI `two` rejects it, at the same moment."""
+    people = [httpx.Client(base_url=one), httpx.Client(base_url=two)]
+    forms = [_form(people[0], "d1", "approve"), {**_form(people[1], "d1", "reject"), "reason": "no"}]
+    start, answers = threading.Barrier(2), []
+
+    def click(i: int) -> None:
+        start.wait()
+        answers.append(people[i].post(f"/runs/d1/{('approve', 'reject')[i]}", data=forms[i]))
+
+    threads = [threading.Thread(target=click, args=(i,)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for c in people:
+        c.close()
+    return answers
+
+
 def test_two_ui_servers_on_one_database_deciding_at_once_meet_at_the_lease(waiting):
     """Each server has its own store objects, as two UI processes would: the loser waits for
     the winner's lease, then finds the call decided and names the winner's decision."""
     db = waiting / "harness.db"
     first, second = sqlite_pair(db), sqlite_pair(db)
-    answers: list[httpx.Response] = []
     with serve_ui(first[0], writer=first[1]) as one, serve_ui(second[0], writer=second[1]) as two:
-        people = [httpx.Client(base_url=one), httpx.Client(base_url=two)]
-        forms = [_form(people[0], "d1", "approve"), {**_form(people[1], "d1", "reject"), "reason": "no"}]
-        start = threading.Barrier(2)
-
-        def click(i: int) -> None:
-            start.wait()
-            answers.append(people[i].post(f"/runs/d1/{('approve', 'reject')[i]}", data=forms[i]))
-
-        threads = [threading.Thread(target=click, args=(i,)) for i in (0, 1)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        for c in people:
-            c.close()
+        answers = _approve_and_reject_at_once(one, two)
     assert sorted(a.status_code for a in answers) == [303, 409]
     (loser,) = [a for a in answers if a.status_code == 409]
     won = SQLiteStore(db).load("d1").meta["last_decision"]["verdict"]
@@ -325,26 +330,11 @@ def test_two_ui_resume_servers_racing_approve_and_reject_always_finish_the_run(t
         servers = [sqlite_pair(db), sqlite_pair(db)]
         resumers = [Resumer(w, state_dir=state_dir, base_url=mock_url, log=lambda line: None)
                     for _, w in servers]
-        answers: list[httpx.Response] = []
         with serve_ui(servers[0][0], writer=servers[0][1], resumer=resumers[0]) as one, \
                 serve_ui(servers[1][0], writer=servers[1][1], resumer=resumers[1]) as two:
-            people = [httpx.Client(base_url=one), httpx.Client(base_url=two)]
-            forms = [_form(people[0], "d1", "approve"), {**_form(people[1], "d1", "reject"), "reason": "no"}]
-            start = threading.Barrier(2)
-
-            def click(i: int, people=people, forms=forms, start=start, answers=answers) -> None:
-                start.wait()
-                answers.append(people[i].post(f"/runs/d1/{('approve', 'reject')[i]}", data=forms[i]))
-
-            threads = [threading.Thread(target=click, args=(i,)) for i in (0, 1)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            answers = _approve_and_reject_at_once(one, two)
             for r in resumers:
                 r.join(timeout=60)
-            for c in people:
-                c.close()
         state = SQLiteStore(db).load("d1")
         assert sorted(a.status_code for a in answers) == [303, 409]
         assert state.status == "completed", (attempt, state.meta["last_decision"])
