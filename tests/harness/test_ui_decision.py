@@ -22,6 +22,7 @@ from ui_support import (
 from harness import SQLiteStore
 from harness.approvals import MAX_REASON_CHARS
 from harness.cli import main as harness_main
+from harness.state import Approval
 from harness.ui.decide import Resumer
 
 
@@ -117,3 +118,12 @@ def test_the_reason_box_takes_as_much_as_the_cli_and_no_more(tmp_path, mock_url,
     assert harness_main([*argv, "--reason", too_long]) == 2
     assert f"at most {MAX_REASON_CHARS:,} characters" in capsys.readouterr().err
     assert harness_main([*argv, "--reason", longest]) == 3
+
+
+def test_a_call_in_doubt_says_it_may_already_have_happened_and_that_approving_runs_it_again(tmp_path):
+    store = SQLiteStore(tmp_path / "harness.db")
+    state = save_hostile_run(store, "h1", ["plain", "text"])
+    state.stop = Approval(call_id="c<1>", tool_name="delete_file", args=state.stop.args, in_doubt=True)
+    store.save(state)
+    why = _page(tmp_path, "h1").text_of("why")
+    assert "In doubt" in why and "may already have happened" in why and "Approving runs it again" in why
