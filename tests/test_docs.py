@@ -166,3 +166,42 @@ def test_every_relative_link_reaches_a_file(page):
 
 def test_the_link_check_reads_the_links():
     assert "docs/scenarios.md" in local_links(ROOT / "README.md")
+
+
+NAMED_IN = [*LINKED_PAGES, *sorted(p for package in ("mockprovider", "harness", "exitkit", "o200k")
+                                   for p in (ROOT / package).rglob("*.py"))]
+"""The pages, and the shipped code's docstrings and comments: where a reader is sent to a module."""
+DOTTED = re.compile(r"`(mockprovider(?:\.\w+)+)")
+REPO_PATH = re.compile(r"\b((?:tests|mockprovider|experiments|harness|exitkit|o200k|docs)/[\w/-]+\.(?:py|md))\b")
+
+
+def _resolves(name: str) -> bool:
+    """Whether a dotted name is a module of ours, or a name a module of ours defines."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        path = ROOT.joinpath(*parts[:i])
+        source = path.with_suffix(".py") if path.with_suffix(".py").is_file() else path / "__init__.py"
+        if source.is_file():
+            rest = parts[i:]
+            return not rest or (len(rest) == 1 and re.search(rf"\b{rest[0]}\b", source.read_text()) is not None)
+    return False
+
+
+def stale_names(path: Path) -> list[str]:
+    text = path.read_text()
+    names = [n for n in DOTTED.findall(text) if not _resolves(n)]
+    paths = [p for p in REPO_PATH.findall(text) if not (ROOT / p).exists()]
+    return [*names, *paths]
+
+
+@pytest.mark.parametrize("path", NAMED_IN, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_module_and_file_a_page_or_docstring_names_exists(path):
+    # A module moved into a folder leaves its old dotted name in prose that no import checks.
+    assert stale_names(path) == []
+
+
+def test_the_name_check_sees_a_moved_module(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("Bounded by `mockprovider.validation.MAX_DEPTH`, see tests/mockprovider/test_gone.py;\n"
+                    "`mockprovider.reading.validation.MAX_DEPTH` and tests/test_docs.py are real.\n")
+    assert stale_names(page) == ["mockprovider.validation.MAX_DEPTH", "tests/mockprovider/test_gone.py"]
