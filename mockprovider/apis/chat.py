@@ -44,7 +44,7 @@ from mockprovider.scripts.scenarios import ToolCall
 
 
 class ChatRequest(NamedTuple):
-    """A checked chat request (a NamedTuple for speed: see `wire.Completion`; results/bench.md,
+    """A checked chat request (a NamedTuple for speed: see `replies/completions.Completion`; results/bench.md,
     speed tricks: "ChatRequest a NamedTuple")."""
 
     model: str

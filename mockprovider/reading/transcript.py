@@ -1,7 +1,7 @@
 """A request's messages read once: checked, counted, their turn and tool text derived.
 
 The one reader of every wire format: the chat route reads its messages here, and the other
-formats (`formats.scripted_turn`) the chat-shaped messages they translate their requests into,
+formats (`apis/shared.scripted_turn`) the chat-shaped messages they translate their requests into,
 so a conversation is the same turn, tool text and count whichever format carries it. A format
 whose API pairs tool results with calls more loosely than chat's has checked that pairing in its
 own words already and reads with `paired` (see `read`).

@@ -10,10 +10,10 @@ One scenario per file (docs/scenarios.md has the full format):
 
 `turns[i]` answers turn `i` (0-based: the number of assistant messages, as for the built-ins):
 a reply, or a list of alternatives of which the first whose `if` holds wins (the replies and
-conditions are `mockprovider.scenario_parts`). A compiled `FileScenario` is a `Scenario` like
+conditions are `mockprovider.scripts.parts`). A compiled `FileScenario` is a `Scenario` like
 the built-in functions and returns the same `Reply` values, so counting, cuts, streaming and
 faults cannot differ, and every endpoint serves it unchanged. An aimock fixture file
-(`{"fixtures": [...]}`) is converted to this format first (`mockprovider.aimock`).
+(`{"fixtures": [...]}`) is converted to this format first (`mockprovider.scripts.aimock`).
 
 Everything wrong with a file is found here, at start-up: `ScenarioFileError` says the file, the
 JSON path of the bad value and what was expected, on one line. Nothing is checked per request.

@@ -107,7 +107,7 @@ class Options:
     usage: Literal["counted", "recorded"] = "counted"
     """"recorded": a reply's recorded usage, when it has one, instead of the o200k recount."""
     cache: bool = True
-    """Prompt caching as the providers do it (`mockprovider.caching`)."""
+    """Prompt caching as the providers do it (`mockprovider.replies.caching`)."""
     cache_misses: frozenset[int] = frozenset()
     """Turns that read nothing from the cache."""
     chunk: int | None = None
@@ -212,7 +212,7 @@ def apply(base: Options, text: str, *, param: str) -> Options:
                 )
             updates["refuse_undeclared"] = value == "refuse"
         elif key == "scenario":
-            continue  # chosen by pipeline.resolve, before any options apply
+            continue  # chosen by apis/steps.resolve, before any options apply
         elif key == "usage":
             if value not in ("counted", "recorded"):
                 raise invalid(f"option usage={value!r} must be 'counted' or 'recorded'; {SYNTAX}",
