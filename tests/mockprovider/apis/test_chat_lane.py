@@ -76,3 +76,31 @@ def test_a_deeply_nested_body_is_answered_alike_by_the_lane_and_by_the_router():
                 response = client.post(path, content=body, headers={"content-type": "application/json"})
                 answers.add((depth, response.status_code))
     assert len(answers) == len({depth for depth, _ in answers})
+
+
+PATHS = ["/v1/chat/completions", "/o/latency=0/v1/chat/completions"]
+"""The lane's path, and the router's."""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_crash_after_a_chat_stream_started_reaches_the_mocks_log(path, monkeypatch, caplog):
+    async def breaks_midway(completion, req, options):
+        yield b'data: {"choices": []}\n\n'
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(chat, "_stream", breaks_midway)
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        client.post(path, json={"model": "plan", "messages": MESSAGES, "stream": True})
+    assert [r.exc_info[0] for r in caplog.records if r.name == "mockprovider" and r.exc_info] == [RuntimeError]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_middleware_the_user_adds_sees_the_chat_request_too(path):
+    from starlette.middleware.cors import CORSMiddleware
+
+    app = create_app()
+    app.add_middleware(CORSMiddleware, allow_origins=["*"])
+    with TestClient(app) as client:
+        reply = client.post(path, json={"model": "plan", "messages": MESSAGES},
+                            headers={"origin": "http://agent.test"})
+    assert reply.status_code == 200 and reply.headers["access-control-allow-origin"] == "*"
