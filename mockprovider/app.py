@@ -96,14 +96,16 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 
 class MockApp(Starlette):
-    """Starlette, with the chat request answered by `ChatLane` before any of Starlette's layers."""
+    """Starlette, with the chat request answered by `ChatLane` before any of Starlette's layers,
+    unless the user added middleware of their own (`add_middleware`): that sees every request."""
 
     def __init__(self, *, lane: chat.ChatLane, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.lane = lane
+        self.own_middleware = len(self.user_middleware)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if chat.serves(scope):
+        if chat.serves(scope) and len(self.user_middleware) == self.own_middleware:
             scope["app"] = self
             await self.lane(scope, receive, send)
         else:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from mockprovider.apis.steps import (
     api_error,
@@ -321,7 +321,25 @@ class ChatLane:
             await send({"type": "http.response.start", "status": 200, "headers": head})
             await send({"type": "http.response.body", "body": out})
         else:
-            await out(scope, receive, headers.adding(scope, send, self.defaults, rid, started))
+            await self._respond(out, scope, receive, headers.adding(scope, send, self.defaults, rid, started))
+
+    async def _respond(self, out: Response, scope: Scope, receive: Receive, send: Send) -> None:
+        """`out` sent; a crash once a stream started still goes to `server_error` (the server's log),
+        as Starlette's error middleware does behind the router, and its 500 only if nothing was sent."""
+        begun = False
+
+        async def sending(message: Message) -> None:
+            nonlocal begun
+            begun = begun or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await out(scope, receive, sending)
+        except Exception as exc:
+            response = await self.server_error(Request(scope, receive, send), exc)
+            if not begun:
+                await response(scope, receive, send)
+            raise
 
 
 ROUTES = [
