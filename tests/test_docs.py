@@ -172,7 +172,8 @@ NAMED_IN = [*LINKED_PAGES, *sorted(p for package in ("mockprovider", "harness", 
                                    for p in (ROOT / package).rglob("*.py"))]
 """The pages, and the shipped code's docstrings and comments: where a reader is sent to a module."""
 DOTTED = re.compile(r"`(mockprovider(?:\.\w+)+)")
-REPO_PATH = re.compile(r"\b((?:tests|mockprovider|experiments|harness|exitkit|o200k|docs)/[\w/-]+\.(?:py|md))\b")
+TOPS = "tests|mockprovider|experiments|harness|exitkit|o200k|docs"
+REPO_PATH = re.compile(rf"\b((?:{TOPS})/[\w/-]+\.(?:py|md))\b")
 
 
 def _resolves(name: str) -> bool:
@@ -183,7 +184,8 @@ def _resolves(name: str) -> bool:
         source = path.with_suffix(".py") if path.with_suffix(".py").is_file() else path / "__init__.py"
         if source.is_file():
             rest = parts[i:]
-            return not rest or (len(rest) == 1 and re.search(rf"\b{rest[0]}\b", source.read_text()) is not None)
+            defined = len(rest) == 1 and re.search(rf"\b{rest[0]}\b", source.read_text()) is not None
+            return not rest or defined
     return False
 
 
