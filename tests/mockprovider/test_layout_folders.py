@@ -115,11 +115,12 @@ def test_the_test_tree_mirrors_the_mocks_folders():
     assert folders == tests
 
 
-def _planted(tmp_path: Path, file: str, line: str) -> list[str]:
+def _planted(tmp_path: Path, file: str, line: str, *more: tuple[str, str]) -> list[str]:
     shutil.copytree(ROOT / "mockprovider", tmp_path / "mockprovider",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    target = tmp_path / "mockprovider" / file
-    target.write_text(target.read_text() + f"\n{line}\n")
+    for name, text in ((file, line), *more):
+        target = tmp_path / "mockprovider" / name
+        target.write_text(target.read_text() + f"\n{text}\n")
     return folder_violations(tmp_path)
 
 
@@ -138,3 +139,10 @@ def test_a_reply_reading_a_surface_or_the_journal_is_refused(tmp_path):
     found = _planted(tmp_path, "replies/caching.py", "import mockprovider.journal")
     assert found == ["mockprovider/replies/caching.py imports mockprovider.journal: replies/ may import only "
                      "['errors', 'reading', 'scripts']"]
+
+
+def test_a_surface_reaching_another_through_its_folders_init_is_refused(tmp_path):
+    found = _planted(tmp_path, "apis/__init__.py", "from mockprovider.apis.gemini import ROUTES as GEMINI",
+                     ("apis/ollama.py", "from mockprovider.apis import GEMINI"))
+    assert found == ["mockprovider/apis/ollama.py imports mockprovider.apis: a surface imports "
+                     "only the shared steps, never another surface"]
