@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import shutil
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,3 +148,45 @@ def test_a_surface_reaching_another_through_its_folders_init_is_refused(tmp_path
                      ("apis/ollama.py", "from mockprovider.apis import GEMINI"))
     assert found == ["mockprovider/apis/ollama.py imports mockprovider.apis: a surface imports "
                      "only the shared steps, never another surface"]
+
+
+README_NAMES = {"re2": "google-re2", "o200k": "`o200k`", "starlette": "starlette", "httpx": "httpx",
+                "uvicorn": "uvicorn", "anyio": "anyio"}
+"""How a README names a package outside the mock that a folder imports."""
+
+
+def unnamed_imports(root: Path, folder: str) -> list[str]:
+    """What `folder`'s modules import, outside the standard library and the mock's folders, that
+    its README's "May import" does not name (a top-level module of the mock as `mockprovider.x`)."""
+    text = (root / "mockprovider" / folder / "README.md").read_text()
+    allowed = text.split("**May import:**")[1].split("**Must never import:**")[0]
+    names: set[str] = set()
+    for path in (root / "mockprovider" / folder).rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names.add(node.module or "")
+    unnamed = []
+    for name in sorted(names):
+        top, _, rest = name.partition(".")
+        if top in sys.stdlib_module_names or top == "__future__":
+            continue
+        if top == "mockprovider":
+            first = rest.split(".")[0]
+            if first in (*ORDER, "recorder") or f"`mockprovider.{first}`" in allowed:
+                continue
+        elif README_NAMES.get(top, top) in allowed:
+            continue
+        unnamed.append(f"{folder}: {name}")
+    return unnamed
+
+
+def test_each_folders_readme_names_everything_the_folder_imports():
+    assert [u for folder in (*ORDER, "recorder") for u in unnamed_imports(ROOT, folder)] == []
+
+
+def test_an_import_a_readme_does_not_name_is_seen(tmp_path):
+    _planted(tmp_path, "replies/faults.py", "import httpx")
+    assert "replies: httpx" in unnamed_imports(tmp_path, "replies")
