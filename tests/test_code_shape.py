@@ -26,3 +26,13 @@ def test_no_function_is_longer_than_60_lines(package):
 
 def test_the_rule_sees_every_package():
     assert {"harness", "mockprovider", "o200k", "exitkit", "experiments"} <= set(PACKAGES)
+
+
+MODULE_LIMIT = 400
+
+
+def test_no_module_of_the_mock_is_longer_than_400_lines():
+    # The mock's folders keep a module to one job; past 400 lines a module holds two.
+    long = [f"{p.relative_to(ROOT)} ({n} lines)" for p in sorted((ROOT / "mockprovider").rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > MODULE_LIMIT]
+    assert long == []
