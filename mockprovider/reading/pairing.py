@@ -6,13 +6,16 @@ a call id. A result with an id answers that call; one without answers the earlie
 unanswered (of its tool's name, when it gives one). A result that answers nothing is a 400, as
 a tool message answering no call is on the chat route. The calls keep the ids the request
 gave them, so the conversation reads, and counts, as the chat route's would.
+
+The chat route's own errors for a tool message answering no call, answering one twice, or a call
+left unanswered are here too, beside these rules.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
-from mockprovider.errors import invalid
+from mockprovider.errors import APIError, invalid
 
 
 class Calls:
@@ -70,3 +73,33 @@ class Calls:
             "still unanswered in the request.",
             param=param,
         )
+
+
+# The chat route's stricter pairing (`transcript.read`) refuses in the real API's wording and `param`
+# (docs/conformance.md cites where each was seen).
+
+
+def orphan(i: int) -> APIError:
+    return invalid(
+        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
+        "'tool_calls'.",
+        param=f"messages.[{i}].role",
+    )
+
+
+def duplicate(call_id: str, i: int) -> APIError:
+    return invalid(
+        f"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
+        f"'tool_calls'; tool_call_id {call_id!r} is already answered by an earlier tool message.",
+        param=f"messages.[{i}].role",
+    )
+
+
+def unanswered(pending: dict[str, int]) -> APIError:
+    """The assistant message whose calls `pending` holds was not followed by an answer to each."""
+    at = next(iter(pending.values()))
+    return invalid(
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+        "'tool_call_id'. The following tool_call_ids did not have response messages: " + ", ".join(pending),
+        param=f"messages.[{at}].role",
+    )

@@ -32,7 +32,8 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 import o200k
-from mockprovider.errors import APIError, invalid, missing
+from mockprovider.errors import invalid, missing
+from mockprovider.reading.pairing import duplicate, orphan, unanswered
 from mockprovider.scripts.scenarios import Conversation
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
@@ -207,37 +208,8 @@ def _check_answer(call_id: Any, i: int, calls: set[str], pending: dict[str, int]
     if not isinstance(call_id, str):
         raise missing(f"messages[{i}].tool_call_id")
     if pending.pop(call_id, None) is None and not (paired and call_id in calls):
-        raise (_duplicate(call_id, i) if call_id in calls else _orphan(i))
+        raise (duplicate(call_id, i) if call_id in calls else orphan(i))
     return len(call_id)
-
-
-# The real API's wording and `param` (docs/conformance.md cites where each was seen).
-
-
-def _orphan(i: int) -> APIError:
-    return invalid(
-        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
-        "'tool_calls'.",
-        param=f"messages.[{i}].role",
-    )
-
-
-def _duplicate(call_id: str, i: int) -> APIError:
-    return invalid(
-        f"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
-        f"'tool_calls'; tool_call_id {call_id!r} is already answered by an earlier tool message.",
-        param=f"messages.[{i}].role",
-    )
-
-
-def unanswered(pending: dict[str, int]) -> APIError:
-    """The assistant message whose calls `pending` holds was not followed by an answer to each."""
-    at = next(iter(pending.values()))
-    return invalid(
-        "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
-        "'tool_call_id'. The following tool_call_ids did not have response messages: " + ", ".join(pending),
-        param=f"messages.[{at}].role",
-    )
 
 
 # --- reading and counting ------------------------------------------------------------------

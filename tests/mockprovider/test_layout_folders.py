@@ -16,7 +16,8 @@ KERNEL = {"errors", "journal"}
 """Top-level modules that import nothing of the mock, so every folder may use them."""
 MAY_USE_KERNEL = {"scripts": {"errors"}, "reading": {"errors"}, "replies": {"errors"}, "apis": KERNEL}
 SHARED_STEPS = {"steps", "shared"}
-OWN_HELPERS = {"gemini": {"gemini_request"}, "azure": {"chat", "responses"}}
+OWN_HELPERS = {"gemini": {"gemini_request"}, "anthropic": {"anthropic_request"}, "responses": {"responses_request"},
+               "azure": {"chat", "responses"}}
 """A surface's own helpers; Azure OpenAI is the chat and responses surfaces behind Azure's doors."""
 ONLY_THESE_REACH_THE_RECORDER = {"pytest_plugin", "__main__", "recorder"}
 
