@@ -191,3 +191,10 @@ def test_each_folders_readme_names_everything_the_folder_imports():
 def test_an_import_a_readme_does_not_name_is_seen(tmp_path):
     _planted(tmp_path, "replies/faults.py", "import httpx")
     assert "replies: httpx" in unnamed_imports(tmp_path, "replies")
+
+
+def test_a_folder_importing_the_whole_package_is_refused(tmp_path):
+    # `import mockprovider` runs its __init__ (the app, the server) and reaches every module by name.
+    found = _planted(tmp_path, "reading/memo.py", "import mockprovider")
+    assert found == ["mockprovider/reading/memo.py imports mockprovider.__init__: reading/ may import only "
+                     "['errors', 'scripts']"]
