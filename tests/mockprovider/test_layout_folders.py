@@ -197,6 +197,7 @@ def test_a_folder_importing_the_whole_package_is_refused(tmp_path):
     # `import mockprovider` runs its __init__ (the app, the server) and reaches every module by name.
     found = _planted(tmp_path, "reading/memo.py", "import mockprovider")
     assert found == [
-        "mockprovider/reading/memo.py imports mockprovider.__init__: reading/ may import only ['errors', 'scripts']",
+        "mockprovider/reading/memo.py imports mockprovider.__init__: reading/ may import only "
+        "['errors', 'scripts']",
         "a circle between the mock's folders and modules: __init__ → app → apis → reading → __init__",
     ]
