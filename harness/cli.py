@@ -47,7 +47,7 @@ from harness.chapter import (
 from harness.codec import to_dict
 from harness.listing import safe
 from harness.state import Approval, RunState, Status, new_run, pending
-from harness.store import Fenced, LedgerConflict, RunOwned, SqlStore
+from harness.store import Fenced, LedgerConflict, RunOwned, SqlStore, StoreBusy
 from harness.ui import options as ui_options
 from harness.wiring import (
     Dedupe,
@@ -259,7 +259,7 @@ def main(argv: Sequence[str] | None = None, *, checkpoint: Callable[[str], None]
     try:
         store = open_cli_store(args, checkpoint)
         return COMMANDS[args.command](args, store, checkpoint)
-    except (RunOwned, DecisionLost, Fenced, LedgerConflict) as e:
+    except (RunOwned, DecisionLost, Fenced, LedgerConflict, StoreBusy) as e:
         print(f"harness: refused: {safe(e)}", file=sys.stderr)
         return REFUSED
     except (FileNotFoundError, ValueError) as e:

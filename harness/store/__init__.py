@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from harness.state import RunState
-from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreError
+from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreBusy, StoreError
 from harness.store.masking import mask_url
 from harness.store.sql import DEFAULT_LEASE_SECONDS, RunSummary, SqlStore
 from harness.store.sqlite import DEFAULT_FILE, MemoryStore, SQLiteStore
@@ -49,4 +49,5 @@ def __getattr__(name: str):
 
 
 __all__ = ["DEFAULT_FILE", "DEFAULT_LEASE_SECONDS", "Fenced", "LedgerConflict", "MemoryStore", "RunOwned",
-           "RunSummary", "SQLiteStore", "SqlStore", "Store", "StoreError", "mask_url", "open_store"]
+           "RunSummary", "SQLiteStore", "SqlStore", "Store", "StoreBusy", "StoreError", "mask_url",
+           "open_store"]

@@ -8,15 +8,21 @@ sees it; and lease times come from the database's clock, so hosts need not agree
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from functools import cache
 
-from harness.store.errors import StoreError
+from harness.store.errors import StoreError, TransactionExpired
 from harness.store.masking import mask_url
-from harness.store.sql import SqlStore, Tx
+from harness.store.sql import IDLE_FLOOR_SECONDS, SqlStore, Tx
 
-IDLE_FLOOR_SECONDS = 5.0
-"""The shortest time the server lets a session sit idle inside a transaction."""
+# The pool logs what it already told us through an exception (a connection the server ended,
+# one that failed to open); with no logging set up, Python would print those records raw on
+# stderr beside the store's own one-line error. A program that sets up logging still gets them.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
+
+SCHEMA_LOCK = int.from_bytes(b"harness", "big")
+"""The advisory lock key under which a database's tables are created."""
 
 
 @cache
@@ -88,13 +94,24 @@ class PostgresStore(SqlStore):
         conn.execute("SELECT set_config('idle_in_transaction_session_timeout', %s, false)", (str(timeout),))
         conn.commit()
 
+    def _tables(self, tx: Tx) -> set[str]:
+        return {r[0] for r in tx.fetchall(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")}
+
+    def _lock_schema(self, tx: Tx) -> None:
+        # Concurrent `CREATE TABLE IF NOT EXISTS` of one name collide in the catalog (a unique
+        # violation, not a wait): the first users of a fresh database take turns instead.
+        tx.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
+
     @contextlib.contextmanager
     def _transaction(self, *, write: bool = True) -> Iterator[Tx]:
         try:
             with self._pool.connection() as conn, conn.transaction():
                 yield _PgTx(conn)
         except self._errors as e:
-            raise StoreError(
+            # 25P03: the server ended a session left idle inside a transaction past a lease.
+            kind = TransactionExpired if getattr(e, "sqlstate", None) == "25P03" else StoreError
+            raise kind(
                 f"{self.label}: {_first_line(e, '')}; this transaction was rolled back"
             ) from None
         except TimeoutError as e:  # the pool found no connection in time

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 from harness.codec import StateFileError
 from harness.state import Approval, RunState, check_run_id
-from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreError
+from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreError, TransactionExpired
 from harness.store.masking import mask_command
 from harness.store.rows import APPEND_ONLY, CACHE, Delta, Tracker, assemble
 
@@ -45,6 +45,9 @@ DB_SCHEMA_VERSION = 1
 """The layout of the tables; a database written by a newer layout is refused, not guessed at."""
 DEFAULT_LEASE_SECONDS = 30.0
 """How long a claim outlives its holder's last heartbeat (`HARNESS_LEASE_SECONDS`)."""
+IDLE_FLOOR_SECONDS = 5.0
+"""The shortest stall inside a save after which its holder is treated as stuck: a busy machine
+may stall a live save that long."""
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS harness_schema (version INTEGER NOT NULL)",
@@ -63,6 +66,9 @@ SCHEMA = (
         state TEXT NOT NULL, attempt INTEGER NOT NULL, epoch INTEGER NOT NULL,
         UNIQUE (run_id, tool_call_id))""",
 )
+
+
+TABLES = frozenset({"harness_schema", "runs", "run_items", "leases", "tool_ledger"})
 
 
 class Tx(Protocol):
@@ -128,8 +134,21 @@ class SqlStore:
     def close(self) -> None:
         """Release connections (claims end with their `with` blocks)."""
 
+    def _tables(self, tx: Tx) -> set[str]:
+        """The names of the tables the store's statements would find."""
+        raise NotImplementedError
+
+    def _lock_schema(self, tx: Tx) -> None:
+        """Inside the transaction that creates the tables: wait for any other process doing so."""
+
     def _create_schema(self) -> None:
+        # Looked at first in a read: a database already set up is opened without the write lock,
+        # so `harness list` reads beside a writer (SQLite) and nothing waits for anyone.
+        with self._transaction(write=False) as tx:
+            if TABLES <= self._tables(tx) and tx.fetchall("SELECT version FROM harness_schema"):
+                return self._check_schema(tx)
         with self._transaction() as tx:
+            self._lock_schema(tx)
             for statement in SCHEMA:
                 tx.execute(statement)
             if not tx.fetchall("SELECT version FROM harness_schema"):
@@ -191,9 +210,24 @@ class SqlStore:
                     tx.execute("UPDATE leases SET until = ? WHERE run_id = ? AND owner = ? AND epoch = ?",
                                (tx.now() + self.lease_seconds, run_id, claim.owner, claim.epoch))
 
+    def _paused_out(self, run_id: str) -> Fenced:
+        """This process sat paused inside a save past its lease and the database ended the save:
+        its claim is over (no more heartbeats, every later save refused)."""
+        claim = self._claims[run_id]
+        claim.stop.set()
+        now = None
+        with contextlib.suppress(Exception):  # who holds the run now is worth saying, not waiting for
+            with self._transaction(write=False) as tx:
+                rows = tx.fetchall("SELECT epoch, owner FROM leases WHERE run_id = ?", (run_id,))
+            if rows and rows[0][1] is not None and rows[0][1] != claim.owner:
+                now = rows[0][0]
+        return Fenced(run_id, claim.epoch, now, paused=True)
+
     def _fence(self, tx: Tx, run_id: str) -> int:
         """Inside a save: renew our lease, or refuse (`Fenced`, `RunOwned`); the epoch written."""
         claim = self._claims.get(run_id)
+        if claim is not None and claim.stop.is_set():
+            raise Fenced(run_id, claim.epoch, None, paused=True)
         if claim is not None:
             if tx.execute("UPDATE leases SET until = ? WHERE run_id = ? AND owner = ? AND epoch = ?",
                           (tx.now() + self.lease_seconds, run_id, claim.owner, claim.epoch)) != 1:
@@ -223,8 +257,10 @@ class SqlStore:
                 self._write(tx, state, delta, epoch)
                 if self.checkpoint is not None:
                     self.checkpoint("mid_save")
-        except BaseException:
+        except BaseException as e:
             self._tracker.forget(state.run_id)
+            if isinstance(e, TransactionExpired) and state.run_id in self._claims:
+                raise self._paused_out(state.run_id) from None
             raise
         self._tracker.written(state)
         self.saves += 1
