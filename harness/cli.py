@@ -144,8 +144,11 @@ def _cmd_show(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
 
 
 def _cmd_list(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
-    print("\n".join(safe(line) for line in listing.list_lines(store, args.status, as_json=args.json)))
-    return 0
+    lines, damaged = listing.list_lines(store, args.status, as_json=args.json)
+    print("\n".join(safe(line) for line in lines), flush=True)
+    for message in damaged:  # the other runs are listed; each damaged one is named
+        print(f"harness: {safe(message)}", file=sys.stderr)
+    return 2 if damaged else 0
 
 
 def _cmd_import(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:

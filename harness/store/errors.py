@@ -66,11 +66,11 @@ class Fenced(Exception):
 
 
 class LedgerConflict(Exception):
-    """A tool call was about to start while the ledger shows it already started and unfinished."""
+    """A tool call was about to start while the ledger shows it already started (unfinished, by
+    another writer) or done (the run was restored from an older copy)."""
 
-    def __init__(self, run_id: str, call_id: str) -> None:
-        self.run_id, self.call_id = run_id, call_id
-        super().__init__(
-            f"call {call_id!r} of run {run_id} is already started in the tool ledger by another writer; "
-            "it was not started a second time"
-        )
+    def __init__(self, run_id: str, call_id: str, *, done: bool = False) -> None:
+        self.run_id, self.call_id, self.done = run_id, call_id, done
+        what = ("done in the tool ledger, which is newer than this copy of the run (restored from a "
+                "backup?)" if done else "started in the tool ledger by another writer")
+        super().__init__(f"call {call_id!r} of run {run_id} is already {what}; it was not started a second time")

@@ -172,20 +172,24 @@ def test_a_connection_lost_mid_run_stops_it_resumable_never_half_saved(pg_url, m
 @pytest.mark.parametrize(("column", "value"), [("turns", "'x'"), ("cost_usd", "'lots'"),
                                                ("updated_at", "'zz'"), ("waiting_call", "x'00'"),
                                                ("status", "x'00'")])
-def test_a_hand_edited_runs_row_is_one_line_naming_the_run_and_column(column, value, tmp_path, capsys):
+def test_a_hand_edited_runs_row_is_named_and_the_other_runs_still_listed(column, value, tmp_path, capsys):
     import sqlite3
 
     db = tmp_path / "harness.db"
     store = SQLiteStore(db)
-    store.save(new_run("t", run_id="ok1"))
-    store.save(new_run("t", run_id="bad1"))
+    for run_id in ("ok1", "bad1", "ok2"):
+        store.save(new_run("t", run_id=run_id))
     store.close()
     with sqlite3.connect(db) as conn:
         conn.execute(f"UPDATE runs SET {column} = {value} WHERE run_id = 'bad1'")
-    for argv in (["list"], ["list", "--json"]):
-        assert main(["--store", f"sqlite:///{db}", *argv]) == 2
-        err = capsys.readouterr().err
-        assert "bad1" in err and column in err and err.count("\n") == 1, err
+    assert main(["--store", f"sqlite:///{db}", "list"]) == 2
+    out, err = capsys.readouterr()
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["ok1", "ok2"], out
+    assert "bad1" in err and column in err and err.count("\n") == 1, err
+    assert main(["--store", f"sqlite:///{db}", "list", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert [json.loads(line)["run_id"] for line in out.splitlines()] == ["ok1", "ok2"], out
+    assert "bad1" in err and column in err and err.count("\n") == 1, err
 
 
 def test_import_state_never_overwrites_a_run_created_while_it_was_importing(tmp_path):
