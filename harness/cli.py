@@ -62,6 +62,12 @@ from harness.wiring import (
 DEFAULT_TASK = "Which file mentions a timeout?"
 EXIT = {"completed": 0, "failed": 1}
 REFUSED = 4
+
+
+class RunExists(Exception):
+    """`harness run --run-id` of an id already taken: refused, the saved run left as it is."""
+
+
 def _report(state: RunState) -> list[str]:
     return listing.report(state, _label(state), from_cli=cli_run(state))
 
@@ -92,7 +98,8 @@ def _cmd_run(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
     state.meta["trace"] = str(state_dir / "traces" / f"{state.run_id}.jsonl")
     with store.claim(state.run_id):
         if store.exists(state.run_id):
-            raise SystemExit(f"harness: run {state.run_id} already exists in {safe(store.label)}")
+            raise RunExists(f"run {state.run_id} already exists in {store.label}; nothing was written "
+                            "(choose another --run-id, or resume it)")
         return _finish(state, store, args, checkpoint)
 
 
@@ -117,7 +124,7 @@ def _cmd_resume(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
         state = store.load(args.run_id)
         # "running" in the store, with the claim ours, means the process that ran it died: resume it.
         if not (state.resumable or state.status == "running"):
-            raise SystemExit(f"harness: run {state.run_id} is {state.status}; nothing to resume")
+            raise ValueError(f"run {state.run_id} is {state.status}; nothing to resume")
         changes = {k: getattr(args, k) for k in ("max_turns", "budget") if hasattr(args, k)}
         if changes:
             state.meta["settings"] = to_dict(dataclasses.replace(settings_of(state), **changes))
@@ -262,7 +269,7 @@ def main(argv: Sequence[str] | None = None, *, checkpoint: Callable[[str], None]
     try:
         store = open_cli_store(args, checkpoint)
         return COMMANDS[args.command](args, store, checkpoint)
-    except (RunOwned, DecisionLost, Fenced, LedgerConflict, StoreBusy) as e:
+    except (RunOwned, DecisionLost, Fenced, LedgerConflict, StoreBusy, RunExists) as e:
         print(f"harness: refused: {safe(e)}", file=sys.stderr)
         return REFUSED
     except (FileNotFoundError, ValueError) as e:

@@ -214,3 +214,16 @@ def test_import_state_never_overwrites_a_run_created_while_it_was_importing(tmp_
     lines, _ = listing.import_state(old, store)
     assert any(line.startswith("skipped old1: already in") for line in lines), lines
     assert SQLiteStore(tmp_path / "harness.db").load("old1").messages == rival.messages
+
+
+def test_resuming_a_finished_run_is_a_usage_error_and_reusing_an_id_is_refused(mock_url, tmp_path, capsys):
+    argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
+    assert main([*argv, "run", "--scenario", "plan", "--run-id", "p1"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "resume", "p1"]) == 2
+    err = capsys.readouterr().err
+    assert err == "harness: run p1 is completed; nothing to resume\n", err
+    assert main([*argv, "run", "--scenario", "destructive", "--run-id", "p1"]) == REFUSED
+    err = capsys.readouterr().err
+    assert err.startswith("harness: refused: run p1 already exists in ") and err.count("\n") == 1, err
+    assert SQLiteStore.in_folder(tmp_path).load("p1").status == "completed"
