@@ -1,16 +1,18 @@
 """`python -m harness` / `harness`: run a scenario, then approve, reject, resume, list or show it.
 
 Runs are kept in a store named by one URL (`--store`, else $HARNESS_STORE, else the SQLite
-database `harness.db` in the state folder); the state folder (`--state-dir`, else
+database `harness.db` in the state folder; a password belongs in $HARNESS_STORE or ~/.pgpass,
+as every local user sees a command line); the state folder (`--state-dir`, else
 $HARNESS_STATE_DIR, else ./state) holds each new run's sandbox under `sandboxes/<id>/` and its
 trace under `traces/<id>.jsonl`, and the run records both paths, so `approve RUN --store
 postgresql://…` from another folder acts on the files of the run it approves. The settings a
 run was started with (`Settings`) are kept in the run, so `resume` needs only the id. Ctrl-C
 cancels the run through its signal: it is saved `interrupted/cancelled` and the command that
-resumes it is printed. Exit status: 0 completed, 1 failed, 2 a usage error, a bad store URL or
-a bad saved run (nothing written), 3 stopped but resumable, 4 refused: another live process
-owns the run, this process lost its lease (fenced), or the call already had a decision (this
-one lost and changed nothing).
+resumes it is printed. Exit status: 0 completed, 1 failed, 2 a usage error (resuming a finished
+run), a bad store URL or a bad saved run (nothing written), 3 stopped but resumable, 4 refused:
+the run id is taken, another live process owns the run or holds the SQLite file's write lock,
+this process lost its lease (fenced), or the call already had a decision (this one lost and
+changed nothing).
 
 One writer per run: `run`, `resume`, `approve` and `reject` claim the run's lease (see
 `harness.store`) before they load it and hold it to the end; a run whose owner died is taken
@@ -226,7 +228,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="where runs are saved (default: $HARNESS_STATE_DIR or ./state)")
     p.add_argument("--store", default=None, metavar="URL",
                    help="sqlite:///path/harness.db or postgresql://user@host/db "
-                        "(default: $HARNESS_STORE, else STATE_DIR/harness.db)")
+                        "(default: $HARNESS_STORE, else STATE_DIR/harness.db); a password given "
+                        "here is visible to every local user in ps: set $HARNESS_STORE instead, "
+                        "or keep the password in ~/.pgpass")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible /v1 URL (default: $LLM_BASE_URL)")
     sub = p.add_subparsers(dest="command", required=True)
     _run_parser(sub)

@@ -156,3 +156,10 @@ def test_the_drivers_log_records_are_masked_too(pg_url, caplog):
     logging.getLogger("psycopg.pool").warning("error connecting in %r: %s", "pool-1",
                                               f'invalid token "{password}" in {url}')
     assert "pool-1" in caplog.text and _leaks(caplog.text, password) == [], caplog.text
+
+
+def test_help_says_a_password_on_the_command_line_is_visible_to_every_local_user(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "visible to every local user in ps" in text and "$HARNESS_STORE" in text, text
