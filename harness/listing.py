@@ -125,7 +125,8 @@ def list_lines(store: SqlStore, status: str | None, *, as_json: bool) -> tuple[l
     """The lines of `harness list`, and one message per damaged `runs` row (left out of them)."""
     listing = store.scan_runs(status)
     if as_json:
-        return [json.dumps({**to_dict(r), "cost_usd": money(r.cost_usd)}) for r in listing.runs], listing.damaged
+        lines = [json.dumps({**to_dict(r), "cost_usd": money(r.cost_usd)}) for r in listing.runs]
+        return lines, listing.damaged
     lines = [f"{'run id':<20} {'status':<20} {'turns':>5} {'cost':>10}  waiting call"]
     for r in listing.runs:
         waiting = f"{r.waiting_call} {r.waiting_tool}" if r.waiting_call else "-"

@@ -54,8 +54,8 @@ class Fenced(Exception):
     def __init__(self, run_id: str, epoch: int, now: int | None, *, paused: bool = False) -> None:
         self.run_id, self.epoch, self.now = run_id, epoch, now
         if paused:
-            why = ("it was paused inside a save past its lease, and the database ended that save "
-                   + (f"(the run now belongs to epoch {now})" if now is not None else "(nothing of it was written)"))
+            then = f"(the run now belongs to epoch {now})" if now is not None else "(nothing of it landed)"
+            why = f"it was paused inside a save past its lease, and the database ended that save {then}"
         else:
             by = f"epoch {now}" if now is not None else "no one (the lease was released)"
             why = f"the lease expired and the run now belongs to {by}"
@@ -73,4 +73,6 @@ class LedgerConflict(Exception):
         self.run_id, self.call_id, self.done = run_id, call_id, done
         what = ("done in the tool ledger, which is newer than this copy of the run (restored from a "
                 "backup?)" if done else "started in the tool ledger by another writer")
-        super().__init__(f"call {call_id!r} of run {run_id} is already {what}; it was not started a second time")
+        super().__init__(
+            f"call {call_id!r} of run {run_id} is already {what}; it was not started a second time"
+        )

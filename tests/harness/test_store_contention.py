@@ -100,7 +100,8 @@ def test_the_cli_refuses_with_exit_4_naming_the_stuck_writer(stuck_sqlite_writer
     monkeypatch.setenv("HARNESS_LEASE_SECONDS", "0.5")  # a writer waits a lease (at least 5 s), not 30 s
     assert main(["--store", f"sqlite:///{db}", "resume", "r1"]) == REFUSED
     err = capsys.readouterr().err
-    assert err.startswith("harness: refused: ") and f"process {child.pid}" in err and err.count("\n") == 1, err
+    assert err.startswith("harness: refused: ") and f"process {child.pid}" in err, err
+    assert err.count("\n") == 1, err
 
 
 def test_another_applications_sqlite_file_is_refused_and_left_as_it_was(tmp_path, capsys):
