@@ -115,9 +115,9 @@ def scrub_exception(error: BaseException | None, secrets: tuple[str, ...]) -> No
 
 
 def check_password(url: str) -> None:
-    """Refuse a URL whose password libpq would misread (a raw `@`, `/`, `?`, `#`, space, or a `%`
-    that starts no escape) before any driver sees it: the driver would quote what it misread,
-    and look a piece of the password up as a host name."""
+    """Refuse a URL whose password libpq (or `urlsplit`) would misread (a raw `@`, `/`, `?`, `#`,
+    `[`, `]`, space, or a `%` that starts no escape) before any driver sees it: the driver would
+    quote what it misread, and look a piece of the password up as a host name."""
     _, sep, rest = url.partition("://")
     if not sep:
         return
@@ -125,7 +125,7 @@ def check_password(url: str) -> None:
     if end < len(rest) and rest[end] == "@":  # libpq's userinfo: up to the first "@" or "/"
         password = rest[:end].partition(":")[2]
         host = re.split(r"[/?]", rest[end + 1:], maxsplit=1)[0]
-        bad = "@" in host or bool(re.search(r"[?#\s]", password) or _BAD_ESCAPE.search(password))
+        bad = "@" in host or bool(re.search(r"[?#\[\]\s]", password) or _BAD_ESCAPE.search(password))
     else:  # "user:pass/word@host": libpq reads host "user" and port "pass"
         bad = "@" in rest[end:].split("?", 1)[0] and any(
             ":" in h and not h.startswith("[") and not h.rsplit(":", 1)[1].isdigit()
@@ -133,6 +133,6 @@ def check_password(url: str) -> None:
     if bad:
         raise StoreError(
             f"the password in store URL {mask_url(url)!r} holds a character a URL must percent-encode: "
-            "write @ as %40, / as %2F, ? as %3F, # as %23, % as %25 and a space as %20 (the password "
-            "is not shown); nothing was connected to"
+            "write @ as %40, / as %2F, ? as %3F, # as %23, [ ] as %5B %5D, % as %25 and a space as %20 "
+            "(the password is not shown); nothing was connected to"
         )
