@@ -14,40 +14,11 @@ import sys
 import time
 
 import pytest
+from store_support import paused_mid_save, stopped
 
 from harness import SQLiteStore, new_run, open_store
 from harness.cli import REFUSED, main
 from harness.store import StoreBusy
-
-PAUSED_MID_SAVE = """
-import os, signal, sys
-from harness import new_run, open_store
-store = open_store(sys.argv[1], lease_seconds=float(sys.argv[2]))
-state = new_run("first holder", run_id="r1")
-with store.claim("r1"):
-    store.save(state)
-    print("saved", flush=True)
-    store.checkpoint = lambda where: os.kill(os.getpid(), signal.SIGSTOP)  # paused inside the save
-    state.messages.append({"role": "assistant", "content": "written after waking up"})
-    store.save(state)
-"""
-
-
-def _stopped(pid: int) -> bool:
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        return f.read().rsplit(b")", 1)[-1].split()[0] == b"T"
-
-
-def _pause_a_writer_mid_save(url: str, lease: float) -> subprocess.Popen:
-    """A child that saved run r1 once and is now SIGSTOPped inside its second save."""
-    child = subprocess.Popen([sys.executable, "-c", PAUSED_MID_SAVE, url, str(lease)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert child.stdout.readline() == "saved\n", child.stderr.read()
-    deadline = time.monotonic() + 30
-    while not _stopped(child.pid):
-        assert time.monotonic() < deadline and child.poll() is None
-        time.sleep(0.02)
-    return child
 
 
 def _end(child: subprocess.Popen) -> None:
@@ -60,7 +31,7 @@ def _end(child: subprocess.Popen) -> None:
 @pytest.fixture
 def stuck_sqlite_writer(tmp_path):
     db = tmp_path / "harness.db"
-    child = _pause_a_writer_mid_save(f"sqlite:///{db}", 0.5)
+    child = paused_mid_save(f"sqlite:///{db}", 0.5)
     yield db, child
     _end(child)
 
@@ -197,7 +168,7 @@ def test_a_worker_paused_inside_a_save_past_the_servers_timeout_wakes_fenced_exi
     try:
         assert child.stdout.readline() == "pausing\n", child.stderr.read()
         deadline = time.monotonic() + 30
-        while not _stopped(child.pid) or _idle_in_transaction(pg_url):  # the server ends its session
+        while not stopped(child.pid) or _idle_in_transaction(pg_url):  # the server ends its session
             assert time.monotonic() < deadline and child.poll() is None
             time.sleep(0.05)
         os.kill(child.pid, signal.SIGCONT)
