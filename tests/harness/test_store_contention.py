@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from store_support import paused_mid_save, stopped
+from pause_support import paused_mid_save, stopped
 
 from harness import SQLiteStore, new_run, open_store
 from harness.cli import REFUSED, main

@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from store_support import PAUSED_MID_SAVE, stopped
+from pause_support import PAUSED_MID_SAVE, stopped
 
 from harness import ToolContext, new_run, open_store
 from harness.cancel import Cancel
