@@ -106,7 +106,10 @@ def _holder(url: str) -> subprocess.Popen:
     return child
 
 
-@pytest.mark.parametrize("password", PASSWORDS)
+# The whole journey for each password is the slow suite's; the fast one takes the password
+# holding every special character at once.
+@pytest.mark.parametrize("password", [pytest.param(p, marks=[] if p == PASSWORDS[-1] else [pytest.mark.slow])
+                                      for p in PASSWORDS])
 def test_an_encoded_password_never_shows_in_list_show_leases_or_refusals(password, pg_url, mock_url,
                                                                          tmp_path, capsys, caplog):
     caplog.set_level(logging.DEBUG)
