@@ -55,7 +55,11 @@ def _target(state: RunState, call_id: str | None) -> dict:
             f"call {call_id!r} is not pending in run {state.run_id}; pending: {', '.join(calls) or 'none'}"
         )
     call = calls[call_id]
-    if is_approved(state, call):
+    stop = state.interruption
+    # An approval given before the run found the call in doubt is no decision on the doubt.
+    undecided_doubt = (isinstance(stop, Approval) and stop.in_doubt and stop.call_id == call_id
+                       and call_id in state.intents)
+    if is_approved(state, call) and not undecided_doubt:
         raise DecisionLost(
             f"call {call_id!r} of run {state.run_id} is already approved as it reads now; "
             "this decision lost and changed nothing"
@@ -68,14 +72,18 @@ def approve(state: RunState, call_id: str | None = None) -> str:
 
     The approval is bound to the call as it reads now (its tool and a digest of its arguments):
     if the saved call is changed afterwards, the approval no longer applies and the run stops
-    for a fresh decision. Approving a call marked in doubt drops its write-ahead intent: the
-    person has decided the earlier attempt did not happen, so the next run executes it again.
+    for a fresh decision. Approving a call the run stopped for *in doubt* drops its write-ahead
+    intent: the person, told an earlier attempt may have happened, decided to run it again. A
+    call in doubt that the person was not shown as such (the ledger found it started when the
+    run was loaded) keeps its intent, so the run stops in doubt and asks again.
     """
     call = _target(state, call_id)
     name, arguments = call["function"]["name"], call["function"]["arguments"]
     state.approved = [a for a in state.approved if a.call_id != call["id"]]
     state.approved.append(Approved(call_id=call["id"], tool_name=name, digest=args_digest(name, arguments)))
-    state.intents.pop(call["id"], None)
+    stop = state.stop
+    if isinstance(stop, Approval) and stop.in_doubt and stop.call_id == call["id"]:
+        state.intents.pop(call["id"], None)
     return call["id"]
 
 

@@ -1,16 +1,18 @@
 """`python -m harness` / `harness`: run a scenario, then approve, reject, resume, list or show it.
 
 Runs are kept in a store named by one URL (`--store`, else $HARNESS_STORE, else the SQLite
-database `harness.db` in the state folder); the state folder (`--state-dir`, else
+database `harness.db` in the state folder; a password belongs in $HARNESS_STORE or ~/.pgpass,
+as every local user sees a command line); the state folder (`--state-dir`, else
 $HARNESS_STATE_DIR, else ./state) holds each new run's sandbox under `sandboxes/<id>/` and its
 trace under `traces/<id>.jsonl`, and the run records both paths, so `approve RUN --store
 postgresql://…` from another folder acts on the files of the run it approves. The settings a
 run was started with (`Settings`) are kept in the run, so `resume` needs only the id. Ctrl-C
 cancels the run through its signal: it is saved `interrupted/cancelled` and the command that
-resumes it is printed. Exit status: 0 completed, 1 failed, 2 a usage error, a bad store URL or
-a bad saved run (nothing written), 3 stopped but resumable, 4 refused: another live process
-owns the run, this process lost its lease (fenced), or the call already had a decision (this
-one lost and changed nothing).
+resumes it is printed. Exit status: 0 completed, 1 failed, 2 a usage error (resuming a finished
+run), a bad store URL or a bad saved run (nothing written), 3 stopped but resumable, 4 refused:
+the run id is taken, another live process owns the run or holds the SQLite file's write lock,
+this process lost its lease (fenced), or the call already had a decision (this one lost and
+changed nothing).
 
 One writer per run: `run`, `resume`, `approve` and `reject` claim the run's lease (see
 `harness.store`) before they load it and hold it to the end; a run whose owner died is taken
@@ -47,7 +49,7 @@ from harness.chapter import (
 from harness.codec import to_dict
 from harness.listing import safe
 from harness.state import Approval, RunState, Status, new_run, pending
-from harness.store import Fenced, LedgerConflict, RunOwned, SqlStore
+from harness.store import Fenced, LedgerConflict, RunOwned, SqlStore, StoreBusy
 from harness.ui import options as ui_options
 from harness.wiring import (
     Dedupe,
@@ -62,6 +64,12 @@ from harness.wiring import (
 DEFAULT_TASK = "Which file mentions a timeout?"
 EXIT = {"completed": 0, "failed": 1}
 REFUSED = 4
+
+
+class RunExists(Exception):
+    """`harness run --run-id` of an id already taken: refused, the saved run left as it is."""
+
+
 def _report(state: RunState) -> list[str]:
     return listing.report(state, _label(state), from_cli=cli_run(state))
 
@@ -93,7 +101,8 @@ def _cmd_run(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
     state.meta["host"] = socket.gethostname()  # where the sandbox is: shown to whoever decides
     with store.claim(state.run_id):
         if store.exists(state.run_id):
-            raise SystemExit(f"harness: run {state.run_id} already exists in {safe(store.label)}")
+            raise RunExists(f"run {state.run_id} already exists in {store.label}; nothing was written "
+                            "(choose another --run-id, or resume it)")
         return _finish(state, store, args, checkpoint)
 
 
@@ -118,7 +127,7 @@ def _cmd_resume(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
         state = store.load(args.run_id)
         # "running" in the store, with the claim ours, means the process that ran it died: resume it.
         if not (state.resumable or state.status == "running"):
-            raise SystemExit(f"harness: run {state.run_id} is {state.status}; nothing to resume")
+            raise ValueError(f"run {state.run_id} is {state.status}; nothing to resume")
         changes = {k: getattr(args, k) for k in ("max_turns", "budget") if hasattr(args, k)}
         if changes:
             state.meta["settings"] = to_dict(dataclasses.replace(settings_of(state), **changes))
@@ -145,8 +154,11 @@ def _cmd_show(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
 
 
 def _cmd_list(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
-    print("\n".join(safe(line) for line in listing.list_lines(store, args.status, as_json=args.json)))
-    return 0
+    lines, damaged = listing.list_lines(store, args.status, as_json=args.json)
+    print("\n".join(safe(line) for line in lines), flush=True)
+    for message in damaged:  # the other runs are listed; each damaged one is named
+        print(f"harness: {safe(message)}", file=sys.stderr)
+    return 2 if damaged else 0
 
 
 def _cmd_import(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
@@ -217,7 +229,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="where runs are saved (default: $HARNESS_STATE_DIR or ./state)")
     p.add_argument("--store", default=None, metavar="URL",
                    help="sqlite:///path/harness.db or postgresql://user@host/db "
-                        "(default: $HARNESS_STORE, else STATE_DIR/harness.db)")
+                        "(default: $HARNESS_STORE, else STATE_DIR/harness.db); a password given "
+                        "here is visible to every local user in ps: set $HARNESS_STORE instead, "
+                        "or keep the password in ~/.pgpass")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible /v1 URL (default: $LLM_BASE_URL)")
     sub = p.add_subparsers(dest="command", required=True)
     _run_parser(sub)
@@ -261,7 +275,7 @@ def main(argv: Sequence[str] | None = None, *, checkpoint: Callable[[str], None]
     try:
         store = open_cli_store(args, checkpoint)
         return COMMANDS[args.command](args, store, checkpoint)
-    except (RunOwned, DecisionLost, Fenced, LedgerConflict) as e:
+    except (RunOwned, DecisionLost, Fenced, LedgerConflict, StoreBusy, RunExists) as e:
         print(f"harness: refused: {safe(e)}", file=sys.stderr)
         return REFUSED
     except (FileNotFoundError, ValueError) as e:

@@ -121,15 +121,17 @@ def show_json(state: RunState, store: SqlStore) -> dict[str, Any]:
     }
 
 
-def list_lines(store: SqlStore, status: str | None, *, as_json: bool) -> list[str]:
-    runs = store.list_runs(status)
+def list_lines(store: SqlStore, status: str | None, *, as_json: bool) -> tuple[list[str], list[str]]:
+    """The lines of `harness list`, and one message per damaged `runs` row (left out of them)."""
+    listing = store.scan_runs(status)
     if as_json:
-        return [json.dumps({**to_dict(r), "cost_usd": money(r.cost_usd)}) for r in runs]
+        lines = [json.dumps({**to_dict(r), "cost_usd": money(r.cost_usd)}) for r in listing.runs]
+        return lines, listing.damaged
     lines = [f"{'run id':<20} {'status':<20} {'turns':>5} {'cost':>10}  waiting call"]
-    for r in runs:
+    for r in listing.runs:
         waiting = f"{r.waiting_call} {r.waiting_tool}" if r.waiting_call else "-"
         lines.append(f"{r.run_id:<20} {r.status:<20} {r.turns:>5} ${r.cost_usd:>9.6f}  {waiting}")
-    return lines
+    return lines, listing.damaged
 
 
 def import_state(directory: Path, store: SqlStore) -> tuple[list[str], int]:

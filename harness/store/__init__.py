@@ -17,7 +17,9 @@ ledger, the sandbox path a run names. The approval digest binds an approval to a
 arguments against mistakes (a changed call needs a new decision), not against such a writer.
 What the store does defend against is accident and hostile *content*: rows edited by hand,
 nesting deeper than `harness.codec.MAX_DEPTH`, FIFOs or symlinks where the database file
-should be, lease rows with nonsense times, and credentials in URLs (masked everywhere).
+should be, another application's SQLite file, lease rows with nonsense times, and credentials in
+URLs (no piece of a password in any message; a command line, though, is visible to every local
+user, so a password belongs in `HARNESS_STORE` or `~/.pgpass`).
 SQLite leaves no temp files of ours: a save killed mid-way is rolled back by SQLite itself.
 """
 
@@ -26,7 +28,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from harness.state import RunState
-from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreError
+from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreBusy, StoreError
 from harness.store.masking import mask_url
 from harness.store.sql import DEFAULT_LEASE_SECONDS, RunSummary, SqlStore
 from harness.store.sqlite import DEFAULT_FILE, MemoryStore, SQLiteStore
@@ -49,4 +51,5 @@ def __getattr__(name: str):
 
 
 __all__ = ["DEFAULT_FILE", "DEFAULT_LEASE_SECONDS", "Fenced", "LedgerConflict", "MemoryStore", "RunOwned",
-           "RunSummary", "SQLiteStore", "SqlStore", "Store", "StoreError", "mask_url", "open_store"]
+           "RunSummary", "SQLiteStore", "SqlStore", "Store", "StoreBusy", "StoreError", "mask_url",
+           "open_store"]

@@ -11,6 +11,11 @@ class StoreError(ValueError):
     of a newer version, a path that is not a regular file. Nothing was written."""
 
 
+class StoreBusy(StoreError):
+    """Another process has held the database's write lock longer than a writer waits (a process
+    stopped inside a save): the message names it and says how to recover. Nothing was written."""
+
+
 def when(since: object) -> str:
     """A lease's start as UTC text; anything odd in the row (`1e300`, NaN, a string) is unknown."""
     if isinstance(since, bool) or not isinstance(since, int | float) or not math.isfinite(since):
@@ -37,25 +42,37 @@ class RunOwned(Exception):
         )
 
 
-class Fenced(Exception):
-    """This process's lease on a run was taken over (it was paused past the lease): every
-    write it attempts from now on is refused, and none was applied."""
+class TransactionExpired(StoreError):
+    """The database ended a transaction that sat idle past a lease: its process was paused
+    inside it (SIGSTOP, a partition). Nothing of it was written."""
 
-    def __init__(self, run_id: str, epoch: int, now: int | None) -> None:
+
+class Fenced(Exception):
+    """This process's lease on a run was taken over, or ran out while it was paused inside a
+    save: every write it attempts from now on is refused, and none was applied."""
+
+    def __init__(self, run_id: str, epoch: int, now: int | None, *, paused: bool = False) -> None:
         self.run_id, self.epoch, self.now = run_id, epoch, now
-        by = f"epoch {now}" if now is not None else "no one (the lease was released)"
+        if paused:
+            then = f"(the run now belongs to epoch {now})" if now is not None else "(nothing of it landed)"
+            why = f"it was paused inside a save past its lease, and the database ended that save {then}"
+        else:
+            by = f"epoch {now}" if now is not None else "no one (the lease was released)"
+            why = f"the lease expired and the run now belongs to {by}"
         super().__init__(
-            f"run {run_id}: this process held it at epoch {epoch}, but the lease expired and the run "
-            f"now belongs to {by}; this write was refused and nothing more will be written by this process"
+            f"run {run_id}: this process held it at epoch {epoch}, but {why}; this write was refused "
+            "(fenced) and nothing more will be written by this process"
         )
 
 
 class LedgerConflict(Exception):
-    """A tool call was about to start while the ledger shows it already started and unfinished."""
+    """A tool call was about to start while the ledger shows it already started (unfinished, by
+    another writer) or done (the run was restored from an older copy)."""
 
-    def __init__(self, run_id: str, call_id: str) -> None:
-        self.run_id, self.call_id = run_id, call_id
+    def __init__(self, run_id: str, call_id: str, *, done: bool = False) -> None:
+        self.run_id, self.call_id, self.done = run_id, call_id, done
+        what = ("done in the tool ledger, which is newer than this copy of the run (restored from a "
+                "backup?)" if done else "started in the tool ledger by another writer")
         super().__init__(
-            f"call {call_id!r} of run {run_id} is already started in the tool ledger by another writer; "
-            "it was not started a second time"
+            f"call {call_id!r} of run {run_id} is already {what}; it was not started a second time"
         )

@@ -8,15 +8,21 @@ sees it; and lease times come from the database's clock, so hosts need not agree
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from functools import cache
 
-from harness.store.errors import StoreError
-from harness.store.masking import mask_url
-from harness.store.sql import SqlStore, Tx
+from harness.store.errors import StoreError, TransactionExpired
+from harness.store.masking import check_password, mask_url, passwords, scrub, scrub_exception
+from harness.store.sql import IDLE_FLOOR_SECONDS, SqlStore, Tx
 
-IDLE_FLOOR_SECONDS = 5.0
-"""The shortest time the server lets a session sit idle inside a transaction."""
+# The pool logs what it already told us through an exception (a connection the server ended,
+# one that failed to open); with no logging set up, Python would print those records raw on
+# stderr beside the store's own one-line error. A program that sets up logging still gets them.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
+
+SCHEMA_LOCK = int.from_bytes(b"harness", "big")
+"""The advisory lock key under which a database's tables are created."""
 
 
 @cache
@@ -57,8 +63,11 @@ class PostgresStore(SqlStore):
             raise StoreError(
                 "a postgresql:// store needs psycopg: pip install 'harness-lab[postgres]'"
             ) from None
+        check_password(url)
         self._errors = psycopg.Error
         self.label = mask_url(url)
+        self._secrets = passwords(url)
+        _MASK.remember(self._secrets)
         try:
             # One direct connection first: an unreachable server is one clear error at once,
             # not a pool retrying until its timeout.
@@ -69,7 +78,7 @@ class PostgresStore(SqlStore):
             self._pool.open(wait=True, timeout=connect_seconds)
         except Exception as e:  # noqa: BLE001 - psycopg's and the pool's errors: one clear line
             raise StoreError(
-                f"cannot reach {self.label} ({_first_line(e, url)}); nothing was written"
+                f"cannot reach {self.label} ({self._first_line(e)}); nothing was written"
             ) from None
         try:
             self._create_schema()
@@ -88,22 +97,57 @@ class PostgresStore(SqlStore):
         conn.execute("SELECT set_config('idle_in_transaction_session_timeout', %s, false)", (str(timeout),))
         conn.commit()
 
+    def _tables(self, tx: Tx) -> set[str]:
+        return {r[0] for r in tx.fetchall(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")}
+
+    def _lock_schema(self, tx: Tx) -> None:
+        # Concurrent `CREATE TABLE IF NOT EXISTS` of one name collide in the catalog (a unique
+        # violation, not a wait): the first users of a fresh database take turns instead.
+        tx.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
+
     @contextlib.contextmanager
     def _transaction(self, *, write: bool = True) -> Iterator[Tx]:
         try:
             with self._pool.connection() as conn, conn.transaction():
                 yield _PgTx(conn)
         except self._errors as e:
-            raise StoreError(
-                f"{self.label}: {_first_line(e, '')}; this transaction was rolled back"
+            # 25P03: the server ended a session left idle inside a transaction past a lease.
+            kind = TransactionExpired if getattr(e, "sqlstate", None) == "25P03" else StoreError
+            raise kind(
+                f"{self.label}: {self._first_line(e)}; this transaction was rolled back"
             ) from None
         except TimeoutError as e:  # the pool found no connection in time
-            raise StoreError(f"{self.label}: {e}; nothing was written") from None
+            raise StoreError(f"{self.label}: {self._first_line(e)}; nothing was written") from None
 
     def close(self) -> None:
         self._pool.close()
 
+    def _first_line(self, error: BaseException) -> str:
+        """The driver's error as one line without a piece of the password, and the error itself
+        (with what it chains) masked too, as it stays reachable from the store's own error."""
+        scrub_exception(error, self._secrets)
+        return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
-def _first_line(error: Exception, url: str) -> str:
-    text = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    return text.replace(url, mask_url(url)) if url else text
+
+class _MaskPasswords(logging.Filter):
+    """Masks every piece of the passwords of the stores this process opened in the driver's and
+    the pool's log records (a failed reconnection logs the driver's error, password and all)."""
+
+    known: tuple[str, ...] = ()
+
+    def remember(self, secrets: tuple[str, ...]) -> None:
+        self.known = tuple(sorted({*self.known, *secrets}, key=len, reverse=True))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.known:
+            record.msg, record.args = scrub(record.getMessage(), self.known), ()
+            if record.exc_info:
+                scrub_exception(record.exc_info[1], self.known)
+                record.exc_text = None
+        return True
+
+
+_MASK = _MaskPasswords()
+for _name in ("psycopg", "psycopg.pool", "psycopg.pq"):  # a filter sees only its own logger's records
+    logging.getLogger(_name).addFilter(_MASK)

@@ -32,12 +32,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.codec import StateFileError
-from harness.state import Approval, RunState, check_run_id
-from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreError
+from harness.state import Approval, Intent, RunState, check_run_id, pending
+from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreError, TransactionExpired
 from harness.store.masking import mask_command
 from harness.store.rows import APPEND_ONLY, CACHE, Delta, Tracker, assemble
 
@@ -45,6 +45,9 @@ DB_SCHEMA_VERSION = 1
 """The layout of the tables; a database written by a newer layout is refused, not guessed at."""
 DEFAULT_LEASE_SECONDS = 30.0
 """How long a claim outlives its holder's last heartbeat (`HARNESS_LEASE_SECONDS`)."""
+IDLE_FLOOR_SECONDS = 5.0
+"""The shortest stall inside a save after which its holder is treated as stuck: a busy machine
+may stall a live save that long."""
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS harness_schema (version INTEGER NOT NULL)",
@@ -63,6 +66,9 @@ SCHEMA = (
         state TEXT NOT NULL, attempt INTEGER NOT NULL, epoch INTEGER NOT NULL,
         UNIQUE (run_id, tool_call_id))""",
 )
+
+
+TABLES = frozenset({"harness_schema", "runs", "run_items", "leases", "tool_ledger"})
 
 
 class Tx(Protocol):
@@ -85,6 +91,14 @@ class RunSummary:
     waiting_call: str | None
     waiting_tool: str | None
     updated_at: float
+
+
+@dataclass(kw_only=True)
+class RunListing:
+    """`harness list`: the runs that read, and why each damaged `runs` row does not."""
+
+    runs: list[RunSummary] = field(default_factory=list)
+    damaged: list[str] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -128,8 +142,21 @@ class SqlStore:
     def close(self) -> None:
         """Release connections (claims end with their `with` blocks)."""
 
+    def _tables(self, tx: Tx) -> set[str]:
+        """The names of the tables the store's statements would find."""
+        raise NotImplementedError
+
+    def _lock_schema(self, tx: Tx) -> None:
+        """Inside the transaction that creates the tables: wait for any other process doing so."""
+
     def _create_schema(self) -> None:
+        # Looked at first in a read: a database already set up is opened without the write lock,
+        # so `harness list` reads beside a writer (SQLite) and nothing waits for anyone.
+        with self._transaction(write=False) as tx:
+            if TABLES <= self._tables(tx) and tx.fetchall("SELECT version FROM harness_schema"):
+                return self._check_schema(tx)
         with self._transaction() as tx:
+            self._lock_schema(tx)
             for statement in SCHEMA:
                 tx.execute(statement)
             if not tx.fetchall("SELECT version FROM harness_schema"):
@@ -191,9 +218,24 @@ class SqlStore:
                     tx.execute("UPDATE leases SET until = ? WHERE run_id = ? AND owner = ? AND epoch = ?",
                                (tx.now() + self.lease_seconds, run_id, claim.owner, claim.epoch))
 
+    def _paused_out(self, run_id: str) -> Fenced:
+        """This process sat paused inside a save past its lease and the database ended the save:
+        its claim is over (no more heartbeats, every later save refused)."""
+        claim = self._claims[run_id]
+        claim.stop.set()
+        now = None
+        with contextlib.suppress(Exception):  # who holds the run now is worth saying, not waiting for
+            with self._transaction(write=False) as tx:
+                rows = tx.fetchall("SELECT epoch, owner FROM leases WHERE run_id = ?", (run_id,))
+            if rows and rows[0][1] is not None and rows[0][1] != claim.owner:
+                now = rows[0][0]
+        return Fenced(run_id, claim.epoch, now, paused=True)
+
     def _fence(self, tx: Tx, run_id: str) -> int:
         """Inside a save: renew our lease, or refuse (`Fenced`, `RunOwned`); the epoch written."""
         claim = self._claims.get(run_id)
+        if claim is not None and claim.stop.is_set():
+            raise Fenced(run_id, claim.epoch, None, paused=True)
         if claim is not None:
             if tx.execute("UPDATE leases SET until = ? WHERE run_id = ? AND owner = ? AND epoch = ?",
                           (tx.now() + self.lease_seconds, run_id, claim.owner, claim.epoch)) != 1:
@@ -216,15 +258,18 @@ class SqlStore:
                 epoch = self._fence(tx, state.run_id)
                 open_intents = None
                 if not self._tracker.follows(state):
-                    open_intents = frozenset(r[0] for r in tx.fetchall(
-                        "SELECT tool_call_id FROM tool_ledger WHERE run_id = ? AND state = 'intent'",
-                        (state.run_id,)))
+                    # A call in doubt because the ledger shows it done (`load`) stays done.
+                    open_intents = frozenset(c for c, st in tx.fetchall(
+                        "SELECT tool_call_id, state FROM tool_ledger WHERE run_id = ?", (state.run_id,))
+                        if st == "intent" or (st == "done" and c in state.intents))
                 delta = self._tracker.delta(state, open_intents)
                 self._write(tx, state, delta, epoch)
                 if self.checkpoint is not None:
                     self.checkpoint("mid_save")
-        except BaseException:
+        except BaseException as e:
             self._tracker.forget(state.run_id)
+            if isinstance(e, TransactionExpired) and state.run_id in self._claims:
+                raise self._paused_out(state.run_id) from None
             raise
         self._tracker.written(state)
         self.saves += 1
@@ -252,14 +297,18 @@ class SqlStore:
              waiting.call_id if waiting else None, waiting.tool_name if waiting else None, time.time()),
         )
         for call_id, tool, args in delta.started:
+            # Only a call a person decided again (abandoned) starts again; one the ledger shows
+            # started or done never does, whatever an older copy of the run says.
             opened = tx.execute(
                 "INSERT INTO tool_ledger (run_id, tool_call_id, tool, args, state, attempt, epoch) "
                 "VALUES (?, ?, ?, ?, 'intent', 1, ?) ON CONFLICT (run_id, tool_call_id) DO UPDATE SET "
                 "state = 'intent', attempt = tool_ledger.attempt + 1, tool = excluded.tool, "
-                "args = excluded.args, epoch = excluded.epoch WHERE tool_ledger.state <> 'intent'",
+                "args = excluded.args, epoch = excluded.epoch WHERE tool_ledger.state = 'abandoned'",
                 (rid, call_id, tool, args, epoch))
             if opened != 1:
-                raise LedgerConflict(rid, call_id)
+                now = tx.fetchall("SELECT state FROM tool_ledger WHERE run_id = ? AND tool_call_id = ?",
+                                  (rid, call_id))
+                raise LedgerConflict(rid, call_id, done=bool(now) and now[0][0] == "done")
         for ids, to in ((delta.finished, "done"), (delta.abandoned, "abandoned")):
             for call_id in ids:
                 tx.execute("UPDATE tool_ledger SET state = ? WHERE run_id = ? AND tool_call_id = ?",
@@ -278,10 +327,13 @@ class SqlStore:
                 raise FileNotFoundError(f"no saved run {run_id!r} in {self.label}; saved runs: {known}")
             items = tx.fetchall("SELECT field, seq, body FROM run_items WHERE run_id = ? ORDER BY field, seq",
                                 (run_id,))
+            started = {r[0] for r in tx.fetchall("SELECT tool_call_id FROM tool_ledger WHERE run_id = ? "
+                                                 "AND state IN ('intent', 'done')", (run_id,))}
         for name, seq, body in items:
             if not (isinstance(name, str) and isinstance(seq, int) and isinstance(body, str)):
                 raise StateFileError(f"{self.label} run {run_id}: an item row has the wrong column types")
         state = assemble(run_id, head[0][0], items, f"{self.label} run {run_id}")
+        _in_doubt_by_the_ledger(state, started)
         if state.cache and not any(name == CACHE for name, _, _ in items):
             self._tracker.forget(run_id)  # its cache is in an older head: the next save writes its rows
         else:
@@ -297,11 +349,25 @@ class SqlStore:
             return [r[0] for r in tx.fetchall("SELECT run_id FROM runs ORDER BY run_id")]
 
     def list_runs(self, status: str | None = None) -> list[RunSummary]:
+        """Every run (of `status`); a damaged row raises, naming it (`scan_runs` lists the rest)."""
+        listing = self.scan_runs(status)
+        if listing.damaged:
+            raise StateFileError(listing.damaged[0])
+        return listing.runs
+
+    def scan_runs(self, status: str | None = None) -> RunListing:
+        """Every run (of `status`) that reads, and one message per `runs` row that does not."""
         where, params = (" WHERE status = ?", (status,)) if status else ("", ())
         with self._transaction(write=False) as tx:
             rows = tx.fetchall("SELECT run_id, status, turns, cost_usd, waiting_call, waiting_tool, "
                                "updated_at FROM runs" + where + " ORDER BY updated_at, run_id", params)
-        return [self._summary(r) for r in rows]
+        listing = RunListing()
+        for row in rows:
+            try:
+                listing.runs.append(self._summary(row))
+            except StateFileError as e:
+                listing.damaged.append(str(e))
+        return listing
 
     def _summary(self, row: tuple) -> RunSummary:
         """One `runs` row as typed values; a row edited by hand into other types is refused by name."""
@@ -348,6 +414,19 @@ class SqlStore:
         with self._transaction(write=False) as tx:
             rows = tx.fetchall("SELECT count(*), max(updated_at), sum(updated_at) FROM runs" + where, params)
         return tuple(rows[0])
+
+
+def _in_doubt_by_the_ledger(state: RunState, started: set[str]) -> None:
+    """A pending call the ledger shows started or done, which the run does not know it started
+    (the run was restored from an older copy): the ledger wins, the call is in doubt, and the
+    loop stops for a person instead of running it again."""
+    for call in pending(state):
+        if call["id"] in started and call["id"] not in state.intents:
+            try:
+                args = json.loads(call["function"]["arguments"] or "{}")
+            except ValueError:
+                args = {}
+            state.intents[call["id"]] = Intent(call_id=call["id"], tool=call["function"]["name"], args=args)
 
 
 def _live(owner: object, until: object, now: float) -> bool:

@@ -1,7 +1,11 @@
 """`SQLiteStore`: the embedded default (stdlib `sqlite3`, WAL), one database file per state folder.
 
 A save is one `BEGIN IMMEDIATE` transaction, so writers on this machine queue for a moment
-instead of interleaving, and WAL lets readers (`harness list`, `show`) read meanwhile. The
+instead of interleaving, and WAL lets readers (`harness list`, `show`) read meanwhile: opening
+a database already set up takes no write lock either. A writer waits for the write lock a lease
+(at least `IDLE_FLOOR_SECONDS`); a process stopped inside a save holds it for as long as it
+lives, so the writer then stops with `StoreBusy`, naming that process and how to recover
+(`harness.store.stuck`). A file holding another application's tables is refused untouched. The
 database file and its `-wal`/`-shm` companions must be regular files: a FIFO, a device or a
 symlink in their place is refused before anything opens it (opening a FIFO would block).
 `MemoryStore` is the same store on a private in-memory database: tests and embedding get the
@@ -19,8 +23,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.store.errors import StoreError
-from harness.store.sql import SqlStore, Tx
+from harness.store.errors import StoreBusy, StoreError
+from harness.store.sql import IDLE_FLOOR_SECONDS, SqlStore, Tx
+from harness.store.stuck import held_runs, stuck_message, write_lock_holder
 
 DEFAULT_FILE = "harness.db"
 """The database's name inside a state folder."""
@@ -47,12 +52,13 @@ class SQLiteStore(SqlStore):
     """Runs in one SQLite database file (created with its folder on first use)."""
 
     def __init__(self, path: str | os.PathLike[str], *, lease_seconds: float | None = None,
-                 busy_seconds: float = 30.0) -> None:
+                 busy_seconds: float | None = None) -> None:
         super().__init__(lease_seconds=lease_seconds)
         self.path = Path(path)
         self.label = str(self.path)
         self._lock = threading.RLock()  # the heartbeat thread shares the connection
-        self._conn = self._connect(busy_seconds)
+        self.busy_seconds = busy_seconds or max(self.lease_seconds, IDLE_FLOOR_SECONDS)
+        self._conn = self._connect(self.busy_seconds)
         try:
             self._create_schema()
         except BaseException:
@@ -75,12 +81,15 @@ class SQLiteStore(SqlStore):
         try:
             conn = sqlite3.connect(self.path, timeout=busy_seconds, isolation_level=None,
                                    check_same_thread=False)
+            _refuse_foreign(conn, self.path)  # before WAL mode, which would rewrite its header
             conn.execute("PRAGMA journal_mode=WAL")
             # Every committed save survives a power cut too, as the old fsync'd files did.
             conn.execute("PRAGMA synchronous=FULL")
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, StoreError) as e:
             if conn is not None:
                 conn.close()
+            if isinstance(e, StoreError):
+                raise
             if not all(os.access(p, os.W_OK) for p in (folder, self.path) if p.exists()):
                 # WAL needs its -shm and -wal files beside the database, even to read it.
                 raise StoreError(f"{self.path} is read-only (the file or its folder); the harness "
@@ -98,6 +107,8 @@ class SQLiteStore(SqlStore):
                 # read beside it.
                 self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             except sqlite3.DatabaseError as e:
+                if write and getattr(e, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY:
+                    raise self._stuck() from None
                 raise StoreError(
                     f"{self.path}: cannot start a transaction ({e}); nothing was written"
                 ) from None
@@ -113,9 +124,38 @@ class SQLiteStore(SqlStore):
                     ) from None
                 raise
 
+    def _stuck(self) -> StoreBusy:
+        """The error for a writer that waited its limit: who holds the lock, and how to recover."""
+        pid, runs = write_lock_holder(self.path), []
+        if pid is not None:
+            with contextlib.suppress(sqlite3.Error):  # a read: WAL serves it beside the writer
+                self._conn.execute("BEGIN")
+                try:
+                    runs = held_runs(self._conn.execute("SELECT run_id, holder FROM leases").fetchall(), pid)
+                finally:
+                    self._conn.execute("COMMIT")
+        return StoreBusy(stuck_message(self.path, pid, runs, self.busy_seconds))
+
+    def _tables(self, tx: Tx) -> set[str]:
+        return {r[0] for r in tx.fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a database holding tables and none of ours: another application's file, where
+    creating tables (or a `runs` of the same name) would corrupt what it keeps."""
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                        "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")]
+    if names and "harness_schema" not in names:
+        shown = ", ".join(repr(n[:40]) for n in names[:8]) + (", …" if len(names) > 8 else "")
+        raise StoreError(
+            f"{path} is another application's SQLite database (its tables: {shown}); the harness keeps "
+            "runs only in an empty database or its own, so nothing was created or changed in it: "
+            "name a new file (sqlite:///path/harness.db)"
+        )
 
 
 def _regular_or_absent(path: Path) -> None:

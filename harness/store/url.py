@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from harness.store.errors import StoreError
-from harness.store.masking import mask_url
+from harness.store.masking import check_password, mask_url
 
 SCHEMES = ("sqlite", "postgresql", "postgres")
 
@@ -40,6 +40,7 @@ def open_store(url: str | os.PathLike[str], *, lease_seconds: float | None = Non
     if scheme in ("postgresql", "postgres"):
         from harness.store.postgres import PostgresStore
 
+        check_password(text)  # before anything splits it: a raw "?" or "#" would cut it short
         if not urlsplit(text).path.strip("/") and "dbname=" not in text:
             raise StoreError(f"malformed store URL {mask_url(text)!r}: name the database (postgresql://host/NAME)")
         return PostgresStore(text, lease_seconds=lease_seconds)

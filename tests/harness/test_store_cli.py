@@ -172,20 +172,24 @@ def test_a_connection_lost_mid_run_stops_it_resumable_never_half_saved(pg_url, m
 @pytest.mark.parametrize(("column", "value"), [("turns", "'x'"), ("cost_usd", "'lots'"),
                                                ("updated_at", "'zz'"), ("waiting_call", "x'00'"),
                                                ("status", "x'00'")])
-def test_a_hand_edited_runs_row_is_one_line_naming_the_run_and_column(column, value, tmp_path, capsys):
+def test_a_hand_edited_runs_row_is_named_and_the_other_runs_still_listed(column, value, tmp_path, capsys):
     import sqlite3
 
     db = tmp_path / "harness.db"
     store = SQLiteStore(db)
-    store.save(new_run("t", run_id="ok1"))
-    store.save(new_run("t", run_id="bad1"))
+    for run_id in ("ok1", "bad1", "ok2"):
+        store.save(new_run("t", run_id=run_id))
     store.close()
     with sqlite3.connect(db) as conn:
         conn.execute(f"UPDATE runs SET {column} = {value} WHERE run_id = 'bad1'")
-    for argv in (["list"], ["list", "--json"]):
-        assert main(["--store", f"sqlite:///{db}", *argv]) == 2
-        err = capsys.readouterr().err
-        assert "bad1" in err and column in err and err.count("\n") == 1, err
+    assert main(["--store", f"sqlite:///{db}", "list"]) == 2
+    out, err = capsys.readouterr()
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["ok1", "ok2"], out
+    assert "bad1" in err and column in err and err.count("\n") == 1, err
+    assert main(["--store", f"sqlite:///{db}", "list", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert [json.loads(line)["run_id"] for line in out.splitlines()] == ["ok1", "ok2"], out
+    assert "bad1" in err and column in err and err.count("\n") == 1, err
 
 
 def test_import_state_never_overwrites_a_run_created_while_it_was_importing(tmp_path):
@@ -210,3 +214,16 @@ def test_import_state_never_overwrites_a_run_created_while_it_was_importing(tmp_
     lines, _ = listing.import_state(old, store)
     assert any(line.startswith("skipped old1: already in") for line in lines), lines
     assert SQLiteStore(tmp_path / "harness.db").load("old1").messages == rival.messages
+
+
+def test_resuming_a_finished_run_is_a_usage_error_and_reusing_an_id_is_refused(mock_url, tmp_path, capsys):
+    argv = ["--state-dir", str(tmp_path), "--base-url", mock_url]
+    assert main([*argv, "run", "--scenario", "plan", "--run-id", "p1"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "resume", "p1"]) == 2
+    err = capsys.readouterr().err
+    assert err == "harness: run p1 is completed; nothing to resume\n", err
+    assert main([*argv, "run", "--scenario", "destructive", "--run-id", "p1"]) == REFUSED
+    err = capsys.readouterr().err
+    assert err.startswith("harness: refused: run p1 already exists in ") and err.count("\n") == 1, err
+    assert SQLiteStore.in_folder(tmp_path).load("p1").status == "completed"

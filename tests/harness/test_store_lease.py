@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+from pause_support import PAUSED_MID_SAVE, stopped
 
 from harness import ToolContext, new_run, open_store
 from harness.cancel import Cancel
@@ -152,30 +153,6 @@ def test_a_fenced_save_raises_in_process_too(store_url):
     assert other.load("r1").turns == 0
 
 
-PAUSED_MID_SAVE = """
-import os, signal, sys
-from harness import new_run, open_store
-from harness.store import Fenced, StoreError
-store = open_store(sys.argv[1], lease_seconds=float(sys.argv[2]))
-state = new_run("first holder", run_id="r1")
-with store.claim("r1"):
-    store.save(state)
-    print("saved", flush=True)
-    store.checkpoint = lambda where: os.kill(os.getpid(), signal.SIGSTOP)  # paused inside the save
-    state.messages.append({"role": "assistant", "content": "written after waking up"})
-    try:
-        store.save(state)
-        print("written", flush=True)
-    except (Fenced, StoreError) as e:
-        print("refused:", e, flush=True)
-"""
-
-
-def _stopped(pid: int) -> bool:
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        return f.read().rsplit(b")", 1)[-1].split()[0] == b"T"
-
-
 @pytest.mark.slow
 def test_a_holder_paused_inside_a_save_is_taken_over_after_its_lease_not_waited_on_for_ever(pg_url):
     """A paused holder's open transaction must not hold the run's rows past its lease."""
@@ -186,7 +163,7 @@ def test_a_holder_paused_inside_a_save_is_taken_over_after_its_lease_not_waited_
     try:
         assert child.stdout.readline() == "saved\n"
         deadline = time.monotonic() + 30
-        while not _stopped(child.pid):
+        while not stopped(child.pid):
             assert time.monotonic() < deadline and child.poll() is None
             time.sleep(0.02)
 

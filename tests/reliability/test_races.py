@@ -192,8 +192,8 @@ def test_resume_against_resume_runs_the_approved_delete_once(counted_mock, tmp_p
     def trial(d: Path) -> list[str]:
         _stopped_for_approval(d, url, approved=True)
         ended = _together(d, url, ("resume", RUN), ("resume", RUN))
-        # A loser that starts only after the winner finished finds nothing to resume (exit 1).
-        late = [e for e in ended if e.code == 1 and "nothing to resume" in e.stderr]
+        # A loser that starts only after the winner finished finds nothing to resume (exit 2).
+        late = [e for e in ended if e.code == 2 and "nothing to resume" in e.stderr]
         problems, state = _problems(d, [e for e in ended if e not in late])
         return problems + ([f"run ended {state.status}"] if state.status != "completed" else [])
 
