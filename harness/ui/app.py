@@ -83,8 +83,9 @@ class Pages:
         status = request.query_params.get("status") or None
         if status is not None and status not in STATUSES:
             return _error(request, 400, f"unknown status {status!r}; known: {', '.join(STATUSES)}")
-        listed = await run_in_threadpool(self.ui.reader.list_runs, status)
-        return _page(request, "runs · harness", runs_body(listed, status, self.ui.reader.label))
+        listed = await run_in_threadpool(self.ui.reader.scan_runs, status)
+        return _page(request, "runs · harness",
+                      runs_body(listed.runs, status, self.ui.reader.label, listed.damaged))
 
     async def runs_events(self, request: Request) -> Response:
         status = request.query_params.get("status") or None
@@ -180,8 +181,10 @@ class Pages:
         status = request.query_params.get("status") or None
         if status is not None and status not in STATUSES:
             return JSONResponse({"error": f"unknown status {status!r}; known: {', '.join(STATUSES)}"}, 400)
-        listed = await run_in_threadpool(self.ui.reader.list_runs, status)
-        return JSONResponse([to_dict(r) for r in listed])
+        listed = await run_in_threadpool(self.ui.reader.scan_runs, status)
+        # As `harness list --json`: the runs that read; how many rows did not, in a header.
+        return JSONResponse([to_dict(r) for r in listed.runs],
+                            headers={"x-damaged-runs": str(len(listed.damaged))})
 
     async def api_run(self, request: Request) -> Response:
         """`harness show RUN --json`: the same versioned object."""

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 from harness.state import Status
 from harness.store import RunSummary
-from harness.ui.layout import money
+from harness.ui.layout import money, notice
 from harness.ui.markup import Markup, html, join
 
 STATUSES: tuple[str, ...] = get_args(Status)
@@ -41,7 +41,9 @@ def filter_nav(current: str | None) -> Markup:
     return html('<nav class="filter">Status: {}</nav>', join(links))
 
 
-def runs_body(runs: list[RunSummary], status: str | None, store_label: str) -> Markup:
+def runs_body(runs: list[RunSummary], status: str | None, store_label: str,
+              damaged: list[str] | tuple[str, ...] = ()) -> Markup:
+    """The list; each damaged `runs` row named above it (the rest are listed, as `harness list` does)."""
     shown = runs[-MAX_LISTED:]
     rows = join(_row(r) for r in reversed(shown)) if runs else html(
         '<tr><td colspan="6" class="muted">No runs{}.</td></tr>', f" with status {status}" if status else "")
@@ -49,9 +51,10 @@ def runs_body(runs: list[RunSummary], status: str | None, store_label: str) -> M
         rows = html('{}<tr><td colspan="6" class="muted" id="more">The {} newest of {} runs are shown; '
                     'filter by status, or read them all at /api/runs.</td></tr>', rows, len(shown), len(runs))
     return html(
-        '<h1>Runs</h1><p class="muted">Store: <code>{}</code> · newest first · updates live</p>{}'
+        '<h1>Runs</h1><p class="muted">Store: <code>{}</code> · newest first · updates live</p>{}{}'
         '<table id="runs" data-live="/events{}"><thead><tr><th>run id</th><th>status</th>'
         '<th class="num">turns</th><th class="num">cost</th><th>waiting call</th><th>updated (UTC)</th>'
         '</tr></thead><tbody data-swap id="runs-body">{}</tbody></table>',
-        store_label, filter_nav(status), f"?status={status}" if status else "", rows,
+        store_label, join(notice("error", d) for d in damaged), filter_nav(status),
+        f"?status={status}" if status else "", rows,
     )

@@ -152,6 +152,20 @@ def test_a_bad_run_id_and_a_damaged_run_are_clear_errors_and_the_run_is_left_alo
         assert tx.fetchall("SELECT head FROM runs WHERE run_id = 'p1'") == [("{not json",)]
 
 
+def test_one_damaged_runs_row_is_named_and_the_list_shows_every_other_run(runs_dir):
+    reader, writer = sqlite_pair(runs_dir / "harness.db")
+    with writer._transaction() as tx:
+        tx.execute("UPDATE runs SET turns = 'many' WHERE run_id = 'd1'")
+    with serve_ui(reader, writer=writer) as url:
+        page = httpx.get(url + "/")
+        api = httpx.get(url + "/api/runs")
+    assert page.status_code == 200
+    assert [r for r in re.findall(r'<tr data-run="([^"]+)">', page.text)] == ["r1", "p1"]
+    assert "the runs row of &#x27;d1&#x27; is damaged" in page.text
+    assert api.status_code == 200 and [r["run_id"] for r in api.json()] == ["p1", "r1"]
+    assert api.headers["x-damaged-runs"] == "1"
+
+
 def test_the_json_api_gives_what_harness_list_and_show_json_print(runs_dir, capsys):
     reader, writer = sqlite_pair(runs_dir / "harness.db")
     argv = ["--state-dir", str(runs_dir)]
