@@ -65,7 +65,8 @@ async def request_journal(request: Request) -> Response:
             code="journal_off",
         )
     query = request.query_params
-    body = render_matching(config.journal, path=query.get("path"), model=query.get("model"))
+    body = render_matching(config.journal, path=query.get("path"), model=query.get("model"),
+                           test_id=query.get("test_id"))
     return Response(body, media_type="application/json")
 
 
@@ -136,6 +137,7 @@ def create_app(
         defaults=defaults, api_key=api_key, max_body_bytes=max_body_bytes,
         scenarios=table, journal=Journal(journal) if journal else None,
     )
+    app.state.tests = {}  # test id -> Config: a shared mock's per-test set-up (`steps.config_of`)
     return app
 
 

@@ -8,8 +8,9 @@ for one of three fixtures (docs/scenarios.md has the full API):
   request it received.
 - `mock_llm_session`: one mock for the whole session, started once.
 - `mock_llm_shared`: that session's mock, set up for one test from its marker (scenario files and
-  server options, applied without a restart), its journal cleared before the test and the
-  session's set-up restored after it.
+  server options, applied without a restart) and seen through this test's id (`x-test-id`, in
+  its URLs as `/o/test=ID`): its journal, counted attempts and set-up are this test's alone, so
+  tests sharing one mock may run at once.
 
     @pytest.mark.mock_llm(scenarios=["weather.json"])   # relative to the test file's folder
     def test_my_agent(mock_llm):
@@ -26,8 +27,11 @@ one-line message.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import os
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,8 +45,8 @@ if TYPE_CHECKING:
     from mockprovider.journal import Entry, Journal
 
 JOURNAL_CAPACITY = 10_000
-_OPTIONS_PREFIX = re.compile(r"^/o/[^/]*")
 _GEMINI_PATH = re.compile(r"^/v1(?:beta)?/models/[^/]+:")
+_NOT_IN_ID = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -53,11 +57,6 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def plain_path(path: str) -> str:
-    """A request path without its `/o/{options}` prefix: `/o/latency=5/v1/messages` → `/v1/messages`."""
-    return _OPTIONS_PREFIX.sub("", path)
-
-
 def turn_of(path: str, body: Any) -> int | None:
     """The turn a journalled request asked for (its assistant messages, as the scenarios count
     them) in whichever wire format it came; None for a body that format would refuse."""
@@ -65,6 +64,7 @@ def turn_of(path: str, body: Any) -> int | None:
     from mockprovider.apis import gemini_request
     from mockprovider.apis import responses as responses_api
     from mockprovider.errors import APIError
+    from mockprovider.journal import plain_path
 
     path = plain_path(path)
     try:
@@ -95,19 +95,27 @@ class MockLLM:
     """The server's own journal (bounded at JOURNAL_CAPACITY); `journal` reads a snapshot."""
     app: Starlette
     """The served app; `configure` swaps its settings between requests."""
+    test_id: str | None = None
+    """On a shared mock, this test's id: the URLs above carry it (`/o/test=ID`), and the journal,
+    the counted attempts and `configure` are this test's alone."""
 
     @property
     def journal(self) -> list[Entry]:
-        """The requests received so far, oldest first; each has `.body` (parsed), `.headers`, `.path`."""
-        return self.buffer.entries()
+        """The requests received so far (this test's, on a shared mock), oldest first; each has
+        `.body` (parsed), `.headers`, `.path`, `.test_id`."""
+        entries = self.buffer.entries()
+        return entries if self.test_id is None else [e for e in entries if e.test_id == self.test_id]
 
     def requests(self, *, turn: int | None = None, path: str | None = None) -> list[Entry]:
         """The journal's requests, oldest first, only those of `turn` (0-based: the number of
         assistant messages the request carried) and `path` (`/v1/chat/completions`, `/v1/responses`,
-        `/v1/messages`; an `/o/{options}` prefix is ignored), when given."""
+        `/v1/messages`, a Gemini method under `/v1beta/` or `/v1/` alike, `/api/chat`; an
+        `/o/{options}` prefix is ignored), when given."""
+        from mockprovider.journal import same_route
+
         entries = self.journal
         if path is not None:
-            entries = [e for e in entries if plain_path(e.path) == plain_path(path)]
+            entries = [e for e in entries if same_route(e.path) == same_route(path)]
         if turn is not None:
             entries = [e for e in entries if turn_of(e.path, e.body) == turn]
         return entries
@@ -117,20 +125,39 @@ class MockLLM:
         return [entry.body for entry in self.requests(turn=turn, path=path)]
 
     def clear(self) -> None:
-        """Forget every request journalled so far."""
-        self.buffer.clear()
+        """Forget every request journalled so far (this test's, on a shared mock)."""
+        self.buffer.clear(test_id=self.test_id)
 
     def configure(self, *, scenarios: Sequence[Any] = (), **options: Any) -> None:
-        """Serve `scenarios` (files, folders or dicts) with `options` (as `create_app` takes them)
-        from the next request on, without a restart; the journal is kept."""
+        """Serve `scenarios` (files, folders or dicts; a relative path is read from the folder of
+        the file that calls this, as the marker's are from the test file's) with `options` (as
+        `create_app` takes them) from the next request on, without a restart; the journal is kept.
+        On a shared mock, only this test's requests see them."""
         from mockprovider.app import create_app
 
         _check_options(options)
         if "journal" in options:
             pytest.fail("mock_llm: configure() keeps the journal, whose capacity is set when the mock "
                         "starts (journal= on a mock_llm test's marker)", pytrace=False)
-        fresh = create_app(scenario_files=scenarios, **{**options, "journal": 0})
-        self.app.state.config = replace(fresh.state.config, journal=self.buffer)
+        caller = Path(sys._getframe(1).f_code.co_filename).parent
+        fresh = create_app(scenario_files=_against(caller, scenarios), **{**options, "journal": 0})
+        config = replace(fresh.state.config, journal=self.buffer)
+        if self.test_id is None:
+            self.app.state.config = config
+        else:
+            self.app.state.tests[self.test_id] = config
+
+    def for_test(self, test_id: str) -> MockLLM:
+        """This mock as one test sees it: URLs that carry `test_id` (`/o/test=ID`), and the
+        journal, counted attempts and `configure` of that test alone."""
+        root = self.root_url.split("/o/", 1)[0]
+        return replace(self, test_id=test_id, root_url=f"{root}/o/test={test_id}",
+                       base_url=f"{root}/o/test={test_id}/v1")
+
+    def forget_test(self) -> None:
+        """Drop what `configure` set up for this test on a shared mock (its journal stays)."""
+        if self.test_id is not None:
+            self.app.state.tests.pop(self.test_id, None)
 
 
 def _check_options(options: dict[str, Any]) -> None:
@@ -152,13 +179,24 @@ def _marker_options(request: pytest.FixtureRequest) -> dict[str, Any]:
     return {k: v for k, v in (marker.kwargs if marker else {}).items() if k != "scenarios"}
 
 
+def _against(folder: Path, sources: Sequence[Any]) -> list[Any]:
+    """Relative scenario paths as read from `folder`; dicts and absolute paths as they are."""
+    return [s if isinstance(s, dict) or Path(s).is_absolute() else folder / s for s in sources]
+
+
 @pytest.fixture
 def mock_llm_scenarios(request: pytest.FixtureRequest) -> list[Any]:
     """The scenario files for `mock_llm`: from the `mock_llm` marker, else none. Override freely."""
     marker = request.node.get_closest_marker("mock_llm")
-    sources = list(marker.kwargs.get("scenarios", ())) if marker else []
-    folder = request.path.parent
-    return [s if isinstance(s, dict) or Path(s).is_absolute() else folder / s for s in sources]
+    return _against(request.path.parent, list(marker.kwargs.get("scenarios", ())) if marker else [])
+
+
+def test_id_of(request: pytest.FixtureRequest) -> str:
+    """An id for this test on a shared mock, unique across pytest-xdist workers: the worker, the
+    test's name (as far as the header allows) and a digest of its node id."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    digest = hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:10]
+    return f"{worker}-{_NOT_IN_ID.sub('_', request.node.name)[:120]}-{digest}"
 
 
 def _started(scenarios: Sequence[Any], options: dict[str, Any]) -> Iterator[MockLLM]:
@@ -196,15 +234,15 @@ def mock_llm_shared(
     """The session's mock, serving this test's marker scenarios and options, with an empty journal."""
     from mockprovider.scripts.files import ScenarioFileError
 
-    before = mock_llm_session.app.state.config
+    mine = mock_llm_session.for_test(test_id_of(request))
     options = _marker_options(request)
     options.pop("journal", None)  # the session's journal stays: its capacity was set at start
     try:
-        mock_llm_session.configure(scenarios=mock_llm_scenarios, **options)
+        mine.configure(scenarios=mock_llm_scenarios, **options)
     except ScenarioFileError as e:
         pytest.fail(f"mock_llm: {e}", pytrace=False)
-    mock_llm_session.clear()
     try:
-        yield mock_llm_session
+        yield mine
     finally:
-        mock_llm_session.app.state.config = before
+        mine.forget_test()
+        mine.clear()
