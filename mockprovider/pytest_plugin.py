@@ -49,12 +49,30 @@ _GEMINI_PATH = re.compile(r"^/v1(?:beta)?/models/[^/]+:")
 _NOT_IN_ID = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("mock_llm").addoption(
+        "--llm-record-mode", default=None, metavar="none|once|new_episodes|all",
+        help="how tests marked mock_llm(record=...) use their cassettes (vcrpy's modes; default: the "
+        "marker's, else none: replay only, nothing reaches a network)",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "mock_llm(scenarios=[...], **create_app_options): scenario files (paths relative to the test "
-        "file, or dicts) and server options for the mock_llm and mock_llm_shared fixtures",
+        "mock_llm(scenarios=[...], record=None, upstream=None, **create_app_options): scenario files "
+        "(paths relative to the test file, or dicts) and server options for the mock_llm and "
+        "mock_llm_shared fixtures; record=True or a record mode replays (or records) the test's "
+        "cassette instead, cassettes/<module>/<test>.json beside the test file",
     )
+    given = config.getoption("--llm-record-mode", default=None)
+    if given is not None:
+        from mockprovider.cassettes import record_mode
+
+        try:
+            record_mode(given)
+        except ValueError as e:
+            raise pytest.UsageError(f"--llm-record-mode: {e}") from None
 
 
 def turn_of(path: str, body: Any) -> int | None:
@@ -98,6 +116,9 @@ class MockLLM:
     test_id: str | None = None
     """On a shared mock, this test's id: the URLs above carry it (`/o/test=ID`), and the journal,
     the counted attempts and `configure` are this test's alone."""
+    cassette: Path | None = None
+    """The test's cassette, when it replays or records one (`record=` on the marker): the app is
+    then the recording proxy, and the journal holds every request it received."""
 
     @property
     def journal(self) -> list[Entry]:
@@ -135,6 +156,9 @@ class MockLLM:
         On a shared mock, only this test's requests see them."""
         from mockprovider.app import create_app
 
+        if self.cassette is not None:
+            pytest.fail(f"mock_llm: configure() cannot change a cassette's replies ({self.cassette}); "
+                        "a test replays its cassette or runs scenarios, not both", pytrace=False)
         _check_options(options)
         if "journal" in options:
             pytest.fail("mock_llm: configure() keeps the journal, whose capacity is set when the mock "
@@ -176,7 +200,10 @@ def _check_options(options: dict[str, Any]) -> None:
 
 def _marker_options(request: pytest.FixtureRequest) -> dict[str, Any]:
     marker = request.node.get_closest_marker("mock_llm")
-    return {k: v for k, v in (marker.kwargs if marker else {}).items() if k != "scenarios"}
+    return {k: v for k, v in (marker.kwargs if marker else {}).items() if k not in _NOT_SERVER_OPTIONS}
+
+
+_NOT_SERVER_OPTIONS = ("scenarios", "record", "upstream")
 
 
 def _against(folder: Path, sources: Sequence[Any]) -> list[Any]:
@@ -216,8 +243,43 @@ def _started(scenarios: Sequence[Any], options: dict[str, Any]) -> Iterator[Mock
 
 @pytest.fixture
 def mock_llm(request: pytest.FixtureRequest, mock_llm_scenarios: list[Any]) -> Iterator[MockLLM]:
-    """A fresh mock on an ephemeral loopback port, stopped when the test ends."""
-    yield from _started(mock_llm_scenarios, _marker_options(request))
+    """A fresh mock on an ephemeral loopback port, stopped when the test ends; with `record=` on
+    the marker, the test's cassette served by the recording proxy instead."""
+    marker = request.node.get_closest_marker("mock_llm")
+    if marker is not None and marker.kwargs.get("record") not in (None, False):
+        yield from _on_cassette(request, marker.kwargs, mock_llm_scenarios)
+    else:
+        yield from _started(mock_llm_scenarios, _marker_options(request))
+
+
+def _on_cassette(request: pytest.FixtureRequest, kwargs: dict[str, Any], scenarios: list[Any]
+                 ) -> Iterator[MockLLM]:
+    from mockprovider.cassettes import UPSTREAM_ENV, Cassette, cassette_path, record_mode, recorder_for
+    from mockprovider.journal import Journal
+    from mockprovider.recorder.cli import RELAY
+    from mockprovider.server import serve_in_thread
+
+    others = sorted(set(kwargs) - {"record", "upstream", "journal"})
+    if others or scenarios:
+        pytest.fail(f"mock_llm: record= replays the test's cassette; {', '.join(others) or 'scenarios'} "
+                    "do not apply to it", pytrace=False)
+    given = kwargs["record"]
+    mode = request.config.getoption("--llm-record-mode") or ("none" if given is True else given)
+    try:
+        cassette = Cassette(path=cassette_path(request.path, request.node.name), mode=record_mode(mode),
+                            upstream=kwargs.get("upstream") or os.environ.get(UPSTREAM_ENV))
+        journal = Journal(kwargs.get("journal", JOURNAL_CAPACITY))
+        app = recorder_for(cassette, journal)
+    except ValueError as e:
+        pytest.fail(f"mock_llm: {e}", pytrace=False)
+    with serve_in_thread(app, uvicorn_options=RELAY) as base_url:
+        yield MockLLM(base_url=base_url, root_url=base_url.removesuffix("/v1"), buffer=journal, app=app,
+                      cassette=cassette.path)
+    misses = app.state.recorder.misses
+    if misses:
+        more = f" (and {len(misses) - 1} more)" if len(misses) > 1 else ""
+        pytest.fail(f"mock_llm: {len(misses)} request(s) not in the cassette {cassette.path} (record mode "
+                    f"{cassette.mode}): {misses[0]}{more}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

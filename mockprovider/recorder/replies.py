@@ -1,4 +1,5 @@
-"""An upstream's reply, in any of the three wire formats, as a scenario-file reply.
+"""An upstream's reply, in the OpenAI and Anthropic wire formats, as a scenario-file reply
+(Gemini's and Ollama's: `gemini_ollama`).
 
 `reply_of(fmt, body)` reads a whole JSON reply; a `Stream` reads an SSE reply as its bytes
 arrive, beside the relay that passes the same bytes on. Both return a scenario reply,
@@ -19,7 +20,7 @@ from typing import Any, Literal
 from mockprovider.reading.validation import MAX_DEPTH
 from mockprovider.scripts.files import MAX_FILE_BYTES
 
-Format = Literal["chat", "responses", "messages"]
+Format = Literal["chat", "responses", "messages", "gemini", "ollama"]
 
 MAX_REPLY_BYTES = MAX_FILE_BYTES
 """A reply larger than this is passed through but not recorded: a recording that holds it could
