@@ -31,6 +31,7 @@ from mockprovider.apis.steps import (
 )
 from mockprovider.errors import APIError, ClientGone
 from mockprovider.journal import Journal, render_matching
+from mockprovider.metrics import CountRequests, Metrics, metrics_page, readyz
 from mockprovider.replies import headers
 from mockprovider.replies.headers import ApiHeaders
 from mockprovider.scripts import scenarios
@@ -99,6 +100,8 @@ ROUTES = [
     Route("/v1/models", models, methods=["GET"]),
     Route("/o/{options}/v1/models", models, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+    Route("/metrics", metrics_page, methods=["GET"]),
     Route("/journal", request_journal, methods=["GET"]),
     *responses.ROUTES,
     *anthropic.ROUTES,
@@ -123,9 +126,11 @@ def create_app(
     table = dict(scenarios.SCENARIOS) | load_scenarios(scenario_files)
     o200k.encoding()  # load the ranks now, not during the first request
     defaults = Options(latency_ms=latency_ms)
+    metrics = Metrics()
     app = Starlette(
         routes=ROUTES,
-        middleware=[Middleware(chat.ChatLane, defaults=defaults), Middleware(ApiHeaders, defaults=defaults)],
+        middleware=[Middleware(CountRequests, metrics=metrics), Middleware(chat.ChatLane, defaults=defaults),
+                    Middleware(ApiHeaders, defaults=defaults)],
         exception_handlers={
             APIError: api_error,
             ClientGone: client_gone,
@@ -138,6 +143,7 @@ def create_app(
         scenarios=table, journal=Journal(journal) if journal else None,
     )
     app.state.tests = {}  # test id -> Config: a shared mock's per-test set-up (`steps.config_of`)
+    app.state.metrics = metrics
     return app
 
 

@@ -19,6 +19,7 @@ from starlette.responses import Response
 
 from mockprovider.errors import APIError, ClientGone, ScriptedError
 from mockprovider.journal import Journal, headers_of
+from mockprovider.metrics import SCENARIO
 from mockprovider.reading import attempts
 from mockprovider.reading.request_headers import header, header_map, test_id
 from mockprovider.reading.validation import parse_body
@@ -168,6 +169,7 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
             param="model",
             code="model_not_found",
         )
+    request.scope[SCENARIO] = name
     options = _stated(request, config.defaults, (
         (getattr(script, "options", ""), "model"),  # a file scenario's, checked when it was loaded
         (path, "base_url"),
