@@ -13,23 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mockprovider.recorder.replies import NotRecordable, Stream, build, loads, with_usage
-
-_Calls = list[tuple[Any, Any, Any]]
-
-
-def _object(value: Any, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise NotRecordable(f"{what} is not an object")
-    return value
-
-
-def _parts(value: Any, what: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise NotRecordable(f"{what} is not an array")
-    return value
+from mockprovider.recorder.replies import NotRecordable, Stream, as_list, as_object, build, loads, with_usage
 
 
 def _usage(prompt: Any, completion: Any) -> dict[str, int] | None:
@@ -43,63 +27,65 @@ def _check_error(chunk: Mapping[str, Any]) -> None:
         raise NotRecordable(f"the reply is an error: {json.dumps(chunk.get('error'))[:200]}")
 
 
-class GeminiReply:
-    """Gemini's chunks, fed one by one (a whole reply is one chunk)."""
+class _Reading:
+    """A reply's text pieces and calls, as its chunks come."""
 
     def __init__(self) -> None:
         self.texts: list[Any] = []
-        self.calls: _Calls = []
+        self.calls: list[tuple[Any, Any, Any]] = []
+        """(name, arguments, id) as they came."""
         self.finished = False
         self.usage: dict[str, int] | None = None
 
+    def built(self) -> dict[str, Any]:
+        if not all(isinstance(t, str) for t in self.texts):
+            raise NotRecordable("a text piece of the reply is not a string")
+        return with_usage(build("".join(self.texts) or None, self.calls), self.usage)
+
+
+class GeminiReply(_Reading):
+    """Gemini's chunks, fed one by one (a whole reply is one chunk)."""
+
     def feed(self, chunk: Any) -> None:
-        chunk = _object(chunk, "a Gemini reply")
+        chunk = as_object(chunk, "a Gemini reply")
         _check_error(chunk)
         metadata = chunk.get("usageMetadata")
         if isinstance(metadata, Mapping):
             self.usage = _usage(metadata.get("promptTokenCount", 0), metadata.get("candidatesTokenCount", 0))
-        candidates = _parts(chunk.get("candidates"), "candidates")
+        candidates = as_list(chunk.get("candidates"), "candidates")
         if not candidates:
             return
-        candidate = _object(candidates[0], "candidates[0]")
+        candidate = as_object(candidates[0], "candidates[0]")
         self.finished = self.finished or bool(candidate.get("finishReason"))
-        content = _object(candidate.get("content") or {}, "candidates[0].content")
-        for i, part in enumerate(_parts(content.get("parts"), "candidates[0].content.parts")):
-            part = _object(part, f"parts[{i}]")
+        content = as_object(candidate.get("content") or {}, "candidates[0].content")
+        for i, part in enumerate(as_list(content.get("parts"), "candidates[0].content.parts")):
+            part = as_object(part, f"parts[{i}]")
             if part.get("thought"):
                 continue  # a thought summary is reasoning, not the reply
             if "text" in part:
                 self.texts.append(part["text"])
             elif "functionCall" in part:
-                call = _object(part["functionCall"], f"parts[{i}].functionCall")
+                call = as_object(part["functionCall"], f"parts[{i}].functionCall")
                 self.calls.append((call.get("name"), call.get("args", {}), call.get("id")))
 
     def reply(self) -> dict[str, Any]:
         if not self.texts and not self.calls:
             raise NotRecordable("the reply held no parts")
-        if not all(isinstance(t, str) for t in self.texts):
-            raise NotRecordable("a text part's text is not a string")
-        return with_usage(build("".join(self.texts) or None, self.calls), self.usage)
+        return self.built()
 
 
-class OllamaReply:
+class OllamaReply(_Reading):
     """Ollama's objects, fed one by one (a whole reply is one object)."""
 
-    def __init__(self) -> None:
-        self.texts: list[Any] = []
-        self.calls: _Calls = []
-        self.finished = False
-        self.usage: dict[str, int] | None = None
-
     def feed(self, chunk: Any) -> None:
-        chunk = _object(chunk, "an Ollama reply")
+        chunk = as_object(chunk, "an Ollama reply")
         _check_error(chunk)
-        message = _object(chunk.get("message") or {}, "message")
+        message = as_object(chunk.get("message") or {}, "message")
         if message.get("content"):
             self.texts.append(message["content"])
-        for i, call in enumerate(_parts(message.get("tool_calls"), "message.tool_calls")):
-            call = _object(call, f"tool_calls[{i}]")
-            fn = _object(call.get("function"), f"tool_calls[{i}].function")
+        for i, call in enumerate(as_list(message.get("tool_calls"), "message.tool_calls")):
+            call = as_object(call, f"tool_calls[{i}]")
+            fn = as_object(call.get("function"), f"tool_calls[{i}].function")
             self.calls.append((fn.get("name"), fn.get("arguments", {}), call.get("id")))
         if chunk.get("done") is True:
             self.finished = True
@@ -108,9 +94,7 @@ class OllamaReply:
     def reply(self) -> dict[str, Any]:
         if not self.finished:
             raise NotRecordable("the reply never said it was done")
-        if not all(isinstance(t, str) for t in self.texts):
-            raise NotRecordable("the message's content is not a string")
-        return with_usage(build("".join(self.texts) or None, self.calls), self.usage)
+        return self.built()
 
 
 def gemini_reply(raw: bytes) -> dict[str, Any]:
