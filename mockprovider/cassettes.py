@@ -52,8 +52,8 @@ class Cassette:
 
 
 def cassette_path(test_file: Path, test_name: str) -> Path:
-    """`cassettes/<module>/<test>.json` beside the test file; a parametrized test's id is kept,
-    made safe for a file name."""
+    """`cassettes/<module>/<test>.json` beside the test file (`Class.test` for a method); a
+    parametrized test's id is kept, made safe for a file name."""
     return test_file.parent / "cassettes" / test_file.stem / f"{_NOT_IN_NAME.sub('_', test_name)[:150]}.json"
 
 

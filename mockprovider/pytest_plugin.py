@@ -266,7 +266,8 @@ def _on_cassette(request: pytest.FixtureRequest, kwargs: dict[str, Any], scenari
     given = kwargs["record"]
     mode = request.config.getoption("--llm-record-mode") or ("none" if given is True else given)
     try:
-        cassette = Cassette(path=cassette_path(request.path, request.node.name), mode=record_mode(mode),
+        test = request.node.nodeid.split("::", 1)[-1].replace("::", ".")  # a class's name kept: Class.test
+        cassette = Cassette(path=cassette_path(request.path, test), mode=record_mode(mode),
                             upstream=kwargs.get("upstream") or os.environ.get(UPSTREAM_ENV))
         journal = Journal(kwargs.get("journal", JOURNAL_CAPACITY))
         app = recorder_for(cassette, journal)

@@ -18,6 +18,7 @@ import openai
 import pytest
 from google import genai  # noqa: F401
 
+from mockprovider.cassettes import cassette_path
 from mockprovider.server import serve_in_thread
 
 SUITE = textwrap.dedent('''
@@ -170,3 +171,11 @@ def test_an_unknown_record_mode_is_a_usage_error(pytester: pytest.Pytester):
     done = _run(pytester, "--llm-record-mode=sometimes")
     assert done.ret == pytest.ExitCode.USAGE_ERROR
     assert "none, once, new_episodes, all" in done.stderr.str()
+
+
+def test_each_test_has_its_own_cassette_path_beside_its_file(tmp_path):
+    module = tmp_path / "tests" / "test_agent.py"
+    beside = tmp_path / "tests" / "cassettes" / "test_agent"
+    assert cassette_path(module, "test_one") == beside / "test_one.json"
+    assert cassette_path(module, "TestA.test_one").name == "TestA.test_one.json"
+    assert cassette_path(module, "test_p[a/b c]").name == "test_p_a_b_c_.json"
