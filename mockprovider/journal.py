@@ -184,10 +184,12 @@ class Journal:
             while len(self._entries) > self.capacity or self._bytes > self.max_bytes:
                 self._bytes -= self._entries.popleft().size
 
-    def entries(self) -> list[Entry]:
-        """A snapshot, oldest first."""
+    def entries(self, *, test_id: str | None = None) -> list[Entry]:
+        """A snapshot, oldest first: every entry, or those of `test_id`."""
         with self._lock:
-            return list(self._entries)
+            if test_id is None:
+                return list(self._entries)
+            return [e for e in self._entries if e.test_id == test_id]
 
     def clear(self, *, test_id: str | None = None) -> None:
         """Forget every entry, or only those of `test_id`."""

@@ -6,7 +6,8 @@ for one of three fixtures (docs/scenarios.md has the full API):
 - `mock_llm`: a fresh mock on an ephemeral loopback port for that one test, serving the built-in
   scenarios plus the scenario files of the test's `mock_llm` marker, with a journal of every
   request it received.
-- `mock_llm_session`: one mock for the whole session, started once.
+- `mock_llm_session`: one mock for the whole session, started once; or, with `--mock-llm-url`
+  (`MOCK_LLM_URL`), a mock started outside the run and shared by every pytest-xdist worker.
 - `mock_llm_shared`: that session's mock, set up for one test from its marker (scenario files and
   server options, applied without a restart) and seen through this test's id (`x-test-id`, in
   its URLs as `/o/test=ID`): its journal, counted attempts and set-up are this test's alone, so
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from mockprovider.journal import Entry, Journal
+    from mockprovider.shared_mock import RemoteJournal
 
 JOURNAL_CAPACITY = 10_000
 _GEMINI_PATH = re.compile(r"^/v1(?:beta)?/models/[^/]+:")
@@ -50,10 +52,16 @@ _NOT_IN_ID = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("mock_llm").addoption(
+    group = parser.getgroup("mock_llm")
+    group.addoption(
         "--llm-record-mode", default=None, metavar="none|once|new_episodes|all",
         help="how tests marked mock_llm(record=...) use their cassettes (vcrpy's modes; default: the "
         "marker's, else none: replay only, nothing reaches a network)",
+    )
+    group.addoption(
+        "--mock-llm-url", default=None, metavar="URL",
+        help="a mock started outside the run (with --journal N), shared by every worker: "
+        "mock_llm_session and mock_llm_shared use it (default: $MOCK_LLM_URL, else one in-process)",
     )
 
 
@@ -109,10 +117,11 @@ class MockLLM:
     """`http://127.0.0.1:PORT/v1`: for `OpenAI(base_url=...)` or your agent's config."""
     root_url: str
     """`http://127.0.0.1:PORT`: for clients that add `/v1` themselves, as `Anthropic(base_url=...)` does."""
-    buffer: Journal
+    buffer: Journal | RemoteJournal
     """The server's own journal (bounded at JOURNAL_CAPACITY); `journal` reads a snapshot."""
-    app: Starlette
-    """The served app; `configure` swaps its settings between requests."""
+    app: Starlette | None
+    """The served app; `configure` swaps its settings between requests. None for a mock in another
+    process (`--mock-llm-url`), which serves what it was started with."""
     test_id: str | None = None
     """On a shared mock, this test's id: the URLs above carry it (`/o/test=ID`), and the journal,
     the counted attempts and `configure` are this test's alone."""
@@ -124,8 +133,7 @@ class MockLLM:
     def journal(self) -> list[Entry]:
         """The requests received so far (this test's, on a shared mock), oldest first; each has
         `.body` (parsed), `.headers`, `.path`, `.test_id`."""
-        entries = self.buffer.entries()
-        return entries if self.test_id is None else [e for e in entries if e.test_id == self.test_id]
+        return self.buffer.entries(test_id=self.test_id)
 
     def requests(self, *, turn: int | None = None, path: str | None = None) -> list[Entry]:
         """The journal's requests, oldest first, only those of `turn` (0-based: the number of
@@ -163,6 +171,12 @@ class MockLLM:
         if "journal" in options:
             pytest.fail("mock_llm: configure() keeps the journal, whose capacity is set when the mock "
                         "starts (journal= on a mock_llm test's marker)", pytrace=False)
+        if self.app is None:
+            if scenarios or options:
+                pytest.fail(f"mock_llm: the shared mock at {self.root_url} serves the scenario files it was "
+                            "started with (--scenarios); per-request options go in the model name or the "
+                            "base URL", pytrace=False)
+            return
         caller = Path(sys._getframe(1).f_code.co_filename).parent
         fresh = create_app(scenario_files=_against(caller, scenarios), **{**options, "journal": 0})
         config = replace(fresh.state.config, journal=self.buffer)
@@ -180,7 +194,7 @@ class MockLLM:
 
     def forget_test(self) -> None:
         """Drop what `configure` set up for this test on a shared mock (its journal stays)."""
-        if self.test_id is not None:
+        if self.test_id is not None and self.app is not None:
             self.app.state.tests.pop(self.test_id, None)
 
 
@@ -284,10 +298,28 @@ def _on_cassette(request: pytest.FixtureRequest, kwargs: dict[str, Any], scenari
 
 
 @pytest.fixture(scope="session")
-def mock_llm_session() -> Iterator[MockLLM]:
+def mock_llm_session(request: pytest.FixtureRequest) -> Iterator[MockLLM]:
     """One mock for the whole session (built-in scenarios; `configure` or `mock_llm_shared` add
-    files), stopped when the session ends."""
-    yield from _started((), {})
+    files), stopped when the session ends; or the mock at `--mock-llm-url`, shared by every worker."""
+    from mockprovider.shared_mock import URL_ENV
+
+    url = request.config.getoption("--mock-llm-url", default=None) or os.environ.get(URL_ENV)
+    if url:
+        yield _shared_at(url)
+    else:
+        yield from _started((), {})
+
+
+def _shared_at(url: str) -> MockLLM:
+    from mockprovider.shared_mock import RemoteJournal, SharedMockError, check_ready, root_of
+
+    root = root_of(url)
+    try:
+        check_ready(root)
+        journal = RemoteJournal(root)
+    except SharedMockError as e:
+        pytest.fail(f"mock_llm: {e}", pytrace=False)
+    return MockLLM(base_url=f"{root}/v1", root_url=root, buffer=journal, app=None)
 
 
 @pytest.fixture
