@@ -54,8 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--quiet", action="store_true", help="no per-request log lines")
-    # auto: uvloop and httptools (installed with the mock; `make bench` measures them against
-    # the pure-Python asyncio and h11: results/bench.md, "Server stacks"), else the pure-Python pair.
+    # auto: uvloop (the `fast` extra) and httptools (installed with the mock) when installed; `make
+    # bench` measures them against the pure-Python asyncio and h11 (results/bench.md, "Server
+    # stacks"); else the pure-Python pair.
     parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto")
     parser.add_argument("--http", choices=("auto", "h11", "httptools"), default="auto")
     return parser

@@ -18,7 +18,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 import o200k
 from mockprovider.apis import anthropic, azure, chat, gemini, ollama, responses
@@ -33,6 +33,7 @@ from mockprovider.apis.steps import (
 )
 from mockprovider.errors import APIError, ClientGone
 from mockprovider.journal import Journal, render_matching
+from mockprovider.metrics import CountRequests, Metrics, metrics_page, readyz
 from mockprovider.replies import headers
 from mockprovider.replies.headers import ApiHeaders
 from mockprovider.scripts import scenarios
@@ -67,7 +68,8 @@ async def request_journal(request: Request) -> Response:
             code="journal_off",
         )
     query = request.query_params
-    body = render_matching(config.journal, path=query.get("path"), model=query.get("model"))
+    body = render_matching(config.journal, path=query.get("path"), model=query.get("model"),
+                           test_id=query.get("test_id"))
     return Response(body, media_type="application/json")
 
 
@@ -99,7 +101,7 @@ class MockApp(Starlette):
     """Starlette, with the chat request answered by `ChatLane` before any of Starlette's layers,
     unless the user added middleware of their own (`add_middleware`): that sees every request."""
 
-    def __init__(self, *, lane: chat.ChatLane, **kwargs: Any) -> None:
+    def __init__(self, *, lane: ASGIApp, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.lane = lane
         self.own_middleware = len(self.user_middleware)
@@ -117,6 +119,8 @@ ROUTES = [
     Route("/v1/models", models, methods=["GET"]),
     Route("/o/{options}/v1/models", models, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+    Route("/metrics", metrics_page, methods=["GET"]),
     Route("/journal", request_journal, methods=["GET"]),
     *responses.ROUTES,
     *anthropic.ROUTES,
@@ -142,10 +146,11 @@ def create_app(
     table = dict(scenarios.SCENARIOS) | load_scenarios(scenario_files)
     o200k.encoding()  # load the ranks now, not during the first request
     defaults = Options(latency_ms=latency_ms)
+    metrics = Metrics()
     app = MockApp(
-        lane=chat.ChatLane(defaults, _server_error),
+        lane=CountRequests(chat.ChatLane(defaults, _server_error), metrics=metrics),
         routes=ROUTES,
-        middleware=[Middleware(ApiHeaders, defaults=defaults)],
+        middleware=[Middleware(CountRequests, metrics=metrics), Middleware(ApiHeaders, defaults=defaults)],
         exception_handlers={
             APIError: api_error,
             ClientGone: client_gone,
@@ -157,6 +162,8 @@ def create_app(
         defaults=defaults, api_key=api_key, max_body_bytes=max_body_bytes,
         scenarios=table, journal=Journal(journal) if journal else None,
     )
+    app.state.tests = {}  # test id -> Config: a shared mock's per-test set-up (`steps.config_of`)
+    app.state.metrics = metrics
     return app
 
 

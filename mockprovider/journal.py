@@ -22,7 +22,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import isfinite
 from typing import Any
 
@@ -102,6 +102,8 @@ class Entry:
     path: str
     headers: Headers
     """Lower-cased names, as sent (repeated headers joined with ', '); the repr masks credentials."""
+    test_id: str | None = None
+    """The test that sent it (`x-test-id`, or `test=` in the base URL), when one said so."""
     compact: bytes
     """The body as strict JSON text (see the module's docstring): parsed, it would take some
     twenty times the memory."""
@@ -116,7 +118,8 @@ class Entry:
             name: (MASK if mask_secrets and looks_secret(name) else value)
             for name, value in self.headers.items()
         }
-        return {"seq": self.seq, "method": self.method, "path": self.path, "headers": headers}
+        return {"seq": self.seq, "method": self.method, "path": self.path, "test_id": self.test_id,
+                "headers": headers}
 
     def to_json(self, *, mask_secrets: bool = True) -> dict[str, Any]:
         return {**self._about(mask_secrets=mask_secrets), "body": self.body}
@@ -124,7 +127,7 @@ class Entry:
     def __repr__(self) -> str:
         body = self.compact[:200].decode("utf-8", "replace") + ("..." if len(self.compact) > 200 else "")
         return (f"Entry(seq={self.seq}, method={self.method!r}, path={self.path!r}, "
-                f"headers={self.headers!r}, body={body!r})")
+                f"test_id={self.test_id!r}, headers={self.headers!r}, body={body!r})")
 
     @property
     def size(self) -> int:
@@ -133,7 +136,7 @@ class Entry:
         # thousands of tiny headers cannot hold more memory than the bound says.
         headers = sum(sys.getsizeof(name) + sys.getsizeof(value) + _HEADER_BYTES
                       for name, value in self.headers.items())
-        return _ENTRY_BYTES + len(self.path) + headers + len(self.compact)
+        return _ENTRY_BYTES + len(self.path) + len(self.test_id or "") + headers + len(self.compact)
 
     def render(self) -> bytes:
         """`to_json()` as JSON, secrets masked, the stored body spliced in unparsed."""
@@ -156,37 +159,46 @@ class Journal:
         self._seq = itertools.count()
         self._lock = threading.Lock()
 
-    def record(self, *, method: str, path: str, headers: Mapping[str, str], body: Any) -> None:
+    def record(self, *, method: str, path: str, headers: Mapping[str, str], body: Any,
+               test_id: str | None = None) -> None:
         """Journal a parsed body (NaN and infinities become strings, as for a raw one)."""
-        self.record_raw(method=method, path=path, headers=headers, raw=json.dumps(body).encode())
+        self.record_raw(method=method, path=path, headers=headers, raw=json.dumps(body).encode(),
+                        test_id=test_id)
 
-    def record_raw(self, *, method: str, path: str, headers: Mapping[str, str], raw: bytes) -> None:
+    def record_raw(self, *, method: str, path: str, headers: Mapping[str, str], raw: bytes,
+                   test_id: str | None = None) -> None:
         """Journal a body as the client sent it: strict JSON as it is, anything else as the JSON
         that stands for it (parsed once, only with the journal on)."""
-        self._append(method, path, headers, strict_json(raw))
+        self._append(method, path, headers, strict_json(raw), test_id)
 
-    def _append(self, method: str, path: str, headers: Mapping[str, str], compact: bytes) -> None:
+    def _append(self, method: str, path: str, headers: Mapping[str, str], compact: bytes,
+                test_id: str | None) -> None:
         with self._lock:
             entry = Entry(seq=next(self._seq), method=method, path=path, headers=Headers(headers),
-                          compact=compact)
+                          test_id=test_id, compact=compact)
             if entry.size > self.max_bytes:
                 note = f"(a body of {len(compact)} bytes, more than the journal keeps: {self.max_bytes})"
-                entry = Entry(seq=entry.seq, method=method, path=path, headers=entry.headers,
-                              compact=json.dumps(note).encode())
+                entry = replace(entry, compact=json.dumps(note).encode())
             self._entries.append(entry)
             self._bytes += entry.size
             while len(self._entries) > self.capacity or self._bytes > self.max_bytes:
                 self._bytes -= self._entries.popleft().size
 
-    def entries(self) -> list[Entry]:
-        """A snapshot, oldest first."""
+    def entries(self, *, test_id: str | None = None) -> list[Entry]:
+        """A snapshot, oldest first: every entry, or those of `test_id`."""
         with self._lock:
-            return list(self._entries)
+            if test_id is None:
+                return list(self._entries)
+            return [e for e in self._entries if e.test_id == test_id]
 
-    def clear(self) -> None:
+    def clear(self, *, test_id: str | None = None) -> None:
+        """Forget every entry, or only those of `test_id`."""
         with self._lock:
-            self._entries.clear()
-            self._bytes = 0
+            if test_id is None:
+                self._entries.clear()
+            else:
+                self._entries = deque(e for e in self._entries if e.test_id != test_id)
+            self._bytes = sum(e.size for e in self._entries)
 
     @property
     def kept_bytes(self) -> int:
@@ -252,9 +264,10 @@ def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:
 
 
 _GEMINI_MODEL = re.compile(r"/v1(?:beta)?/models/([^/]+):[^/:]+")
+_GEMINI_VERSION = re.compile(r"^/v1(?:beta)?(?=/models/[^/]+:)")
 
 
-def _plain(path: str) -> str:
+def plain_path(path: str) -> str:
     """`path` without an `/o/{options}` prefix: `/o/latency=5/v1/messages` → `/v1/messages`."""
     if not path.startswith("/o/"):
         return path
@@ -262,25 +275,37 @@ def _plain(path: str) -> str:
     return path[slash:] if slash >= 0 else path
 
 
-def matches(entry: Entry, *, path: str | None = None, model: str | None = None) -> bool:
-    """Whether `entry` is for `path` (an `/o/{options}` prefix aside) and `model` (the whole
-    model name, or the scenario before its `+options`); None matches anything."""
-    if path is not None and _plain(entry.path) != _plain(path):
+def same_route(path: str) -> str:
+    """`path` as the route that answers it: no options prefix, and a Gemini method under one
+    version prefix, since google-genai posts to `/v1/...` or `/v1beta/...` as it is set up and
+    the mock answers both alike (`/v1/models/m:generateContent` → `/v1beta/models/m:generateContent`)."""
+    return _GEMINI_VERSION.sub("/v1beta", plain_path(path))
+
+
+def matches(entry: Entry, *, path: str | None = None, model: str | None = None,
+            test_id: str | None = None) -> bool:
+    """Whether `entry` is for `path` (`same_route`), `model` (the whole model name, or the
+    scenario before its `+options`) and `test_id`; None matches anything."""
+    if path is not None and same_route(entry.path) != same_route(path):
+        return False
+    if test_id is not None and entry.test_id != test_id:
         return False
     if model is None:
         return True
     body = entry.body if b'"model"' in entry.compact else None
     sent = body.get("model") if isinstance(body, dict) else None
-    if sent is None and (named := _GEMINI_MODEL.match(_plain(entry.path))):
+    if sent is None and (named := _GEMINI_MODEL.match(plain_path(entry.path))):
         sent = named[1]  # Gemini names the model in the URL, not the body
     return isinstance(sent, str) and model in (sent, sent.partition("+")[0])
 
 
-def render_matching(journal: Journal, *, path: str | None = None, model: str | None = None) -> bytes:
-    """GET /journal's body with only the entries that `matches(path, model)`."""
-    if path is None and model is None:
+def render_matching(journal: Journal, *, path: str | None = None, model: str | None = None,
+                    test_id: str | None = None) -> bytes:
+    """GET /journal's body with only the entries that `matches(path, model, test_id)`."""
+    if path is None and model is None and test_id is None:
         return journal.render()
     about = {"object": "list", "capacity": journal.capacity, "scope": "this server process"}
     head = json.dumps(about, separators=(",", ":")).encode()[:-1]
-    kept = [entry.render() for entry in journal.entries() if matches(entry, path=path, model=model)]
+    kept = [entry.render() for entry in journal.entries()
+            if matches(entry, path=path, model=model, test_id=test_id)]
     return head + b',"data":[' + b",".join(kept) + b"]}"

@@ -27,7 +27,8 @@ OWN_PROGRAMS = {"harness": "harness", "mockprovider": "mockprovider"}
 PYTHONS = {"python", "python3", ".venv/bin/python"}
 # Programs of the machine, shown as context (clone, install, stop a server): not ours to check.
 OTHERS = {"git", "cd", "pip", ".venv/bin/pip", "kill", "curl", "export", "source", "cp", "mkdir", "ls",
-          "cat", "echo", "sleep", "wait", "pytest", ".venv/bin/pytest", "open", "xdg-open"}
+          "cat", "echo", "sleep", "wait", "pytest", ".venv/bin/pytest", "open", "xdg-open",
+          "until", "do", "done"}
 
 
 class Parsed(Exception):

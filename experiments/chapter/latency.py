@@ -1,7 +1,8 @@
 """13. Latency multiplier: the same three-turn task at several provider latencies.
 
-Its figures are wall-clock and move between reruns; its checks look only at what ran. The
-slope and the harness's own share are recorded by `make bench`, not asserted by `make test`.
+Its figures are wall-clock and move between reruns: they go to `results/wall-clock/`, the committed
+table keeps what ran, and the checks look only at that. The slope and the harness's own share are
+recorded by `make bench`, not asserted by `make test`.
 """
 
 from __future__ import annotations
@@ -79,8 +80,23 @@ def table(m: Measured) -> Table:
                 "rest_ms": round(w - m.turns * lat),
             }
             for lat, w in m.medians().items()
-        ]
+        ],
+        steady=[
+            {
+                "latency_ms": lat,
+                "runs": len(rs),
+                "turns": "/".join(sorted({str(r.state.turns) for r in rs})),
+                "status": "/".join(sorted({r.state.status for r in rs})),
+                "n_x_latency_ms": m.turns * lat,
+                "every run took at least N × latency": _yes(all(r.wall_ms >= m.turns * lat for r in rs)),
+            }
+            for lat, rs in m.runs.items()
+        ],
     )
+
+
+def _yes(held: bool) -> str:
+    return "yes" if held else "no"
 
 
 def checks(m: Measured) -> dict[str, bool]:
@@ -109,7 +125,7 @@ def prose(m: Measured) -> Prose:
         ),
         headline=(
             f"Wall time grows by N = {m.turns} turns times the provider latency; everything else "
-            f"(harness, loopback, the mock's own work) is the table's `rest_ms` (chapter: "
+            f"(harness, loopback, the mock's own work) is the wall-clock table's `rest_ms` (chapter: "
             f"~{CH.harness_ms} ms for the harness)."
         ),
         ours=f"slope {m.slope():.2f} (N = {m.turns}) over latencies {', '.join(map(str, m.runs))} ms; "

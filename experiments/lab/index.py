@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from experiments import REGISTRY
-from experiments.lab.report import Outcome, markdown_table
+from experiments.lab.report import WALL_CLOCK, Outcome, markdown_table
 
 # Written by their own make targets, not by `make experiments`; linked when present.
 SIBLINGS = (
@@ -21,16 +21,16 @@ SIBLINGS = (
 def render(outcomes: list[tuple[str, Outcome]], out: Path | None = None) -> str:
     rows = []
     for name, o in outcomes:
-        links = f"[table]({name}.md)" + (f" · [chart]({name}.png)" if o.chart else "")
+        # Wall-clock figures move between reruns: they stay out of the committed files (the index
+        # and the steady table), so a rerun leaves the checkout clean.
+        timed = o.table.steady is not None
+        links = f"[table]({name}.md)" + (f" · [chart]({name}.png)" if o.chart and not timed else "")
         held = "**no**" if o.broken else "yes"
-        # Wall-clock figures move between reruns; the index keeps to what does not, so a rerun
-        # changes only those experiments' own files.
-        timed = getattr(REGISTRY[name], "WALL_CLOCK", False)
         rows.append(
             {
                 "experiment": REGISTRY[name].TITLE,
                 "finding": o.prose.headline or o.prose.finding,
-                "ours": "wall-clock: see the table" if timed else o.prose.ours,
+                "ours": f"wall-clock: `results/{WALL_CLOCK}/{name}.md`" if timed else o.prose.ours,
                 "chapter": o.prose.chapter,
                 "the difference, explained": o.prose.explained or "—",
                 "holds": held,

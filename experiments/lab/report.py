@@ -5,7 +5,9 @@ and three functions over that measurement: `table(m) -> Table`, `checks(m) -> di
 and `prose(m) -> Prose`, plus optionally `chart(m) -> Figure`. `outcome()` assembles them and
 `write()` writes the files. The token and cost experiments are pure arithmetic, so a rerun with
 unchanged code leaves their files byte-identical; CSV cells are written as given, so counts stay
-integers.
+integers. A timed experiment (latency, cancellation) also gives a `steady` table without its
+wall-clock columns: that one is committed, and its figures go to `wall-clock/`, which is not, so
+a rerun leaves the checkout clean.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,6 +26,8 @@ from experiments.lab.charts import save_png
 from experiments.lab.paths import RESULTS
 
 Row = dict[str, Any]
+WALL_CLOCK = "wall-clock"
+"""The folder under `results/` for figures that move between reruns (git ignores it)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +36,9 @@ class Table:
     """Raw measurements: the CSV."""
     shown: list[Row] | None = None
     """What the Markdown shows (ours beside the chapter's); defaults to `rows`."""
+    steady: list[Row] | None = None
+    """A timed experiment's rows without wall-clock columns, which a rerun reproduces byte for byte:
+    the committed table. `rows` and `shown` then go to `wall-clock/`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,10 +128,23 @@ def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
 def write(
     name: str, title: str, o: Outcome, out: Path = RESULTS, *, command: str | None = None
 ) -> list[Path]:
-    """Write `<name>.csv`, `<name>.md` and, if charted, `<name>.png` into `out`.
+    """Write `<name>.csv`, `<name>.md` and, if charted, `<name>.png` into `out`; for a timed
+    experiment, the steady table there and the wall-clock files in `out/wall-clock/`.
 
     `command` is what regenerates the files (default: `python -m experiments <name>`).
     """
+    if o.table.steady is None:
+        return _write(name, title, o, out, command)
+    timed = _write(name, title, o, out / WALL_CLOCK, command)
+    pointer = (f"This run's wall-clock figures, with their chart: `results/{WALL_CLOCK}/{name}.md`, "
+               "rewritten by every rerun and not committed, since they move between runs; the checks "
+               "above look only at what ran. `make bench` records the times (bench.md).")
+    steady = replace(o, table=Table(rows=o.table.steady), chart=None,
+                     prose=replace(o.prose, finding=o.prose.headline or o.prose.finding, notes=[pointer]))
+    return _write(name, title, steady, out, command) + timed
+
+
+def _write(name: str, title: str, o: Outcome, out: Path, command: str | None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / f"{name}.csv"
     csv_path.write_text(csv_text(o.table.rows))

@@ -19,7 +19,9 @@ from starlette.responses import Response
 
 from mockprovider.errors import APIError, ClientGone, ScriptedError
 from mockprovider.journal import Journal, headers_of
-from mockprovider.reading.request_headers import header, header_map
+from mockprovider.metrics import SCENARIO
+from mockprovider.reading import attempts
+from mockprovider.reading.request_headers import header, header_map, test_id
 from mockprovider.reading.validation import parse_body
 from mockprovider.replies import tool_choice
 from mockprovider.replies.faults import wait_unless_gone
@@ -47,7 +49,13 @@ class Config:
 
 
 def config_of(request: Request) -> Config:
-    return request.app.state.config
+    """The server's settings; on a shared mock, those set up for this request's test, if any
+    (`MockLLM.configure` on `mock_llm_shared`, keyed by `x-test-id`)."""
+    state = request.app.state
+    tests = getattr(state, "tests", None)
+    if tests and (config := tests.get(test_id(request))) is not None:
+        return config
+    return state.config
 
 
 # --- the steps every wire format shares ----------------------------------------------------
@@ -116,9 +124,12 @@ async def read_raw(request: Request, config: Config, *, any_content_type: bool =
     if not any_content_type:
         _check_content_type(headers)
     raw = await _read_body(request, headers.get(b"content-length", b""), config.max_body_bytes)
+    attempts.keep_body(request, raw)
+    tested = test_id(request)  # a malformed one is refused whatever else is on
     if config.journal is not None:
         headers = headers_of(request.headers.items())
-        config.journal.record_raw(method=request.method, path=request.url.path, headers=headers, raw=raw)
+        config.journal.record_raw(method=request.method, path=request.url.path, headers=headers, raw=raw,
+                                  test_id=tested)
     return raw
 
 
@@ -158,6 +169,7 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
             param="model",
             code="model_not_found",
         )
+    request.scope[SCENARIO] = name
     options = _stated(request, config.defaults, (
         (getattr(script, "options", ""), "model"),  # a file scenario's, checked when it was loaded
         (path, "base_url"),

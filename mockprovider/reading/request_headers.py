@@ -1,10 +1,14 @@
-"""A request's headers, read once: every step that looks one up reads the same dict."""
+"""A request's headers, read once: every step that looks one up reads the same dict; and the
+test a request belongs to, which a suite sharing one mock sends with each request."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from starlette.requests import Request
+
+from mockprovider.errors import APIError
 
 _HEADERS = "mockprovider.headers"
 
@@ -28,3 +32,37 @@ def header(request: Request, name: bytes) -> str | None:
     headers = request.scope.get(_HEADERS) or header_map(request)
     value = headers.get(name)
     return None if value is None else value.decode("latin-1")
+
+
+TEST_ID_HEADER = b"x-test-id"
+"""The per-test header, in the spelling of the peer mock (aimock's `X-Test-Id`; names are
+case-insensitive): it scopes the journal, the counted attempts and a shared mock's per-test set-up
+to one test of a suite that shares one mock."""
+_TEST_ID = re.compile(r"[ -~]{1,200}")
+"""Printable ASCII: a test's name, as suites write it (aimock's users send theirs as they are)."""
+_TEST_KEY = "mockprovider.test_id"
+
+
+def test_id(request: Request) -> str | None:
+    """The test a request belongs to: its `x-test-id` header, else the `test=ID` item of its
+    base-URL options prefix (`/o/test=ID/v1`), for clients whose headers a test cannot set; None
+    for neither. A malformed one is a 400 naming where it came from."""
+    scope = request.scope
+    if _TEST_KEY in scope:
+        return scope[_TEST_KEY]
+    found, param = header(request, TEST_ID_HEADER), "x-test-id"
+    if found is None:
+        found, param = _from_prefix(request.path_params.get("options", "")), "base_url"
+    if found is not None and not _TEST_ID.fullmatch(found):
+        raise APIError(400, f"Invalid test id {found[:80]!r} in {param}: 1 to 200 printable ASCII "
+                       "characters.", param=param, code="invalid_test_id")
+    scope[_TEST_KEY] = found
+    return found
+
+
+def _from_prefix(options: str) -> str | None:
+    found = None
+    for item in options.split("+") if "test=" in options else ():
+        if item.startswith("test="):
+            found = item.removeprefix("test=")
+    return found

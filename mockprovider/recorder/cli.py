@@ -14,6 +14,7 @@ from pathlib import Path
 import uvicorn
 from starlette.applications import Starlette
 
+from mockprovider.journal import Journal
 from mockprovider.recorder.proxy import Mode, Recorder, proxy_app
 from mockprovider.recorder.recording import Recording, RecordingError, check_name, check_out
 from mockprovider.recorder.upstream import Upstream
@@ -21,17 +22,21 @@ from mockprovider.server import serve_in_thread
 
 
 def create_recorder(
-    *, upstream: str, out: str | os.PathLike[str], name: str | None = None, description: str | None = None,
-    overwrite: bool = False, append: bool = False, strict: bool = False, proxy_on_miss: bool = False,
+    *, upstream: str | None, out: str | os.PathLike[str], name: str | None = None,
+    description: str | None = None, overwrite: bool = False, append: bool = False, strict: bool = False,
+    proxy_on_miss: bool = False, journal: Journal | None = None,
 ) -> Starlette:
-    """The proxy app; `upstream` is an OpenAI-style base URL (ending in /v1). Every problem with
-    the arguments is a `ValueError` here, before anything is served or written."""
+    """The proxy app; `upstream` is an OpenAI-style base URL (ending in /v1), None only for a
+    strict replay, which forwards nothing; `journal` keeps every request it receives. Every
+    problem with the arguments is a `ValueError` here, before anything is served or written."""
     out = Path(out)
     if overwrite and append:
         raise RecordingError("--overwrite and --append contradict each other; choose one")
     if strict and proxy_on_miss:
         raise RecordingError("--strict forwards nothing and --proxy-on-miss forwards misses; choose one")
-    target = Upstream.parse(upstream)
+    if upstream is None and not strict:
+        raise RecordingError("an upstream URL is needed to record; only a strict replay goes without")
+    target = Upstream.parse(upstream) if upstream is not None else Upstream.nowhere()
     reads = strict or append or (proxy_on_miss and not overwrite)
     exists = check_out(out, must_exist=strict, may_exist=overwrite or reads)
     recording = Recording(upstream=target.shown, out=out, name=check_name(name or out.stem),
@@ -45,7 +50,7 @@ def create_recorder(
         else:
             recording.take_over()
     mode: Mode = "strict" if strict else "proxy-on-miss" if proxy_on_miss else "record"
-    return proxy_app(Recorder(upstream=target, recording=recording, mode=mode))
+    return proxy_app(Recorder(upstream=target, recording=recording, mode=mode, journal=journal))
 
 
 RELAY = {"server_header": False, "date_header": False}

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import ssl
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -31,15 +30,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from mockprovider.apis import anthropic as anthropic_api
-from mockprovider.apis.responses import responses_request
 from mockprovider.app import create_app
 from mockprovider.errors import APIError
-from mockprovider.reading.transcript import conversation
+from mockprovider.journal import Journal, headers_of
+from mockprovider.recorder.formats import (
+    GEMINI_METHODS,
+    PATHS,
+    Asked,
+    asked_of,
+    error_in,
+    stream_of,
+    whole_reply,
+)
 from mockprovider.recorder.recording import Recording
-from mockprovider.recorder.replies import MAX_REPLY_BYTES, Format, NotRecordable, Stream, reply_of
+from mockprovider.recorder.replies import MAX_REPLY_BYTES, Format, NotRecordable, Stream
 from mockprovider.recorder.upstream import Upstream
-from mockprovider.scripts.conditions import first_user
 from mockprovider.scripts.files import compile_scenario
 
 Mode = Literal["record", "proxy-on-miss", "strict"]
@@ -54,7 +59,6 @@ HOP_BY_HOP = frozenset({
 _NOT_FORWARDED = HOP_BY_HOP | {"accept-encoding"}
 OFF_LOOP_BYTES = 1024 * 1024
 """A whole reply larger than this is parsed and recorded on a worker thread."""
-PATHS: dict[Format, str] = {"chat": "chat/completions", "responses": "responses", "messages": "messages"}
 LOG_LINES = 1000
 
 
@@ -67,48 +71,16 @@ class Recorder:
     mode: Mode
     lines: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
     """The latest log lines, also written to stderr (the Python API reads them)."""
+    journal: Journal | None = None
+    """When set, every request the proxy receives, as the mock's journal keeps them."""
+    misses: list[str] = field(default_factory=list)
+    """In strict mode, each request the recording had no reply for (the pytest fixture fails
+    the test with them)."""
 
     def log(self, line: str) -> None:
         line = self.upstream.scrub(line)
         self.lines.append(line)
         print(line, file=sys.stderr, flush=True)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Asked:
-    """What a request asks, in the recording's terms."""
-
-    user: str
-    turn: int
-    model: str
-
-
-def _asked(fmt: Format, raw: bytes) -> Asked | str:
-    """The request's conversation and turn, or why it cannot be recorded."""
-    try:
-        body = json.loads(raw)
-        paired = False
-        if fmt == "chat":
-            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-                return "the request has no messages array"
-            messages = [m for m in body["messages"] if isinstance(m, Mapping)]
-            model = body.get("model")
-        else:
-            shaped = anthropic_api.messages_request(body) if fmt == "messages" else (
-                responses_request(body).chat)
-            messages, model, paired = shaped.messages, shaped.model, shaped.paired
-        c = conversation(messages, paired=paired)
-        return Asked(user=first_user(c), turn=c.turn, model=str(model))
-    except (ValueError, RecursionError):
-        return "the request is not JSON"
-    except APIError as e:
-        return f"the mock could not replay this request ({e.message})"
-    except (TypeError, AttributeError) as e:
-        return f"the request's messages have an unexpected shape ({e})"
-
-
-def _error(fmt: Format, e: APIError) -> Response:
-    return anthropic_api.error_response(e) if fmt == "messages" else e.response()
 
 
 def _forwarded(request: Request) -> list[tuple[bytes, bytes]]:
@@ -156,19 +128,31 @@ def _record(rec: Recorder, asked: Asked, read: Callable[[], dict[str, Any]]) -> 
 async def exchange(request: Request, fmt: Format) -> Response:
     rec: Recorder = request.app.state.recorder
     raw = await _body(request)
-    asked = _asked(fmt, raw)
+    _journal(rec, request, raw)
+    asked = asked_of(fmt, raw, request.path_params)
     if isinstance(asked, Asked) and rec.mode != "record":
         reply = rec.recording.lookup(asked.user, asked.turn)
         if reply is not None:
             return await _replay(request, rec, fmt, raw, asked, reply)
     if rec.mode == "strict":
         where = f"turn {asked.turn} of {asked.user[:60]!r}" if isinstance(asked, Asked) else asked
-        return _error(fmt, APIError(
+        rec.misses.append(f"{request.method} {request.url.path}: {where}")
+        return error_in(fmt, APIError(
             404, f"Nothing is recorded in {rec.recording.out} for this request ({where}); "
             "--strict answers only recorded turns.", code="not_recorded"))
-    target = rec.upstream.target(PATHS[fmt], request.scope.get("query_string", b""))
-    assert target is not None  # a fixed path never leaves the base
+    query = request.scope.get("query_string", b"")
+    native = fmt in ("gemini", "ollama")
+    target = rec.upstream.target(request.url.path if native else PATHS[fmt], query, from_root=native)
+    if target is None:
+        return error_in(fmt, APIError(404, f"{request.url.path}: the path leaves the upstream's base path.",
+                                    code="not_found"))
     return await _forward(request, rec, target, raw, asked, fmt)
+
+
+def _journal(rec: Recorder, request: Request, raw: bytes) -> None:
+    if rec.journal is not None:
+        rec.journal.record_raw(method=request.method, path=request.url.path,
+                               headers=headers_of(request.headers.items()), raw=raw)
 
 
 async def _replay(
@@ -181,7 +165,9 @@ async def _replay(
     name = asked.model.partition("+")[0]  # the mock reads options after a "+"
     app.state.config = dataclasses.replace(app.state.config, scenarios={name: script})
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://recording") as mock:
-        response = await mock.post(request.url.path, content=raw, headers=_forwarded(request))
+        # The query too: Gemini streams as SSE only when asked (`?alt=sse`).
+        path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        response = await mock.post(path, content=raw, headers=_forwarded(request))
     rec.log(f"replayed turn {asked.turn} of {asked.user[:40]!r} from {rec.recording.out}")
     return _returned(Response(response.content, status_code=response.status_code), response)
 
@@ -222,8 +208,8 @@ async def _forward(
     chunks = response.aiter_raw()
     close = BackgroundTask(_close, response, client)
     media = response.headers.get("content-type", "").lower()  # media types ignore case
-    if media.startswith("text/event-stream"):
-        stream = Stream(fmt) if recordable and fmt is not None and isinstance(asked, Asked) else None
+    if media.startswith(("text/event-stream", "application/x-ndjson")):
+        stream = stream_of(fmt) if recordable and fmt is not None and isinstance(asked, Asked) else None
         relay = _relay(chunks, rec, stream, asked, close)
         return _returned(StreamingResponse(relay, status_code=status, background=close), response)
     try:
@@ -244,7 +230,7 @@ async def _forward(
         return _returned(rest, response)
     await _close(response, client)
     if recordable and isinstance(asked, Asked) and fmt is not None:
-        read = functools.partial(reply_of, fmt, head)
+        read = functools.partial(whole_reply, fmt, head)
         if len(head) > OFF_LOOP_BYTES:  # parsing and saving it would stall every other exchange
             await anyio.to_thread.run_sync(_record, rec, asked, read)
         else:
@@ -310,16 +296,36 @@ async def _relay(
 async def passthrough(request: Request) -> Response:
     """Anything else under /v1 (e.g. GET /v1/models), forwarded and returned as is, unrecorded;
     a path whose dot segments leave the upstream's base path is refused."""
+    return await _pass(request, request.path_params["path"], from_root=False)
+
+
+async def passthrough_root(request: Request) -> Response:
+    """Anything else of Gemini's and Ollama's (`GET /api/tags`, a `countTokens`), the same way,
+    under the upstream's root."""
+    return await _pass(request, request.url.path, from_root=True)
+
+
+async def _pass(request: Request, path: str, *, from_root: bool) -> Response:
     rec: Recorder = request.app.state.recorder
+    raw = await _body(request)
+    _journal(rec, request, raw)
     if rec.mode == "strict":
+        rec.misses.append(f"{request.method} {request.url.path}: not a model's reply, never recorded")
         raise APIError(
             404, f"{request.method} {request.url.path} is not recorded; --strict forwards nothing.",
                        code="not_recorded")
-    target = rec.upstream.target(request.path_params["path"], request.scope.get("query_string", b""))
+    target = rec.upstream.target(path, request.scope.get("query_string", b""), from_root=from_root)
     if target is None:
         raise APIError(404, f"{request.method} {request.url.path}: the path leaves the upstream's base path.",
                        code="not_found")
-    return await _forward(request, rec, target, await _body(request), None, None)
+    return await _forward(request, rec, target, raw, None, None)
+
+
+async def gemini_method(request: Request) -> Response:
+    """Gemini's model methods: generateContent and its stream recorded, any other passed on."""
+    if request.path_params["method"] not in GEMINI_METHODS:
+        return await passthrough_root(request)
+    return await _route("gemini")(request)
 
 
 def _route(fmt: Format) -> Callable[[Request], Any]:
@@ -327,7 +333,7 @@ def _route(fmt: Format) -> Callable[[Request], Any]:
         try:
             return await exchange(request, fmt)
         except APIError as e:
-            return _error(fmt, e)
+            return error_in(fmt, e)
 
     return endpoint
 
@@ -342,13 +348,21 @@ async def _api_error(request: Request, exc: Exception) -> Response:
     return exc.response()
 
 
+_ANY = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
 def proxy_app(recorder: Recorder) -> Starlette:
     app = Starlette(
         routes=[
             Route("/v1/chat/completions", _route("chat"), methods=["POST"]),
             Route("/v1/responses", _route("responses"), methods=["POST"]),
             Route("/v1/messages", _route("messages"), methods=["POST"]),
-            Route("/v1/{path:path}", passthrough, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+            *(Route(f"/{version}/models/{{model}}:{{method}}", gemini_method, methods=["POST"])
+              for version in ("v1beta", "v1")),
+            Route("/api/chat", _route("ollama"), methods=["POST"]),
+            Route("/v1/{path:path}", passthrough, methods=_ANY),
+            Route("/v1beta/{path:path}", passthrough_root, methods=_ANY),
+            Route("/api/{path:path}", passthrough_root, methods=_ANY),
             Route("/healthz", healthz, methods=["GET"]),
         ],
         exception_handlers={APIError: _api_error},

@@ -1,4 +1,5 @@
-"""An upstream's reply, in any of the three wire formats, as a scenario-file reply.
+"""An upstream's reply, in the OpenAI and Anthropic wire formats, as a scenario-file reply
+(Gemini's and Ollama's: `gemini_ollama`).
 
 `reply_of(fmt, body)` reads a whole JSON reply; a `Stream` reads an SSE reply as its bytes
 arrive, beside the relay that passes the same bytes on. Both return a scenario reply,
@@ -19,7 +20,7 @@ from typing import Any, Literal
 from mockprovider.reading.validation import MAX_DEPTH
 from mockprovider.scripts.files import MAX_FILE_BYTES
 
-Format = Literal["chat", "responses", "messages"]
+Format = Literal["chat", "responses", "messages", "gemini", "ollama"]
 
 MAX_REPLY_BYTES = MAX_FILE_BYTES
 """A reply larger than this is passed through but not recorded: a recording that holds it could
@@ -104,13 +105,13 @@ def with_usage(reply: dict[str, Any], usage: dict[str, int] | None) -> dict[str,
     return reply | {"usage": usage} if usage else reply
 
 
-def _object(value: Any, what: str) -> Mapping[str, Any]:
+def as_object(value: Any, what: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise NotRecordable(f"{what} is {_kind(value)}, not an object")
     return value
 
 
-def _list(value: Any, what: str) -> list[Any]:
+def as_list(value: Any, what: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -119,20 +120,20 @@ def _list(value: Any, what: str) -> list[Any]:
 
 
 def chat_message(message: Any) -> dict[str, Any]:
-    message = _object(message, "choices[0].message")
+    message = as_object(message, "choices[0].message")
     calls = []
-    for i, call in enumerate(_list(message.get("tool_calls"), "tool_calls")):
-        fn = _object(_object(call, f"tool_calls[{i}]").get("function"), f"tool_calls[{i}].function")
+    for i, call in enumerate(as_list(message.get("tool_calls"), "tool_calls")):
+        fn = as_object(as_object(call, f"tool_calls[{i}]").get("function"), f"tool_calls[{i}].function")
         calls.append((fn.get("name"), fn.get("arguments", ""), call.get("id")))
     return build(message.get("content"), calls)
 
 
 def responses_output(output: Any) -> dict[str, Any]:
     texts, calls = [], []
-    for i, item in enumerate(_list(output, "output")):
-        item = _object(item, f"output[{i}]")
+    for i, item in enumerate(as_list(output, "output")):
+        item = as_object(item, f"output[{i}]")
         if item.get("type") == "message":
-            for part in _list(item.get("content"), f"output[{i}].content"):
+            for part in as_list(item.get("content"), f"output[{i}].content"):
                 if isinstance(part, Mapping) and part.get("type") == "output_text":
                     texts.append(part.get("text"))
         elif item.get("type") == "function_call":
@@ -144,8 +145,8 @@ def responses_output(output: Any) -> dict[str, Any]:
 
 def messages_content(content: Any) -> dict[str, Any]:
     texts, calls = [], []
-    for i, block in enumerate(_list(content, "content")):
-        block = _object(block, f"content[{i}]")
+    for i, block in enumerate(as_list(content, "content")):
+        block = as_object(block, f"content[{i}]")
         if block.get("type") == "text":
             texts.append(block.get("text"))
         elif block.get("type") == "tool_use":
@@ -157,15 +158,15 @@ def messages_content(content: Any) -> dict[str, Any]:
 
 def reply_of(fmt: Format, raw: bytes) -> dict[str, Any]:
     """A whole JSON reply of `fmt` as a scenario reply; `NotRecordable` otherwise."""
-    body = _object(loads(raw), "the reply")
+    body = as_object(loads(raw), "the reply")
     if body.get("type") == "error" or body.get("error") is not None:
         raise NotRecordable(f"the reply is an error: {json.dumps(body.get('error'))[:200]}")
     usage = usage_of(body.get("usage"))
     if fmt == "chat":
-        choices = _list(body.get("choices"), "choices")
+        choices = as_list(body.get("choices"), "choices")
         if not choices:
             raise NotRecordable("the reply has no choices")
-        return with_usage(chat_message(_object(choices[0], "choices[0]").get("message")), usage)
+        return with_usage(chat_message(as_object(choices[0], "choices[0]").get("message")), usage)
     # A reply without the array that holds its answer is not an empty answer.
     if fmt == "responses":
         return with_usage(responses_output(_required(body, "output")), usage)
@@ -257,18 +258,18 @@ class Stream:
     def _chat(self, chunk: Mapping[str, Any]) -> None:
         if isinstance(chunk.get("usage"), Mapping):
             self._usage = dict(chunk["usage"])
-        choices = _list(chunk.get("choices"), "choices")
+        choices = as_list(chunk.get("choices"), "choices")
         if not choices:
             return  # the usage chunk
-        choice = _object(choices[0], "choices[0]")
+        choice = as_object(choices[0], "choices[0]")
         self.finished = self.finished or bool(choice.get("finish_reason"))
-        delta = _object(choice.get("delta") or {}, "choices[0].delta")
+        delta = as_object(choice.get("delta") or {}, "choices[0].delta")
         if delta.get("content") is not None:
             self._text.append(delta["content"])
-        for part in _list(delta.get("tool_calls"), "delta.tool_calls"):
-            part = _object(part, "a tool_calls part")
+        for part in as_list(delta.get("tool_calls"), "delta.tool_calls"):
+            part = as_object(part, "a tool_calls part")
             slot = self._slot(part.get("index", 0))
-            fn = _object(part.get("function") or {}, "a tool call's function")
+            fn = as_object(part.get("function") or {}, "a tool call's function")
             pieces = (("name", fn.get("name")), ("arguments", fn.get("arguments")), ("id", part.get("id")))
             for key, value in pieces:
                 if value is not None and value != "":
@@ -276,7 +277,7 @@ class Stream:
 
     def _responses(self, event: str, payload: Mapping[str, Any]) -> None:
         if event in ("response.completed", "response.incomplete"):
-            response = _object(payload.get("response"), "response")
+            response = as_object(payload.get("response"), "response")
             usage = usage_of(response.get("usage"))
             self._whole = with_usage(responses_output(response.get("output")), usage)
             self.finished = event == "response.completed"
@@ -286,11 +287,11 @@ class Stream:
             self.finished = True
         elif event in ("message_start", "message_delta"):
             # input_tokens come first, in message_start; output_tokens, cumulative, in each delta.
-            usage = _object(payload.get("message") or {}, "message").get("usage") or payload.get("usage")
+            usage = as_object(payload.get("message") or {}, "message").get("usage") or payload.get("usage")
             if isinstance(usage, Mapping):
                 self._usage |= {k: v for k, v in usage.items() if v is not None}
         elif event == "content_block_start":
-            block = _object(payload.get("content_block"), "content_block")
+            block = as_object(payload.get("content_block"), "content_block")
             slot = self._slot(payload.get("index", 0))
             slot["type"] = [block.get("type")]
             if block.get("type") == "text" and block.get("text"):
@@ -300,7 +301,7 @@ class Stream:
                 slot["id"].append(block.get("id"))
                 slot["input"] = [block.get("input", {})]
         elif event == "content_block_delta":
-            delta = _object(payload.get("delta"), "delta")
+            delta = as_object(payload.get("delta"), "delta")
             slot = self._slot(payload.get("index", 0))
             piece = delta.get("text") if delta.get("type") == "text_delta" else delta.get("partial_json")
             if piece is not None:

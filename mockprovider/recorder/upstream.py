@@ -58,6 +58,11 @@ class Upstream:
         ordered += tuple(quote(s, safe="") for s in ordered if quote(s, safe="") != s)
         return cls(url=url, shown=str(shown).replace("%2A%2A%2A", MASK), secrets=ordered)
 
+    @classmethod
+    def nowhere(cls) -> Upstream:
+        """For a strict replay, which forwards nothing: a URL that never resolves."""
+        return cls(url=httpx.URL("http://replay-only.invalid/v1"), shown="(none: replay only)", secrets=())
+
     def scrub(self, text: str) -> str:
         for secret in self.secrets:
             if len(secret) >= _BARE:
@@ -66,9 +71,10 @@ class Upstream:
                 text = re.sub(rf"(?<=[:/=]){re.escape(secret)}(?=[@&#'\"\s]|$)", MASK, text)
         return text
 
-    def target(self, path: str, query: bytes = b"") -> httpx.URL | None:
+    def target(self, path: str, query: bytes = b"", *, from_root: bool = False) -> httpx.URL | None:
         """The upstream URL for `path` (the client's, after `/v1/`, percent-decoded), or None when
-        its dot segments would leave the upstream's base path."""
+        its dot segments would leave the upstream's base path. `from_root`: `path` is the client's
+        whole path (Gemini's `/v1beta/...`, Ollama's `/api/...`), under the base URL less its `/v1`."""
         kept: list[str] = []
         for segment in path.split("/"):
             if segment in ("", "."):
@@ -82,6 +88,8 @@ class Upstream:
                 continue
             kept.append(quote(segment, safe=_PATH_SAFE))
         base = self.url.raw_path.split(b"?", 1)[0].rstrip(b"/")
+        if from_root:
+            base = base.removesuffix(b"/v1")
         raw_path = base + b"/" + "/".join(kept).encode("ascii")
         upstream_query = self.url.query
         joined = b"&".join(q for q in (upstream_query, query) if q)

@@ -16,6 +16,8 @@ from typing import assert_never
 from starlette.requests import Request
 
 from mockprovider.errors import APIError, ClientGone
+from mockprovider.metrics import fault_injected
+from mockprovider.reading import attempts
 from mockprovider.reading.request_headers import header
 from mockprovider.scripts.options import Fault, Options, attempt_of
 
@@ -56,10 +58,16 @@ async def delay_or_fault(request: Request, model: str, turn: int, options: Optio
     """
     fault = None
     if options.faults or log.isEnabledFor(logging.INFO):  # the attempt matters to nothing else
-        attempt = attempt_of(
-            header(request, b"x-lab-attempt"), header(request, b"x-stainless-retry-count")
-        )
+        if options.attempt == "seen":
+            attempt = attempts.counted(request)
+        else:
+            sent = (header(request, b"x-lab-attempt"), header(request, b"x-stainless-retry-count"))
+            attempt = attempt_of(*sent)
         fault = options.fault_for(turn, attempt)
+        if fault is None and options.attempt == "seen":
+            attempts.settle(request)
+        elif fault is not None:
+            fault_injected(request, fault.kind)
         log.info("model=%s turn=%d attempt=%d status=%s", model, turn, attempt, fault.kind if fault else "ok")
     if options.latency_ms:
         await wait_unless_gone(request, options.latency_ms / 1000)

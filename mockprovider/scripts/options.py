@@ -37,10 +37,17 @@ Keys:
     content_filter=on|off
                         Azure's routes: chat replies carry `prompt_filter_results` and each
                         choice's `content_filter_results`, every category safe (default off)
+    test=ID             the test this request belongs to, as the `x-test-id` header says it
+                        (base URL only; see `reading.request_headers.test_id`)
+    attempt=sent|seen   where a fault's attempt number comes from (below; default sent)
 
-The attempt number is what the client says it is: `x-stainless-retry-count` (sent by the
-official openai client) or `x-lab-attempt` (sent by this lab's harness), 0-based. That keeps
-faults stateless: "429 on the first two attempts of turn 1" needs no memory on the server.
+The attempt number is what the client says it is (`attempt=sent`): `x-lab-attempt` (sent by this
+lab's harness, and by any agent that numbers its own retries) wins over `x-stainless-retry-count`
+(sent by the official openai and anthropic clients), 0-based. That keeps faults stateless: "429
+on the first two attempts of turn 1" needs no memory on the server. A client that sends neither
+(google-genai, ollama) has its identical requests counted instead (`reading.attempts`).
+`attempt=seen` counts them for every client, whatever its headers say: for an agent whose own
+retry (after a stream cut mid-way, say) the SDK numbers 0 again, like a fresh call.
 """
 
 from __future__ import annotations
@@ -62,9 +69,10 @@ SYNTAX = (
     "ratelimit=R:T, remaining=R:T, fault=none, fault=KIND[:N|:MSms][@TURN][xK] with KIND in "
     + ", ".join(FAULT_KINDS)
     + " (TURN 0-based; N events or MS milliseconds into the reply: stream_error and drop only)"
-    + ", undeclared_tools=allow|refuse, content_filter=on|off (Azure's routes), scenario=NAME"
-    " (base URL or header: the scenario, whatever the model is); the attempt comes from"
-    " x-stainless-retry-count or x-lab-attempt"
+    + ", undeclared_tools=allow|refuse, content_filter=on|off (Azure's routes), scenario=NAME (base URL"
+    " or header: the scenario, whatever the model is), test=ID (base URL: the x-test-id of the"
+    " request), attempt=sent|seen (sent: the attempt comes from x-lab-attempt, else"
+    " x-stainless-retry-count; seen: how often this same request came lately)"
 )
 
 _ATTEMPT = re.compile(r"[0-9]{1,9}")
@@ -118,6 +126,9 @@ class Options:
     """Requests and tokens left, as the headers state them; None: the limits."""
     content_filter: bool = False
     """Azure's routes: chat replies carry Azure's content-filter results."""
+    attempt: Literal["sent", "seen"] = "sent"
+    """Where a fault's attempt number comes from: the client's header, or the server's count of
+    identical requests (`reading.attempts`)."""
 
     def fault_for(self, turn: int, attempt: int) -> Fault | None:
         if not self.faults:  # nearly every request: no generator to build and exhaust
@@ -211,8 +222,12 @@ def apply(base: Options, text: str, *, param: str) -> Options:
                     f"option undeclared_tools={value!r} must be allow or refuse; {SYNTAX}", param=param
                 )
             updates["refuse_undeclared"] = value == "refuse"
-        elif key == "scenario":
-            continue  # chosen by apis/steps.resolve, before any options apply
+        elif key in ("scenario", "test"):
+            continue  # read before any options apply: `steps.resolve`, `request_headers.test_id`
+        elif key == "attempt":
+            if value not in ("sent", "seen"):
+                raise invalid(f"option attempt={value!r} must be 'sent' or 'seen'; {SYNTAX}", param=param)
+            updates["attempt"] = value
         elif key == "usage":
             if value not in ("counted", "recorded"):
                 raise invalid(f"option usage={value!r} must be 'counted' or 'recorded'; {SYNTAX}",

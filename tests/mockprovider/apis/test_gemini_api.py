@@ -21,7 +21,6 @@ import o200k
 from mockprovider.apis.anthropic import messages_request
 from mockprovider.apis.gemini_request import generate_request
 from mockprovider.app import create_app
-from mockprovider.reading.attempts import MAX_ENTRIES, RECENT_S, Attempts
 from mockprovider.scripts.scenarios import ANSWER_PLAN
 from mockprovider.server import serve_in_thread
 
@@ -501,16 +500,6 @@ def test_the_same_request_sent_again_after_a_reply_meets_the_fault_again(mock_ur
             reply = client.models.generate_content(model=model, contents="run twice", config=OFFER)
             assert reply.function_calls
     assert [m.rpartition(" ")[2] for m in _attempts(caplog)] == ["status=429", "status=ok"] * 2
-
-
-def test_a_repeat_counts_as_the_next_attempt_until_it_is_stale_and_memory_stays_bounded():
-    seen = Attempts()
-    assert [seen.count(b"a", t) for t in (0.0, 1.0, 2.0)] == [0, 1, 2]
-    assert seen.count(b"b", 2.0) == 0
-    assert seen.count(b"a", 2.0 + RECENT_S + 1) == 0, "a repeat long after is a new request"
-    for k in range(MAX_ENTRIES + 1):
-        seen.count(str(k).encode(), 10.0)
-    assert seen.count(b"b", 10.0) == 0, "the oldest entries went first"
 
 
 def test_a_client_that_does_not_retry_sees_the_fault_as_the_real_service_would_send_it(mock_url):

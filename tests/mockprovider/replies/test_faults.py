@@ -258,3 +258,25 @@ def test_official_client_with_wrong_key_gets_authentication_error(keyed_mock_url
 
 def test_healthz_needs_no_key(keyed_mock_url):
     assert _healthy(keyed_mock_url)
+
+
+def test_x_lab_attempt_wins_over_x_stainless_retry_count(mock_url):
+    body = {"model": "plan+fault=429x1", "messages": [USER]}
+    with httpx.Client(base_url=mock_url) as client:
+        said = [client.post("/chat/completions", json=body, headers={
+            "x-lab-attempt": lab, "x-stainless-retry-count": sdk}).status_code
+            for lab, sdk in (("1", "0"), ("0", "1"))]
+    assert said == [200, 429]
+
+
+def test_attempt_seen_counts_identical_requests_whatever_the_headers_say(mock_url):
+    asked = [{"role": "user", "content": "counted, not said"}]
+    body = {"model": "plan+fault=429x2+attempt=seen", "messages": asked}
+    with httpx.Client(base_url=mock_url, headers={"x-stainless-retry-count": "0"}) as client:
+        statuses = [client.post("/chat/completions", json=body).status_code for _ in range(4)]
+    assert statuses == [429, 429, 200, 429]  # answered, so the same request again is a new one
+
+
+def test_an_unknown_attempt_source_is_a_400_naming_it(mock_url):
+    sent = httpx.post(f"{mock_url}/chat/completions", json={"model": "plan+attempt=told", "messages": [USER]})
+    assert sent.status_code == 400 and "attempt=sent|seen" in sent.json()["error"]["message"]

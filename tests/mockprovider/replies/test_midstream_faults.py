@@ -181,3 +181,28 @@ def test_a_fault_after_more_events_than_the_stream_has_still_cuts_it_before_its_
             types, error = _read(stream)
             assert error is not None or types[-1:] == ["response.failed"], name
             assert "response.completed" not in types and "message_stop" not in types, name
+
+
+def _stream_once(client: openai.OpenAI, model: str, messages: list) -> str:
+    return "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
+        model=model, messages=messages, stream=True) if c.choices)
+
+
+@pytest.mark.parametrize(("options", "cut_every_time"), [("", True), ("+attempt=seen", False)])
+def test_an_agents_own_retry_after_a_cut_meets_the_fault_once_only_with_attempt_seen(
+        mock_url, options, cut_every_time):
+    """The agent retries a stream cut mid-way itself: a fresh SDK call, which says attempt 0
+    again. `attempt=seen` counts the same request sent again as the next attempt instead."""
+    messages = [*ANSWER_TURN[:1], {"role": "user", "content": f"cut me once{options}"}, *ANSWER_TURN[1:]]
+    model = f"plan+fault=drop:2@2{options}"
+    outcomes = []
+    with _openai(mock_url, retries=2) as client:
+        for _ in range(3):  # the agent's own loop: try, and on a broken stream try again
+            try:
+                outcomes.append(_stream_once(client, model, messages))
+            except openai.APIConnectionError:
+                outcomes.append("cut")
+    if cut_every_time:
+        assert outcomes == ["cut", "cut", "cut"]
+    else:
+        assert outcomes[0] == "cut" and outcomes[1].startswith("errors.log") and outcomes[2] == "cut"

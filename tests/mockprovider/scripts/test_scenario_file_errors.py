@@ -232,7 +232,7 @@ def test_python_m_mockprovider_with_a_bad_file_exits_with_one_clear_line(tmp_pat
     assert "Traceback" not in done.stdout + done.stderr
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make: apt-get install make")
 def test_make_serve_passes_scenarios_to_the_server(tmp_path: Path):
     good = _write(tmp_path, "good.json", {"name": "good", "turns": OK_TURNS})
     bad = _write(tmp_path, "bad.json", {"name": "bad", "turns": []})
