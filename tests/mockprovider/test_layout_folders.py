@@ -12,14 +12,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDER = ("scripts", "reading", "replies", "apis")
-KERNEL = {"errors", "journal"}
+KERNEL = {"errors", "journal", "metrics"}
 """Top-level modules that import nothing of the mock, so every folder may use them."""
-MAY_USE_KERNEL = {"scripts": {"errors"}, "reading": {"errors"}, "replies": {"errors"}, "apis": KERNEL}
+MAY_USE_KERNEL = {"scripts": {"errors"}, "reading": {"errors"}, "replies": {"errors", "metrics"}, "apis": KERNEL}
 SHARED_STEPS = {"steps", "shared"}
 OWN_HELPERS = {"gemini": {"gemini_request"}, "anthropic": {"anthropic_request"},
                "responses": {"responses_request"}, "azure": {"chat", "responses"}}
 """A surface's own helpers; Azure OpenAI is the chat and responses surfaces behind Azure's doors."""
-ONLY_THESE_REACH_THE_RECORDER = {"pytest_plugin", "__main__", "recorder"}
+ONLY_THESE_REACH_THE_RECORDER = {"pytest_plugin", "cassettes", "__main__", "recorder"}
 
 
 def _module_imports(path: Path, package: str) -> set[str]:
@@ -141,7 +141,7 @@ def test_a_surface_that_imports_another_is_refused(tmp_path):
 def test_a_reply_reading_a_surface_or_the_journal_is_refused(tmp_path):
     found = _planted(tmp_path, "replies/caching.py", "import mockprovider.journal")
     assert found == ["mockprovider/replies/caching.py imports mockprovider.journal: replies/ may import only "
-                     "['errors', 'reading', 'scripts']"]
+                     "['errors', 'metrics', 'reading', 'scripts']"]
 
 
 def test_a_surface_reaching_another_through_its_folders_init_is_refused(tmp_path):
