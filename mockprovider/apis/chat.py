@@ -28,7 +28,7 @@ from mockprovider.apis.steps import (
     resolve,
     scripted_reply,
 )
-from mockprovider.errors import APIError, ClientGone, invalid, missing
+from mockprovider.errors import APIError, ClientGone, invalid, json_bytes, missing
 from mockprovider.reading import memo, transcript
 from mockprovider.reading.transcript import Known, Transcript
 from mockprovider.reading.validation import check_depth, flag, is_int, parse_json, positive_int
@@ -157,11 +157,15 @@ def render(c: Completion) -> bytes:
     message += f',"tool_calls":[{calls}]}}' if c.tool_calls else "}"
     total = c.prompt_tokens + c.completion_tokens
     usage = _USAGE.format(c.prompt_tokens, c.completion_tokens, total, c.cache.read, c.reasoning_tokens)
-    return (
+    text = (
         f'{{"id":{_STR(c.id)},"object":"chat.completion","created":{c.created},"model":{_STR(c.model)},'
         f'"choices":[{{"index":0,"message":{message},"logprobs":null,"finish_reason":{_STR(c.finish_reason)}}}],'
         f'{usage},"system_fingerprint":"fp_mockprovider"}}'
-    ).encode()
+    )
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # a lone surrogate echoed from the request: written escaped
+        return json_bytes(body(c))
 
 
 def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:

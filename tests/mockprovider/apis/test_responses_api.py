@@ -308,3 +308,13 @@ def test_generated_bodies_get_a_response_or_an_openai_error_never_a_500(in_proce
         assert response.json()["object"] == "response"
     else:
         assert 400 <= response.status_code < 500 and response.json()["error"]["message"]
+
+
+def test_an_error_naming_a_call_id_with_a_lone_surrogate_is_a_400_not_a_500(in_process):
+    # The error message quotes the client's call_id; a lone surrogate cannot be written as UTF-8.
+    body = {"model": "plan", "input": [{"role": "user", "content": "hi"},
+                                       {"type": "function_call_output", "call_id": "c\ud800", "output": "x"}]}
+    response = in_process.post("/v1/responses", content=json.dumps(body).encode(),
+                               headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    assert "c\ud800" in response.json()["error"]["message"]
