@@ -44,7 +44,7 @@ from mockprovider.apis.shared import (
 )
 from mockprovider.apis.steps import config_of, read_json
 from mockprovider.errors import APIError, ScriptedError, invalid, missing
-from mockprovider.reading.validation import flag, positive_int
+from mockprovider.reading.validation import flag, is_int, number_in, positive_int
 from mockprovider.replies import caching, completions, tool_choice
 from mockprovider.replies.headers import request_id
 
@@ -231,6 +231,21 @@ def _tools(value: Any) -> list[dict[str, Any]]:
     return tools
 
 
+def _check_settings(body: dict[str, Any]) -> None:
+    """The optional settings Anthropic checks and this mock otherwise ignores: `temperature`
+    (0 to 1) and `thinking.budget_tokens` (each looked at only when present)."""
+    if "temperature" in body:
+        number_in(body, "temperature", 0, 1)
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        budget = thinking.get("budget_tokens")
+        if budget is None:
+            raise invalid("thinking.enabled.budget_tokens: Field required", param="thinking.budget_tokens")
+        if not is_int(budget):
+            raise invalid("thinking.enabled.budget_tokens: Input should be a valid integer",
+                          param="thinking.budget_tokens")
+
+
 def messages_request(raw: Any) -> ChatShaped:
     """A validated request in chat shape; `APIError` naming the offending field otherwise."""
     body = body_object(raw)
@@ -238,6 +253,7 @@ def messages_request(raw: Any) -> ChatShaped:
     max_tokens = positive_int(body, "max_tokens")
     if max_tokens is None:
         raise missing("max_tokens")
+    _check_settings(body)
     system = body.get("system")
     messages = [] if system is None else [{"role": "system", "content": _text_blocks(system, "system")}]
     tools = _tools(body.get("tools"))
@@ -380,7 +396,7 @@ async def _reply(request: Request) -> Response:
     if request.method != "POST":
         raise APIError(405, f"{request.method} {request.url.path}: use POST.", headers={"allow": "POST"})
     config = config_of(request)
-    req = messages_request(await read_json(request, config))
+    req = messages_request(await read_json(request, config, whole_unicode=True))
     turn = await scripted_turn(request, config, req, midstream_faults=True)
     if isinstance(turn, APIError):
         return error_response(turn, request)

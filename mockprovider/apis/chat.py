@@ -31,7 +31,15 @@ from mockprovider.apis.steps import (
 from mockprovider.errors import APIError, ClientGone, invalid, json_bytes, missing
 from mockprovider.reading import memo, transcript
 from mockprovider.reading.transcript import Known, Transcript
-from mockprovider.reading.validation import check_depth, flag, is_int, parse_json, positive_int
+from mockprovider.reading.validation import (
+    check_depth,
+    flag,
+    is_int,
+    number_in,
+    parse_json,
+    positive_int,
+    refuse_lone_surrogates,
+)
 from mockprovider.replies import headers, midstream, tool_choice
 from mockprovider.replies.caching import prompt_cache
 from mockprovider.replies.completions import Completion, complete, weighed_deltas
@@ -63,6 +71,31 @@ def _max_tokens(body: dict[str, Any]) -> int | None:
     return newer if newer is not None else older
 
 
+def _well_formed(tool: dict[str, Any]) -> bool:
+    """Whether a tool is one the real API takes: a function tool has a `function` object, its
+    `parameters` (if any) an object (other tool types are left to the tool checks downstream)."""
+    if tool.get("type") != "function":
+        return True
+    function = tool.get("function")
+    if type(function) is not dict:
+        return False
+    parameters = function.get("parameters")
+    return parameters is None or type(parameters) is dict
+
+
+def _refuse_tool(tools: list[dict[str, Any]]) -> None:
+    """The real API's 400 for the first tool `_well_formed` refuses."""
+    i = next(i for i, tool in enumerate(tools) if not _well_formed(tool))
+    function = tools[i].get("function")
+    if function is None:
+        raise missing(f"tools[{i}].function")
+    if not isinstance(function, dict):
+        raise invalid(f"Invalid type for 'tools[{i}].function': expected an object.",
+                      param=f"tools[{i}].function", code="invalid_type")
+    raise invalid(f"Invalid type for 'tools[{i}].function.parameters': expected an object.",
+                  param=f"tools[{i}].function.parameters", code="invalid_type")
+
+
 def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
     """A validated request; `APIError` naming the offending parameter otherwise.
 
@@ -79,6 +112,8 @@ def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(map(isinstance, tools, repeat(dict)))):
         raise invalid("Invalid 'tools': expected an array of objects.", param="tools")
+    if tools and not all(map(_well_formed, tools)):
+        _refuse_tool(tools)
     choice = AUTO
     if "tool_choice" in body:
         choice = tool_choice.chat_choice(body["tool_choice"])
@@ -91,6 +126,8 @@ def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
     if options and not isinstance(options.get("include_usage", False), bool | None):
         raise invalid("Invalid 'stream_options.include_usage': expected a boolean.",
                       param="stream_options.include_usage")
+    if "temperature" in body:
+        number_in(body, "temperature", 0, 2)
     n = body.get("n")
     if n is not None and (not is_int(n) or n != 1):
         raise APIError(400, "This scripted provider produces exactly one choice; 'n' must be 1.", param="n")
@@ -238,6 +275,7 @@ async def _chat(request: Request) -> Response | bytes:
     raw = await read_raw(request, config)
     body, known = parse_json(raw, memo.parse)
     check_depth(raw, body, known)
+    refuse_lone_surrogates(raw, body)
     req = chat_request(body, known)
     script, options = resolve(request, config, req.model)
     fault = await delay_or_fault(request, req.model, req.transcript.turn, options)

@@ -12,10 +12,11 @@ GEMINI = "/v1beta/models/plan:generateContent"
 
 
 def _chat_results(n: int) -> Body:
-    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "n", "arguments": "{}"}} for i in range(n)]
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "n", "arguments": "{}"}}
+             for i in range(n)]
     results = [{"role": "tool", "tool_call_id": f"c{i}", "content": "r"} for i in range(n)]
-    return "/v1/chat/completions", {"model": "plan", "messages": [USER, {"role": "assistant", "tool_calls": calls},
-                                                                  *results]}
+    messages = [USER, {"role": "assistant", "tool_calls": calls}, *results]
+    return "/v1/chat/completions", {"model": "plan", "messages": messages}
 
 
 def _responses_results(n: int) -> Body:
