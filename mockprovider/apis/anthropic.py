@@ -42,8 +42,9 @@ from mockprovider.apis.shared import (
     suffix,
     tool_call,
 )
-from mockprovider.apis.steps import config_of, read_json
+from mockprovider.apis.steps import config_of, read_json, resolve
 from mockprovider.errors import APIError, ScriptedError, invalid, missing
+from mockprovider.reading import transcript
 from mockprovider.reading.validation import flag, is_int, number_in, positive_int
 from mockprovider.replies import caching, completions, tool_choice
 from mockprovider.replies.headers import request_id
@@ -246,12 +247,13 @@ def _check_settings(body: dict[str, Any]) -> None:
                           param="thinking.budget_tokens")
 
 
-def messages_request(raw: Any) -> ChatShaped:
-    """A validated request in chat shape; `APIError` naming the offending field otherwise."""
+def messages_request(raw: Any, *, counting: bool = False) -> ChatShaped:
+    """A validated request in chat shape; `APIError` naming the offending field otherwise.
+    `counting`: a count_tokens request, which has no `max_tokens`."""
     body = body_object(raw)
     model = model_of(body)
-    max_tokens = positive_int(body, "max_tokens")
-    if max_tokens is None:
+    max_tokens = None if counting else positive_int(body, "max_tokens")
+    if max_tokens is None and not counting:
         raise missing("max_tokens")
     _check_settings(body)
     system = body.get("system")
@@ -414,9 +416,30 @@ async def messages(request: Request) -> Response:
         return error_response(e, request)
 
 
+async def _count(request: Request) -> Response:
+    if request.method != "POST":
+        raise APIError(405, f"{request.method} {request.url.path}: use POST.", headers={"allow": "POST"})
+    config = config_of(request)
+    req = messages_request(await read_json(request, config, whole_unicode=True), counting=True)
+    resolve(request, config, req.model)  # an unknown model is a 404 here too
+    read = transcript.read(req.messages, paired=req.paired)
+    return json_response({"input_tokens": await transcript.prompt_tokens(read, req.tools)})
+
+
+async def count_tokens(request: Request) -> Response:
+    """POST /v1/messages/count_tokens: the prompt's tokens, by the formula a Messages reply's
+    usage states (`input_tokens` there, plus whatever it read from or wrote to the cache)."""
+    try:
+        return await _count(request)
+    except APIError as e:
+        return error_response(e, request)
+
+
 # Every method reaches `messages`, so a wrong one is refused in Anthropic's shape too.
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 ROUTES = [
     Route("/v1/messages", messages, methods=_METHODS),
     Route("/o/{options}/v1/messages", messages, methods=_METHODS),
+    Route("/v1/messages/count_tokens", count_tokens, methods=_METHODS),
+    Route("/o/{options}/v1/messages/count_tokens", count_tokens, methods=_METHODS),
 ]
