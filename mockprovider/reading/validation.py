@@ -154,8 +154,10 @@ def lone_surrogate(raw: bytes, body: Any) -> str | None:
     the real OpenAI and Anthropic APIs refuse as invalid Unicode; None when none does.
 
     Only a `\\ud8xx`-`\\udfxx` escape can put one there (raw UTF-8 surrogates do not decode), so
-    nearly every body is settled by two byte searches."""
-    if b"\\ud" not in raw and b"\\uD" not in raw or not _SURROGATE_ESCAPE.search(raw):
+    nearly every body is settled by one byte search (clients write non-ASCII text as UTF-8, and a
+    `\\u` escape is rare), the rest by a regex from the first escape on."""
+    first = raw.find(b"\\u")
+    if first < 0 or not _SURROGATE_ESCAPE.search(raw, first):
         return None
     items: list[tuple[Any, str]] = [(body, "")]
     while items:
