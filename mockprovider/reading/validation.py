@@ -105,8 +105,9 @@ def positive_int(body: dict[str, Any], key: str) -> int | None:
     if not is_int(value) or value < 1:
         raise invalid(f"Invalid '{key}': expected an integer >= 1, got {value!r}.", param=key)
     if value > MAX_INT:
+        shown = value if value < 10**15 else f"{value:.0e}"  # as the API, which reads it as a float
         raise invalid(f"Invalid '{key}': integer above maximum value. Expected a value <= {MAX_INT}, "
-                      f"but got {value:.0e} instead.", param=key, code="integer_above_max_value")
+                      f"but got {shown} instead.", param=key, code="integer_above_max_value")
     return value
 
 
