@@ -71,29 +71,24 @@ def _max_tokens(body: dict[str, Any]) -> int | None:
     return newer if newer is not None else older
 
 
-def _well_formed(tool: dict[str, Any]) -> bool:
-    """Whether a tool is one the real API takes: a function tool has a `function` object, its
-    `parameters` (if any) an object (other tool types are left to the tool checks downstream)."""
-    if tool.get("type") != "function":
-        return True
-    function = tool.get("function")
-    if type(function) is not dict:
-        return False
-    parameters = function.get("parameters")
-    return parameters is None or type(parameters) is dict
-
-
-def _refuse_tool(tools: list[dict[str, Any]]) -> None:
-    """The real API's 400 for the first tool `_well_formed` refuses."""
-    i = next(i for i, tool in enumerate(tools) if not _well_formed(tool))
-    function = tools[i].get("function")
-    if function is None:
-        raise missing(f"tools[{i}].function")
-    if not isinstance(function, dict):
+def check_tools(tools: list[dict[str, Any]]) -> None:
+    """A 400 unless every function tool is one the real API takes: a `function` object whose
+    `parameters`, if any, are an object (other tool types are left to the checks downstream).
+    One loop, no call per tool: it runs on every request that offers tools."""
+    for i, tool in enumerate(tools):
+        if tool.get("type") != "function":
+            continue
+        function = tool.get("function")
+        if type(function) is dict:
+            parameters = function.get("parameters")
+            if parameters is None or type(parameters) is dict:
+                continue
+            raise invalid(f"Invalid type for 'tools[{i}].function.parameters': expected an object.",
+                          param=f"tools[{i}].function.parameters", code="invalid_type")
+        if function is None:
+            raise missing(f"tools[{i}].function")
         raise invalid(f"Invalid type for 'tools[{i}].function': expected an object.",
                       param=f"tools[{i}].function", code="invalid_type")
-    raise invalid(f"Invalid type for 'tools[{i}].function.parameters': expected an object.",
-                  param=f"tools[{i}].function.parameters", code="invalid_type")
 
 
 def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
@@ -112,8 +107,8 @@ def chat_request(body: Any, known: Known | None = None) -> ChatRequest:
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(map(isinstance, tools, repeat(dict)))):
         raise invalid("Invalid 'tools': expected an array of objects.", param="tools")
-    if tools and not all(map(_well_formed, tools)):
-        _refuse_tool(tools)
+    if tools:
+        check_tools(tools)
     choice = AUTO
     if "tool_choice" in body:
         choice = tool_choice.chat_choice(body["tool_choice"])
