@@ -85,7 +85,7 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     error = APIError(500, f"Internal error in the mock: {type(exc).__name__}", type="server_error")
     # This handler answers outside ApiHeaders: the API's shape and headers are added here.
     path = request.url.path
-    if path.endswith("/messages"):
+    if headers.anthropic_path(path):
         response = anthropic.error_response(error, request)
     elif "/api/" in path:
         response = ollama.error_response(error)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from starlette.responses import JSONResponse
+import json
+from typing import Any
+
+from starlette.responses import Response
 
 
 class APIError(Exception):
@@ -36,8 +39,9 @@ class APIError(Exception):
             }
         }
 
-    def response(self) -> JSONResponse:
-        return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
+    def response(self) -> Response:
+        return Response(json_bytes(self.body()), status_code=self.status, headers=self.headers,
+                        media_type="application/json")
 
 
 class ScriptedError(APIError):
@@ -49,6 +53,17 @@ class ScriptedError(APIError):
         derived = "invalid_request_error" if status < 500 else "server_error"
         super().__init__(status, message, type=type or derived, code=code, headers=headers)
         self.given_type = type is not None
+
+
+def json_bytes(data: Any) -> bytes:
+    """`data` as JSON bytes, as Starlette's JSONResponse writes them, unless a string in it holds a
+    lone surrogate (an error often quotes the client's own strings), which UTF-8 cannot encode:
+    then every non-ASCII character is written as a JSON escape, which any client decodes back."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(data, separators=(",", ":")).encode()
 
 
 def invalid(message: str, *, param: str | None = None, code: str | None = None) -> APIError:

@@ -35,14 +35,19 @@ _ENTRY_BYTES = 256
 """Counted per entry beside its body and headers: the objects that hold them."""
 _HEADER_BYTES = 40
 """Counted per header beside its two strings (each at its size as an object): its dict slot."""
-_SECRET = re.compile(r"key|token|auth|secret|cookie|passw|session", re.IGNORECASE)
+_SECRET = re.compile(r"key|token|auth|secret|cookie|pass|session|signature|credential|jwt|bearer|private",
+                     re.IGNORECASE)
+_SECRET_VALUE = re.compile(r"^\s*(?:bearer|basic|digest)\s|\b(?:sk|pk|rk)-[\w-]{8,}|\bAIza[\w-]{20,}",
+                           re.IGNORECASE)
+"""A value that is a credential whatever its header's name: an HTTP auth scheme, an API key."""
 MASK = "<redacted>"
 
 
-def looks_secret(name: str) -> bool:
+def looks_secret(name: str, value: str = "") -> bool:
     """A header or parameter whose name suggests a credential (`x-goog-api-key`, `x-auth-token`,
-    `cookie`, ...): its value is never shown."""
-    return name.lower() in SECRET_HEADERS or _SECRET.search(name) is not None
+    `cookie`, `x-amz-credential`, ...) or whose `value` is one (`Bearer …`, `sk-…`): never shown."""
+    return (name.lower() in SECRET_HEADERS or _SECRET.search(name) is not None
+            or _SECRET_VALUE.search(value) is not None)
 
 
 class Headers:
@@ -86,7 +91,7 @@ class Headers:
     __hash__ = None  # type: ignore[assignment]
 
     def masked(self) -> dict[str, str]:
-        return {name: MASK if looks_secret(name) else value for name, value in self._items.items()}
+        return {name: MASK if looks_secret(name, value) else value for name, value in self._items.items()}
 
     def __repr__(self) -> str:
         return repr(self.masked())
@@ -115,7 +120,7 @@ class Entry:
 
     def _about(self, *, mask_secrets: bool) -> dict[str, Any]:
         headers = {
-            name: (MASK if mask_secrets and looks_secret(name) else value)
+            name: (MASK if mask_secrets and looks_secret(name, value) else value)
             for name, value in self.headers.items()
         }
         return {"seq": self.seq, "method": self.method, "path": self.path, "test_id": self.test_id,
@@ -263,6 +268,7 @@ def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:
     return out
 
 
+_LEADING_MODEL = re.compile(rb'\{\s*"model"\s*:\s*("(?:[^"\\]|\\.)*")')
 _GEMINI_MODEL = re.compile(r"/v1(?:beta)?/models/([^/]+):[^/:]+")
 _GEMINI_VERSION = re.compile(r"^/v1(?:beta)?(?=/models/[^/]+:)")
 
@@ -292,7 +298,11 @@ def matches(entry: Entry, *, path: str | None = None, model: str | None = None,
         return False
     if model is None:
         return True
-    body = entry.body if b'"model"' in entry.compact else None
+    try:
+        body = entry.body if b'"model"' in entry.compact else None
+    except RecursionError:  # kept, but nested deeper than parsing here can go: its leading model only
+        leading = _LEADING_MODEL.match(entry.compact)
+        body = {"model": json.loads(leading[1])} if leading else None
     sent = body.get("model") if isinstance(body, dict) else None
     if sent is None and (named := _GEMINI_MODEL.match(plain_path(entry.path))):
         sent = named[1]  # Gemini names the model in the URL, not the body

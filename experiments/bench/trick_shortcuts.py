@@ -36,16 +36,18 @@ from mockprovider.bench_hooks import (
 
 def adding_with_comprehensions(scope: Any, send: Any, defaults: Options, rid: str, started: float) -> Any:
     """`headers.adding` written with comprehensions."""
-    anthropic = scope["path"].endswith("/messages")
+    anthropic = headers.anthropic_path(scope["path"])
 
     async def send_with_headers(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
             options = scope.get(headers.OPTIONS) or defaults
-            extra = (headers.anthropic_headers(options, rid) if anthropic
-                     else headers.openai_headers(options, rid, started))
+            limited = message["status"] == 429
+            extra = (headers.anthropic_headers(options, rid, limited) if anthropic
+                     else headers.openai_headers(options, rid, started, limited))
             given = list(message.get("headers", ()))
             names = {name.lower() for name, _ in given}
-            message["headers"] = given + [h for h in extra if h[0] not in names]
+            retry = [(b"retry-after", b"1")] if limited and b"retry-after" not in names else []
+            message["headers"] = given + [h for h in extra if h[0] not in names] + retry
         await send(message)
 
     return send_with_headers
@@ -138,6 +140,8 @@ def plain_chat_request(body: dict[str, Any], known: Any = None) -> chat.ChatRequ
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(map(isinstance, tools, repeat_(dict)))):
         raise RuntimeError("the bench's tools are objects")
+    if tools:
+        chat.check_tools(tools)
     choice = tool_choice.AUTO
     if "tool_choice" in body:
         choice = tool_choice.chat_choice(body["tool_choice"])
@@ -146,6 +150,8 @@ def plain_chat_request(body: dict[str, Any], known: Any = None) -> chat.ChatRequ
     options = body.get("stream_options")
     if options is not None and not isinstance(options, dict):
         raise RuntimeError("the bench's stream_options are an object")
+    if body.get("temperature") is not None:
+        validation.number_in(body, "temperature", 0, 2)
     n = body.get("n")
     if n is not None and n != 1:
         raise RuntimeError("the bench asks one choice")

@@ -37,8 +37,9 @@ from mockprovider.apis.shared import (
     streamed,
     suffix,
 )
-from mockprovider.apis.steps import config_of, read_json
+from mockprovider.apis.steps import config_of, read_json, resolve
 from mockprovider.errors import APIError, ScriptedError
+from mockprovider.reading import transcript
 from mockprovider.replies import completions
 from mockprovider.replies.headers import request_id
 
@@ -200,7 +201,7 @@ async def _reply(request: Request) -> Response:
     if request.method != "POST":
         raise APIError(405, f"{request.method} {request.url.path}: use POST.", headers={"allow": "POST"})
     config = config_of(request)
-    req = messages_request(await read_json(request, config))
+    req = messages_request(await read_json(request, config, whole_unicode=True))
     turn = await scripted_turn(request, config, req, midstream_faults=True)
     if isinstance(turn, APIError):
         return error_response(turn, request)
@@ -218,9 +219,30 @@ async def messages(request: Request) -> Response:
         return error_response(e, request)
 
 
+async def _count(request: Request) -> Response:
+    if request.method != "POST":
+        raise APIError(405, f"{request.method} {request.url.path}: use POST.", headers={"allow": "POST"})
+    config = config_of(request)
+    req = messages_request(await read_json(request, config, whole_unicode=True), counting=True)
+    resolve(request, config, req.model)  # an unknown model is a 404 here too
+    read = transcript.read(req.messages, paired=req.paired)
+    return json_response({"input_tokens": await transcript.prompt_tokens(read, req.tools)})
+
+
+async def count_tokens(request: Request) -> Response:
+    """POST /v1/messages/count_tokens: the prompt's tokens, by the formula a Messages reply's
+    usage states (`input_tokens` there, plus whatever it read from or wrote to the cache)."""
+    try:
+        return await _count(request)
+    except APIError as e:
+        return error_response(e, request)
+
+
 # Every method reaches `messages`, so a wrong one is refused in Anthropic's shape too.
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 ROUTES = [
     Route("/v1/messages", messages, methods=_METHODS),
     Route("/o/{options}/v1/messages", messages, methods=_METHODS),
+    Route("/v1/messages/count_tokens", count_tokens, methods=_METHODS),
+    Route("/o/{options}/v1/messages/count_tokens", count_tokens, methods=_METHODS),
 ]

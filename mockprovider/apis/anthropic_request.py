@@ -9,7 +9,7 @@ from typing import Any
 
 from mockprovider.apis.shared import ChatShaped, body_object, chat_tool, model_of, string, tool_call
 from mockprovider.errors import APIError, invalid, missing
-from mockprovider.reading.validation import flag, positive_int
+from mockprovider.reading.validation import flag, is_int, number_in, positive_int
 from mockprovider.replies import caching, tool_choice
 
 BLOCKS = {"user": ("text", "tool_result"), "assistant": ("text", "tool_use", "thinking", "redacted_thinking")}
@@ -162,13 +162,30 @@ def _tools(value: Any) -> list[dict[str, Any]]:
     return tools
 
 
-def messages_request(raw: Any) -> ChatShaped:
-    """A validated request in chat shape; `APIError` naming the offending field otherwise."""
+def _check_settings(body: dict[str, Any]) -> None:
+    """The optional settings Anthropic checks and this mock otherwise ignores: `temperature`
+    (0 to 1) and `thinking.budget_tokens` (each looked at only when present)."""
+    if "temperature" in body:
+        number_in(body, "temperature", 0, 1)
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        budget = thinking.get("budget_tokens")
+        if budget is None:
+            raise invalid("thinking.enabled.budget_tokens: Field required", param="thinking.budget_tokens")
+        if not is_int(budget):
+            raise invalid("thinking.enabled.budget_tokens: Input should be a valid integer",
+                          param="thinking.budget_tokens")
+
+
+def messages_request(raw: Any, *, counting: bool = False) -> ChatShaped:
+    """A validated request in chat shape; `APIError` naming the offending field otherwise.
+    `counting`: a count_tokens request, which has no `max_tokens`."""
     body = body_object(raw)
     model = model_of(body)
-    max_tokens = positive_int(body, "max_tokens")
-    if max_tokens is None:
+    max_tokens = None if counting else positive_int(body, "max_tokens")
+    if max_tokens is None and not counting:
         raise missing("max_tokens")
+    _check_settings(body)
     system = body.get("system")
     messages = [] if system is None else [{"role": "system", "content": _text_blocks(system, "system")}]
     tools = _tools(body.get("tools"))

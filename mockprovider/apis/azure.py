@@ -152,7 +152,7 @@ async def _answer(request: Request, surface: str, deployment: str | None) -> Res
     if surface == "chat":
         out = await chat.answer(request, deployment)
         return Response(out, media_type="application/json") if isinstance(out, bytes) else out
-    body = await read_json(request, config_of(request))
+    body = await read_json(request, config_of(request), whole_unicode=True)
     if deployment is not None and isinstance(body, dict):
         body = {**body, "model": deployment}
     return await responses.answer(request, body)

@@ -28,10 +28,18 @@ from mockprovider.apis.steps import (
     resolve,
     scripted_reply,
 )
-from mockprovider.errors import APIError, ClientGone, invalid, missing
+from mockprovider.errors import APIError, ClientGone, invalid, json_bytes, missing
 from mockprovider.reading import memo, transcript
 from mockprovider.reading.transcript import Known, Transcript
-from mockprovider.reading.validation import check_depth, flag, is_int, parse_json, positive_int
+from mockprovider.reading.validation import (
+    check_depth,
+    flag,
+    is_int,
+    number_in,
+    parse_json,
+    positive_int,
+    refuse_lone_surrogates,
+)
 from mockprovider.replies import headers, midstream, tool_choice
 from mockprovider.replies.caching import prompt_cache
 from mockprovider.replies.completions import Completion, complete, weighed_deltas
@@ -63,6 +71,26 @@ def _max_tokens(body: dict[str, Any]) -> int | None:
     return newer if newer is not None else older
 
 
+def check_tools(tools: list[dict[str, Any]]) -> None:
+    """A 400 unless every function tool is one the real API takes: a `function` object whose
+    `parameters`, if any, are an object (other tool types are left to the checks downstream).
+    One loop, no call per tool: it runs on every request that offers tools."""
+    for i, tool in enumerate(tools):
+        if tool.get("type") != "function":
+            continue
+        function = tool.get("function")
+        if type(function) is dict:
+            parameters = function.get("parameters")
+            if parameters is None or type(parameters) is dict:
+                continue
+            raise invalid(f"Invalid type for 'tools[{i}].function.parameters': expected an object.",
+                          param=f"tools[{i}].function.parameters", code="invalid_type")
+        if function is None:
+            raise missing(f"tools[{i}].function")
+        raise invalid(f"Invalid type for 'tools[{i}].function': expected an object.",
+                      param=f"tools[{i}].function", code="invalid_type")
+
+
 def chat_request(body: Any, known: Known | None = None, deployment: str | None = None) -> ChatRequest:
     """A validated request; `APIError` naming the offending parameter otherwise.
 
@@ -80,6 +108,8 @@ def chat_request(body: Any, known: Known | None = None, deployment: str | None =
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(map(isinstance, tools, repeat(dict)))):
         raise invalid("Invalid 'tools': expected an array of objects.", param="tools")
+    if tools:
+        check_tools(tools)
     choice = AUTO
     if "tool_choice" in body:
         choice = tool_choice.chat_choice(body["tool_choice"])
@@ -92,6 +122,8 @@ def chat_request(body: Any, known: Known | None = None, deployment: str | None =
     if options and not isinstance(options.get("include_usage", False), bool | None):
         raise invalid("Invalid 'stream_options.include_usage': expected a boolean.",
                       param="stream_options.include_usage")
+    if "temperature" in body:
+        number_in(body, "temperature", 0, 2)
     n = body.get("n")
     if n is not None and (not is_int(n) or n != 1):
         raise APIError(400, "This scripted provider produces exactly one choice; 'n' must be 1.", param="n")
@@ -158,11 +190,15 @@ def render(c: Completion) -> bytes:
     message += f',"tool_calls":[{calls}]}}' if c.tool_calls else "}"
     total = c.prompt_tokens + c.completion_tokens
     usage = _USAGE.format(c.prompt_tokens, c.completion_tokens, total, c.cache.read, c.reasoning_tokens)
-    return (
+    text = (
         f'{{"id":{_STR(c.id)},"object":"chat.completion","created":{c.created},"model":{_STR(c.model)},'
         f'"choices":[{{"index":0,"message":{message},"logprobs":null,"finish_reason":{_STR(c.finish_reason)}}}],'
         f'{usage},"system_fingerprint":"fp_mockprovider"}}'
-    ).encode()
+    )
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # a lone surrogate echoed from the request: written escaped
+        return json_bytes(body(c))
 
 
 def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
@@ -236,6 +272,7 @@ async def answer(request: Request, deployment: str | None = None) -> Response | 
     raw = await read_raw(request, config)
     body, known = parse_json(raw, memo.parse)
     check_depth(raw, body, known)
+    refuse_lone_surrogates(raw, body)
     req = chat_request(body, known, deployment)
     script, options = resolve(request, config, req.model)
     fault = await delay_or_fault(request, req.model, req.transcript.turn, options)

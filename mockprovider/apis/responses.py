@@ -176,7 +176,7 @@ def _failed(c: completions.Completion, req: ResponsesRequest, number: int) -> by
 
 
 async def responses(request: Request) -> Response:
-    return await answer(request, await read_json(request, config_of(request)))
+    return await answer(request, await read_json(request, config_of(request), whole_unicode=True))
 
 
 async def answer(request: Request, body: Any) -> Response:

@@ -9,7 +9,7 @@ from typing import Any
 
 from mockprovider.apis.shared import ChatShaped, body_object, chat_tool, model_of, string, tool_call
 from mockprovider.errors import APIError, invalid, missing
-from mockprovider.reading.validation import flag, positive_int
+from mockprovider.reading.validation import flag, number_in, positive_int
 from mockprovider.replies import tool_choice
 
 ROLES = ("user", "assistant", "system", "developer")
@@ -160,6 +160,30 @@ def _max_output_tokens(body: dict[str, Any]) -> int | None:
     return positive_int(body, "max_output_tokens")
 
 
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+"""`reasoning.effort`'s values in the spec (its `ReasoningEffort`) and the official SDK's types."""
+
+
+def _check_settings(body: dict[str, Any]) -> None:
+    """The optional settings the real API checks and this mock otherwise ignores: `temperature`,
+    `reasoning.effort`, a `text.format` json_schema's `schema` (each looked at only when present)."""
+    if "temperature" in body:
+        number_in(body, "temperature", 0, 2)
+    reasoning = body.get("reasoning")
+    if isinstance(reasoning, dict) and reasoning.get("effort") not in (None, *EFFORTS):
+        supported = ", ".join(f"'{e}'" for e in EFFORTS)
+        raise invalid(f"Invalid value: {reasoning['effort']!r}. Supported values are: {supported}.",
+                      param="reasoning.effort", code="invalid_value")
+    text = body.get("text")
+    form = text.get("format") if isinstance(text, dict) else None
+    if isinstance(form, dict) and form.get("type") == "json_schema":
+        if form.get("schema") is None:
+            raise missing("text.format.schema")
+        if not isinstance(form["schema"], dict):
+            raise invalid("Invalid type for 'text.format.schema': expected an object.",
+                          param="text.format.schema", code="invalid_type")
+
+
 def responses_request(raw: Any) -> ResponsesRequest:
     """A validated request; `APIError` naming the offending parameter otherwise."""
     body = body_object(raw)
@@ -182,6 +206,7 @@ def responses_request(raw: Any) -> ResponsesRequest:
             param="input",
         )
     tools = _tools(body.get("tools"))
+    _check_settings(body)
     choice = tool_choice.responses_choice(body.get("tool_choice"))
     tool_choice.check(choice, tools)
     chat = ChatShaped(

@@ -122,7 +122,8 @@ def chat_tool(
         function["description"] = string(description, f"{param}.description")
     if parameters is not None:
         if not isinstance(parameters, dict):
-            raise invalid(f"Invalid type for '{param}' schema: expected an object.", param=param)
+            raise invalid(f"Invalid type for '{param}.parameters': expected an object.",
+                          param=f"{param}.parameters", code="invalid_type")
         function["parameters"] = parameters
     if strict is not None:
         if not isinstance(strict, bool):

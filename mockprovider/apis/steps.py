@@ -22,7 +22,7 @@ from mockprovider.journal import Journal, headers_of
 from mockprovider.metrics import SCENARIO
 from mockprovider.reading import attempts
 from mockprovider.reading.request_headers import header, header_map, test_id
-from mockprovider.reading.validation import parse_body
+from mockprovider.reading.validation import parse_body, refuse_lone_surrogates
 from mockprovider.replies import tool_choice
 from mockprovider.replies.faults import wait_unless_gone
 from mockprovider.replies.headers import OPTIONS
@@ -133,9 +133,14 @@ async def read_raw(request: Request, config: Config, *, any_content_type: bool =
     return raw
 
 
-async def read_json(request: Request, config: Config) -> Any:
-    """The request's JSON body, after auth, content type, the size cap and the depth bound."""
-    return parse_body(await read_raw(request, config))
+async def read_json(request: Request, config: Config, *, whole_unicode: bool = False) -> Any:
+    """The request's JSON body, after auth, content type, the size cap and the depth bound;
+    `whole_unicode`: refused if a string holds a lone surrogate, as OpenAI and Anthropic refuse it."""
+    raw = await read_raw(request, config)
+    body = parse_body(raw)
+    if whole_unicode:
+        refuse_lone_surrogates(raw, body)
+    return body
 
 
 def _chosen(*texts: str | None) -> str | None:

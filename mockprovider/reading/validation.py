@@ -7,13 +7,15 @@ can turn into a 500. Unknown sampling parameters pass through untouched, as Open
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 from mockprovider.errors import APIError, invalid
 from mockprovider.reading.transcript import ROLES, Known
 
-__all__ = ["MAX_DEPTH", "ROLES", "check_depth", "is_int", "parse_json", "positive_int"]
+__all__ = ["MAX_DEPTH", "MAX_INT", "ROLES", "check_depth", "is_int", "lone_surrogate", "number_in",
+           "parse_json", "positive_int", "refuse_lone_surrogates"]
 
 
 MAX_DEPTH = 64
@@ -91,14 +93,95 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+MAX_INT = 2**31 - 1
+"""The largest integer the real APIs take for a token count (their integers are 32-bit)."""
+
+
 def positive_int(body: dict[str, Any], key: str) -> int | None:
-    """`body[key]` if it is an integer >= 1; None if absent or null; a 400 otherwise."""
+    """`body[key]` if it is an integer from 1 to MAX_INT; None if absent or null; a 400 otherwise."""
     value = body.get(key)
     if value is None:
         return None
     if not is_int(value) or value < 1:
         raise invalid(f"Invalid '{key}': expected an integer >= 1, got {value!r}.", param=key)
+    if value > MAX_INT:
+        shown = value if value < 10**15 else f"{value:.0e}"  # as the API, which reads it as a float
+        raise invalid(f"Invalid '{key}': integer above maximum value. Expected a value <= {MAX_INT}, "
+                      f"but got {shown} instead.", param=key, code="integer_above_max_value")
     return value
+
+
+def number_in(body: dict[str, Any], key: str, low: float, high: float) -> None:
+    """A 400 unless `body[key]` is absent, null or a number from `low` to `high`, as the real
+    APIs check sampling parameters (`temperature`)."""
+    value = body[key]
+    if value is None:
+        return
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise invalid(f"Invalid type for '{key}': expected a decimal, but got {_json_type(value)} instead.",
+                      param=key, code="invalid_type")
+    if value < low:
+        raise invalid(f"Invalid '{key}': decimal below minimum value. Expected a value >= {low:g}, but got "
+                      f"{value} instead.", param=key, code="decimal_below_min_value")
+    if value > high:
+        raise invalid(f"Invalid '{key}': decimal above maximum value. Expected a value <= {high:g}, but got "
+                      f"{value} instead.", param=key, code="decimal_above_max_value")
+    if value != value:  # NaN, which the lenient JSON parser takes
+        raise invalid(f"Invalid '{key}': expected a decimal, but got NaN instead.", param=key,
+                      code="invalid_value")
+
+
+def _json_type(value: Any) -> str:
+    """`value`'s JSON type, as the real APIs name it in their type errors."""
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, dict):
+        return "an object"
+    return "an array" if isinstance(value, list) else "null" if value is None else "a number"
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+                               rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+"""A high surrogate escape not followed by a low one, or a low one not after a high one (a
+sign only: `\\\\ud800` is an escaped backslash, so a match is confirmed on the parsed body)."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""What the parser leaves of a lone surrogate escape (it joins a valid pair into one character)."""
+
+
+def lone_surrogate(raw: bytes, body: Any) -> str | None:
+    """The path of the first string in `body` (parsed from `raw`) holding a lone surrogate, which
+    the real OpenAI and Anthropic APIs refuse as invalid Unicode; None when none does.
+
+    Only a `\\ud8xx`-`\\udfxx` escape can put one there (raw UTF-8 surrogates do not decode), so
+    nearly every body is settled by one byte search (clients write non-ASCII text as UTF-8, and a
+    `\\u` escape is rare), the rest by a regex from the first escape on."""
+    first = raw.find(b"\\u")
+    if first < 0 or not _SURROGATE_ESCAPE.search(raw, first):
+        return None
+    items: list[tuple[Any, str]] = [(body, "")]
+    while items:
+        value, path = items.pop()
+        if type(value) is str:
+            if _SURROGATE.search(value):
+                return path or "body"
+        elif type(value) is dict:
+            for key, child in reversed(value.items()):
+                if _SURROGATE.search(key):
+                    return path or "body"
+                items.append((child, f"{path}.{key}" if path else key))
+        elif type(value) is list:
+            items.extend((child, f"{path}[{i}]") for i, child in reversed(list(enumerate(value))))
+    return None
+
+
+def refuse_lone_surrogates(raw: bytes, body: Any) -> None:
+    """A 400 naming the string if `body` holds a lone surrogate (see `lone_surrogate`)."""
+    if (path := lone_surrogate(raw, body)) is not None:
+        raise invalid(f"Invalid '{path}': the string holds a lone surrogate, which is not valid Unicode; "
+                      "the request body is not valid JSON (no low surrogate in string).",
+                      param=path, code="invalid_value")
 
 
 def flag(body: dict[str, Any], key: str) -> bool:

@@ -180,22 +180,36 @@ _UNMARKABLE = ("thinking", "redacted_thinking")
 its turn, never marked)."""
 
 
-def _message_marks(body: dict[str, Any], tools: int) -> list[tuple[Breakpoint, str, Ttl]]:
+class _Mark(NamedTuple):
+    """A breakpoint found, with where it was; its message's `texts` and its block's index `k`
+    among them, when text blocks join into one message (its text is joined only once the marks
+    are known to be valid: joining at every block would be quadratic in the blocks)."""
+
+    breakpoint: Breakpoint
+    param: str
+    texts: list[str] | None = None
+    k: int = 0
+
+    def resolved(self) -> Breakpoint:
+        """The breakpoint with the message's text through the marked block, unless that block
+        is the message's last (a mark caches only what precedes it)."""
+        texts, k = self.texts, self.k
+        if texts is None or k >= len(texts) - 1:
+            return self.breakpoint
+        return self.breakpoint._replace(text="".join(texts[: k + 1]))
+
+
+def _message_marks(body: dict[str, Any], tools: int) -> list[_Mark]:
     """The marks in `system` and `messages`, each at the end of the chat message its block
     becomes (a tool_result block is a tool message; a user's text blocks, one user message)."""
-    marks: list[tuple[Breakpoint, str, Ttl]] = []
+    marks: list[_Mark] = []
 
-    def mark(block: Any, param: str, at: int, text: str | None = None) -> None:
+    def mark(block: Any, param: str, at: int, texts: list[str] | None = None, k: int = 0) -> None:
         if isinstance(block, dict) and block.get("type") in _UNMARKABLE and "cache_control" in block:
             raise invalid(f"{param}.cache_control: Extra inputs are not permitted",
                           param=f"{param}.cache_control")
         if ttl := _ttl(block, param):
-            marks.append((Breakpoint(tools=tools, messages=at, ttl=ttl, text=text), param, ttl))
-
-    def through(texts: list[str], k: int) -> str | None:
-        """A message's text through its k-th text block (text blocks join into one message, and
-        a mark caches only what precedes it); None when that block is the message's last."""
-        return "".join(texts[: k + 1]) if k < len(texts) - 1 else None
+            marks.append(_Mark(Breakpoint(tools=tools, messages=at, ttl=ttl), param, texts, k))
 
     count = 0
     if (system := body.get("system")) is not None:
@@ -203,7 +217,7 @@ def _message_marks(body: dict[str, Any], tools: int) -> list[tuple[Breakpoint, s
         blocks = system if isinstance(system, list) else []
         system_texts = [b["text"] for b in blocks]
         for j, block in enumerate(blocks):
-            mark(block, f"system[{j}]", 1, through(system_texts, j))
+            mark(block, f"system[{j}]", 1, system_texts, j)
     for i, message in enumerate(body["messages"]):
         content = message["content"]
         blocks = [] if isinstance(content, str) else content
@@ -224,9 +238,9 @@ def _message_marks(body: dict[str, Any], tools: int) -> list[tuple[Breakpoint, s
                 inner = block["content"] if isinstance(block.get("content"), list) else []
                 inner_texts = [b["text"] for b in inner]
                 for k, part in enumerate(inner):
-                    mark(part, f"{p}.content[{k}]", count + answered, through(inner_texts, k))
+                    mark(part, f"{p}.content[{k}]", count + answered, inner_texts, k)
             else:
-                mark(block, p, count + results + 1, through(user_texts, shown))
+                mark(block, p, count + results + 1, user_texts, shown)
                 shown += 1
         count += results + texts
     return marks
@@ -236,22 +250,22 @@ def breakpoints(body: dict[str, Any]) -> tuple[Breakpoint, ...]:
     """The request's `cache_control` marks in Anthropic's order (tools, system, messages),
     checked as Anthropic checks them: at most four, no 1 h entry after a 5 m one."""
     tools = body.get("tools") or []
-    marks = [(Breakpoint(tools=i + 1, messages=0, ttl=ttl), f"tools[{i}]", ttl)
+    marks = [_Mark(Breakpoint(tools=i + 1, messages=0, ttl=ttl), f"tools[{i}]")
              for i, tool in enumerate(tools) if (ttl := _ttl(tool, f"tools[{i}]"))]
     marks += _message_marks(body, len(tools))
     if len(marks) > MAX_BREAKPOINTS:
         raise invalid(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
                       f"Found {len(marks)}.")
-    ttls = [ttl for _, _, ttl in marks]
+    ttls = [m.breakpoint.ttl for m in marks]
     if "5m" in ttls and "1h" in ttls[ttls.index("5m"):]:
-        param = marks[ttls.index("1h", ttls.index("5m"))][1]
+        param = marks[ttls.index("1h", ttls.index("5m"))].param
         raise invalid(
             f"{param}.cache_control: a ttl='1h' cache_control block must not come after a ttl='5m' "
             "cache_control block. Note that blocks are processed in the following order: "
             "`tools`, `system`, `messages`.",
             param=f"{param}.cache_control",
         )
-    return tuple(b for b, _, _ in marks)
+    return tuple(m.resolved() for m in marks)
 
 
 async def prompt_cache(

@@ -4,7 +4,8 @@ OpenAI's routes carry `x-request-id`, `openai-processing-ms` and `x-ratelimit-{l
 reset}-{requests,tokens}`; Anthropic's route carries `request-id` (also in its error bodies, as
 `request_id`) and `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`. The limits and
 the remaining figures come from the `ratelimit=R:T` and `remaining=R:T` options; a stateless
-server keeps no window, so by default nothing is used up and the reset is now.
+server keeps no window, so by default nothing is used up and the reset is now; a 429 says
+nothing is left, and when to retry (`retry-after`) unless it says so itself.
 
 A middleware adds them as a reply starts, so every reply has them, errors and streams included.
 The endpoint leaves the options it resolved in the ASGI scope (`OPTIONS`); a reply sent before
@@ -43,16 +44,25 @@ def _openai_limits(limits: tuple[int, int], left: tuple[int, int]) -> tuple[tupl
     )
 
 
-def openai_headers(options: Options, rid: str, started: float) -> list[tuple[bytes, bytes]]:
-    """An OpenAI reply's headers: its id, the time since `started`, `options`' rate limits."""
+def _left(options: Options, limited: bool) -> tuple[int, int]:
+    """The remaining requests and tokens: as the options script them; else nothing used up, or
+    nothing left when the reply is a 429 (a client reading the headers then waits, not retries)."""
+    return options.remaining or ((0, 0) if limited else options.ratelimit)
+
+
+def openai_headers(
+    options: Options, rid: str, started: float, limited: bool = False
+) -> list[tuple[bytes, bytes]]:
+    """An OpenAI reply's headers: its id, the time since `started`, `options`' rate limits
+    (`limited`: the reply is a 429)."""
     ms = b"%d" % int((time.perf_counter() - started) * 1000)
-    limits = _openai_limits(options.ratelimit, options.remaining or options.ratelimit)
+    limits = _openai_limits(options.ratelimit, _left(options, limited))
     return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits]
 
 
-def anthropic_headers(options: Options, rid: str) -> list[tuple[bytes, bytes]]:
-    """An Anthropic reply's headers: its id and `options`' rate limits."""
-    (req_limit, tok_limit), (req_left, tok_left) = options.ratelimit, options.remaining or options.ratelimit
+def anthropic_headers(options: Options, rid: str, limited: bool = False) -> list[tuple[bytes, bytes]]:
+    """An Anthropic reply's headers: its id and `options`' rate limits (`limited`: the reply is a 429)."""
+    (req_limit, tok_limit), (req_left, tok_left) = options.ratelimit, _left(options, limited)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ").encode()
     return [
         (b"request-id", rid.encode()),
@@ -63,6 +73,11 @@ def anthropic_headers(options: Options, rid: str) -> list[tuple[bytes, bytes]]:
         (b"anthropic-ratelimit-tokens-remaining", b"%d" % tok_left),
         (b"anthropic-ratelimit-tokens-reset", now),
     ]
+
+
+def anthropic_path(path: str) -> bool:
+    """Whether `path` is Anthropic's (Messages, or counting a Messages request's tokens)."""
+    return path.endswith(("/messages", "/messages/count_tokens"))
 
 
 def gemini_method(path: str) -> bool:
@@ -99,19 +114,21 @@ def of(scope: Scope, defaults: Options) -> list[tuple[bytes, bytes]]:
     if rid is None or _gemini(scope):
         return []
     options = scope.get(OPTIONS) or defaults
-    if scope["path"].endswith("/messages"):
+    if anthropic_path(scope["path"]):
         return anthropic_headers(options, rid)
     return openai_headers(options, rid, scope[STARTED])
 
 
 def adding(scope: Scope, send: Send, defaults: Options, rid: str, started: float) -> Send:
     """`send`, with the real APIs' headers added to the reply's start."""
-    anthropic = scope["path"].endswith("/messages")
+    anthropic = anthropic_path(scope["path"])
 
     async def send_with_headers(message: Message) -> None:
         if message["type"] == "http.response.start":
             options = scope.get(OPTIONS) or defaults
-            extra = anthropic_headers(options, rid) if anthropic else openai_headers(options, rid, started)
+            limited = message["status"] == 429
+            extra = (anthropic_headers(options, rid, limited) if anthropic
+                     else openai_headers(options, rid, started, limited))
             headers = list(message.get("headers", ()))
             # A reply's own header (a scripted 429's remaining-tokens: 0) wins over the
             # default; stating both would give clients "0, 30000000". Plain loops, not
@@ -122,6 +139,8 @@ def adding(scope: Scope, send: Send, defaults: Options, rid: str, started: float
             for header in extra:
                 if header[0] not in names:
                     headers.append(header)
+            if limited and b"retry-after" not in names:  # the real APIs say when, on every 429
+                headers.append((b"retry-after", b"1"))
             message["headers"] = headers
         await send(message)
 

@@ -87,12 +87,13 @@ def test_the_journal_flag_is_off_by_default_and_validated(capsys, monkeypatch):
 
 
 def test_the_journal_serves_bodies_json_accepts_but_utf8_cannot_encode(serve_mock):
-    # json.loads takes a lone surrogate escape and NaN, so the chat route answers both; the
-    # journal must then serve them too, not fail with a 500 when it renders them.
-    raw = b'{"model": "plan", "messages": [{"role": "user", "content": "\\ud800"}], "temperature": NaN}'
+    # json.loads takes a lone surrogate escape and NaN, and Ollama's route answers both (as
+    # Ollama does); the journal must then serve them too, not fail with a 500 when it renders them.
+    raw = (b'{"model": "plan", "stream": false, "messages": [{"role": "user", "content": "\\ud800"}], '
+           b'"temperature": NaN}')
     with serve_mock(journal=5) as url:
         sent = httpx.post(
-            f"{url}/chat/completions", content=raw, headers={"content-type": "application/json"}
+            f"{_root(url)}/api/chat", content=raw, headers={"content-type": "application/json"}
         )
         journal = httpx.get(f"{_root(url)}/journal")
     assert sent.status_code == 200

@@ -100,10 +100,12 @@ def test_every_page_is_strict_json(raw: bytes, shown):
 
 
 def test_the_journal_page_over_http_is_strict_json_with_nan_bodies(serve_mock):
-    raw = b'{"model": "plan", "messages": [{"role": "user", "content": "hi"}], "temperature": NaN}'
+    # Ollama's route takes a NaN where OpenAI's check `temperature`.
+    raw = (b'{"model": "plan", "stream": false, "messages": [{"role": "user", "content": "hi"}], '
+           b'"temperature": NaN}')
     with serve_mock(journal=5) as url:
         json_type = {"content-type": "application/json"}
-        sent = httpx.post(f"{url}/chat/completions", content=raw, headers=json_type)
+        sent = httpx.post(f"{url.removesuffix('/v1')}/api/chat", content=raw, headers=json_type)
         page = httpx.get(f"{url.removesuffix('/v1')}/journal")
     assert (sent.status_code, page.status_code) == (200, 200)
     assert _strict(page.text)["data"][0]["body"]["temperature"] == "NaN"
@@ -111,7 +113,8 @@ def test_the_journal_page_over_http_is_strict_json_with_nan_bodies(serve_mock):
 
 SECRET = "sk-hostile-0123456789"
 CREDENTIAL_HEADERS = ["x-goog-api-key", "openai-api-key", "x-auth-token", "x-client-secret", "cookie",
-                      "x-session-token", "X-Amz-Security-Token", "x-api-key", "proxy-authorization"]
+                      "x-session-token", "X-Amz-Security-Token", "x-api-key", "proxy-authorization",
+                      "x-amz-credential", "x-hub-signature-256", "x-jwt-assertion", "x-api-passphrase"]
 
 
 def test_every_header_named_like_a_credential_is_masked(serve_mock):
@@ -126,6 +129,31 @@ def test_every_header_named_like_a_credential_is_masked(serve_mock):
     assert {name.lower(): shown[name.lower()] for name in CREDENTIAL_HEADERS} == {
         name.lower(): "<redacted>" for name in CREDENTIAL_HEADERS}
     assert shown["x-trace"] == "t1"
+
+
+def test_a_credential_under_a_plain_header_name_is_masked_by_its_value(serve_mock):
+    sent = {"x-upstream": f"Bearer {SECRET}", "x-forwarded-key-value": SECRET, "x-key-copy": SECRET,
+            "x-custom": SECRET, "x-google": "AIzaSyA-0123456789abcdefghijk", "x-trace": "t1"}
+    with serve_mock(journal=5) as url:
+        httpx.post(f"{url}/chat/completions", json={"model": "plan", "messages": HELLO}, headers=sent)
+        page = httpx.get(f"{url.removesuffix('/v1')}/journal")
+    assert SECRET not in page.text and "AIzaSyA" not in page.text
+    assert page.json()["data"][0]["headers"]["x-trace"] == "t1"
+
+
+def test_a_refused_body_nested_past_the_parsers_depth_leaves_model_filters_working(serve_mock):
+    deep = (b'{"model": "plan", "messages": [{"role": "user", "content": "hi"}], "x": '
+            + b"[" * 970 + b"]" * 970 + b"}")
+    with serve_mock(journal=5) as url:
+        json_type = {"content-type": "application/json"}
+        refused = httpx.post(f"{url}/chat/completions", content=deep, headers=json_type)
+        answered = httpx.post(f"{url}/chat/completions", json={"model": "plan", "messages": HELLO})
+        pages = [httpx.get(f"{url.removesuffix('/v1')}/journal", params={"model": model})
+                 for model in ("plan", "other")]
+    assert (refused.status_code, answered.status_code) == (400, 200)
+    assert [page.status_code for page in pages] == [200, 200]
+    # Counted in the text: the page holds the body as sent, too deep for this test's own parser.
+    assert [page.text.count('"seq":') for page in pages] == [2, 0]
 
 
 def test_no_repr_shows_a_credential_but_the_headers_keep_it():

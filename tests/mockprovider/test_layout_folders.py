@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ORDER = ("scripts", "reading", "replies", "apis")
 KERNEL = {"errors", "journal", "metrics"}
 """Top-level modules that import nothing of the mock, so every folder may use them."""
-MAY_USE_KERNEL = {"scripts": {"errors"}, "reading": {"errors"}, "replies": {"errors", "metrics"}, "apis": KERNEL}
+MAY_USE_KERNEL = {"scripts": {"errors"}, "reading": {"errors"}, "replies": {"errors", "metrics"},
+                  "apis": KERNEL}
 SHARED_STEPS = {"steps", "shared"}
 OWN_HELPERS = {"gemini": {"gemini_request"}, "anthropic": {"anthropic_request"},
                "responses": {"responses_request"}, "azure": {"chat", "responses"}}

@@ -109,6 +109,26 @@ def test_usage_is_the_chat_formula_and_input_tokens_grow_by_exactly_what_was_app
     assert [r.usage.output_tokens for r in replies] == [c.usage.completion_tokens for c in chat_replies]
 
 
+def test_count_tokens_is_the_input_a_messages_reply_of_the_same_request_states(mock_url):
+    messages = [{"role": "user", "content": [{"type": "text", "text": "Which file? "},
+                                             {"type": "text", "text": "x"}]}]
+    tools = [{"name": "list_files", "input_schema": {"type": "object"}}]
+    with _client(mock_url) as client:
+        counted = client.messages.count_tokens(model="plan", messages=messages, tools=tools,
+                                               system="Be brief.")
+        usage = client.messages.create(model="plan", max_tokens=50, messages=messages, tools=tools,
+                                       system="Be brief.").usage
+        raw = client.messages.with_raw_response.count_tokens(model="plan", messages=messages)
+        with pytest.raises(anthropic.NotFoundError) as unknown:
+            client.messages.count_tokens(model="nope", messages=messages)
+        with pytest.raises(anthropic.BadRequestError) as refused:
+            client.messages.count_tokens(model="plan", messages=[{"role": "user", "content": 5}])
+    assert counted.input_tokens == usage.input_tokens > 0
+    assert raw.headers["request-id"].startswith("req_")
+    assert unknown.value.body["type"] == "error"
+    assert refused.value.body["error"]["type"] == "invalid_request_error"
+
+
 def test_streamed_and_created_messages_are_the_same(mock_url):
     with _client(mock_url) as client:
         streamed, _ = _drive_plan(client, stream=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from starlette.responses import JSONResponse
 
@@ -46,3 +48,14 @@ def test_reasoning_cut_by_max_tokens_finishes_for_length_even_with_nothing_to_sa
         reply = Reply(content=content, reasoning=reasoning)
         c = completions.complete(reply, model="m", prompt_tokens=9, max_tokens=100)
         assert (c.finish_reason, c.completion_tokens, c.reasoning_tokens) == ("length", 100, 100)
+
+
+def test_a_reply_echoing_a_lone_surrogate_is_rendered_as_a_json_escape() -> None:
+    c = completions.Completion(
+        id="chatcmpl-x", created=1_700_000_000, model="plan", content="odd \ud800",
+        tool_calls=(ToolCall(id="c\udc00", name="n", arguments="{}"),), finish_reason="stop",
+        prompt_tokens=1, completion_tokens=1,
+    )
+    decoded = json.loads(chat.render(c))
+    assert decoded["choices"][0]["message"]["content"] == "odd \ud800"
+    assert decoded["choices"][0]["message"]["tool_calls"][0]["id"] == "c\udc00"

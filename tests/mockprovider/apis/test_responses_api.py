@@ -13,8 +13,10 @@ import pytest
 from formats_support import FUZZ, JSON_VALUE, TEXT, post_generated, run_docs_snippet
 from hypothesis import given
 from hypothesis import strategies as st
+from starlette.responses import JSONResponse
 
 import o200k
+from mockprovider.errors import APIError
 from mockprovider.scripts.scenarios import ANSWER_PLAN
 
 QUESTION = "Which file mentions a timeout?"
@@ -308,3 +310,19 @@ def test_generated_bodies_get_a_response_or_an_openai_error_never_a_500(in_proce
         assert response.json()["object"] == "response"
     else:
         assert 400 <= response.status_code < 500 and response.json()["error"]["message"]
+
+
+def test_a_lone_surrogate_in_a_call_id_is_a_400_naming_it_not_a_500(in_process):
+    body = {"model": "plan", "input": [{"role": "user", "content": "hi"},
+                                       {"type": "function_call_output", "call_id": "c\ud800", "output": "x"}]}
+    response = in_process.post("/v1/responses", content=json.dumps(body).encode(),
+                               headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "input[1].call_id"
+
+
+def test_an_error_quoting_a_lone_surrogate_is_written_as_a_json_escape():
+    # Errors quote the client's strings (a call_id, a tool name); UTF-8 cannot encode a lone surrogate.
+    response = APIError(400, "No tool call found for call_id c\ud800.").response()
+    assert json.loads(response.body)["error"]["message"] == "No tool call found for call_id c\ud800."
+    assert APIError(400, "caf\u00e9").response().body == JSONResponse(APIError(400, "caf\u00e9").body()).body

@@ -268,7 +268,15 @@ def test_a_conversation_a_scenario_file_cannot_name_is_skipped_and_the_recording
 ):
     out = tmp_path / "surrogate.json"
     body = b'{"model": "plan", "messages": [{"role": "user", "content": "\\ud800 lone"}]}'
-    with serve_in_thread() as upstream, record(upstream, out) as proxy:
+    call = {"id": "c1", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}
+
+    async def chat(request: Request) -> JSONResponse:
+        # An upstream that takes the lone surrogate (the mock refuses it, as OpenAI does).
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return JSONResponse({"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]})
+
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with serve_in_thread(app) as upstream, record(upstream, out) as proxy:
         sent = httpx.post(f"{proxy.base_url}/chat/completions", content=body,
                           headers={"content-type": "application/json"})
         assert sent.status_code == 200

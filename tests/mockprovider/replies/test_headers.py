@@ -41,8 +41,29 @@ def test_streams_and_errors_carry_the_headers_too(mock_url, path):
     limited = httpx.post(mock_url + path, json={**body, "model": "plan+fault=429"})
     for reply in (streamed, unknown, limited):
         assert reply.headers["x-request-id"].startswith("req_")
-        assert reply.headers["x-ratelimit-remaining-tokens"] == "30000000"
+    assert streamed.headers["x-ratelimit-remaining-tokens"] == unknown.headers["x-ratelimit-remaining-tokens"]
+    assert streamed.headers["x-ratelimit-remaining-tokens"] == "30000000"
+    assert limited.headers["x-ratelimit-remaining-tokens"] == "0"  # a 429 has nothing left
     assert (unknown.status_code, limited.status_code, limited.headers["retry-after-ms"]) == (404, 429, "100")
+
+
+LIMITED = {"name": "limited", "turns": [{"error": {"status": 429, "message": "Slow down."}}]}
+
+
+def test_a_scripted_429_says_when_to_retry_and_that_nothing_is_left(serve_mock):
+    with serve_mock(scenario_files=[LIMITED]) as url:
+        chat = httpx.post(f"{url}/chat/completions", json={"model": "limited", "messages": QUESTION})
+        claude = httpx.post(f"{url}/messages",
+                            json={"model": "limited", "max_tokens": 9, "messages": QUESTION})
+        scripted = httpx.post(f"{url}/chat/completions",
+                              json={"model": "limited+remaining=3:70", "messages": QUESTION})
+    assert (chat.status_code, claude.status_code) == (429, 429)
+    assert chat.headers["retry-after"] == claude.headers["retry-after"] == "1"
+    assert chat.headers["x-ratelimit-remaining-requests"] == "0"
+    assert chat.headers["x-ratelimit-remaining-tokens"] == "0"
+    assert claude.headers["anthropic-ratelimit-requests-remaining"] == "0"
+    assert claude.headers["anthropic-ratelimit-tokens-remaining"] == "0"
+    assert scripted.headers["x-ratelimit-remaining-tokens"] == "70"  # what the options state wins
 
 
 def test_the_processing_time_includes_the_scripted_latency(mock_url):

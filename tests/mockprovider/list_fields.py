@@ -1,0 +1,92 @@
+"""One request per list-shaped field of every format, with `n` items in that field."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Body = tuple[str, dict[str, Any]]
+USER = {"role": "user", "content": "x"}
+MESSAGES = "/v1/messages"
+GEMINI = "/v1beta/models/plan:generateContent"
+
+
+def _chat_results(n: int) -> Body:
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "n", "arguments": "{}"}}
+             for i in range(n)]
+    results = [{"role": "tool", "tool_call_id": f"c{i}", "content": "r"} for i in range(n)]
+    messages = [USER, {"role": "assistant", "tool_calls": calls}, *results]
+    return "/v1/chat/completions", {"model": "plan", "messages": messages}
+
+
+def _responses_results(n: int) -> Body:
+    calls = [{"type": "function_call", "call_id": f"c{i}", "name": "n", "arguments": "{}"} for i in range(n)]
+    outputs = [{"type": "function_call_output", "call_id": f"c{i}", "output": "r"} for i in range(n)]
+    return "/v1/responses", {"model": "plan", "input": [USER, *calls, *outputs]}
+
+
+def _messages(messages: list, **fields: Any) -> Body:
+    return MESSAGES, {"model": "plan", "max_tokens": 100, "messages": messages, **fields}
+
+
+def _messages_results(n: int) -> Body:
+    uses = [{"type": "tool_use", "id": f"c{i}", "name": "n", "input": {}} for i in range(n)]
+    results = [{"type": "tool_result", "tool_use_id": f"c{i}", "content": "r"} for i in range(n)]
+    return _messages([USER, {"role": "assistant", "content": uses}, {"role": "user", "content": results}])
+
+
+def _messages_inner(n: int) -> Body:
+    use = {"type": "tool_use", "id": "c", "name": "n", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "c", "content": [{"type": "text", "text": "x"}] * n}
+    return _messages([USER, {"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}])
+
+
+def _gemini(contents: list, **fields: Any) -> Body:
+    return GEMINI, {"contents": contents, **fields}
+
+
+def _ollama(messages: list, **fields: Any) -> Body:
+    return "/api/chat", {"model": "plan", "stream": False, "messages": messages, **fields}
+
+
+TEXT_BLOCK = {"type": "text", "text": "x"}
+MARKED = {**TEXT_BLOCK, "cache_control": {"type": "ephemeral"}}
+GEMINI_USER = {"role": "user", "parts": [{"text": "x"}]}
+OLLAMA_CALL = {"function": {"name": "n", "arguments": {}}}
+
+FIELDS: dict[str, Callable[[int], Body]] = {
+    "chat messages": lambda n: ("/v1/chat/completions", {"model": "plan", "messages": [USER] * n}),
+    "chat content parts": lambda n: ("/v1/chat/completions", {"model": "plan", "messages": [
+        {"role": "user", "content": [TEXT_BLOCK] * n}]}),
+    "chat tools": lambda n: ("/v1/chat/completions", {"model": "plan", "messages": [USER], "tools": [
+        {"type": "function", "function": {"name": f"t{i}"}} for i in range(n)]}),
+    "chat tool calls and results": _chat_results,
+    "responses input items": lambda n: ("/v1/responses", {"model": "plan", "input": [USER] * n}),
+    "responses content parts": lambda n: ("/v1/responses", {"model": "plan", "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": "x"}] * n}]}),
+    "responses tools": lambda n: ("/v1/responses", {"model": "plan", "input": "x", "tools": [
+        {"type": "function", "name": f"t{i}"} for i in range(n)]}),
+    "responses calls and outputs": _responses_results,
+    "messages messages": lambda n: _messages([USER, {"role": "assistant", "content": "y"}] * n + [USER]),
+    "messages content blocks": lambda n: _messages([{"role": "user", "content": [TEXT_BLOCK] * n}]),
+    "messages content blocks, the last marked": lambda n: _messages([
+        {"role": "user", "content": [TEXT_BLOCK] * n + [MARKED]}]),
+    "messages system blocks": lambda n: _messages([USER], system=[TEXT_BLOCK] * n),
+    "messages tools": lambda n: _messages([USER], tools=[
+        {"name": f"t{i}", "input_schema": {"type": "object"}} for i in range(n)]),
+    "messages tool uses and results": _messages_results,
+    "messages tool result content": _messages_inner,
+    "gemini contents": lambda n: _gemini([GEMINI_USER] * n),
+    "gemini parts": lambda n: _gemini([{"role": "user", "parts": [{"text": "x"}] * n}]),
+    "gemini function declarations": lambda n: _gemini([GEMINI_USER], tools=[
+        {"functionDeclarations": [{"name": f"t{i}"} for i in range(n)]}]),
+    "gemini calls and responses": lambda n: _gemini([
+        GEMINI_USER, {"role": "model", "parts": [{"functionCall": {"name": "n", "args": {}}}] * n},
+        {"role": "user", "parts": [{"functionResponse": {"name": "n", "response": {}}}] * n}]),
+    "ollama messages": lambda n: _ollama([USER] * n),
+    "ollama tools": lambda n: _ollama([USER], tools=[
+        {"type": "function", "function": {"name": f"t{i}"}} for i in range(n)]),
+    "ollama tool calls and results": lambda n: _ollama([
+        USER, {"role": "assistant", "content": "", "tool_calls": [OLLAMA_CALL] * n},
+        *[{"role": "tool", "content": "r"}] * n]),
+}
