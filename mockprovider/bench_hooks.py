@@ -17,17 +17,17 @@ from mockprovider.scripts import options, scenarios
 from mockprovider.scripts.options import attempt_of
 
 TIMED: dict[ModuleType, tuple[str, ...]] = {
-    chat: ("ChatLane", "ChatRequest", "body", "chat_request", "render", "_max_tokens"),
+    chat: ("ChatLane", "ChatRequest", "body", "chat_request", "check_tools", "render", "_max_tokens"),
     steps: ("_check_content_type", "_read_body", "_too_large", "scripted_reply"),
     memo: ("MEMORY", "Entry", "Memory", "parse"),
     request_headers: ("header", "header_map"),
     transcript: ("EMPTY", "INLINE_CHARS", "Transcript", "conversation", "prompt_tokens", "read",
                  "read_message", "unanswered", "_read_new", "_short_tokens", "_keep_tools_count",
                  "_TOOLS_COUNTED"),
-    validation: ("MAX_DEPTH", "check_depth", "flag", "_deeper_than"),
+    validation: ("MAX_DEPTH", "check_depth", "flag", "number_in", "_deeper_than"),
     completions: ("Completion", "complete", "_completion", "getrandbits"),
     faults: ("delay_or_fault", "log"),
-    headers: ("OPTIONS", "adding", "anthropic_headers", "openai_headers", "start", "_openai_limits",
+    headers: ("OPTIONS", "adding", "anthropic_path", "anthropic_headers", "openai_headers", "start", "_openai_limits",
               "getrandbits"),
     tool_choice: ("AUTO", "chat_choice", "check", "constrain"),
     options: ("Options", "attempt_of"),
