@@ -1,4 +1,4 @@
-"""The exits, each a coroutine over (kit, adapter) that returns a `Result`.
+"""The exits, each a function over (kit, adapter) that returns a `Result`; every run in a new process.
 
 Every count is read at the mock (the journal) or from the kit's tool ledger, never from the
 adapter's report; what the caller got is shown beside it as the caller got it.
@@ -6,7 +6,7 @@ adapter's report; what the caller got is shown beside it as the caller got it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from exitkit.contract import Approve, Declared, Reject
@@ -42,15 +42,15 @@ def _transcript(run: Run) -> str:
     return "transcript not returned" if n is None else f"transcript returned ({n} messages)"
 
 
-async def turn_cap(kit: Kit, adapter: Any, who: Declared) -> Result:
+def turn_cap(kit: Kit, who: Declared) -> Result:
     if not who.has("max_turns"):
-        run = await kit.measure(adapter, kit.setup("runaway"), guard=OUTSIDE_CAP)
+        run = kit.measure(who.spec, kit.setup("runaway"), guard=OUTSIDE_CAP)
         return _none("turn_cap", who, "no turn cap",
                      f"none exists · stopped by {_stopped_by(run, None)} · {_transcript(run)}",
                      requests=len(run.requests),
                      **{"transcript messages": run.outcome.transcript_messages})
     setup = kit.setup("runaway", max_turns=CAP)
-    run = await kit.measure(adapter, setup, guard=OUTSIDE_CAP)
+    run = kit.measure(who.spec, setup, guard=OUTSIDE_CAP)
     n, ran = len(run.requests), sum(e.is_("list_files") for e in run.events)
     fate, resumed = ("ran" if n else "none: no request"), None
     if ran < n:
@@ -98,11 +98,11 @@ def in_reach(costs: list[float], budget_usd: float) -> bool:
     return sum(costs) + costs[-1] + max(growth, 0.0) >= budget_usd
 
 
-async def budget(kit: Kit, adapter: Any, who: Declared) -> Result:
+def budget(kit: Kit, who: Declared) -> Result:
     cap = OUTSIDE_CAP if who.has("max_turns") else None
     has = who.has("max_budget_usd")
     setup = kit.setup("runaway", max_turns=cap, max_budget_usd=BUDGET_USD if has else None)
-    run = await kit.measure(adapter, setup, guard=OUTSIDE_CAP + 5)
+    run = kit.measure(who.spec, setup, guard=OUTSIDE_CAP + 5)
     # A budget's verdict rests on the spend, so unknown usage is an error there; without one it is a figure.
     spent = run.cost_usd if has else run.cost_or_unknown
     after, over = _overshoot(run) if spent is not None else (None, None)
@@ -134,10 +134,10 @@ def _sent_back(run: Run, tool: str) -> str | None:
     return next((texts[0] for e in run.requests if (texts := e.answered(tool))), None)
 
 
-async def tool_error(kit: Kit, adapter: Any, who: Declared) -> Result:
+def tool_error(kit: Kit, who: Declared) -> Result:
     cap = ERROR_CAP if who.has("max_turns") else None
     setup = kit.setup("recover", max_turns=cap)
-    run = await kit.measure(adapter, setup, guard=OUTSIDE_CAP)
+    run = kit.measure(who.spec, setup, guard=OUTSIDE_CAP)
     sent = _sent_back(run, "read_file")
     retries = sum(e.is_("read_file") and e.args.get("path") == "timeout.log" for e in run.events) - 1
     recovers = run.last_text() == RECOVERED
@@ -160,9 +160,9 @@ def _answered(run: Run, tool: str) -> int:
     return max((len(e.answered(tool)) for e in run.requests), default=0)
 
 
-async def permanent_error(kit: Kit, adapter: Any, who: Declared) -> Result:
+def permanent_error(kit: Kit, who: Declared) -> Result:
     cap = DENIED_CAP if who.has("max_turns") else None
-    run = await kit.measure(adapter, kit.setup("denied", max_turns=cap), guard=OUTSIDE_CAP)
+    run = kit.measure(who.spec, kit.setup("denied", max_turns=cap), guard=OUTSIDE_CAP)
     calls = max(sum(e.is_("read_file") for e in run.events), _answered(run, "read_file"))
     reason = "permission denied" in run.said().lower()
     figures = {"identical failing calls": calls, "stops with the reason": reason,
@@ -182,15 +182,15 @@ def _deletions(run: Run) -> int:
     return sum(e.is_("delete_file") for e in run.events)
 
 
-async def approval(kit: Kit, adapter: Any, who: Declared) -> Result:
+def approval(kit: Kit, who: Declared) -> Result:
     if not (who.has("approval") and who.has("resume")):
         return _none("approval", who, "no approval across processes")
     setup = kit.setup("destructive", max_turns=CAP, needs_approval=("delete_file",))
-    stop = await kit.measure(adapter, setup, guard=OUTSIDE_CAP)
+    stop = kit.measure(who.spec, setup, guard=OUTSIDE_CAP)
     approved = kit.child(who.spec, setup, decision=Approve(), guard=OUTSIDE_CAP)
     again = kit.child(who.spec, setup, decision=Approve(), guard=OUTSIDE_CAP)
     declined = kit.setup("destructive", max_turns=CAP, needs_approval=("delete_file",))
-    await kit.measure(adapter, declined, guard=OUTSIDE_CAP)
+    kit.measure(who.spec, declined, guard=OUTSIDE_CAP)
     rejected = kit.child(who.spec, declined, decision=Reject(REASON), guard=OUTSIDE_CAP)
     reason_text = _sent_back(rejected, "delete_file") or ""
     said = rejected.last_text()
@@ -217,11 +217,11 @@ async def approval(kit: Kit, adapter: Any, who: Declared) -> Result:
                   figures=figures, evidence=evidence)
 
 
-async def crash(kit: Kit, adapter: Any, who: Declared) -> Result:
+def crash(kit: Kit, who: Declared) -> Result:
     if not (who.has("approval") and who.has("resume")):
         return _none("crash", who, "no approval across processes")
     setup = kit.setup("destructive", max_turns=CAP, needs_approval=("delete_file",))
-    await kit.measure(adapter, setup, guard=OUTSIDE_CAP)
+    kit.measure(who.spec, setup, guard=OUTSIDE_CAP)
     killed = kit.child(who.spec, setup.but(crash_after_effect=True), decision=Approve(), guard=OUTSIDE_CAP)
     resumed = kit.child(who.spec, setup, decision=Approve(), guard=OUTSIDE_CAP)
     runs = _deletions(resumed)
@@ -244,11 +244,11 @@ async def crash(kit: Kit, adapter: Any, who: Declared) -> Result:
                   evidence={"resumed": _requests(resumed)})
 
 
-async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
+def cancellation(kit: Kit, who: Declared) -> Result:
     if not who.has("cancel"):
         return _none("cancellation", who, "no cancel API")
     setup = kit.setup("slow", max_turns=5)
-    run = await kit.measure(adapter, setup, stop_at=STOP_AT_S, guard=OUTSIDE_CAP)
+    run = kit.measure(who.spec, setup, stop=("scan_archive", STOP_AT_S), guard=OUTSIDE_CAP)
     saw = any(e.is_("scan_archive", "cancelled") for e in run.events)
     finished = any(e.is_("scan_archive", "ok") for e in run.events)
     stop_ms = None if run.stop_pressed is None else round((run.ended - run.stop_pressed) * 1000, 1)
@@ -290,7 +290,7 @@ async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
                   evidence=evidence)
 
 
-Case = Callable[[Kit, Any, Declared], Awaitable[Result]]
+Case = Callable[[Kit, Declared], Result]
 EXITS: dict[str, Case] = {
     "turn_cap": turn_cap, "budget": budget, "tool_error": tool_error, "permanent_error": permanent_error,
     "approval": approval, "crash": crash, "cancellation": cancellation,

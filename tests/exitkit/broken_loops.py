@@ -1,6 +1,6 @@
 """The file loop, each broken in one way a real agent is: the kit must fail exactly that case."""
 
-from file_loop import FileLoop
+from file_loop import FileLoop, first_run
 
 
 class IgnoresCap(FileLoop):
@@ -97,7 +97,6 @@ class LeavesItRunning(FileLoop):
     """Starts a background worker on its first run that outlives the run and keeps asking the model."""
 
     name = "leaves it running"
-    started = False
 
     async def run(self, job):
         import asyncio
@@ -111,8 +110,7 @@ class LeavesItRunning(FileLoop):
                         {"role": "user", "content": job.task}]})
                     await asyncio.sleep(0.1)
 
-        if not LeavesItRunning.started:
-            LeavesItRunning.started = True
+        if first_run(job, "leaves-it-running"):
             asyncio.ensure_future(worker())
         return await super().run(job)
 
