@@ -53,7 +53,9 @@ def turn_cap(kit: Kit, who: Declared) -> Result:
     run = kit.measure(who.spec, setup, guard=OUTSIDE_CAP)
     n, ran = len(run.requests), sum(e.is_("list_files") for e in run.events)
     fate, resumed = ("ran" if n else "none: no request"), None
-    if ran < n:
+    if n > CAP:  # past the cap, the last call within it is the cap-th reply's: it ran if CAP tools did
+        fate = "ran" if ran >= CAP else "dropped"
+    elif ran < n:
         fate = "dropped"
         if who.has("resume"):
             resumed = kit.child(who.spec, setup.but(max_turns=CAP + 1), guard=3)
@@ -67,7 +69,9 @@ def turn_cap(kit: Kit, who: Declared) -> Result:
         evidence["resumed with one more turn"] = {"caller gets": resumed.said(),
                                                   "requests": _requests(resumed)}
     if n > CAP:
-        verdict, summary = "fail", f"cap ignored · {n} requests" + (" (kit guard)" if run.guarded else "")
+        verdict, summary = "fail", f"over the cap by {n - CAP} · {n} requests"
+        if run.guarded:
+            summary = f"cap ignored · {n} requests (kit guard)"
     elif n < CAP:
         verdict, summary = "warn", f"stopped early · {n} requests · last call {fate}"
     else:
@@ -134,23 +138,34 @@ def _sent_back(run: Run, tool: str) -> str | None:
     return next((texts[0] for e in run.requests if (texts := e.answered(tool))), None)
 
 
+def _next_carrying(run: Run, text: str, after: float) -> tuple[str, str] | None:
+    """The message of the first request sent after `after` (a time) that carries `text`, as (its
+    role, its text), in whatever message the agent put it."""
+    following = next((e for e in run.requests if e.started >= after), None)
+    return following.carrying(text) if following is not None and text else None
+
+
 def tool_error(kit: Kit, who: Declared) -> Result:
     cap = ERROR_CAP if who.has("max_turns") else None
     setup = kit.setup("recover", max_turns=cap)
     run = kit.measure(who.spec, setup, guard=OUTSIDE_CAP)
-    sent = _sent_back(run, "read_file")
+    error = next((e for e in run.events if e.is_("read_file", "error")), None)
+    found = _next_carrying(run, error.detail, error.t) if error is not None else None
+    sent = found[1] if found else _sent_back(run, "read_file")
     retries = sum(e.is_("read_file") and e.args.get("path") == "timeout.log" for e in run.events) - 1
-    recovers = run.last_text() == RECOVERED
-    figures = {"text sent back": sent if sent is not None else "(nothing)", "recovers": recovers,
-               "identical retries": max(retries, 0), "requests": len(run.requests), "caller gets": run.said(),
-               "cost usd": run.cost_or_unknown}
+    recovers, n = run.last_text() == RECOVERED, len(run.requests)
+    figures = {"text sent back": sent if sent is not None else "(nothing)", "sent as": found and found[0],
+               "recovers": recovers, "identical retries": max(retries, 0), "requests": n,
+               "caller gets": run.said(), "cost usd": run.cost_or_unknown}
     if recovers:
-        summary = f"recovers · {len(run.requests)} requests"
+        summary = f"recovers · {n} requests"
+    elif found:  # the sentence reached the model; the mock's script reads tool messages only
+        summary = f"error sent back as {found[0]} text · {n} requests"
     elif sent is None:
         summary = "nothing sent back · " + run.outcome.status
     else:
         summary = f"no recovery · sent {sent[:60]!r}"
-    return Result(case="tool_error", adapter=who.name, verdict="pass" if recovers else "fail",
+    return Result(case="tool_error", adapter=who.name, verdict="pass" if recovers or found else "fail",
                   summary=summary, figures=figures, evidence={"requests": _requests(run)})
 
 
@@ -182,6 +197,27 @@ def _deletions(run: Run) -> int:
     return sum(e.is_("delete_file") for e in run.events)
 
 
+def _approval_checks(stop: Run, approved: Run, again: Run, rejected: Run,
+                     reason_text: str) -> dict[str, tuple[bool, str]]:
+    """Each criterion: whether it holds, and what the cell says when it does not."""
+    before, once, ever = _deletions(stop), _deletions(approved), _deletions(again)
+    asked = any("delete_file" in e.reply_calls for e in stop.requests)
+    stops = ("ran before approval" if before else "no request before approval" if not stop.requests
+             else "" if asked else "never asked for the deletion")
+    said = rejected.last_text()
+    answer = ("deleted though rejected" if _deletions(rejected) else "no answer after rejection" if not said
+              else "answer claims the deletion" if CLAIMS_DELETION in said else "")
+    return {
+        "stops before the effect": (not stops, stops),
+        "runs once when approved in a new process": (
+            once == 1, "never ran when approved" if once == 0 else f"ran {once}× when approved"),
+        "not again on a second resume": (
+            ever == once, "ran again on a second resume" if once else "ran only on a second resume"),
+        "the rejection's reason reaches the model": (REASON in reason_text, "rejection reason not sent"),
+        "the answer does not claim the deletion": (not answer, answer),
+    }
+
+
 def approval(kit: Kit, who: Declared) -> Result:
     if not (who.has("approval") and who.has("resume")):
         return _none("approval", who, "no approval across processes")
@@ -192,18 +228,9 @@ def approval(kit: Kit, who: Declared) -> Result:
     declined = kit.setup("destructive", max_turns=CAP, needs_approval=("delete_file",))
     kit.measure(who.spec, declined, guard=OUTSIDE_CAP)
     rejected = kit.child(who.spec, declined, decision=Reject(REASON), guard=OUTSIDE_CAP)
-    reason_text = _sent_back(rejected, "delete_file") or ""
-    said = rejected.last_text()
-    checks = {  # name: (holds, what the cell says when it does not)
-        "stops before the effect": (_deletions(stop) == 0 and bool(stop.requests), "ran before approval"),
-        "runs once when approved in a new process": (_deletions(approved) == 1,
-                                                     f"ran {_deletions(approved)}× when approved"),
-        "not again on a second resume": (_deletions(again) == 1, "ran again on a second resume"),
-        "the rejection's reason reaches the model": (REASON in reason_text, "rejection reason not sent"),
-        "the answer does not claim the deletion": (
-            bool(said) and CLAIMS_DELETION not in said and _deletions(rejected) == 0,
-            "answer claims the deletion"),
-    }
+    found = rejected.requests[0].carrying(REASON) if rejected.requests else None
+    reason_text = found[1] if found else _sent_back(rejected, "delete_file") or ""
+    checks = _approval_checks(stop, approved, again, rejected, reason_text)
     failed = [why for ok, why in checks.values() if not ok]
     figures = {**{name: ok for name, (ok, _) in checks.items()},
                "deletions after approval": _deletions(approved),
@@ -270,7 +297,10 @@ def cancellation(kit: Kit, who: Declared) -> Result:
             figures["next request"] = "none: the resume sent nothing"
     else:
         figures["next request"] = "none exists (no resume)"
-    if stop_ms is None or finished:
+    if run.outcome.status == "kit timeout":  # killed by the kit: it never stopped, however long it took
+        after = " after Stop" if stop_ms is not None else ""
+        verdict, summary = "fail", f"never returned{after} · kit timeout ({run.outcome.error})"
+    elif stop_ms is None or finished:
         verdict, summary = "fail", "tool finished anyway" if finished else "Stop never pressed"
     elif ran_on:
         verdict, summary = "fail", f"ran on after Stop · {ran_on} requests · ended {stop_ms:g} ms after it"

@@ -57,6 +57,7 @@ def overhead(kit: Kit, who: Declared, *, fast: bool = False) -> Result:
     memory = _memory(kit, who)
     longest = rows[-1]
     figures = {"per run": rows, **memory}
-    summary = (f"{longest['× bare httpx']:g}× bare httpx per turn ({longest['run']}) · "
+    measured = f"{longest['run'].partition(',')[0]}, {longest['requests']} requests"  # what ran, not the cap
+    summary = (f"{longest['× bare httpx']:g}× bare httpx per turn ({measured}) · "
                f"RSS ×{memory['RSS × bare httpx']}")
     return Result(case="overhead", adapter=who.name, verdict="pass", summary=summary, figures=figures)

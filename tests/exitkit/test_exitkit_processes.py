@@ -56,7 +56,8 @@ def test_the_cli_returns_when_the_cases_end_though_an_agent_left_a_process_on_it
                               timeout=25, env=env, check=False)
         assert done.returncode == 0, done.stderr[-2000:]
         assert (tmp_path / "card" / "report.json").exists()
-        assert helpers.exists() and _alive(helpers, within_s=5) == []  # what the run left behind ended with it
+        # What the run left behind ended with it.
+        assert helpers.exists() and _alive(helpers, within_s=5) == []
     except subprocess.TimeoutExpired as e:
         raise AssertionError("the CLI waited for the helper holding its pipes") from e
     finally:
