@@ -3,6 +3,7 @@
     python -m exitkit.child run    MODULE:ADAPTER JOB_FILE null           # adapter.run(job)
     python -m exitkit.child resume MODULE:ADAPTER JOB_FILE DECISION_JSON  # adapter.resume(job, decision)
     python -m exitkit.child raw    - JOB_FILE null  # replay bodies.json beside JOB_FILE with bare httpx
+    python -m exitkit.child forks  MODULE:ADAPTER   # import it once, fork a copy per run (exitkit.forks)
 
 SIGUSR1 is the kit's Stop button: it sets `job.cancel`. Prints one JSON line: the outcome, when
 the call began and returned (`time.monotonic()`), how many tasks the run left running, and
@@ -75,7 +76,20 @@ async def _measured(command: str, adapter: Any, job_file: Path, decision_json: s
     return {"outcome": outcome.to_json(), "started": started, "ended": ended, "left_running": len(left)}
 
 
+def _loaded(spec: str) -> str | None:
+    try:
+        if spec != "-":
+            load(spec)
+    except AdapterError as e:
+        return str(e)
+    return None
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "forks":
+        from exitkit.forks import serve
+
+        return serve(lambda: _loaded(argv[1]), main)
     if len(argv) != 4 or argv[0] not in ("resume", "run", "raw"):
         print(__doc__, file=sys.stderr)
         return 2

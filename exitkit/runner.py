@@ -24,9 +24,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from exitkit.child import CANNOT_LOAD, STOP_SIGNAL
 from exitkit.contract import Decision, Outcome, decision_to_json
+from exitkit.forks import ForkServer
 from exitkit.journal import CHAT, RUN_PREFIX, Entry, Journal
 from exitkit.ledger import Event, Ledger
-from exitkit.process import Exit, run_process
+from exitkit.process import Exit, fork, launch, supervise
 from exitkit.setup import Setup
 
 RUN_TIMEOUT_S = 120.0
@@ -129,6 +130,8 @@ class Kit:
     timeouts: list[str] = field(default_factory=list)
     """What the kit said of each run it had to stop at its timeout, in order (a case reads the new ones)."""
     _ids: Iterator[int] = field(default_factory=count)
+    servers: dict[str, ForkServer | None] = field(default_factory=dict)
+    """A fork server per adapter spec (None: runs in new interpreters); shared by `replace()` copies."""
 
     @classmethod
     @contextmanager
@@ -138,7 +141,11 @@ class Kit:
 
         journal = Journal(create_app())
         with serve_in_thread(journal) as base_url:
-            yield cls(journal=journal, base_url=base_url, workdir=workdir)
+            kit = cls(journal=journal, base_url=base_url, workdir=workdir)
+            try:
+                yield kit
+            finally:
+                kit.close()
 
     def setup(self, scenario: str, **options: Any) -> Setup:
         folder = self.workdir / f"run-{next(self._ids)}-{scenario}"
@@ -159,16 +166,19 @@ class Kit:
 
     def child(self, spec: str, setup: Setup, command: str = "resume", decision: Decision | None = None,
               *, guard: int | None = None, stop: tuple[str, float] | None = None) -> Run:
-        """Run `command` for the adapter `spec` in a new interpreter, inside a journal window."""
+        """Run `command` for the adapter `spec` in a process of its own, inside a journal window."""
         job_file = setup.folder / f"job-{next(self._ids)}.json"
         setup.save(job_file)
-        argv = [sys.executable, "-m", "exitkit.child", command, spec, str(job_file),
-                json.dumps(decision_to_json(decision))]
-        env = self.env | {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        args = [command, spec, str(job_file), json.dumps(decision_to_json(decision))]
+        logs = job_file.with_suffix("")
         stop_when = None if stop is None else _once_started(setup.ledger, *stop)
+        server = self._server(spec)
         with self.journal.window(guard=guard, run=setup.folder.name) as seen:
-            done = run_process(argv, env=env, logs=job_file.with_suffix(""), timeout_s=self.timeout_s,
-                               stop_when=stop_when, stop_signal=STOP_SIGNAL)
+            env = self._child_env()
+            started = (fork(server, args, env, logs) if server is not None
+                       else launch([sys.executable, "-m", "exitkit.child", *args], env, logs))
+            done = supervise(started, logs, timeout_s=self.timeout_s, stop_when=stop_when,
+                             stop_signal=STOP_SIGNAL)
         got = _last_json(done.stdout)
         if got is None and done.returncode == CANNOT_LOAD:
             raise ChildLoadError(f"could not load the adapter in a new process: {done.stderr.strip()[-300:]}")
@@ -180,6 +190,26 @@ class Kit:
                               returncode=-1 if done.returncode is None else done.returncode,
                               peak_rss_kib=got.get("peak_rss_kib", 0),
                               left_running=got.get("left_running", 0)), setup)
+
+    def _child_env(self) -> dict[str, str]:
+        return self.env | {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+
+    def _server(self, spec: str) -> ForkServer | None:
+        """The fork server for `spec`, started on first use; None where it cannot serve (then every
+        run is a new interpreter). An adapter that does not load there is the kit's trouble."""
+        if spec not in self.servers:
+            argv = [sys.executable, "-m", "exitkit.child", "forks", spec]
+            got = ForkServer.start(argv, self._child_env(), self.timeout_s)
+            if isinstance(got, str):
+                raise ChildLoadError(f"could not load the adapter in a new process: {got[-300:]}")
+            self.servers[spec] = got
+        return self.servers[spec]
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            if server is not None:
+                server.close()
+        self.servers.clear()
 
     def _outcome(self, got: dict[str, Any] | None, done: Exit, command: str) -> Outcome:
         if done.timed_out:

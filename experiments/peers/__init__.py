@@ -35,12 +35,19 @@ FRAMEWORKS = (
         f"{A}ours:Ours": (), f"{A}plain:PlainLoop": (), f"{A}ours:OursGeneric": ("tool_error",)}),
     Framework(name="openai-agents", extra="peers-agents-sdk", packages=("openai-agents", "openai"), adapters={
         f"{A}agents_sdk:AgentsSDK": (), f"{A}agents_sdk:AgentsSDKExplained": ("tool_error",)}),
-    Framework(name="pydantic-ai", extra="peers-pydantic-ai", packages=("pydantic-ai-slim", "openai"), adapters={
+    Framework(name="pydantic-ai", extra="peers-pydantic-ai", packages=("pydantic-ai-slim", "openai"),
+              adapters={
         f"{A}pydantic_ai:PydanticAI": (), f"{A}pydantic_ai:PydanticAITokenBudget": ("budget",),
         f"{A}pydantic_ai:PydanticAIModelRetry": ("tool_error",)}),
-    Framework(name="langgraph", extra="peers-langgraph", packages=("langgraph", "langchain-openai"), adapters={
+    Framework(name="langgraph", extra="peers-langgraph", packages=("langgraph", "langchain-openai"),
+              adapters={
         f"{A}langgraph:LangGraph": (), f"{A}langgraph:LangGraphStepLess": ("turn_cap",),
         f"{A}langgraph:LangGraphStepMore": ("turn_cap",), f"{A}langgraph:LangGraphHandled": ("tool_error",)}),
+    Framework(name="autogen", extra="peers-autogen", packages=("autogen-agentchat", "autogen-ext", "openai"),
+              adapters={f"{A}autogen:AutoGen": ()}),
+    Framework(name="agno", extra="peers-agno", packages=("agno", "openai"), adapters={f"{A}agno:Agno": ()}),
+    Framework(name="adk", extra="peers-adk", packages=("google-adk", "litellm", "openai"),
+              adapters={f"{A}adk:ADK": ()}),
 )
 """Every framework on the card, in the order of its rows."""
 ADAPTERS = {spec: cases for f in FRAMEWORKS for spec, cases in f.adapters.items()}

@@ -41,8 +41,8 @@ def ensure(root: Path, name: str, extra: str, log: Callable[[str], None] = print
     """The virtualenv of `name` under `root/.venv-peers`, built if its pins changed."""
     folder = root / ".venv-peers" / name
     python = folder / "bin" / "python"
-    wanted = "\n".join([f"# {sys.version.split()[0]} {sys.base_prefix}", *requirements(root / "pyproject.toml",
-                                                                                       extra)]) + "\n"
+    pins = requirements(root / "pyproject.toml", extra)
+    wanted = "\n".join([f"# {sys.version.split()[0]} {sys.base_prefix}", *pins]) + "\n"
     stamp = folder / "pins.txt"
     if python.exists() and stamp.exists() and stamp.read_text() == wanted:
         return Venv(python=python)
