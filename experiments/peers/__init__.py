@@ -48,6 +48,17 @@ FRAMEWORKS = (
     Framework(name="agno", extra="peers-agno", packages=("agno", "openai"), adapters={f"{A}agno:Agno": ()}),
     Framework(name="adk", extra="peers-adk", packages=("google-adk", "litellm", "openai"),
               adapters={f"{A}adk:ADK": ()}),
+    Framework(name="strands", extra="peers-strands", packages=("strands-agents", "openai"),
+              adapters={f"{A}strands:Strands": ()}),
+    Framework(name="llamaindex", extra="peers-llamaindex",
+              packages=("llama-index-core", "llama-index-llms-openai-like", "openai"),
+              adapters={f"{A}llamaindex:LlamaIndex": ()}),
+    Framework(name="smolagents", extra="peers-smolagents", packages=("smolagents", "openai"),
+              adapters={f"{A}smolagents:Smolagents": ()}),
+    Framework(name="crewai", extra="peers-crewai", packages=("crewai", "openai"),
+              adapters={f"{A}crewai:CrewAI": ()}),
+    Framework(name="semantic-kernel", extra="peers-semantic-kernel", packages=("semantic-kernel", "openai"),
+              adapters={f"{A}semantic_kernel:SemanticKernel": ()}),
 )
 """Every framework on the card, in the order of its rows."""
 ADAPTERS = {spec: cases for f in FRAMEWORKS for spec, cases in f.adapters.items()}
