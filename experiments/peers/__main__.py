@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,10 @@ from exitkit.report import write
 from exitkit.verdict import CASES, Result
 from experiments.lab.paths import RESULTS, ROOT
 from experiments.peers import FRAMEWORKS, NAME, TITLE, Framework
-from experiments.peers.venvs import ensure
+from experiments.peers.venvs import Venv, ensure
 
 CARD_TIMEOUT_S = 1500
+INSTALLS_AT_ONCE = 3
 
 
 def _broken(framework: Framework, why: str) -> tuple[list[Declared], list[Result]]:
@@ -45,14 +47,23 @@ def _card(framework: Framework, python: Path, fast: bool, tmp: Path) -> dict[str
     return json.loads(out.read_text())
 
 
-def _measure(framework: Framework, fast: bool, tmp: Path) -> tuple[dict[str, str], Any]:
+def _venvs(frameworks: list[Framework]) -> dict[str, Venv]:
+    """Every framework's virtualenv, built side by side before any card runs (an install waits on
+    the network more than on the machine, and a card's timings must not share it with one)."""
+    def build(framework: Framework) -> Venv:
+        if framework.extra is None:
+            return Venv(python=Path(sys.executable))
+        return ensure(ROOT, framework.name, framework.extra, log=lambda line: print(line, flush=True))
+
+    with ThreadPoolExecutor(max_workers=INSTALLS_AT_ONCE) as pool:
+        return dict(zip((f.name for f in frameworks), pool.map(build, frameworks), strict=True))
+
+
+def _measure(framework: Framework, venv: Venv, fast: bool, tmp: Path) -> tuple[dict[str, str], Any]:
     """(versions or the install's failure, the card's adapters and results)."""
-    python = Path(sys.executable)
-    if framework.extra is not None:
-        venv = ensure(ROOT, framework.name, framework.extra, log=lambda line: print(line, flush=True))
-        if venv.python is None:
-            return {"install": venv.error}, _broken(framework, f"not installed: {venv.error}")
-        python = venv.python
+    if venv.python is None:
+        return {"install": venv.error}, _broken(framework, f"not installed: {venv.error}")
+    python = venv.python
     try:
         card = _card(framework, python, fast, tmp)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
@@ -84,13 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := set(wanted) - {f.name for f in FRAMEWORKS}:
         parser.error(f"unknown framework {sorted(unknown)}")
     started = time.monotonic()
+    chosen = [f for f in FRAMEWORKS if not wanted or f.name in wanted]
+    venvs = _venvs(chosen)
+    print(f"virtualenvs ready in {time.monotonic() - started:.0f} s", flush=True)
     adapters, results, rows = [], [], []
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
-        for framework in FRAMEWORKS:
-            if wanted and framework.name not in wanted:
-                continue
+        for framework in chosen:
             began = time.monotonic()
-            versions, (who, got) = _measure(framework, args.fast, Path(tmp))
+            versions, (who, got) = _measure(framework, venvs[framework.name], args.fast, Path(tmp))
             adapters += who
             results += got
             rows.append((framework.name, versions, time.monotonic() - began))
