@@ -16,7 +16,7 @@ from exitkit.contract import Declared
 from exitkit.runner import Kit, Run
 from exitkit.verdict import Result
 
-RUNS = (("plan", 20, 3), ("runaway", 20, 3), ("runaway", 100, 2))
+RUNS = (("plan", 20, 2), ("runaway", 20, 2), ("runaway", 100, 1))
 """(scenario, turn cap, pairs)."""
 FAST_RUNS = (("plan", 20, 1),)
 

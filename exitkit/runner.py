@@ -3,9 +3,10 @@ run in a process of its own, and what the provider and the ledger saw.
 
 `Kit.serve()` starts the scripted provider under uvicorn on an ephemeral 127.0.0.1 port,
 wrapped in the kit's journal. `measure` runs `adapter.run(job)` and `child` runs
-`adapter.resume(job, decision)` (or a bare `httpx` replay), each in a fresh interpreter,
-`python -m exitkit.child` (see `exitkit.process`), inside a journal window; `measure` can press
-Stop a set time after the ledger shows a tool has started.
+`adapter.resume(job, decision)` (or a bare `httpx` replay), each in a process of its own (a
+fresh fork of the adapter's server, `exitkit.forks`, or a new interpreter; see `exitkit.process`),
+inside a journal window; `measure` can press Stop a set time after the ledger shows a tool has
+started.
 """
 
 from __future__ import annotations
