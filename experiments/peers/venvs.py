@@ -37,12 +37,17 @@ def requirements(pyproject: Path, extra: str) -> list[str]:
     return [*project["dependencies"], *project["optional-dependencies"][extra]]
 
 
+def pins(root: Path, extra: str) -> str:
+    """What a virtualenv for `extra` holds, as `pins.txt` records it: the interpreter and the pins."""
+    return "\n".join([f"# {sys.version.split()[0]} {sys.base_prefix}", *requirements(root / "pyproject.toml",
+                                                                                    extra)]) + "\n"
+
+
 def ensure(root: Path, name: str, extra: str, log: Callable[[str], None] = print) -> Venv:
     """The virtualenv of `name` under `root/.venv-peers`, built if its pins changed."""
     folder = root / ".venv-peers" / name
     python = folder / "bin" / "python"
-    pins = requirements(root / "pyproject.toml", extra)
-    wanted = "\n".join([f"# {sys.version.split()[0]} {sys.base_prefix}", *pins]) + "\n"
+    wanted = pins(root, extra)
     stamp = folder / "pins.txt"
     if python.exists() and stamp.exists() and stamp.read_text() == wanted:
         return Venv(python=python)
