@@ -18,6 +18,7 @@ server: `{"argv": [...], "env": {...}, "out": PATH, "err": PATH}`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -77,8 +78,12 @@ class ForkServer:
 
     def fork(self, argv: list[str], env: dict[str, str], out: str, err: str) -> int:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"argv": argv, "env": env, "out": out, "err": err}).encode() + b"\n")
-        self.proc.stdin.flush()
+        request = json.dumps({"argv": argv, "env": env, "out": out, "err": err}).encode() + b"\n"
+        try:
+            self.proc.stdin.write(request)
+            self.proc.stdin.flush()
+        except BrokenPipeError as e:
+            raise EOFError("the fork server ended") from e
         while True:
             message = self.lines.next(60.0)
             if message is None:
@@ -105,7 +110,8 @@ class ForkServer:
         self.proc.wait()
         for pipe in (self.proc.stdin, self.proc.stdout):
             if pipe is not None:
-                pipe.close()
+                with contextlib.suppress(OSError):  # a server that died leaves a broken pipe
+                    pipe.close()
 
 
 def serve(loaded: Callable[[], str | None], run: Callable[[list[str]], int]) -> int:

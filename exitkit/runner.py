@@ -176,8 +176,13 @@ class Kit:
         server = self._server(spec)
         with self.journal.window(guard=guard, run=setup.folder.name) as seen:
             env = self._child_env()
-            started = (fork(server, args, env, logs) if server is not None
-                       else launch([sys.executable, "-m", "exitkit.child", *args], env, logs))
+            try:
+                started = fork(server, args, env, logs) if server is not None else None
+            except EOFError:  # the server died (out of memory, killed): new interpreters from now on
+                server.close()
+                self.servers[spec] = started = None
+            if started is None:
+                started = launch([sys.executable, "-m", "exitkit.child", *args], env, logs)
             done = supervise(started, logs, timeout_s=self.timeout_s, stop_when=stop_when,
                              stop_signal=STOP_SIGNAL)
         got = _last_json(done.stdout)

@@ -104,3 +104,14 @@ def test_a_run_blocking_the_event_loop_is_stopped_at_the_timeout_whatever_it_doe
     assert done.returncode == 0, done.stderr[-2000:]
     verdict, said = done.stdout.splitlines()[-2:]
     assert verdict == "fail" and said.startswith("kit timeout · "), done.stdout
+
+
+def test_a_run_forks_from_the_adapters_server_and_goes_on_in_new_interpreters_once_it_dies(kit: Kit) -> None:
+    spec = "file_loop:FileLoop"
+    first = kit.measure(spec, kit.setup("plan", max_turns=5))
+    server = kit.servers[spec]
+    assert server is not None and first.outcome.status == "completed"
+    server.proc.kill()
+    server.proc.wait()
+    again = kit.measure(spec, kit.setup("plan", max_turns=5))
+    assert again.outcome.status == "completed" and kit.servers[spec] is None
