@@ -56,8 +56,7 @@ real-model: $(STAMP) ## run the six tasks against SmolLM2-135M on llama.cpp (slo
 	$(PY) -m experiments.real_model
 
 .PHONY: peers
-peers: $(STAMP) ## the exits test kit over the Agents SDK, pydantic-ai, LangGraph, a plain loop and ours, write results/peers.*
-	$(PY) -m pip install --quiet -e '.[dev,peers]'
+peers: $(STAMP) ## the exits test kit over twelve agent frameworks, a plain loop and ours, each framework in its own cached .venv-peers/<name>; write results/peers.*
 	$(PY) -m experiments.peers
 
 bench-check: $(STAMP) ## under a minute: fail if a promised speed ratio regresses past its (generous) bound

@@ -19,5 +19,7 @@ from exitkit.contract import (
     Reject,
     Tool,
 )
+from exitkit.functions import ToolCancelled
 
-__all__ = ["LIMIT_NAMES", "Adapter", "Approve", "Decision", "Job", "Limits", "Outcome", "Reject", "Tool"]
+__all__ = ["LIMIT_NAMES", "Adapter", "Approve", "Decision", "Job", "Limits", "Outcome", "Reject", "Tool",
+           "ToolCancelled"]

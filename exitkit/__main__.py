@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
 from pathlib import Path
 
 from exitkit.card import check, pick
 from exitkit.loader import AdapterError
-from exitkit.report import unusable, write
+from exitkit.report import shell_line, unusable, write
 from exitkit.verdict import CASES
 
 
@@ -44,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     except (AdapterError, ValueError) as e:
         print(f"exitkit: {e}", file=sys.stderr)
         return 2
-    command = "python -m exitkit " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    command = shell_line(["python", "-m", "exitkit", *(argv or sys.argv[1:])])
     for path in write(adapters, results, args.out, command=command):
         print(f"wrote {path}")
     return 1 if any(r.verdict in ("fail", "error") for r in results) else 0

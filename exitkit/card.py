@@ -8,12 +8,10 @@ in a way the case does not measure is recorded as an `error` result, and the res
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from exitkit.cases import EXITS
 from exitkit.contract import Declared
@@ -31,12 +29,12 @@ def pick(only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[str]:
     return [c for c in CASES if (not only or c in only) and c not in skip]
 
 
-async def run_case(kit: Kit, adapter: Any, who: Declared, case: str, fast: bool) -> Result:
+def run_case(kit: Kit, who: Declared, case: str, *, fast: bool = False) -> Result:
     stopped = len(kit.timeouts)
     try:
         if case == "overhead":
-            return await overhead(kit, adapter, who, fast=fast)
-        result = await EXITS[case](kit, adapter, who)
+            return overhead(kit, who, fast=fast)
+        result = EXITS[case](kit, who)
     except Exception as e:  # the card goes on; the row says what broke
         return Result(case=case, adapter=who.name, verdict="error", summary=f"{type(e).__name__}: {e}"[:200])
     if len(kit.timeouts) > stopped and result.verdict in ("pass", "warn"):  # see NEVER_RETURNED
@@ -44,13 +42,13 @@ async def run_case(kit: Kit, adapter: Any, who: Declared, case: str, fast: bool)
     return result
 
 
-async def _all(kit: Kit, loaded: list[tuple[Any, Declared]], cases: list[str], fast: bool,
-               log: Callable[[str], None]) -> list[Result]:
+def _all(kit: Kit, loaded: list[Declared], cases: list[str], fast: bool,
+         log: Callable[[str], None]) -> list[Result]:
     results = []
-    for adapter, who in loaded:
+    for who in loaded:
         for case in cases:
             started = time.monotonic()
-            result = await run_case(kit, adapter, who, case, fast)
+            result = run_case(kit, who, case, fast=fast)
             log(printable(f"{who.name} · {TITLES[case]}: {result.cell} ({time.monotonic() - started:.1f} s)"))
             results.append(result)
     return results
@@ -63,12 +61,12 @@ def check(specs: Sequence[str], *, cases: Sequence[str] = (), fast: bool = False
           log: Callable[[str], None] = print, workdir: Path | None = None) -> Card:
     """Run `cases` (default: all) for every adapter spec; returns the adapters and the results."""
     chosen = list(cases) or pick()
-    loaded = [(adapter, declared(spec, adapter)) for spec in specs for adapter in [load(spec)]]
-    names = [who.name for _, who in loaded]
+    loaded = [declared(spec, load(spec)) for spec in specs]
+    names = [who.name for who in loaded]
     if twice := sorted({n for n in names if names.count(n) > 1}):
         # Results and the card's rows are keyed by name: a second one would overwrite the first.
         raise AdapterError(f"two adapters named {twice[0]!r}: give each a `name` of its own")
     with tempfile.TemporaryDirectory(prefix="exitkit-") as tmp:
         with Kit.serve(workdir or Path(tmp)) as kit:
-            results = asyncio.run(_all(kit, loaded, chosen, fast, log))
-    return [who for _, who in loaded], results
+            results = _all(kit, loaded, chosen, fast, log)
+    return loaded, results

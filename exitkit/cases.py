@@ -1,4 +1,4 @@
-"""The exits, each a coroutine over (kit, adapter) that returns a `Result`.
+"""The exits, each a function over (kit, adapter) that returns a `Result`; every run in a new process.
 
 Every count is read at the mock (the journal) or from the kit's tool ledger, never from the
 adapter's report; what the caller got is shown beside it as the caller got it.
@@ -6,7 +6,7 @@ adapter's report; what the caller got is shown beside it as the caller got it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from exitkit.contract import Approve, Declared, Reject
@@ -42,18 +42,20 @@ def _transcript(run: Run) -> str:
     return "transcript not returned" if n is None else f"transcript returned ({n} messages)"
 
 
-async def turn_cap(kit: Kit, adapter: Any, who: Declared) -> Result:
+def turn_cap(kit: Kit, who: Declared) -> Result:
     if not who.has("max_turns"):
-        run = await kit.measure(adapter, kit.setup("runaway"), guard=OUTSIDE_CAP)
+        run = kit.measure(who.spec, kit.setup("runaway"), guard=OUTSIDE_CAP)
         return _none("turn_cap", who, "no turn cap",
                      f"none exists · stopped by {_stopped_by(run, None)} · {_transcript(run)}",
                      requests=len(run.requests),
                      **{"transcript messages": run.outcome.transcript_messages})
     setup = kit.setup("runaway", max_turns=CAP)
-    run = await kit.measure(adapter, setup, guard=OUTSIDE_CAP)
+    run = kit.measure(who.spec, setup, guard=OUTSIDE_CAP)
     n, ran = len(run.requests), sum(e.is_("list_files") for e in run.events)
     fate, resumed = ("ran" if n else "none: no request"), None
-    if ran < n:
+    if n > CAP:  # past the cap, the last call within it is the cap-th reply's: it ran if CAP tools did
+        fate = "ran" if ran >= CAP else "dropped"
+    elif ran < n:
         fate = "dropped"
         if who.has("resume"):
             resumed = kit.child(who.spec, setup.but(max_turns=CAP + 1), guard=3)
@@ -67,7 +69,9 @@ async def turn_cap(kit: Kit, adapter: Any, who: Declared) -> Result:
         evidence["resumed with one more turn"] = {"caller gets": resumed.said(),
                                                   "requests": _requests(resumed)}
     if n > CAP:
-        verdict, summary = "fail", f"cap ignored · {n} requests" + (" (kit guard)" if run.guarded else "")
+        verdict, summary = "fail", f"over the cap by {n - CAP} · {n} requests"
+        if run.guarded:
+            summary = f"cap ignored · {n} requests (kit guard)"
     elif n < CAP:
         verdict, summary = "warn", f"stopped early · {n} requests · last call {fate}"
     else:
@@ -98,11 +102,11 @@ def in_reach(costs: list[float], budget_usd: float) -> bool:
     return sum(costs) + costs[-1] + max(growth, 0.0) >= budget_usd
 
 
-async def budget(kit: Kit, adapter: Any, who: Declared) -> Result:
+def budget(kit: Kit, who: Declared) -> Result:
     cap = OUTSIDE_CAP if who.has("max_turns") else None
     has = who.has("max_budget_usd")
     setup = kit.setup("runaway", max_turns=cap, max_budget_usd=BUDGET_USD if has else None)
-    run = await kit.measure(adapter, setup, guard=OUTSIDE_CAP + 5)
+    run = kit.measure(who.spec, setup, guard=OUTSIDE_CAP + 5)
     # A budget's verdict rests on the spend, so unknown usage is an error there; without one it is a figure.
     spent = run.cost_usd if has else run.cost_or_unknown
     after, over = _overshoot(run) if spent is not None else (None, None)
@@ -134,23 +138,34 @@ def _sent_back(run: Run, tool: str) -> str | None:
     return next((texts[0] for e in run.requests if (texts := e.answered(tool))), None)
 
 
-async def tool_error(kit: Kit, adapter: Any, who: Declared) -> Result:
+def _next_carrying(run: Run, text: str, after: float) -> tuple[str, str] | None:
+    """The message of the first request sent after `after` (a time) that carries `text`, as (its
+    role, its text), in whatever message the agent put it."""
+    following = next((e for e in run.requests if e.started >= after), None)
+    return following.carrying(text) if following is not None and text else None
+
+
+def tool_error(kit: Kit, who: Declared) -> Result:
     cap = ERROR_CAP if who.has("max_turns") else None
     setup = kit.setup("recover", max_turns=cap)
-    run = await kit.measure(adapter, setup, guard=OUTSIDE_CAP)
-    sent = _sent_back(run, "read_file")
+    run = kit.measure(who.spec, setup, guard=OUTSIDE_CAP)
+    error = next((e for e in run.events if e.is_("read_file", "error")), None)
+    found = _next_carrying(run, error.detail, error.t) if error is not None else None
+    sent = found[1] if found else _sent_back(run, "read_file")
     retries = sum(e.is_("read_file") and e.args.get("path") == "timeout.log" for e in run.events) - 1
-    recovers = run.last_text() == RECOVERED
-    figures = {"text sent back": sent if sent is not None else "(nothing)", "recovers": recovers,
-               "identical retries": max(retries, 0), "requests": len(run.requests), "caller gets": run.said(),
-               "cost usd": run.cost_or_unknown}
+    recovers, n = run.last_text() == RECOVERED, len(run.requests)
+    figures = {"text sent back": sent if sent is not None else "(nothing)", "sent as": found and found[0],
+               "recovers": recovers, "identical retries": max(retries, 0), "requests": n,
+               "caller gets": run.said(), "cost usd": run.cost_or_unknown}
     if recovers:
-        summary = f"recovers · {len(run.requests)} requests"
+        summary = f"recovers · {n} requests"
+    elif found:  # the sentence reached the model; the mock's script reads tool messages only
+        summary = f"error sent back as {found[0]} text · {n} requests"
     elif sent is None:
         summary = "nothing sent back · " + run.outcome.status
     else:
         summary = f"no recovery · sent {sent[:60]!r}"
-    return Result(case="tool_error", adapter=who.name, verdict="pass" if recovers else "fail",
+    return Result(case="tool_error", adapter=who.name, verdict="pass" if recovers or found else "fail",
                   summary=summary, figures=figures, evidence={"requests": _requests(run)})
 
 
@@ -160,9 +175,9 @@ def _answered(run: Run, tool: str) -> int:
     return max((len(e.answered(tool)) for e in run.requests), default=0)
 
 
-async def permanent_error(kit: Kit, adapter: Any, who: Declared) -> Result:
+def permanent_error(kit: Kit, who: Declared) -> Result:
     cap = DENIED_CAP if who.has("max_turns") else None
-    run = await kit.measure(adapter, kit.setup("denied", max_turns=cap), guard=OUTSIDE_CAP)
+    run = kit.measure(who.spec, kit.setup("denied", max_turns=cap), guard=OUTSIDE_CAP)
     calls = max(sum(e.is_("read_file") for e in run.events), _answered(run, "read_file"))
     reason = "permission denied" in run.said().lower()
     figures = {"identical failing calls": calls, "stops with the reason": reason,
@@ -182,28 +197,40 @@ def _deletions(run: Run) -> int:
     return sum(e.is_("delete_file") for e in run.events)
 
 
-async def approval(kit: Kit, adapter: Any, who: Declared) -> Result:
+def _approval_checks(stop: Run, approved: Run, again: Run, rejected: Run,
+                     reason_text: str) -> dict[str, tuple[bool, str]]:
+    """Each criterion: whether it holds, and what the cell says when it does not."""
+    before, once, ever = _deletions(stop), _deletions(approved), _deletions(again)
+    asked = any("delete_file" in e.reply_calls for e in stop.requests)
+    stops = ("ran before approval" if before else "no request before approval" if not stop.requests
+             else "" if asked else "never asked for the deletion")
+    said = rejected.last_text()
+    answer = ("deleted though rejected" if _deletions(rejected) else "no answer after rejection" if not said
+              else "answer claims the deletion" if CLAIMS_DELETION in said else "")
+    return {
+        "stops before the effect": (not stops, stops),
+        "runs once when approved in a new process": (
+            once == 1, "never ran when approved" if once == 0 else f"ran {once}× when approved"),
+        "not again on a second resume": (
+            ever == once, "ran again on a second resume" if once else "ran only on a second resume"),
+        "the rejection's reason reaches the model": (REASON in reason_text, "rejection reason not sent"),
+        "the answer does not claim the deletion": (not answer, answer),
+    }
+
+
+def approval(kit: Kit, who: Declared) -> Result:
     if not (who.has("approval") and who.has("resume")):
         return _none("approval", who, "no approval across processes")
     setup = kit.setup("destructive", max_turns=CAP, needs_approval=("delete_file",))
-    stop = await kit.measure(adapter, setup, guard=OUTSIDE_CAP)
+    stop = kit.measure(who.spec, setup, guard=OUTSIDE_CAP)
     approved = kit.child(who.spec, setup, decision=Approve(), guard=OUTSIDE_CAP)
     again = kit.child(who.spec, setup, decision=Approve(), guard=OUTSIDE_CAP)
     declined = kit.setup("destructive", max_turns=CAP, needs_approval=("delete_file",))
-    await kit.measure(adapter, declined, guard=OUTSIDE_CAP)
+    kit.measure(who.spec, declined, guard=OUTSIDE_CAP)
     rejected = kit.child(who.spec, declined, decision=Reject(REASON), guard=OUTSIDE_CAP)
-    reason_text = _sent_back(rejected, "delete_file") or ""
-    said = rejected.last_text()
-    checks = {  # name: (holds, what the cell says when it does not)
-        "stops before the effect": (_deletions(stop) == 0 and bool(stop.requests), "ran before approval"),
-        "runs once when approved in a new process": (_deletions(approved) == 1,
-                                                     f"ran {_deletions(approved)}× when approved"),
-        "not again on a second resume": (_deletions(again) == 1, "ran again on a second resume"),
-        "the rejection's reason reaches the model": (REASON in reason_text, "rejection reason not sent"),
-        "the answer does not claim the deletion": (
-            bool(said) and CLAIMS_DELETION not in said and _deletions(rejected) == 0,
-            "answer claims the deletion"),
-    }
+    found = rejected.requests[0].carrying(REASON) if rejected.requests else None
+    reason_text = found[1] if found else _sent_back(rejected, "delete_file") or ""
+    checks = _approval_checks(stop, approved, again, rejected, reason_text)
     failed = [why for ok, why in checks.values() if not ok]
     figures = {**{name: ok for name, (ok, _) in checks.items()},
                "deletions after approval": _deletions(approved),
@@ -217,11 +244,11 @@ async def approval(kit: Kit, adapter: Any, who: Declared) -> Result:
                   figures=figures, evidence=evidence)
 
 
-async def crash(kit: Kit, adapter: Any, who: Declared) -> Result:
+def crash(kit: Kit, who: Declared) -> Result:
     if not (who.has("approval") and who.has("resume")):
         return _none("crash", who, "no approval across processes")
     setup = kit.setup("destructive", max_turns=CAP, needs_approval=("delete_file",))
-    await kit.measure(adapter, setup, guard=OUTSIDE_CAP)
+    kit.measure(who.spec, setup, guard=OUTSIDE_CAP)
     killed = kit.child(who.spec, setup.but(crash_after_effect=True), decision=Approve(), guard=OUTSIDE_CAP)
     resumed = kit.child(who.spec, setup, decision=Approve(), guard=OUTSIDE_CAP)
     runs = _deletions(resumed)
@@ -244,11 +271,11 @@ async def crash(kit: Kit, adapter: Any, who: Declared) -> Result:
                   evidence={"resumed": _requests(resumed)})
 
 
-async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
+def cancellation(kit: Kit, who: Declared) -> Result:
     if not who.has("cancel"):
         return _none("cancellation", who, "no cancel API")
     setup = kit.setup("slow", max_turns=5)
-    run = await kit.measure(adapter, setup, stop_at=STOP_AT_S, guard=OUTSIDE_CAP)
+    run = kit.measure(who.spec, setup, stop=("scan_archive", STOP_AT_S), guard=OUTSIDE_CAP)
     saw = any(e.is_("scan_archive", "cancelled") for e in run.events)
     finished = any(e.is_("scan_archive", "ok") for e in run.events)
     stop_ms = None if run.stop_pressed is None else round((run.ended - run.stop_pressed) * 1000, 1)
@@ -270,7 +297,10 @@ async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
             figures["next request"] = "none: the resume sent nothing"
     else:
         figures["next request"] = "none exists (no resume)"
-    if stop_ms is None or finished:
+    if run.outcome.status == "kit timeout":  # killed by the kit: it never stopped, however long it took
+        after = " after Stop" if stop_ms is not None else ""
+        verdict, summary = "fail", f"never returned{after} · kit timeout ({run.outcome.error})"
+    elif stop_ms is None or finished:
         verdict, summary = "fail", "tool finished anyway" if finished else "Stop never pressed"
     elif ran_on:
         verdict, summary = "fail", f"ran on after Stop · {ran_on} requests · ended {stop_ms:g} ms after it"
@@ -290,7 +320,7 @@ async def cancellation(kit: Kit, adapter: Any, who: Declared) -> Result:
                   evidence=evidence)
 
 
-Case = Callable[[Kit, Any, Declared], Awaitable[Result]]
+Case = Callable[[Kit, Declared], Result]
 EXITS: dict[str, Case] = {
     "turn_cap": turn_cap, "budget": budget, "tool_error": tool_error, "permanent_error": permanent_error,
     "approval": approval, "crash": crash, "cancellation": cancellation,

@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
+from exitkit.functions import as_blocking, as_function
+
 T = TypeVar("T")
 LimitName = Literal["max_turns", "max_budget_usd", "approval", "cancel", "resume"]
 LIMIT_NAMES: tuple[LimitName, ...] = ("max_turns", "max_budget_usd", "approval", "cancel", "resume")
@@ -50,6 +52,11 @@ class Tool:
     message is the sentence a model needs). Cancel the awaiting task to deliver Stop to it."""
     read_only: bool = True
     """False for a tool with a side effect (`delete_file`)."""
+
+    def function(self) -> Callable[..., Awaitable[str]]:
+        """`call` as an async function named for the tool, with a Google-style docstring and a typed
+        signature from `parameters`: for frameworks that build a tool from a Python function."""
+        return as_function(self.name, self.description, self.parameters, self.call)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +106,12 @@ class Job:
         task.cancel()
         await asyncio.wait({task})
         return None
+
+    def blocking(self, tool: Tool) -> Callable[..., str]:
+        """`tool` as a synchronous function, for a framework that calls its tools from a worker
+        thread (run it with `asyncio.to_thread`): each call runs on this job's event loop (make
+        the function there, in `run`), Stop cancels it, and it then raises `ToolCancelled`."""
+        return as_blocking(tool.name, tool.description, tool.parameters, tool.call, self.unless_stopped)
 
 
 @dataclass(frozen=True, kw_only=True)

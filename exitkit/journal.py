@@ -93,6 +93,12 @@ class Entry:
                 if isinstance(c, dict) and (c.get("function") or {}).get("name") == tool
                 and str(c.get("id")) in texts]
 
+    def carrying(self, text: str) -> tuple[str, str] | None:
+        """The first message whose text carries `text`, as (its role, its text): a tool's result
+        may come back in a tool message or, in some frameworks, as user text."""
+        texts = ((str(m.get("role")), text_of(m.get("content"))) for m in self.messages())
+        return next(((role, t) for role, t in texts if text in t), None)
+
     def unanswered_calls(self) -> list[str]:
         """Ids of assistant tool calls that no tool message answers (what real APIs refuse)."""
         answered = set(self.tool_texts())
@@ -102,9 +108,11 @@ class Entry:
 
 
 def text_of(content: Any) -> str:
-    # OpenAI content may be a string or a list of text parts; frameworks use both.
+    # OpenAI content may be a string or a list of text parts; frameworks use both, and some nest
+    # parts in parts.
     if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        return "".join(str(p.get("text", "")) + text_of(p.get("content")) for p in content
+                       if isinstance(p, dict))
     return "" if content is None else str(content)
 
 

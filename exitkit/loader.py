@@ -57,6 +57,9 @@ def _check(spec: str, adapter: Any) -> None:
     if wants_resume and not inspect.iscoroutinefunction(getattr(adapter, "resume", None)):
         raise AdapterError(f"adapter {spec!r} declares {sorted(wants_resume)} but has no "
                            "`async def resume(self, job, decision)`")
+    if "approval" in limits and "resume" not in limits:  # else the approval cases say "none exists"
+        raise AdapterError(f"adapter {spec!r} declares 'approval' without 'resume': the kit approves a "
+                           "call in a new process, through `resume`; declare both, or neither")
 
 
 def declared(spec: str, adapter: Any) -> Declared:

@@ -9,7 +9,6 @@ bodies with bare `httpx`.
 
 from __future__ import annotations
 
-import json
 import statistics
 from typing import Any
 
@@ -17,7 +16,7 @@ from exitkit.contract import Declared
 from exitkit.runner import Kit, Run
 from exitkit.verdict import Result
 
-RUNS = (("plan", 20, 3), ("runaway", 20, 3), ("runaway", 100, 2))
+RUNS = (("plan", 20, 2), ("runaway", 20, 2), ("runaway", 100, 1))
 """(scenario, turn cap, pairs)."""
 FAST_RUNS = (("plan", 20, 1),)
 
@@ -26,13 +25,12 @@ def _per_turn_ms(run: Run) -> float:
     return (run.wall_s - run.mock_s) / max(len(run.requests), 1) * 1000
 
 
-async def _pairs(kit: Kit, adapter: Any, who: Declared, scenario: str, cap: int,
-                 pairs: int) -> dict[str, Any]:
+def _pairs(kit: Kit, who: Declared, scenario: str, cap: int, pairs: int) -> dict[str, Any]:
     ratios, agent_ms, raw_ms, requests = [], [], [], 0
     for _ in range(pairs):
         setup = kit.setup(scenario, max_turns=cap if who.has("max_turns") else None)
-        run = await kit.measure(adapter, setup, guard=cap)
-        bare = await kit.replay([e.request for e in run.requests])
+        run = kit.measure(who.spec, setup, guard=cap)
+        bare = kit.replay(setup, [e.request for e in run.requests])
         agent_ms.append(_per_turn_ms(run))
         raw_ms.append(_per_turn_ms(bare))
         ratios.append(agent_ms[-1] / raw_ms[-1] if raw_ms[-1] > 0 else float("nan"))
@@ -47,19 +45,19 @@ async def _pairs(kit: Kit, adapter: Any, who: Declared, scenario: str, cap: int,
 def _memory(kit: Kit, who: Declared) -> dict[str, Any]:
     setup = kit.setup("plan", max_turns=20 if who.has("max_turns") else None)
     with_agent = kit.child(who.spec, setup, "run", guard=20)
-    (setup.folder / "bodies.json").write_text(json.dumps([e.request for e in with_agent.requests]))
-    bare = kit.child("-", setup, "raw")
+    bare = kit.replay(setup, [e.request for e in with_agent.requests])
     mib = round(with_agent.peak_rss_kib / 1024, 1), round(bare.peak_rss_kib / 1024, 1)
     return {"peak RSS MiB": mib[0], "bare httpx peak RSS MiB": mib[1],
             "RSS × bare httpx": round(mib[0] / mib[1], 1) if mib[1] else None,
             "plan answer": with_agent.last_text()}
 
 
-async def overhead(kit: Kit, adapter: Any, who: Declared, *, fast: bool = False) -> Result:
-    rows = [await _pairs(kit, adapter, who, *spec) for spec in (FAST_RUNS if fast else RUNS)]
+def overhead(kit: Kit, who: Declared, *, fast: bool = False) -> Result:
+    rows = [_pairs(kit, who, *spec) for spec in (FAST_RUNS if fast else RUNS)]
     memory = _memory(kit, who)
     longest = rows[-1]
     figures = {"per run": rows, **memory}
-    summary = (f"{longest['× bare httpx']:g}× bare httpx per turn ({longest['run']}) · "
+    measured = f"{longest['run'].partition(',')[0]}, {longest['requests']} requests"  # what ran, not the cap
+    summary = (f"{longest['× bare httpx']:g}× bare httpx per turn ({measured}) · "
                f"RSS ×{memory['RSS × bare httpx']}")
     return Result(case="overhead", adapter=who.name, verdict="pass", summary=summary, figures=figures)

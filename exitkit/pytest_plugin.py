@@ -12,7 +12,6 @@ that installs this package, and costs nothing unless `--exitkit` is given.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -98,8 +97,8 @@ class ExitCase(pytest.Item):
         from exitkit.card import run_case
 
         session = self._session()
-        adapter, who = session.adapter(self.spec)
-        result = asyncio.run(run_case(session.kit, adapter, who, self.case, fast=True))
+        _, who = session.adapter(self.spec)
+        result = run_case(session.kit, who, self.case, fast=True)
         session.results.append(result)
         self.user_properties.append(("exitkit", result.cell))
         if result.verdict == "none exists":
@@ -154,8 +153,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     out = config.getoption("--exitkit-out", None)
     stash = config.stash
     if out and _KEY in stash and stash[_KEY].results:
-        from exitkit.report import write
+        from exitkit.report import shell_line, write
 
         state = stash[_KEY]
-        write([who for _, who in state.loaded.values()], state.results, Path(out),
-              command="pytest --exitkit " + " --exitkit ".join(config.getoption("--exitkit")))
+        words = ["pytest", *(w for spec in config.getoption("--exitkit") for w in ("--exitkit", spec))]
+        write([who for _, who in state.loaded.values()], state.results, Path(out), command=shell_line(words))

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,28 @@ def printable(text: str) -> str:
     """`text` for a terminal: an agent's name, answer or exception may carry control sequences
     (clear the screen, set the title, rewrite the line); they are shown as escapes, never sent."""
     return _CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode(), text)
+
+
+_UNSAFE_IN_SHELL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def shell_line(words: Sequence[str]) -> str:
+    """`words` as one line a shell runs as the same command: each quoted, and a word with a control
+    character (a newline in a folder's name) in bash's `$'...'` form, so the line stays one line."""
+    def quote(word: str) -> str:
+        if not _UNSAFE_IN_SHELL.search(word):
+            return shlex.quote(word)
+        inner = word.replace("\\", "\\\\").replace("'", "\\'")
+        named = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+        return "$'" + _UNSAFE_IN_SHELL.sub(lambda m: named.get(m[0], f"\\u{ord(m[0]):04x}"), inner) + "'"
+
+    return " ".join(quote(w) for w in words)
+
+
+def _code_span(text: str) -> str:
+    """`text` (one line) as an inline code span: fenced by one more backtick than its longest run."""
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}"
 
 
 class _Code(str):
@@ -141,7 +164,7 @@ def markdown(adapters: Sequence[Declared], results: Sequence[Result], *, title: 
         parts += [f"## {TITLES[c]}\n", _finding(c, results), _figures(c, results)]
         if c == "overhead" and chart:
             parts.append(f"![overhead]({chart})\n")
-    parts.append(f"Per-request evidence for every case: `report.json`. Regenerate: `{command}`.\n")
+    parts.append(f"Per-request evidence for every case: `report.json`. Regenerate: {_code_span(command)}.\n")
     return "\n".join(parts)
 
 
@@ -181,15 +204,23 @@ def chart(results: Sequence[Result], path: Path) -> bool:
     return True
 
 
-def unusable(out: Path) -> str | None:
-    """Why the report cannot be written in `out` (nothing is created to find out), or None."""
+def unusable(out: Path, name: str = "report") -> str | None:
+    """Why the report cannot be written in `out`, or None. Asked before any case runs, so a card
+    is never lost after an hour of cases: the folder is made (it would be anyway) and a file is
+    created in it and removed again, so whatever the file system says is found out now."""
     there = out
     while not there.exists() and not there.is_symlink() and there != there.parent:
         there = there.parent
     if not there.is_dir():
         return f"{there} is not a folder"
-    if not os.access(there, os.W_OK | os.X_OK):
-        return f"{there} is not writable"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for suffix in (".json", ".md", ".png"):
+            if (path := out / f"{name}{suffix}").is_dir() and not path.is_symlink():
+                return f"{path} is a folder, where the report's file goes"
+        _put(out / f"{name}.probe", lambda tmp: False)
+    except OSError as e:
+        return f"cannot write there: {e.strerror or e}"
     return None
 
 

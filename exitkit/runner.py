@@ -1,23 +1,21 @@
 """The kit's side of a run: the mock on a loopback port, a fresh folder per run, the adapter
-run in this process or resumed in a new one, and what the provider and the ledger saw.
+run in a process of its own, and what the provider and the ledger saw.
 
 `Kit.serve()` starts the scripted provider under uvicorn on an ephemeral 127.0.0.1 port,
-wrapped in the kit's journal. `measure` runs `adapter.run(job)` here, inside a journal window,
-pressing Stop at `stop_at` seconds if asked; `child` runs `adapter.resume(job, decision)` (or
-a memory probe) in a fresh interpreter, `python -m exitkit.child`, against the same mock.
+wrapped in the kit's journal. `measure` runs `adapter.run(job)` and `child` runs
+`adapter.resume(job, decision)` (or a bare `httpx` replay), each in a process of its own (a
+fresh fork of the adapter's server, `exitkit.forks`, or a new interpreter; see `exitkit.process`),
+inside a journal window; `measure` can press Stop a set time after the ledger shows a tool has
+started.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import signal
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import count
@@ -25,52 +23,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from exitkit.child import CANNOT_LOAD
+from exitkit.child import CANNOT_LOAD, STOP_SIGNAL
 from exitkit.contract import Decision, Outcome, decision_to_json
+from exitkit.forks import ForkServer
 from exitkit.journal import CHAT, RUN_PREFIX, Entry, Journal
-from exitkit.ledger import Event
-from exitkit.raw import replay
+from exitkit.ledger import Event, Ledger
+from exitkit.process import Exit, fork, launch, supervise
 from exitkit.setup import Setup
 
 RUN_TIMEOUT_S = 120.0
-"""A run that takes longer is stopped by the kit and reported as such."""
-SETTLE_S = 0.5
-"""How long tasks a run started may go on after it returns before the kit cancels them."""
-
-
-BLOCKED_GRACE_S = 5.0
-"""How long past the timeout a run that blocks the event loop (so the timeout cannot fire) is let go on."""
-
-
-class _Blocked(BaseException):
-    """Raised inside a run that blocked the event loop past the kit's timeout; a BaseException, so
-    an agent's `except Exception` does not swallow it."""
-
-
-@contextmanager
-def _unblocking(seconds: float) -> Iterator[None]:
-    """A run blocked in a synchronous wait never lets `wait_for`'s timeout fire; a SIGALRM raises
-    `_Blocked` in it instead. Only the main thread may take signals: elsewhere this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    kit = asyncio.current_task()
-
-    def blocked(signum: int, frame: Any) -> None:
-        # Only inside a task of the run's: raised in the event loop's own code (idle, so not blocked)
-        # or in the kit's, it would end the whole card.
-        if asyncio.current_task() not in (None, kit):
-            raise _Blocked
-
-    previous = signal.signal(signal.SIGALRM, blocked)
-    armed, since = signal.setitimer(signal.ITIMER_REAL, seconds), time.monotonic()
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if armed[0]:  # the caller's own alarm (pytest-timeout's, say) goes on, late rather than lost
-            signal.setitimer(signal.ITIMER_REAL, max(armed[0] - (time.monotonic() - since), 1e-6), armed[1])
+"""A run (its process, imports included) that takes longer is stopped by the kit and reported as such."""
 
 
 class ChildLoadError(RuntimeError):
@@ -93,7 +55,8 @@ class Run:
     """The run folder's whole ledger after the run (earlier processes included)."""
     started: float
     ended: float
-    """`time.perf_counter()` around the run (in this process), or around the child."""
+    """`time.monotonic()` around the adapter's call, as its process reported it (around the process
+    when it reported nothing)."""
     stop_pressed: float | None = None
     stop_wall: float | None = None
     """`time.time()` when Stop was pressed, comparable with the journal's `started`."""
@@ -101,8 +64,8 @@ class Run:
     """The child's exit status; -9 when it SIGKILLed itself."""
     peak_rss_kib: int = 0
     left_running: int = 0
-    """Tasks the run started that still ran `SETTLE_S` after it returned; the kit cancelled them, so
-    nothing a finished run left behind sends requests into the next measurement."""
+    """Tasks the run started that still ran `SETTLE_S` after it returned; they end with its process,
+    so nothing a finished run left behind sends requests into the next measurement."""
 
     def __post_init__(self) -> None:
         # The kit reads Chat Completions only: a run that spoke another API would look like no run.
@@ -168,6 +131,8 @@ class Kit:
     timeouts: list[str] = field(default_factory=list)
     """What the kit said of each run it had to stop at its timeout, in order (a case reads the new ones)."""
     _ids: Iterator[int] = field(default_factory=count)
+    servers: dict[str, ForkServer | None] = field(default_factory=dict)
+    """A fork server per adapter spec (None: runs in new interpreters); shared by `replace()` copies."""
 
     @classmethod
     @contextmanager
@@ -177,7 +142,11 @@ class Kit:
 
         journal = Journal(create_app())
         with serve_in_thread(journal) as base_url:
-            yield cls(journal=journal, base_url=base_url, workdir=workdir)
+            kit = cls(journal=journal, base_url=base_url, workdir=workdir)
+            try:
+                yield kit
+            finally:
+                kit.close()
 
     def setup(self, scenario: str, **options: Any) -> Setup:
         folder = self.workdir / f"run-{next(self._ids)}-{scenario}"
@@ -185,100 +154,92 @@ class Kit:
         base_url = urlunsplit(url._replace(path=RUN_PREFIX + folder.name + url.path))  # see RUN_PREFIX
         return Setup(base_url=base_url, scenario=scenario, folder=folder, **options).make()
 
-    async def measure(self, adapter: Any, setup: Setup, *, guard: int | None = None,
-                      stop_at: float | None = None) -> Run:
-        job = setup.job()
-        pressed: list[tuple[float, float]] = []
+    def measure(self, spec: str, setup: Setup, *, guard: int | None = None,
+                stop: tuple[str, float] | None = None) -> Run:
+        """`adapter.run(job)` in a new process; with `stop=(tool, seconds)`, Stop is pressed that
+        many seconds after the ledger shows the tool has started."""
+        return self.child(spec, setup, "run", guard=guard, stop=stop)
 
-        def press() -> None:
-            pressed.append((time.perf_counter(), time.time()))
-            job.cancel.set()
-
-        before = asyncio.all_tasks()
-        with self.journal.window(guard=guard, run=setup.folder.name) as seen:
-            started = time.perf_counter()
-            button = asyncio.get_running_loop().call_later(stop_at, press) if stop_at is not None else None
-            late = f"no result within {self.timeout_s:g} s"
-            try:
-                with _unblocking(self.timeout_s + BLOCKED_GRACE_S):
-                    # Its own task, so `_unblocking` tells it from the kit's (3.12's wait_for runs a
-                    # coroutine in the caller's task).
-                    outcome = await asyncio.wait_for(asyncio.ensure_future(adapter.run(job)), self.timeout_s)
-            except TimeoutError:
-                outcome = Outcome(status="kit timeout", error=late)
-                self.timeouts.append(late)
-            except _Blocked:
-                outcome = Outcome(status="kit timeout", error=f"{late}: the run blocked the event loop (a "
-                                  "synchronous wait in async code)")
-                self.timeouts.append(late)
-            except Exception as e:  # what escapes is the outcome
-                outcome = Outcome.raised(e)
-            ended = time.perf_counter()
-            if button is not None:
-                button.cancel()
-            left = await _settle(asyncio.all_tasks() - before - {asyncio.current_task()})
-            events = setup.ledger.events()  # before the kit's own cancels, which are not the agent's
-            await _cancel(left)
-        if not isinstance(outcome, Outcome):
-            outcome = Outcome(status="returned", answer=str(outcome))
-        stop_pressed, stop_wall = pressed[0] if pressed else (None, None)
-        return _as_handed(Run(outcome=outcome, entries=seen, events=events, started=started, ended=ended,
-                              stop_pressed=stop_pressed, stop_wall=stop_wall, left_running=len(left)), setup)
-
-    async def replay(self, bodies: list[dict[str, Any]]) -> Run:
-        """The bare `httpx` floor: the same bodies, sent one after another, in a journal window."""
-        with self.journal.window() as seen:
-            started = time.perf_counter()
-            ok = await replay(self.base_url, bodies)
-            ended = time.perf_counter()
-        return Run(outcome=Outcome(status="replayed", answer=f"{ok} of {len(bodies)} ok"), entries=seen,
-                   events=[], started=started, ended=ended)
+    def replay(self, setup: Setup, bodies: list[dict[str, Any]]) -> Run:
+        """The bare `httpx` floor: the same bodies, sent one after another from a new process."""
+        (setup.folder / "bodies.json").write_text(json.dumps(bodies))
+        return self.child("-", setup, "raw")
 
     def child(self, spec: str, setup: Setup, command: str = "resume", decision: Decision | None = None,
-              *, guard: int | None = None) -> Run:
-        """Run `command` for the adapter `spec` in a new interpreter, inside a journal window."""
+              *, guard: int | None = None, stop: tuple[str, float] | None = None) -> Run:
+        """Run `command` for the adapter `spec` in a process of its own, inside a journal window."""
         job_file = setup.folder / f"job-{next(self._ids)}.json"
         setup.save(job_file)
-        argv = [sys.executable, "-m", "exitkit.child", command, spec, str(job_file),
-                json.dumps(decision_to_json(decision))]
-        env = self.env | {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        args = [command, spec, str(job_file), json.dumps(decision_to_json(decision))]
+        logs = job_file.with_suffix("")
+        stop_when = None if stop is None else _once_started(setup.ledger, *stop)
+        server = self._server(spec)
         with self.journal.window(guard=guard, run=setup.folder.name) as seen:
-            started = time.perf_counter()
+            env = self._child_env()
             try:
-                # No stdin: a framework that prompts on the terminal gets end-of-file, not the user's keys.
-                done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                      timeout=self.timeout_s, env=env, check=False)
-                rc, out, err = done.returncode, done.stdout, done.stderr
-            except subprocess.TimeoutExpired:
-                rc, out, err = -1, "", f"no result within {self.timeout_s:g} s"
-                self.timeouts.append(f"{command} in a new process: {err}")
-            ended = time.perf_counter()
-        got = _last_json(out)
-        if got is None and rc == CANNOT_LOAD:
-            raise ChildLoadError(f"could not load the adapter in a new process: {err.strip()[-300:]}")
+                started = fork(server, args, env, logs) if server is not None else None
+            except EOFError:  # the server died (out of memory, killed): new interpreters from now on
+                server.close()
+                self.servers[spec] = started = None
+            if started is None:
+                started = launch([sys.executable, "-m", "exitkit.child", *args], env, logs)
+            done = supervise(started, logs, timeout_s=self.timeout_s, stop_when=stop_when,
+                             stop_signal=STOP_SIGNAL)
+        got = _last_json(done.stdout)
+        if got is None and done.returncode == CANNOT_LOAD:
+            raise ChildLoadError(f"could not load the adapter in a new process: {done.stderr.strip()[-300:]}")
+        outcome = self._outcome(got, done, command)
+        got = got or {}
+        return _as_handed(Run(outcome=outcome, entries=seen, events=setup.ledger.events(),
+                              started=got.get("started", done.started), ended=got.get("ended", done.ended),
+                              stop_pressed=done.stop_pressed, stop_wall=done.stop_wall,
+                              returncode=-1 if done.returncode is None else done.returncode,
+                              peak_rss_kib=got.get("peak_rss_kib", 0),
+                              left_running=got.get("left_running", 0)), setup)
+
+    def _child_env(self) -> dict[str, str]:
+        return self.env | {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+
+    def _server(self, spec: str) -> ForkServer | None:
+        """The fork server for `spec`, started on first use; None where it cannot serve (then every
+        run is a new interpreter). An adapter that does not load there is the kit's trouble."""
+        if spec not in self.servers:
+            argv = [sys.executable, "-m", "exitkit.child", "forks", spec]
+            got = ForkServer.start(argv, self._child_env(), self.timeout_s)
+            if isinstance(got, str):
+                raise ChildLoadError(f"could not load the adapter in a new process: {got[-300:]}")
+            self.servers[spec] = got
+        return self.servers[spec]
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            if server is not None:
+                server.close()
+        self.servers.clear()
+
+    def _outcome(self, got: dict[str, Any] | None, done: Exit, command: str) -> Outcome:
+        if done.timed_out:
+            late = f"no result within {self.timeout_s:g} s"
+            self.timeouts.append(late if command == "run" else f"{command} in a new process: {late}")
+            return Outcome(status="kit timeout", error=late)
         if got is None:
-            why = "killed itself (SIGKILL)" if rc == -9 else f"exited {rc}: {err.strip()[-600:]}"
-            outcome = Outcome(status="process ended without a result", error=why)
-        else:
-            outcome = Outcome(**got["outcome"])
-        peak = (got or {}).get("peak_rss_kib", 0)
-        return _as_handed(Run(outcome=outcome, entries=seen, events=setup.ledger.events(), started=started,
-                              ended=ended, returncode=rc, peak_rss_kib=peak), setup)
+            rc = done.returncode
+            why = "killed itself (SIGKILL)" if rc == -9 else f"exited {rc}: {done.stderr.strip()[-600:]}"
+            return Outcome(status="process ended without a result", error=why)
+        return Outcome(**got["outcome"])
 
 
-async def _settle(born: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
-    """The tasks of `born` still running after a grace for them to finish (a save, a cancellation)."""
-    if not born:
-        return set()
-    _, pending = await asyncio.wait(born, timeout=SETTLE_S)
-    return pending
+def _once_started(ledger: Ledger, tool: str, after_s: float) -> Callable[[], bool]:
+    """A test that says yes `after_s` seconds after the ledger first shows `tool` starting."""
+    seen = len(ledger.events())
+    start: list[float] = []
 
+    def due() -> bool:
+        if not start:
+            start.extend(e.t for e in ledger.events()[seen:] if e.is_(tool))
+        return bool(start) and time.time() >= start[0] + after_s
 
-async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
-    for task in tasks:
-        task.cancel()
-    if tasks:
-        await asyncio.wait(tasks, timeout=SETTLE_S)
+    return due
 
 
 def _as_handed(run: Run, setup: Setup) -> Run:

@@ -30,7 +30,8 @@ CRITERIA = {
                 "is pending (a resume in a new process, allowed one more turn, runs it before its next "
                 f"request). **warn**: {CAP} requests but the last call was dropped, or fewer than {CAP} "
                 f"requests. **fail**: more than {CAP} requests (the kit's guard at {OUTSIDE_CAP} stops a run "
-                "that never ends). Shown, not judged: whether the framework's own API (its return value "
+                "that never ends; past the cap, \"last call\" is the call of the cap-th reply). Shown, not "
+                "judged: whether the framework's own API (its return value "
                 "or the exception it raises) hands the conversation so far back to the caller, and how "
                 "many messages (the Agents SDK: input items); a checkpoint the caller did not get is "
                 "\"not returned\".",
@@ -43,9 +44,12 @@ CRITERIA = {
               "**fail**: more than one request after it. **none exists**: the "
               "framework has no spending limit; the row shows what stopped the run.",
     "tool_error": "`recover`: the first call reads a file that does not exist; the model recovers only if "
-                  "the error's own sentence (\"… Call list_files …\") reaches it. **pass**: the mock's last "
-                  "answer is the recovered one. **fail**: it is not (the text sent back is shown, or "
-                  "\"nothing\" when the run raised before sending any).",
+                  "the error's own sentence (\"… Call list_files …\") reaches it. **pass**: the first "
+                  "request after the error carries that sentence, in whatever message the agent put it (a "
+                  "tool message, or user text as some frameworks send a tool's result), or the mock's last "
+                  "answer is the recovered one (the mock's script reads tool messages only, so an agent "
+                  "that sends it as user text passes without the recovered answer). **fail**: neither (the "
+                  "text sent back is shown, or \"nothing\" when the run raised before sending any).",
     "permanent_error": f"`denied`: the model asks for a file the process may not open, forever (cap "
                        f"{DENIED_CAP}). **pass**: the failing call ran once and the caller gets the reason "
                        "(\"permission denied\"). **warn**: it ran once but the reason is lost. **fail**: "
@@ -53,15 +57,16 @@ CRITERIA = {
                        "requests show answered, whichever is more), or never.",
     "approval": "`destructive` with `delete_file` needing approval. **pass**, all of: the run stops before "
                 "the deletion; approved in a new process, the deletion runs exactly once; the same saved "
-                "state resumed once more does not run it again; a rejection's reason is in the next "
-                "request's tool message and the final answer does not claim the deletion. **fail**: any "
-                "of these does not hold. **none exists**: no approval or resume.",
+                "state resumed once more does not run it again; a rejection's reason is in the first request "
+                "after the rejection (in any message) and the final answer does not claim the deletion. "
+                "**fail**: any of these does not hold. **none exists**: no approval or resume.",
     "crash": "`destructive`, approved in a new process whose `delete_file` deletes and then SIGKILLs its "
              "own process before the framework can save; then resumed (approved) in another new process. "
              "**pass**: the deletion ran once in all, and the resumed run finished (the mock gave it an "
              "answer) or surfaced the call as in doubt. **warn**: it ran once but the resumed run did "
              "neither (the run is lost). **fail**: it ran again. **none exists**: no approval or resume.",
-    "cancellation": f"`slow`: the kit presses Stop {STOP_AT_S} s into a 3 s tool. **pass**: the run ends "
+    "cancellation": f"`slow`: the kit presses Stop {STOP_AT_S} s after its ledger shows the 3 s tool has "
+                    "started (however long the agent took to get there). **pass**: the run ends "
                     "before the tool would have finished, the tool saw the cancellation (its task was "
                     "cancelled), no request reaches the model after Stop, and, where the framework can "
                     "resume, the next request is valid history (every assistant tool call answered; the "

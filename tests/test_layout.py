@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ("mockprovider", "harness", "o200k", "exitkit")
 OURS = {*SHIPPED, "experiments"}
 FRAMEWORKS = {"agents", "pydantic_ai", "langgraph", "langchain_openai", "langchain_core", "smolagents",
-              "llama_index"}
+              "llama_index", "autogen_agentchat", "autogen_core", "autogen_ext", "agno", "strands", "crewai",
+              "google", "semantic_kernel"}
 WEB = {"starlette", "uvicorn"}
 PLOTS = {"pandas", "matplotlib", "numpy"}
 

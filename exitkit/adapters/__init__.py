@@ -2,7 +2,7 @@
 
 - `exitkit.adapters.plain:PlainLoop` — a plain `openai` SDK loop, the worked example (needs `openai`);
 - `exitkit.adapters.ours:Ours` — this repository's harness;
-- `exitkit.adapters.agents_sdk:AgentsSDK`, `exitkit.adapters.pydantic_ai:PydanticAI`,
-  `exitkit.adapters.langgraph:LangGraph` — the frameworks, behind the `peers` extra
-  (`pip install -e '.[peers]'`).
+- one module per framework (`agents_sdk`, `pydantic_ai`, `langgraph`, `autogen`, `agno`,
+  `strands`, `smolagents`, `crewai`, `llamaindex`, `adk`, `semantic_kernel`), each pinned in
+  pyproject's `peers-<name>` extra; `make peers` runs each in a virtualenv of its own.
 """

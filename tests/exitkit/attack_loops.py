@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import httpx
 from broken_loops import SwallowsErrors
-from file_loop import FileLoop
+from file_loop import FileLoop, first_run
 
 from exitkit import Outcome
 
@@ -43,7 +43,6 @@ class LeavesAThread(FileLoop):
     """Starts a thread on its first run that keeps asking the model after the run returned."""
 
     name = "leaves a thread"
-    started = False
 
     async def run(self, job):
         import asyncio
@@ -61,8 +60,7 @@ class LeavesAThread(FileLoop):
                         return
                     asking.set()
 
-        if not LeavesAThread.started:
-            LeavesAThread.started = True
+        if first_run(job, "leaves-a-thread"):
             threading.Thread(target=worker, daemon=True).start()
             await asyncio.to_thread(asking.wait, 10)
         return await super().run(job)
@@ -231,3 +229,59 @@ class Lies(SwallowsErrors):
             pass
         return Outcome(status="completed", answer="errors.log mentions a timeout. I stopped: permission "
                        "denied. Deleted access.log.", transcript_messages=8)
+
+
+def _helper(job):
+    """A process of the agent's own (a language server, an MCP server) that outlives the agent,
+    holding the standard output and error it inherited; its pid goes where the test says."""
+    import os
+    import subprocess
+    import sys
+
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(40)"])
+    with open(os.environ["EXITKIT_TEST_HELPERS"], "a") as pids:
+        pids.write(f"{helper.pid}\n")
+
+
+class LeavesAHelper(FileLoop):
+    """Starts a helper process that outlives the run, with the kit's own pipes."""
+
+    name = "leaves a helper"
+
+    async def run(self, job):
+        _helper(job)
+        return await super().run(job)
+
+
+class LeavesAHelperOnResume(FileLoop):
+    """Resumes, leaving a helper process behind with the kit's pipes, and returns."""
+
+    name = "leaves a helper on resume"
+
+    async def resume(self, job, decision):
+        _helper(job)
+        return await super().resume(job, decision)
+
+
+class IgnoresTheAlarm(FileLoop):
+    """Ignores SIGALRM, then blocks the event loop for ever."""
+
+    name = "ignores the alarm"
+
+    async def run(self, job):
+        import signal
+
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        threading.Event().wait()
+
+
+class DisarmsTheAlarm(FileLoop):
+    """Disarms every interval timer, then blocks the event loop for ever."""
+
+    name = "disarms the alarm"
+
+    async def run(self, job):
+        import signal
+
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        threading.Event().wait()

@@ -1,6 +1,6 @@
 """The file loop, each broken in one way a real agent is: the kit must fail exactly that case."""
 
-from file_loop import FileLoop
+from file_loop import FileLoop, first_run
 
 
 class IgnoresCap(FileLoop):
@@ -97,7 +97,6 @@ class LeavesItRunning(FileLoop):
     """Starts a background worker on its first run that outlives the run and keeps asking the model."""
 
     name = "leaves it running"
-    started = False
 
     async def run(self, job):
         import asyncio
@@ -111,8 +110,7 @@ class LeavesItRunning(FileLoop):
                         {"role": "user", "content": job.task}]})
                     await asyncio.sleep(0.1)
 
-        if not LeavesItRunning.started:
-            LeavesItRunning.started = True
+        if first_run(job, "leaves-it-running"):
             asyncio.ensure_future(worker())
         return await super().run(job)
 
@@ -221,3 +219,85 @@ class AsksOnTheTerminal(FileLoop):
         from exitkit import Outcome
 
         return Outcome(status="asked", answer=repr(sys.stdin.readline()))
+
+
+class SlowToStart(FileLoop):
+    """Takes two seconds before its first request, as a framework that loads a lot on first use."""
+
+    name = "slow to start"
+
+    async def run(self, job):
+        import asyncio
+
+        await asyncio.sleep(2)
+        return await super().run(job)
+
+
+class ErrorAsUserText(FileLoop):
+    """Sends a tool's result back as user text, the call as assistant text (as smolagents does)."""
+
+    name = "error as user text"
+
+    async def go(self, job, messages, decision=None):
+        import httpx
+
+        from exitkit import Outcome
+
+        schemas = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                     "parameters": t.parameters}} for t in job.tools]
+        async with httpx.AsyncClient(base_url=job.base_url, timeout=30) as http:
+            for _ in range(job.limits.max_turns or 50):
+                reply = await http.post("/chat/completions", json={"model": job.model, "messages": messages,
+                                                                   "tools": schemas})
+                message = reply.raise_for_status().json()["choices"][0]["message"]
+                if not message.get("tool_calls"):
+                    return Outcome(status="completed", answer=message["content"])
+                for call in message["tool_calls"]:
+                    messages.append({"role": "assistant", "content": f"Calling tools: {call['function']}"})
+                    try:
+                        result = await self.call(job, call["function"], None)
+                    except Exception as error:
+                        result = f"Error: {error}"
+                    messages.append({"role": "user", "content": f"Observation: {result}"})
+        return Outcome(status="max_turns")
+
+
+class NeverDeletes(FileLoop):
+    """Declares approval and resume, and raises before its first request, in every process."""
+
+    name = "never deletes"
+
+    async def run(self, job):
+        raise RuntimeError("the agent broke before its first request")
+
+    async def resume(self, job, decision):
+        raise RuntimeError("the agent broke before its first request")
+
+
+class OneOverLastPending(CapOffByOne):
+    """Sends one request past its cap and leaves that last reply's call unrun; no resume."""
+
+    name = "one over, last pending"
+    limits = frozenset({"max_turns"})
+
+    ran = 0
+
+    async def call(self, job, fn, intent):
+        if self.ran == job.limits.max_turns - 1:  # the cap as this loop counts it, one past the job's
+            return None  # ends the run the way Stop does: the call never runs
+        self.ran += 1
+        return await super().call(job, fn, intent)
+
+
+class HangsAfterStop(FileLoop):
+    """Cancels the tool at Stop, then never returns to its caller."""
+
+    name = "hangs after Stop"
+
+    async def call(self, job, fn, intent):
+        import asyncio
+
+        result = await super().call(job, fn, intent)
+        if result is None:
+            await asyncio.Event().wait()
+        return result

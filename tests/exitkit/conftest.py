@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,7 +27,6 @@ def judge(kit: Kit) -> Callable[[str, str], Result]:
     """`judge(spec, case)`: run one case for one adapter spec and return its result."""
 
     def run(spec: str, case: str) -> Result:
-        adapter = load(spec)
-        return asyncio.run(run_case(kit, adapter, declared(spec, adapter), case, fast=True))
+        return run_case(kit, declared(spec, load(spec)), case, fast=True)
 
     return run

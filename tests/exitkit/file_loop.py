@@ -7,6 +7,17 @@ import httpx
 from exitkit import Outcome, Reject
 
 
+def first_run(job, name):
+    """True in the first run of this kit only: every run is a process of its own, and its folder
+    is one of the kit's (`<kit's folder>/run-N-scenario/state`)."""
+    marker = job.state_dir.parent.parent / f"first-run-{name}"
+    try:
+        marker.touch(exist_ok=False)
+    except FileExistsError:
+        return False
+    return True
+
+
 class FileLoop:
     name = "file loop"
     limits = frozenset({"max_turns", "approval", "cancel", "resume"})

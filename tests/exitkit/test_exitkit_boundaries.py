@@ -93,7 +93,7 @@ def test_a_budget_is_pass_on_time_warn_one_request_late_and_fail_two_late(judge:
 def test_a_cap_off_by_one_either_way_is_caught(judge: Judge) -> None:
     over, short = judge("broken_loops:CapOffByOne", "turn_cap"), judge("broken_loops:CapOneShort", "turn_cap")
     assert (over.verdict, over.figures["requests"]) == ("fail", 9)
-    assert over.summary.startswith("cap ignored · 9 requests · transcript")
+    assert over.summary.startswith("over the cap by 1 · 9 requests · transcript")
     assert (short.verdict, short.figures["requests"]) == ("warn", 7)
 
 

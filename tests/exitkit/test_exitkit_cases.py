@@ -125,3 +125,47 @@ def test_a_broken_loop_fails_exactly_the_cases_it_breaks(judge: Judge, broken: s
     sound = {c for c in cases if judge("file_loop:FileLoop", c).verdict == "fail"}
     assert sound == set()
     assert {c for c in cases if judge(f"broken_loops:{broken}", c).verdict == "fail"} == fails
+
+
+def test_stop_is_pressed_into_the_slow_tool_for_an_agent_slow_to_send_its_first_request(judge: Judge) -> None:
+    result = judge("broken_loops:SlowToStart", "cancellation")
+    assert result.verdict == "pass", result.summary
+    assert result.figures["tool saw it"] and result.summary.startswith("stops in ")
+
+
+def test_an_error_sent_back_as_user_text_is_found_in_the_next_request(judge: Judge) -> None:
+    result = judge("broken_loops:ErrorAsUserText", "tool_error")
+    sent = "Observation: Error: no such file: timeout.log. Call list_files to see what exists."
+    assert (result.figures["text sent back"], result.figures["sent as"]) == (sent, "user")
+    assert result.verdict == "pass", result.summary
+
+
+def test_an_agent_that_never_deletes_is_told_so_not_that_it_deleted(judge: Judge) -> None:
+    result = judge("broken_loops:NeverDeletes", "approval")
+    assert result.verdict == "fail"
+    assert result.summary == ("no request before approval; never ran when approved; rejection reason not "
+                              "sent; no answer after rejection"), result.summary
+
+
+def test_one_request_over_the_cap_with_every_call_up_to_it_run_says_so(judge: Judge) -> None:
+    result = judge("broken_loops:OneOverLastPending", "turn_cap")
+    assert (result.verdict, result.figures["requests"], result.figures["tool runs"]) == ("fail", 9, 8)
+    assert result.figures["last call"] == "ran"
+    assert result.summary.startswith("over the cap by 1 · 9 requests"), result.summary
+
+
+def test_a_run_the_kit_timed_out_after_stop_never_returned_not_stopped_too_late(kit) -> None:
+    from dataclasses import replace
+
+    from exitkit.card import run_case
+    from exitkit.loader import declared, load
+
+    spec = "broken_loops:HangsAfterStop"
+    result = run_case(replace(kit, timeout_s=6.0), declared(spec, load(spec)), "cancellation")
+    assert result.verdict == "fail"
+    assert result.summary.startswith("never returned after Stop · kit timeout"), result.summary
+
+
+def test_the_overhead_headline_names_the_requests_the_run_made_not_its_cap(judge: Judge) -> None:
+    result = judge("file_loop:FileLoop", "overhead")
+    assert "(plan, 3 requests)" in result.summary, result.summary

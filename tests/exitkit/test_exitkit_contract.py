@@ -34,6 +34,11 @@ class ApprovalWithoutResume:
         return None
 
 
+class ApprovalDeclaredWithoutResume(ApprovalWithoutResume):
+    async def resume(self, job, decision):
+        return None
+
+
 @pytest.mark.parametrize(("spec", "says"), [
     ("no_colon", "MODULE:ATTRIBUTE"),
     ("no_such_module_here:Adapter", "cannot import"),
@@ -42,6 +47,7 @@ class ApprovalWithoutResume:
     (f"{__name__}:NoLimits", "needs `limits`"),
     (f"{__name__}:UnknownLimit", "unknown limits ['max_turn']"),
     (f"{__name__}:ApprovalWithoutResume", "has no `async def resume"),
+    (f"{__name__}:ApprovalDeclaredWithoutResume", "declares 'approval' without 'resume'"),
 ])
 def test_a_bad_adapter_spec_is_refused_with_what_is_missing(spec: str, says: str) -> None:
     with pytest.raises(AdapterError, match=None) as refused:
@@ -129,4 +135,49 @@ def test_the_public_api_is_the_contract_and_nothing_else() -> None:
     import exitkit
 
     assert sorted(exitkit.__all__) == ["Adapter", "Approve", "Decision", "Job", "LIMIT_NAMES", "Limits",
-                                       "Outcome", "Reject", "Tool"]
+                                       "Outcome", "Reject", "Tool", "ToolCancelled"]
+
+
+def _job(tmp_path, scenario: str = "plan"):
+    from exitkit.setup import Setup
+
+    return Setup(base_url="http://127.0.0.1:1/v1", scenario=scenario, folder=tmp_path / "run").make().job()
+
+
+def test_a_tool_as_a_python_function_has_the_signature_and_docstring_frameworks_read(tmp_path) -> None:
+    import inspect
+
+    async def scene() -> tuple[object, str]:
+        read_file = _job(tmp_path).tool("read_file").function()
+        return read_file, await read_file("notes.txt")
+
+    read_file, text = asyncio.run(scene())
+    assert read_file.__name__ == "read_file" and text == FILES["notes.txt"]
+    signature = inspect.signature(read_file)
+    assert list(signature.parameters) == ["path"] and signature.parameters["path"].annotation is str
+    assert signature.parameters["path"].default is inspect.Parameter.empty
+    assert signature.return_annotation is str
+    args = "\n\nArgs:\n    path: A file name from list_files.\n"
+    assert read_file.__doc__ == DESCRIPTIONS["read_file"] + args
+    assert inspect.signature(_job(tmp_path / "b").tool("list_files").function()).parameters == {}
+
+
+def test_a_blocking_tool_runs_on_the_jobs_loop_from_a_worker_thread_and_stop_cancels_it(tmp_path) -> None:
+    from exitkit import ToolCancelled
+
+    async def scene() -> tuple[str, str]:
+        job = _job(tmp_path / "a", "slow")
+        read_file, scan = job.blocking(job.tool("read_file")), job.blocking(job.tool("scan_archive"))
+        text = await asyncio.to_thread(read_file, path="notes.txt")
+        asyncio.get_running_loop().call_later(0.3, job.cancel.set)
+        try:
+            await asyncio.to_thread(scan)
+        except ToolCancelled as e:
+            return text, str(e)
+        return text, "not cancelled"
+
+    text, stopped = asyncio.run(scene())
+    assert text == FILES["notes.txt"] and "Stop" in stopped
+    from exitkit.ledger import Ledger
+
+    assert Ledger(tmp_path / "a" / "run" / "ledger.jsonl").count("scan_archive", "cancelled") == 1

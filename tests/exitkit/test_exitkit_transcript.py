@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
-from exitkit.adapters.ours import RUN_ID, Ours
-from exitkit.adapters.plain import PlainLoop
+from exitkit.adapters.ours import RUN_ID
 from exitkit.runner import Kit
 from exitkit.verdict import CAP, Result
 from harness.store import SQLiteStore
 
 Judge = Callable[[str, str], Result]
+PLAIN, OURS = "exitkit.adapters.plain:PlainLoop", "exitkit.adapters.ours:Ours"
 
 
 def test_the_plain_loop_hands_back_every_message_it_holds_at_the_cap(kit: Kit) -> None:
-    run = asyncio.run(kit.measure(PlainLoop(), kit.setup("runaway", max_turns=CAP)))
+    run = kit.measure(PLAIN, kit.setup("runaway", max_turns=CAP))
     # The loop holds the last request's messages, then the last reply and its tool's result.
     held = len(run.entries[-1].request["messages"]) + 2
     assert (run.outcome.status, run.outcome.transcript_messages) == ("max_turns", held)
@@ -23,7 +22,7 @@ def test_the_plain_loop_hands_back_every_message_it_holds_at_the_cap(kit: Kit) -
 
 def test_our_capped_run_hands_back_the_messages_its_saved_state_holds(kit: Kit) -> None:
     setup = kit.setup("runaway", max_turns=CAP)
-    run = asyncio.run(kit.measure(Ours(), setup))
+    run = kit.measure(OURS, setup)
     saved = SQLiteStore.in_folder(setup.job().state_dir).load(RUN_ID)
     assert len(run.entries) == CAP
     assert run.outcome.transcript_messages == len(saved.messages)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,8 +30,7 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kit]:
 
 
 def _judge(kit: Kit, spec: str, case: str) -> Result:
-    adapter = load(spec)
-    return asyncio.run(run_case(kit, adapter, declared(spec, adapter), case, fast=True))
+    return run_case(kit, declared(spec, load(spec)), case, fast=True)
 
 
 def test_every_peer_adapter_loads_and_declares_only_limits_it_has() -> None:

@@ -1,0 +1,130 @@
+"""An agent's process, as the kit runs every run: started in a session of its own, its output
+into files, Stop delivered as a signal, and everything it started killed when it ends.
+
+The kit never runs an agent in its own process. An agent there could hand the kit's standard
+output to a helper process that outlives it (so the kit's caller waits for it), or block the
+event loop with every signal ignored (so no timeout could fire). A process of its own is one
+the kit can always end: at its timeout it is killed with its whole process group, and when it
+exits whatever it left running in that group is killed too, so nothing a finished run started
+can hold the kit's pipes or talk to the provider in a later run.
+
+A run's process is either a new interpreter (`launch`) or a fresh fork of a server that has
+imported the adapter once (`exitkit.forks`, `fork`); either way the kit supervises it alike.
+This is also the seam for any agent the kit can start: a command line in another language is a
+`launch` of its own argv (the same job file, the same Stop signal, the same last JSON line).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from exitkit.forks import ForkServer
+
+POLL_S = 0.01
+"""How often the kit looks whether it is time to press Stop, while it waits for the process."""
+TAIL_BYTES = 1_000_000
+"""How much of the end of standard output and error the kit reads: the result is the last line."""
+REAP_S = 10.0
+"""How long the kit waits for a process it killed to be reaped."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Launched:
+    pid: int
+    """Also its process group: every run's process leads a session of its own."""
+    wait: Callable[[float], int | None]
+    """The exit status within that many seconds, or None."""
+    started: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exit:
+    """How a process ended, as the kit saw it."""
+
+    returncode: int | None
+    """The exit status (-9 when it was SIGKILLed); None when the kit killed it at its timeout."""
+    stdout: str
+    stderr: str
+    started: float
+    ended: float
+    """`time.monotonic()` at the start and the end of the process (system-wide on Linux and macOS,
+    so comparable with what the process itself reports)."""
+    stop_pressed: float | None = None
+    stop_wall: float | None = None
+    """`time.monotonic()` and `time.time()` when Stop was signalled, if it was."""
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+
+def launch(argv: list[str], env: dict[str, str], logs: Path) -> Launched:
+    """`argv` as a new process; its output goes to `logs`.out and `.err`."""
+    # Files, not pipes: a process that inherits them can hold nothing the kit waits on. No stdin:
+    # an agent that prompts on the terminal gets end-of-file, not the user's keys.
+    with logs.with_suffix(".out").open("wb") as stdout, logs.with_suffix(".err").open("wb") as stderr:
+        started = time.monotonic()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env,
+                                start_new_session=True)
+
+    def wait(seconds: float) -> int | None:
+        try:
+            return proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return None
+
+    return Launched(pid=proc.pid, wait=wait, started=started)
+
+
+def fork(server: ForkServer, argv: list[str], env: dict[str, str], logs: Path) -> Launched:
+    """`python -m exitkit.child ARGV...` as a fresh fork of `server`."""
+    started = time.monotonic()
+    pid = server.fork(argv, env, str(logs.with_suffix(".out")), str(logs.with_suffix(".err")))
+    return Launched(pid=pid, wait=lambda seconds: server.wait(pid, seconds), started=started)
+
+
+def _tail(path: Path) -> str:
+    if not path.exists():
+        return ""
+    with path.open("rb") as f:
+        f.seek(max(path.stat().st_size - TAIL_BYTES, 0))
+        return f.read().decode("utf-8", errors="replace")
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # nothing left in it
+        pass
+
+
+def supervise(run: Launched, logs: Path, *, timeout_s: float, stop_when: Callable[[], bool] | None = None,
+              stop_signal: int = signal.SIGUSR1) -> Exit:
+    """Wait for `run` to end or reach its timeout; `stop_when()` is asked every `POLL_S` and, the
+    first time it says so, `stop_signal` is sent to the process."""
+    pressed: tuple[float, float] | None = None
+    returncode: int | None = None
+    try:
+        while returncode is None:
+            left = run.started + timeout_s - time.monotonic()
+            if left <= 0:
+                break
+            waiting = stop_when is not None and pressed is None
+            returncode = run.wait(min(POLL_S, left) if waiting else left)
+            if returncode is None and waiting and stop_when():
+                pressed = time.monotonic(), time.time()
+                os.kill(run.pid, stop_signal)
+        ended = time.monotonic()
+    finally:
+        _kill_group(run.pid)
+        if returncode is None:
+            run.wait(REAP_S)
+    return Exit(returncode=returncode, stdout=_tail(logs.with_suffix(".out")),
+                stderr=_tail(logs.with_suffix(".err")), started=run.started, ended=ended,
+                stop_pressed=pressed[0] if pressed else None, stop_wall=pressed[1] if pressed else None)
