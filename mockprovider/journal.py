@@ -22,7 +22,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import isfinite
 from typing import Any
 
@@ -105,6 +105,17 @@ class Entry:
     compact: bytes
     """The body as strict JSON text (see the module's docstring): parsed, it would take some
     twenty times the memory."""
+    kind: str = "model"
+    """"model": a request to the model's endpoints; "mcp": a message to or from the MCP server."""
+    direction: str = "in"
+    """"in" (received), "out" (an MCP answer or notification sent), or "note" (something the MCP
+    server did that no message says: an effect run, a call stopped, an answer dropped)."""
+    session: str | None = None
+    """The MCP session (`Mcp-Session-Id`) of an MCP entry."""
+    tool: str | None = None
+    """The tool of an MCP `tools/call`, its answers and its notes."""
+    status: int | None = None
+    """The HTTP status an MCP answer went out with."""
 
     @property
     def body(self) -> Any:
@@ -116,14 +127,20 @@ class Entry:
             name: (MASK if mask_secrets and looks_secret(name) else value)
             for name, value in self.headers.items()
         }
-        return {"seq": self.seq, "method": self.method, "path": self.path, "headers": headers}
+        about = {"seq": self.seq, "method": self.method, "path": self.path, "headers": headers}
+        if self.kind != "model":
+            about.update(kind=self.kind, direction=self.direction, session=self.session, tool=self.tool,
+                         status=self.status)
+        return about
 
     def to_json(self, *, mask_secrets: bool = True) -> dict[str, Any]:
         return {**self._about(mask_secrets=mask_secrets), "body": self.body}
 
     def __repr__(self) -> str:
         body = self.compact[:200].decode("utf-8", "replace") + ("..." if len(self.compact) > 200 else "")
-        return (f"Entry(seq={self.seq}, method={self.method!r}, path={self.path!r}, "
+        mcp = "" if self.kind == "model" else (f"kind={self.kind!r}, direction={self.direction!r}, "
+                                               f"session={self.session!r}, tool={self.tool!r}, ")
+        return (f"Entry(seq={self.seq}, {mcp}method={self.method!r}, path={self.path!r}, "
                 f"headers={self.headers!r}, body={body!r})")
 
     @property
@@ -133,7 +150,8 @@ class Entry:
         # thousands of tiny headers cannot hold more memory than the bound says.
         headers = sum(sys.getsizeof(name) + sys.getsizeof(value) + _HEADER_BYTES
                       for name, value in self.headers.items())
-        return _ENTRY_BYTES + len(self.path) + headers + len(self.compact)
+        return _ENTRY_BYTES + len(self.path) + headers + len(self.compact) + len(self.session or "") \
+            + len(self.tool or "")
 
     def render(self) -> bytes:
         """`to_json()` as JSON, secrets masked, the stored body spliced in unparsed."""
@@ -156,23 +174,25 @@ class Journal:
         self._seq = itertools.count()
         self._lock = threading.Lock()
 
-    def record(self, *, method: str, path: str, headers: Mapping[str, str], body: Any) -> None:
+    def record(self, *, method: str, path: str, headers: Mapping[str, str], body: Any, **mcp: Any) -> None:
         """Journal a parsed body (NaN and infinities become strings, as for a raw one)."""
-        self.record_raw(method=method, path=path, headers=headers, raw=json.dumps(body).encode())
+        self.record_raw(method=method, path=path, headers=headers, raw=json.dumps(body).encode(), **mcp)
 
-    def record_raw(self, *, method: str, path: str, headers: Mapping[str, str], raw: bytes) -> None:
+    def record_raw(self, *, method: str, path: str, headers: Mapping[str, str], raw: bytes,
+                   **mcp: Any) -> None:
         """Journal a body as the client sent it: strict JSON as it is, anything else as the JSON
-        that stands for it (parsed once, only with the journal on)."""
-        self._append(method, path, headers, strict_json(raw))
+        that stands for it (parsed once, only with the journal on). `mcp`: an MCP entry's `kind`,
+        `direction`, `session`, `tool` and `status` (see `Entry`)."""
+        self._append(method, path, headers, strict_json(raw), mcp)
 
-    def _append(self, method: str, path: str, headers: Mapping[str, str], compact: bytes) -> None:
+    def _append(self, method: str, path: str, headers: Mapping[str, str], compact: bytes,
+                mcp: Mapping[str, Any]) -> None:
         with self._lock:
             entry = Entry(seq=next(self._seq), method=method, path=path, headers=Headers(headers),
-                          compact=compact)
+                          compact=compact, **mcp)
             if entry.size > self.max_bytes:
                 note = f"(a body of {len(compact)} bytes, more than the journal keeps: {self.max_bytes})"
-                entry = Entry(seq=entry.seq, method=method, path=path, headers=entry.headers,
-                              compact=json.dumps(note).encode())
+                entry = replace(entry, compact=json.dumps(note).encode())
             self._entries.append(entry)
             self._bytes += entry.size
             while len(self._entries) > self.capacity or self._bytes > self.max_bytes:
@@ -262,10 +282,16 @@ def _plain(path: str) -> str:
     return path[slash:] if slash >= 0 else path
 
 
-def matches(entry: Entry, *, path: str | None = None, model: str | None = None) -> bool:
+def matches(entry: Entry, *, path: str | None = None, model: str | None = None, kind: str | None = None,
+            tool: str | None = None, session: str | None = None) -> bool:
     """Whether `entry` is for `path` (an `/o/{options}` prefix aside) and `model` (the whole
-    model name, or the scenario before its `+options`); None matches anything."""
+    model name, or the scenario before its `+options`), of `kind` ("model" or "mcp"), and about
+    the MCP `tool` and `session`; None matches anything."""
     if path is not None and _plain(entry.path) != _plain(path):
+        return False
+    if (kind is not None and entry.kind != kind) or (tool is not None and entry.tool != tool):
+        return False
+    if session is not None and entry.session != session:
         return False
     if model is None:
         return True
@@ -276,11 +302,13 @@ def matches(entry: Entry, *, path: str | None = None, model: str | None = None) 
     return isinstance(sent, str) and model in (sent, sent.partition("+")[0])
 
 
-def render_matching(journal: Journal, *, path: str | None = None, model: str | None = None) -> bytes:
-    """GET /journal's body with only the entries that `matches(path, model)`."""
-    if path is None and model is None:
+def render_matching(journal: Journal, *, path: str | None = None, model: str | None = None,
+                    kind: str | None = None, tool: str | None = None, session: str | None = None) -> bytes:
+    """GET /journal's body with only the entries that `matches(...)` the filters given."""
+    filters = {"path": path, "model": model, "kind": kind, "tool": tool, "session": session}
+    if all(value is None for value in filters.values()):
         return journal.render()
     about = {"object": "list", "capacity": journal.capacity, "scope": "this server process"}
     head = json.dumps(about, separators=(",", ":")).encode()[:-1]
-    kept = [entry.render() for entry in journal.entries() if matches(entry, path=path, model=model)]
+    kept = [entry.render() for entry in journal.entries() if matches(entry, **filters)]
     return head + b',"data":[' + b",".join(kept) + b"]}"

@@ -24,6 +24,7 @@ from mockprovider.errors import APIError, ScriptedError
 from mockprovider.faults import Fault, Options
 from mockprovider.headers import OPTIONS
 from mockprovider.journal import Journal, headers_of
+from mockprovider.mcp.callable import McpOptions
 from mockprovider.scenarios import Conversation, Reply, Scenario
 from mockprovider.tool_choice import AUTO, ToolChoice
 from mockprovider.validation import parse_body
@@ -46,6 +47,8 @@ class Config:
     """Every model name this server answers to: the built-ins and any scenario files."""
     journal: Journal | None = None
     """When set, every request body read is recorded (observed only, never read by a scenario)."""
+    mcp: McpOptions = field(default_factory=McpOptions)
+    """The MCP server's settings beside the scenario files' scripts (tools in code, the ledger)."""
 
 
 def config_of(request: Request) -> Config:

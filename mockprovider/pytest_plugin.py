@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from mockprovider.journal import Entry, Journal
+    from mockprovider.mcp.calls import ToolCall
 
 JOURNAL_CAPACITY = 10_000
 _OPTIONS_PREFIX = re.compile(r"^/o/[^/]*")
@@ -93,6 +94,19 @@ class MockLLM:
     """The server's own journal (bounded at JOURNAL_CAPACITY); `journal` reads a snapshot."""
     app: Starlette
     """The served app; `configure` swaps its settings between requests."""
+
+    @property
+    def mcp_url(self) -> str:
+        """`http://127.0.0.1:PORT/mcp`: the scripted MCP server (Streamable HTTP) of every scenario
+        file's tools; `mcp_url + "/NAME"` serves only scenario NAME's (docs/mcp.md)."""
+        return f"{self.root_url}/mcp"
+
+    def tool_calls(self, name: str | None = None) -> list[ToolCall]:
+        """The MCP `tools/call`s received so far, oldest first (only `name`'s when given), each
+        with its arguments, session, answer, progress and `outcome` (docs/mcp.md)."""
+        from mockprovider.mcp.calls import tool_calls
+
+        return tool_calls(self.journal, name)
 
     @property
     def journal(self) -> list[Entry]:

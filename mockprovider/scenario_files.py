@@ -34,6 +34,7 @@ from mockprovider import faults
 from mockprovider.aimock import from_aimock, is_aimock
 from mockprovider.errors import APIError, invalid
 from mockprovider.file_values import At, ScenarioFileError, array, obj, string
+from mockprovider.mcp.script import McpScript, compile_mcp
 from mockprovider.scenario_parts import Alternative, turn_of
 from mockprovider.scenarios import SCENARIOS, Conversation, Reply, Scenario
 
@@ -50,7 +51,7 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 """A model name: no '+', which starts the options suffix, and nothing a URL or log must escape."""
 
-TOP_KEYS = ("name", "description", "options", "turns", "after_last", "fallback")
+TOP_KEYS = ("name", "description", "options", "turns", "after_last", "fallback", "mcp")
 
 
 # --- the compiled scenario: what runs per request -------------------------------------------
@@ -69,6 +70,8 @@ class FileScenario:
     source: str
     fallback: str | None = None
     """What a scripted tool-call turn says instead when the request lets no tool be called."""
+    mcp: McpScript | None = None
+    """The tools, resources and prompts this scenario's MCP server offers (docs/mcp.md)."""
 
     def __post_init__(self) -> None:
         # `scenarios.describe` reads a scenario's docstring, so /v1/models lists it like a built-in.
@@ -228,6 +231,7 @@ def compile_scenario(data: Any, *, source: str, default_name: str | None = None)
         after_last=after_last,
         source=source,
         fallback=string(doc["fallback"], at / "fallback") if "fallback" in doc else None,
+        mcp=compile_mcp(doc["mcp"], at / "mcp") if "mcp" in doc else None,
     )
 
 
