@@ -45,12 +45,22 @@ class Effect:
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+class LedgerError(ValueError):
+    """A folder that cannot hold the ledger; the message names it and why."""
+
+
 class Ledger:
     """The effects recorded in `folder` (created when missing), by any process."""
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        problem = f"{self.folder}: cannot keep the MCP effects ledger there"
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise LedgerError(f"{problem} ({e.strerror or e})") from None
+        if not os.access(self.folder, os.W_OK | os.X_OK):
+            raise LedgerError(f"{problem} (not writable)")
 
     def record(self, effect: Effect) -> None:
         body = json.dumps(asdict(effect), ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
