@@ -52,6 +52,10 @@ class McpHost:
         self._catalogs: dict[tuple[int, int, str | None], tuple[Settings, Catalog]] = {}
         self.faults: dict[tuple[str | None, Any], str] = {}
         """(session, request id) → "drop" or "expire": what the transport does with that answer."""
+        self.in_flight: set[tuple[str | None, Any]] = set()
+        """(session, request id) of every request the SDK is answering over HTTP."""
+        self.sessions: set[str] = set()
+        """The MCP sessions open over HTTP, as the tap saw them open and end."""
         self.http: Any = None
         """The Streamable HTTP transport (`mcp.http`), built on the first request."""
 

@@ -52,6 +52,7 @@ class HttpTransport:
     """One app's SDK server and session manager, started on the first request of an event loop."""
 
     def __init__(self, host: McpHost) -> None:
+        self.host = host
         try:
             version = metadata.version("harness-lab")
         except metadata.PackageNotFoundError:
@@ -82,7 +83,30 @@ class HttpTransport:
         async with manager.run():
             self.manager = manager
             self._ready.set()
-            await anyio.sleep_forever()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                # The loop is ending: end the sessions as their clients would, so each closes its
+                # streams and answers what it still holds, before the manager cancels them all.
+                with anyio.CancelScope(shield=True):
+                    for session in list(self.host.sessions):
+                        await self.end(session)
+
+    async def end(self, session: str) -> None:
+        """End `session` as its client would, with a DELETE: from now on its id answers 404."""
+        assert self.manager is not None
+        scope = {"type": "http", "method": "DELETE", "path": "/mcp", "raw_path": b"/mcp", "query_string": b"",
+                 "headers": [(b"mcp-session-id", session.encode("latin-1"))], "http_version": "1.1",
+                 "scheme": "http", "server": None, "client": None, "root_path": ""}
+
+        async def nothing() -> Message:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def discard(message: Message) -> None:
+            pass
+
+        await self.manager.handle_request(scope, nothing, discard)
+        self.host.sessions.discard(session)
 
 
 async def serve(host: McpHost, scope: Scope, receive: Receive, send: Send) -> None:
@@ -109,9 +133,13 @@ async def _exchange(host: McpHost, scope: Scope, receive: Receive, send: Send) -
                   session=headers.get(SESSION_HEADER))
     parsed = _parsed(body) if scope["method"] == "POST" else NOT_JSON
     manager = await host.http.running()
-    tap = Tap(host, where, scope["method"], parsed, send, partial(_end_session, manager, scope))
+    tap = Tap(host, where, scope["method"], parsed, send, host.http.end)
     tap.arrived(headers, body)
     refusal = _refusal(host, where, headers, parsed)
+    if refusal is None and tap.flight is not None and tap.flight in host.in_flight:
+        # MCP: an id is never reused in a session; the SDK would overwrite the first request's streams.
+        refusal = _error(400, INVALID_REQUEST, f"Invalid Request: the id {json.dumps(parsed['id'])[:40]} is "
+                         "already taken by a request in flight in this session")
     if refusal is not None:
         await refusal(scope, receive, tap.send)
         return
@@ -124,7 +152,12 @@ async def _exchange(host: McpHost, scope: Scope, receive: Receive, send: Send) -
             return {"type": "http.request", "body": body, "more_body": False}
         return await receive()
 
-    await manager.handle_request(scope, replay, tap.send)
+    if tap.flight is not None:
+        host.in_flight.add(tap.flight)
+    try:
+        await manager.handle_request(scope, replay, tap.send)
+    finally:
+        host.in_flight.discard(tap.flight)
 
 
 def _refusal(host: McpHost, where: Where, headers: dict[str, str], parsed: Any) -> Response | None:
@@ -144,20 +177,6 @@ def _refusal(host: McpHost, where: Where, headers: dict[str, str], parsed: Any) 
         return _error(400, INVALID_REQUEST,
                       "Invalid Request: the body is JSON but not one JSON-RPC 2.0 message")
     return None
-
-
-async def _end_session(manager: StreamableHTTPSessionManager, scope: Scope, session: str) -> None:
-    """End `session` as its client would, with a DELETE: from now on its id answers 404."""
-    headers = [(k, v) for k, v in scope["headers"] if k not in (b"content-length", b"content-type")]
-    ended = {**scope, "method": "DELETE", "headers": headers}
-
-    async def nothing() -> Message:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def discard(message: Message) -> None:
-        pass
-
-    await manager.handle_request(ended, nothing, discard)
 
 
 def _headers(scope: Scope) -> dict[str, str]:

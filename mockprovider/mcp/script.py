@@ -260,9 +260,10 @@ def _step(value: Any, at: At, allowed: tuple[str, ...]) -> Step:
     interval = file_values.number(step.get("progress_interval", 0), at / "progress_interval", 0, MAX_WAIT_MS)
     if delay + interval * len(progress) > MAX_WAIT_MS:
         raise at.error(f"waits longer than {MAX_WAIT_MS:g} ms in all (delay + progress_interval per step)")
+    structured = _structured(step, at)
     return Step(
-        answer=answer, content=_content(step, at), is_error=step.get("is_error", False),
-        structured=_structured(step, at),
+        answer=answer, content=_content(step, at, structured), is_error=step.get("is_error", False),
+        structured=structured,
         error=_error(step["error"], at / "error") if "error" in step else None,
         delay_ms=delay, progress=progress, progress_interval_ms=interval,
         expire=step.get("expire", False), effect=step.get("effect"),
@@ -283,16 +284,16 @@ def _answer(step: dict, at: At) -> Answer:
     return "result"
 
 
-def _content(step: dict, at: At) -> tuple[dict[str, Any], ...]:
+def _content(step: dict, at: At, structured: dict[str, Any] | None) -> tuple[dict[str, Any], ...]:
     blocks: list[dict[str, Any]] = []
     if "text" in step:
         blocks.append({"type": "text", "text": file_values.string(step["text"], at / "text")})
     if "content" in step:
         for i, block in enumerate(file_values.array(step["content"], at / "content", "content blocks")):
             blocks.append(_block(block, at / "content" / i))
-    if "structured" in step and not blocks:
+    if structured is not None and not blocks:
         # MCP: a tool returning structured content should also return it serialised, as text.
-        text = json.dumps(step["structured"], ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
         blocks.append({"type": "text", "text": text})
     return tuple(blocks)
 

@@ -34,6 +34,8 @@ class Tap:
         self.end_session = end_session
         params = message.get("params") if isinstance(message, dict) else None
         self.call_id = message.get("id") if isinstance(message, dict) and "method" in message else None
+        self.flight = (where.session, flight_key(self.call_id)) if self.call_id is not None else None
+        """The request's place in `McpHost.in_flight` until its answer goes out."""
         self.tool = None
         if isinstance(message, dict) and message.get("method") == "tools/call" and isinstance(params, dict):
             self.tool = params.get("name") if isinstance(params.get("name"), str) else None
@@ -59,6 +61,9 @@ class Tap:
             if self.where.session is None and self.status < 400 and SESSION_HEADER in self.headers:
                 self.where = Where(path=self.where.path, selection=self.where.selection,
                                    session=self.headers[SESSION_HEADER])
+                self.host.sessions.add(self.headers[SESSION_HEADER])
+            if self.method == "DELETE" and self.where.session is not None:
+                self.host.sessions.discard(self.where.session)
             await self._send(message)
             return
         if message["type"] != "http.response.body":
@@ -71,6 +76,7 @@ class Tap:
         elif not more:
             if self.buffer:
                 self._journal(self.buffer)
+                await self._answered(self.buffer)
             await self._send({"type": "http.response.body", "body": self.buffer, "more_body": False})
             self.buffer = b""
         if not more and self.sse and not self.lost:
@@ -83,18 +89,20 @@ class Tap:
             data = _data(event)
             if data is not None:
                 self._journal(data)
-                await self._fate(data)
+                await self._answered(data)
             if not self.lost:
                 await self._send({"type": "http.response.body", "body": event, "more_body": True})
 
-    async def _fate(self, data: bytes) -> None:
-        """Drop the answer to a `drop` step's call; end an `expire` step's session before its answer."""
+    async def _answered(self, data: bytes) -> None:
+        """On the answer to this request: its id is free again; drop the answer to a `drop` step's
+        call; end an `expire` step's session before its answer goes out."""
         try:
             message = json.loads(data)
         except ValueError:
             return
         if not (isinstance(message, dict) and "id" in message and {"result", "error"} & message.keys()):
             return
+        self.host.in_flight.discard(self.flight)
         fault = self.host.faults.pop((self.where.session, message["id"]), None)
         if fault == "drop":
             self.lost = True
@@ -110,6 +118,11 @@ class Tap:
             journal.record_raw(method=self.method, path=self.where.path, headers=self.headers, raw=raw,
                                kind="mcp", direction="out", session=self.where.session, tool=self.tool,
                                status=self.status)
+
+
+def flight_key(request_id: Any) -> Any:
+    """A JSON-RPC id as a set key: 1 and "1" are two ids, and so are 1 and true."""
+    return (type(request_id).__name__, request_id)
 
 
 def _data(event: bytes) -> bytes | None:
