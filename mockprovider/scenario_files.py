@@ -66,6 +66,7 @@ class FileScenario:
     options: str
     """The file's option string: this scenario's defaults, applied before the request's own."""
     turns: tuple[tuple[Alternative, ...], ...]
+    """Empty for a file that scripts only an MCP server."""
     after_last: AfterLast
     source: str
     fallback: str | None = None
@@ -78,6 +79,12 @@ class FileScenario:
         object.__setattr__(self, "__doc__", self.description)
 
     def __call__(self, c: Conversation) -> Reply:
+        if not self.turns:
+            raise invalid(
+                f"{self.name!r} ({self.source}) scripts only an MCP server, no model turns: connect an MCP "
+                f"client to /mcp/{self.name}, and give the model a scenario with 'turns'.",
+                param="model", code="no_turns",
+            )
         index = c.turn
         if index >= len(self.turns):
             match self.after_last:
@@ -212,7 +219,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def compile_scenario(data: Any, *, source: str, default_name: str | None = None) -> FileScenario:
     """One parsed document as a `FileScenario`; raises `ScenarioFileError` naming what is wrong."""
     at = At(source)
-    doc = obj(data, at, TOP_KEYS, required=("turns",))
+    # A file may script only an MCP server (its tools for a built-in model, say): then no turns.
+    doc = obj(data, at, TOP_KEYS, required=() if isinstance(data, dict) and "mcp" in data else ("turns",))
     name = _name(doc, at, default_name)
     options = string(doc.get("options", ""), at / "options")
     try:
@@ -222,7 +230,7 @@ def compile_scenario(data: Any, *, source: str, default_name: str | None = None)
     after_last = doc.get("after_last", "error")
     if after_last not in get_args(AfterLast):
         raise (at / "after_last").error(f"expected \"repeat\" or \"error\", got {json.dumps(after_last)}")
-    turns = array(doc["turns"], at / "turns", "turns")
+    turns = array(doc["turns"], at / "turns", "turns") if "turns" in doc else []
     return FileScenario(
         name=name,
         description=string(doc.get("description", f"Scripted in {Path(source).name}."), at / "description"),
