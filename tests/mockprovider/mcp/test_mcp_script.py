@@ -158,3 +158,18 @@ def test_the_same_script_in_toml_loads_as_in_json(tmp_path: Path):
     for city in ("Paris", "Oslo"):
         facts = call("get_weather", city=city)
         assert toml_tool.step(facts) == json_tool.step(facts)
+
+
+def test_a_file_may_script_only_an_mcp_server_and_then_is_no_model(tmp_path: Path):
+    from starlette.testclient import TestClient
+
+    from mockprovider.app import create_app
+
+    tools_only = {"name": "tools_only", "mcp": {"tools": [{"name": "t", "calls": [{"text": "x"}]}]}}
+    assert [t.name for t in load_scenarios([tools_only])["tools_only"].mcp.tools] == ["t"]
+    with TestClient(create_app(scenario_files=[tools_only])) as client:
+        refused = client.post("/v1/chat/completions", json={"model": "tools_only", "messages": [
+            {"role": "user", "content": "hi"}]})
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "no_turns"
+    assert "/mcp/tools_only" in refused.json()["error"]["message"]
+    assert "missing the required key 'turns'" in refusal({"name": "neither"})
