@@ -34,8 +34,10 @@ class Tap:
         self.end_session = end_session
         params = message.get("params") if isinstance(message, dict) else None
         self.call_id = message.get("id") if isinstance(message, dict) and "method" in message else None
-        self.flight = (where.session, flight_key(self.call_id)) if self.call_id is not None else None
-        """The request's place in `McpHost.in_flight` until its answer goes out."""
+        self.flight = None if self.call_id is None or where.session is None else (
+            where.session, flight_key(self.call_id))
+        """The request's place in `McpHost.in_flight` until its answer goes out (none before the
+        session exists: every client's `initialize` may take the same id)."""
         self.tool = None
         if isinstance(message, dict) and message.get("method") == "tools/call" and isinstance(params, dict):
             self.tool = params.get("name") if isinstance(params.get("name"), str) else None

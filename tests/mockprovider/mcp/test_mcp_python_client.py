@@ -196,3 +196,15 @@ def test_the_call_index_counts_per_server_across_sessions():
     with served() as mock:
         first = run(once(mock.mcp_url))
     assert first[0] == "only once" and "has ended at call 1" in first[1]
+
+
+def test_many_clients_open_sessions_at_once_with_the_same_first_ids():
+    async def one(url: str) -> str:
+        async with Client(url, mode="legacy") as client:
+            return (await client.call_tool("read_file", {"path": "errors.log"})).content[0].text
+
+    async def many(url: str) -> list[str]:
+        return list(await asyncio.gather(*(one(url) for _ in range(8))))
+
+    with served() as mock:
+        assert set(run(many(mock.mcp_url))) == {"worker 7 timed out after 30000 ms"}
