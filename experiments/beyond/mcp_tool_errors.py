@@ -24,7 +24,7 @@ from experiments.beyond.mcp_channel import (
     told,
 )
 from experiments.chapter.tool_errors import POLICIES, recover
-from experiments.lab.charts import CHAPTER, LIMIT, OURS, cost_bars
+from experiments.lab.charts import CHAPTER, LIMIT, OURS, figure
 from experiments.lab.report import Prose, Table, usd
 from experiments.lab.runs import Env, ErrorWording, Run, run_scenario, summary
 
@@ -146,11 +146,18 @@ def prose(m: Measured) -> Prose:
 
 
 def chart(m: Measured):
+    """Three groups (the policies), a bar per channel in each: the cost, and whether it answered."""
+    fig, ax = figure("Cost of one tool failure over MCP, by error policy and channel (`recover`)",
+                     "error policy", "cost (USD)")
     colors = {"is_error": OURS, "rpc_error": CHAPTER, "dropped": LIMIT}
-    bars = []
-    for (channel, policy), r in m.runs.items():
-        said = "answered" if "errors.log" in (r.state.answer or "") else "no answer"
-        label = f"{usd(r.state.cost_usd)}\n{said}"
-        bars.append((f"{channel}\n{policy}", r.state.cost_usd, colors[channel], label))
-    return cost_bars("Cost of one tool failure over MCP, by channel and error policy (`recover`)",
-                     "channel / policy", bars)
+    width = 0.27
+    for i, channel in enumerate(CHANNELS):
+        runs = [m.runs[channel, p] for p in POLICIES]
+        drawn = ax.bar([x + (i - 1) * width for x in range(len(POLICIES))], [r.state.cost_usd for r in runs],
+                       width, color=colors[channel], label=channel)
+        ax.bar_label(drawn, ["answers" if "errors.log" in (r.state.answer or "") else "" for r in runs],
+                     fontsize=7)
+    ax.set_xticks(range(len(POLICIES)), POLICIES)
+    ax.legend(title="the error arrives as")
+    ax.margins(y=0.2)
+    return fig
