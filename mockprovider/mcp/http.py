@@ -67,7 +67,7 @@ class HttpTransport:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
             # A manager runs once, in one loop: an app served again in another loop gets a new one.
-            self._loop, self._ready = loop, asyncio.Event()
+            self._loop, self._ready, self.manager = loop, asyncio.Event(), None
             manager = StreamableHTTPSessionManager(
                 app=self.server, json_response=False, stateless=False,
                 # The mock answers any Host on every endpoint (a container, a tunnel); its tools
@@ -76,21 +76,25 @@ class HttpTransport:
             )
             self._task = loop.create_task(self._run(manager))
         await self._ready.wait()
-        assert self.manager is not None
+        if self.manager is None:
+            raise RuntimeError("the MCP session manager did not start (its error is in the log)")
         return self.manager
 
     async def _run(self, manager: StreamableHTTPSessionManager) -> None:
-        async with manager.run():
-            self.manager = manager
-            self._ready.set()
-            try:
-                await anyio.sleep_forever()
-            finally:
-                # The loop is ending: end the sessions as their clients would, so each closes its
-                # streams and answers what it still holds, before the manager cancels them all.
-                with anyio.CancelScope(shield=True):
-                    for session in list(self.host.sessions):
-                        await self.end(session)
+        try:
+            async with manager.run():
+                self.manager = manager
+                self._ready.set()
+                try:
+                    await anyio.sleep_forever()
+                finally:
+                    # The loop is ending: end the sessions as their clients would, so each closes
+                    # its streams and answers what it still holds, before the manager cancels them.
+                    with anyio.CancelScope(shield=True):
+                        for session in list(self.host.sessions):
+                            await self.end(session)
+        finally:
+            self._ready.set()  # a manager that failed to start must not leave requests waiting
 
     async def end(self, session: str) -> None:
         """End `session` as its client would, with a DELETE: from now on its id answers 404."""

@@ -52,20 +52,18 @@ def _page(items: Sequence[dict[str, Any]], cursor: str | None, size: int) -> Pag
     return list(items[start:end]), (str(end) if end < len(items) else None)
 
 
-def _listed(key: str, page: list[dict[str, Any]], next_cursor: str | None) -> dict[str, Any]:
-    return {key: page, **({"nextCursor": next_cursor} if next_cursor is not None else {})}
-
-
 def build(host: McpHost, *, version: str) -> Server[Any]:
     """The SDK server answering from `host`'s scripts."""
 
-    def size() -> int:
-        return host.settings().mcp.page_size
+    def lister(kind: str) -> Any:
+        """The handler of `<kind>/list`: one page of the endpoint's tools, resources or prompts."""
 
-    async def list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
-        tools = [tool.definition for tool in _catalog(host, ctx).tools.values()]
-        page, next_cursor = _page(tools, params.cursor if params else None, size())
-        return _listed("tools", page, next_cursor)
+        async def listing(ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
+            items = [item.definition for item in getattr(_catalog(host, ctx), kind).values()]
+            page, next_cursor = _page(items, params.cursor if params else None, host.settings().mcp.page_size)
+            return {kind: page, **({"nextCursor": next_cursor} if next_cursor is not None else {})}
+
+        return listing
 
     async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> Any:
         catalog = _catalog(host, ctx)
@@ -77,11 +75,6 @@ def build(host: McpHost, *, version: str) -> Server[Any]:
         call = host.admit(tool, params.name, params.arguments, key)
         return await steps.answer(host, ctx, tool, call, scenario=catalog.owners.get(params.name))
 
-    async def list_resources(ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
-        items = [r.definition for r in _catalog(host, ctx).resources.values()]
-        page, next_cursor = _page(items, params.cursor if params else None, size())
-        return _listed("resources", page, next_cursor)
-
     async def read_resource(ctx: Context, params: types.ReadResourceRequestParams) -> Any:
         try:
             resource = _catalog(host, ctx).resource(str(params.uri))
@@ -89,11 +82,6 @@ def build(host: McpHost, *, version: str) -> Server[Any]:
             raise MCPError(RESOURCE_NOT_FOUND, "Resource not found",
                            {"uri": str(params.uri), "why": str(e)}) from None
         return {"contents": [resource.contents]}
-
-    async def list_prompts(ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
-        items = [p.definition for p in _catalog(host, ctx).prompts.values()]
-        page, next_cursor = _page(items, params.cursor if params else None, size())
-        return _listed("prompts", page, next_cursor)
 
     async def get_prompt(ctx: Context, params: types.GetPromptRequestParams) -> Any:
         try:
@@ -108,8 +96,8 @@ def build(host: McpHost, *, version: str) -> Server[Any]:
 
     server: Server[Any] = Server(
         "mockprovider", version=version, title="The mock's scripted MCP server",
-        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
-        on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+        on_list_tools=lister("tools"), on_call_tool=call_tool, on_list_resources=lister("resources"),
+        on_read_resource=read_resource, on_list_prompts=lister("prompts"), on_get_prompt=get_prompt,
     )
     server.middleware = []  # the SDK's default OpenTelemetry span per message: no exporter here to feed
     return server

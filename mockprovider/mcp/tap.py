@@ -64,8 +64,8 @@ class Tap:
                 self.where = Where(path=self.where.path, selection=self.where.selection,
                                    session=self.headers[SESSION_HEADER])
                 self.host.sessions.add(self.headers[SESSION_HEADER])
-            if self.method == "DELETE" and self.where.session is not None:
-                self.host.sessions.discard(self.where.session)
+            if self.where.session is not None and (self.method == "DELETE" or self.status == 404):
+                self.host.sessions.discard(self.where.session)  # ended, by its client or the SDK
             await self._send(message)
             return
         if message["type"] != "http.response.body":
