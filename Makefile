@@ -30,8 +30,8 @@ $(NODE_STAMP): $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json
 test: $(STAMP) $(NODE_STAMP) ## run the test suite in TEST_WORKERS processes (sets itself up); the slower suites are `make test-slow`
 	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
-ui-screenshot: $(STAMP) ## retake docs/ui-run-page.png from the browser test (needs chromium)
-	UI_SCREENSHOT=1 $(PY) -m pytest -q -m slow tests/browser -k approves_one_run
+ui-screenshot: $(STAMP) ## retake docs/ui-run-page.png and docs/ui-padded-call.png from the browser test (needs chromium)
+	UI_SCREENSHOT=1 $(PY) -m pytest -q -m slow tests/browser/test_ui_decision_browser.py
 
 test-slow: $(STAMP) $(NODE_STAMP) ## the slower suites: experiment reruns, broken mechanisms, the reliability subset
 	$(PY) -m pytest -q -m slow

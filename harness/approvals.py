@@ -16,6 +16,10 @@ from typing import Literal
 
 from harness.state import Approval, Approved, Rejection, RunState, args_digest, is_approved, pending
 
+MAX_REASON_CHARS = 10_000
+"""The longest rejection reason, in characters, from the CLI, the browser page or Python alike: it
+goes into the transcript, and the model reads (and is billed for) every word of it."""
+
 
 class DecisionLost(ValueError):
     """The call already has a decision (an approval, or an answer in the transcript): a second
@@ -84,6 +88,9 @@ def reject(
             "a rejection needs a reason the model can read; an empty one makes the agent "
             "report work that never happened (pass unsafe_empty=True to demonstrate that)"
         )
+    if len(reason) > MAX_REASON_CHARS:
+        raise ValueError(f"a rejection reason may be at most {MAX_REASON_CHARS:,} characters; "
+                         f"this one has {len(reason):,}")
     call = _target(state, call_id)
     text = f"Rejected by the user: {reason.strip()}" if reason.strip() else ""
     state.messages.append(

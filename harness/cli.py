@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from harness import listing
-from harness.approvals import DecisionLost, decide
+from harness.approvals import MAX_REASON_CHARS, DecisionLost, decide
 from harness.chapter import (
     SYSTEM,
     BudgetCheck,
@@ -90,6 +90,7 @@ def _cmd_run(args: argparse.Namespace, store: SqlStore, checkpoint) -> int:
     state_dir = args.state_dir.absolute()
     state.meta["sandbox"] = str(state_dir / "sandboxes" / state.run_id)
     state.meta["trace"] = str(state_dir / "traces" / f"{state.run_id}.jsonl")
+    state.meta["host"] = socket.gethostname()  # where the sandbox is: shown to whoever decides
     with store.claim(state.run_id):
         if store.exists(state.run_id):
             raise SystemExit(f"harness: run {state.run_id} already exists in {safe(store.label)}")
@@ -226,7 +227,8 @@ def _parser() -> argparse.ArgumentParser:
         d.add_argument("call_id", nargs="?")
         d.add_argument("--no-resume", action="store_true", help="record the decision only")
         if name == "reject":
-            d.add_argument("--reason", required=True)
+            d.add_argument("--reason", required=True,
+                           help=f"what the model is told, in words (at most {MAX_REASON_CHARS:,} characters)")
             d.add_argument("--unsafe-empty", action="store_true", help="allow an empty reason")
     s = sub.add_parser("resume", help="continue a stopped run")
     s.add_argument("run_id")

@@ -17,7 +17,7 @@ import uvicorn
 from mockprovider.app import create_app
 from mockprovider.journal import MAX_CAPACITY
 from mockprovider.mcp.ledger import LedgerError
-from mockprovider.scenario_files import ScenarioFileError, paths_from_env
+from mockprovider.scripts.files import ScenarioFileError, paths_from_env
 
 
 def _capacity(text: str) -> int:

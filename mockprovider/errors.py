@@ -59,3 +59,8 @@ def invalid(message: str, *, param: str | None = None, code: str | None = None) 
 def missing(param: str) -> APIError:
     """400: a required parameter is absent."""
     return invalid(f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter")
+
+
+class ClientGone(Exception):
+    """The client disconnected before its body arrived or while its request waited: nothing
+    more is done for it."""

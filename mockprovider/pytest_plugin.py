@@ -62,7 +62,9 @@ def plain_path(path: str) -> str:
 def turn_of(path: str, body: Any) -> int | None:
     """The turn a journalled request asked for (its assistant messages, as the scenarios count
     them) in whichever wire format it came; None for a body that format would refuse."""
-    from mockprovider import anthropic_api, gemini_request, responses_api
+    from mockprovider.apis import anthropic as anthropic_api
+    from mockprovider.apis import gemini_request
+    from mockprovider.apis import responses as responses_api
     from mockprovider.errors import APIError
 
     path = plain_path(path)
@@ -175,7 +177,7 @@ def mock_llm_scenarios(request: pytest.FixtureRequest) -> list[Any]:
 
 def _started(scenarios: Sequence[Any], options: dict[str, Any]) -> Iterator[MockLLM]:
     from mockprovider.app import create_app
-    from mockprovider.scenario_files import ScenarioFileError
+    from mockprovider.scripts.files import ScenarioFileError
     from mockprovider.server import serve_in_thread
 
     _check_options(options)
@@ -206,7 +208,7 @@ def mock_llm_shared(
     request: pytest.FixtureRequest, mock_llm_session: MockLLM, mock_llm_scenarios: list[Any]
 ) -> Iterator[MockLLM]:
     """The session's mock, serving this test's marker scenarios and options, with an empty journal."""
-    from mockprovider.scenario_files import ScenarioFileError
+    from mockprovider.scripts.files import ScenarioFileError
 
     before = mock_llm_session.app.state.config
     options = _marker_options(request)

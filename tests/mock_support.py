@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from mockprovider.app import create_app
-from mockprovider.scenarios import Scenario
+from mockprovider.scripts.scenarios import Scenario
 from mockprovider.server import serve_in_thread
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 from harness import RunState, SQLiteStore
 from harness.cli import main as harness_main
@@ -21,6 +22,9 @@ from harness.ui.decide import Decider, Resumer
 from harness.ui.security import Guard
 from harness.ui.serve import LOOPBACK_NAMES
 from mockprovider.server import serve_in_thread
+
+FILLER = "x" * 100_000
+"""A padded argument: a value long enough to push whatever follows it off any screen."""
 
 HOSTILE = [
     '<script>alert("x")</script>',
@@ -72,6 +76,23 @@ def make_runs(state_dir: Path, mock_url: str, *runs: tuple[str, str]) -> None:
                       "--run-id", run_id])
 
 
+def one_call(name: str, *calls: dict[str, Any], answer: str = "Done.") -> dict[str, Any]:
+    """A scenario file (as a dict) asking each call in turn (`{"name", "arguments"[, "id"]}`), then
+    answering."""
+    return {"name": name, "turns": [{"tool_calls": [c]} for c in calls] + [{"content": answer}]}
+
+
+PADDED = one_call("padded", {"name": "delete_file", "arguments": {"filler": FILLER, "path": "access.log"}})
+"""A model that pads the call that matters: `filler` comes first, then the file it deletes."""
+
+
+@contextmanager
+def scripted_mock(*scenarios: dict[str, Any]) -> Iterator[str]:
+    """A mock serving these scenario files beside the built-ins; yields its /v1 base URL."""
+    with serve_in_thread(scenario_files=list(scenarios)) as url:
+        yield url
+
+
 def save_hostile_run(store: SqlStore, run_id: str, strings: list[str]) -> RunState:
     """A run saved through the Python API whose every provider- or tool-controlled field holds
     the hostile strings, stopped waiting for a call whose arguments hold them too."""
@@ -114,20 +135,54 @@ def sqlite_pair(path: Path) -> tuple[SQLiteStore, SQLiteStore]:
 class PageParts(HTMLParser):
     """What a browser would build from a page: its elements, their attributes, inline scripts."""
 
+    VOID = frozenset({"input", "br", "meta", "img", "link", "hr", "col", "wbr"})
+
     def __init__(self, text: str) -> None:
         super().__init__(convert_charrefs=True)
         self.tags: list[tuple[str, dict[str, str | None]]] = []
         self.scripts: list[dict[str, str | None]] = []
         self.text: list[str] = []
+        self.by_id: dict[str, list[str]] = {}
+        """The text inside each element that has an id (its descendants' text included)."""
+        self.by_arg: dict[str, list[str]] = {}
+        """Likewise for each element with a `data-arg` (one argument of the waiting call)."""
+        self._open: list[tuple[str, list[list[str]]]] = []
         self.feed(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
+        found = dict(attrs)
+        self.tags.append((tag, found))
         if tag == "script":
-            self.scripts.append(dict(attrs))
+            self.scripts.append(found)
+        if tag in self.VOID:
+            return
+        sinks = []
+        if found.get("id"):
+            sinks.append(self.by_id.setdefault(found["id"] or "", []))
+        if found.get("data-arg") is not None:
+            sinks.append(self.by_arg.setdefault(found["data-arg"] or "", []))
+        self._open.append((tag, sinks))
+
+    def handle_endtag(self, tag: str) -> None:
+        for i in range(len(self._open) - 1, -1, -1):
+            if self._open[i][0] == tag:
+                del self._open[i:]
+                return
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
+        for _, sinks in self._open:
+            for sink in sinks:
+                sink.append(data)
+
+    def text_of(self, element_id: str) -> str:
+        """The text of the element with this id; KeyError when the page has none."""
+        return "".join(self.by_id[element_id])
+
+    def attrs(self, **wanted: str) -> list[dict[str, str | None]]:
+        """The attributes of every element whose attributes include `wanted` (`data_arg=` for `data-arg`)."""
+        want = {k.replace("_", "-"): v for k, v in wanted.items()}
+        return [a for _, a in self.tags if all(a.get(k) == v for k, v in want.items())]
 
     def forms(self) -> dict[str, dict[str, str]]:
         """Form id -> its hidden fields."""

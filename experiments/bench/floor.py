@@ -30,9 +30,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mockprovider.scenarios import SCENARIOS
+from mockprovider import SCENARIOS
+from mockprovider.bench_hooks import transcript
 from mockprovider.server import serve_in_thread
-from mockprovider.transcript import conversation
 
 LISTING = "errors.log (2140 bytes)\naccess.log (812 bytes)\nnotes.txt (29 bytes)\nprivate.key (64 bytes)"
 TASK = "Which file mentions a timeout?"
@@ -46,7 +46,7 @@ def runaway_messages(turns: int, *, task: str = TASK) -> list[dict[str, Any]]:
         {"role": "user", "content": task},
     ]
     for _ in range(turns):
-        call = SCENARIOS["runaway"](conversation(messages)).tool_calls[0]
+        call = SCENARIOS["runaway"](transcript.conversation(messages)).tool_calls[0]
         function = {"name": call.name, "arguments": call.arguments}
         wire_call = {"id": call.id, "type": "function", "function": function}
         messages.append({"role": "assistant", "content": None, "tool_calls": [wire_call]})

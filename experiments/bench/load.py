@@ -2,7 +2,7 @@
 
 The client is `bench_client.py` (see there). `measure()` starts `python -m mockprovider`
 (with `--workers`, `--loop`, `--http`) and runs that client against it. Every body is resent
-as is, which the mock answers from its transcript memory like a retry (mockprovider/memo.py).
+as is, which the mock answers from its transcript memory like a retry (mockprovider/reading/memo.py).
 """
 
 from __future__ import annotations

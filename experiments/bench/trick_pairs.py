@@ -23,10 +23,16 @@ import o200k
 from experiments.bench.floor import request_body
 from experiments.bench.trick_shortcuts import header_tricks, shortcut_tricks
 from experiments.bench.tricks import LANE, Batch, Trick, drive, patched_batch, repeat
-from mockprovider import create_app, memo, pipeline, scenarios, transcript, wire
-from mockprovider.memo import Memory
-from mockprovider.transcript import INLINE_CHARS, Transcript
-from mockprovider.validation import chat_request
+from mockprovider import create_app
+from mockprovider.bench_hooks import (
+    chat,
+    completions,
+    memo,
+    request_headers,
+    scenarios,
+    steps,
+    transcript,
+)
 
 
 def client_headers(body: bytes) -> list[tuple[bytes, bytes]]:
@@ -109,7 +115,7 @@ def lane_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
     raw1, raw99, raw100 = request_body(1), request_body(99), request_body(100)
     path = "/v1/chat/completions"
     turn_1 = Trick(
-        name=LANE, where="app.py", turn=1, key=_reply_key,
+        name=LANE, where="apis/chat.py", turn=1, key=_reply_key,
         with_=_requests(app, _scope(path, "", client_headers(raw1)), raw1, loop),
         without=_requests(app, _scope(path, ROUTER_ROOT, client_headers(raw1)), raw1, loop),
     )
@@ -121,7 +127,7 @@ def lane_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
 
     head = client_headers(raw100)
     turn_100 = Trick(
-        name=LANE, where="app.py", turn=100, key=_reply_key, batch=1,
+        name=LANE, where="apis/chat.py", turn=100, key=_reply_key, batch=1,
         with_=_requests(app, _scope(path, "", head), raw100, loop, previous_turn_only),
         without=_requests(app, _scope(path, ROUTER_ROOT, head), raw100, loop, previous_turn_only),
     )
@@ -133,18 +139,18 @@ def lane_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
 
 def _entry(raw: bytes) -> memo.Entry:
     """The memory's entry for `raw`'s transcript, as serving `raw` leaves it."""
-    memory = Memory()
+    memory = memo.Memory()
     body, known = memo.parse(raw, memory)
-    req = chat_request(body, known)
+    req = chat.chat_request(body, known)
     drive(transcript.prompt_tokens(req.transcript, req.tools))
     [entry] = memory._lru.values()
     return entry
 
 
-def _read_and_count(raw: bytes, memory: Memory | None) -> tuple[int, int, int]:
+def _read_and_count(raw: bytes, memory: memo.Memory | None) -> tuple[int, int, int]:
     """A chat body parsed, checked and counted: (turn, messages, prompt tokens)."""
     body, known = memo.parse(raw, memory) if memory is not None else (json.loads(raw), None)
-    req = chat_request(body, known)
+    req = chat.chat_request(body, known)
     tokens = drive(transcript.prompt_tokens(req.transcript, req.tools))
     return req.transcript.turn, len(req.transcript.messages), tokens
 
@@ -155,7 +161,7 @@ def memory_trick() -> Trick:
     entry = _entry(raw99)
 
     def with_memory(n: int) -> Callable[[], Any]:
-        memories = [Memory() for _ in range(n)]
+        memories = [memo.Memory() for _ in range(n)]
         for memory in memories:
             memory.remember(entry)
 
@@ -183,14 +189,14 @@ def _fresh_request(scope: dict[str, Any], body: bytes) -> Request:
 
 
 async def plain_body(request: Request, declared: bytes, limit: int) -> bytes:
-    """`pipeline._read_body` through Starlette's `request.stream()`, the size cap checked as it grows."""
+    """`steps._read_body` through Starlette's `request.stream()`, the size cap checked as it grows."""
     if declared.isdigit() and int(declared) > limit:
-        raise pipeline._too_large(limit)
+        raise steps._too_large(limit)
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise pipeline._too_large(limit)
+            raise steps._too_large(limit)
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -198,8 +204,8 @@ async def plain_body(request: Request, declared: bytes, limit: int) -> bytes:
 def body_read_trick(scope: dict[str, Any], raw: bytes) -> Trick:
     declared, limit = b"%d" % len(raw), 1_000_000
     return Trick(
-        name="body read from ASGI messages", where="pipeline._read_body", turn=1,
-        with_=repeat(lambda: drive(pipeline._read_body(_fresh_request(scope, raw), declared, limit))),
+        name="body read from ASGI messages", where="steps._read_body", turn=1,
+        with_=repeat(lambda: drive(steps._read_body(_fresh_request(scope, raw), declared, limit))),
         without=repeat(lambda: drive(plain_body(_fresh_request(scope, raw), declared, limit))),
     )
 
@@ -211,7 +217,7 @@ HEADER_NAMES = (b"content-type", b"content-length", b"x-mock-options")
 
 def _mapped(scope: dict[str, Any]) -> tuple[str | None, ...]:
     request = Request(dict(scope))
-    return tuple(pipeline.header(request, name) for name in HEADER_NAMES)
+    return tuple(request_headers.header(request, name) for name in HEADER_NAMES)
 
 
 def _starlette_headers(scope: dict[str, Any]) -> tuple[str | None, ...]:
@@ -220,7 +226,7 @@ def _starlette_headers(scope: dict[str, Any]) -> tuple[str | None, ...]:
 
 
 def header_trick(scope: dict[str, Any]) -> Trick:
-    return Trick(name="one dict of raw headers", where="pipeline.header_map", turn=1,
+    return Trick(name="one dict of raw headers", where="request_headers.header_map", turn=1,
                  with_=repeat(lambda: _mapped(scope)), without=repeat(lambda: _starlette_headers(scope)))
 
 
@@ -231,10 +237,10 @@ def _uncached(role: str, content: str | None, call_id: str | None, calls: o200k.
     return o200k.fields_tokens(role, content, None, call_id, calls)
 
 
-def plain_read(messages: list[Any]) -> Transcript:
+def plain_read(messages: list[Any]) -> transcript.Transcript:
     """`transcript.read` with every message read by `read_message` (no shape written out)."""
     turn, tool_text, calls, pending = 0, None, set(), {}
-    tokens, counted, room, rest = transcript.EMPTY.tokens, 0, INLINE_CHARS, 0
+    tokens, counted, room, rest = transcript.EMPTY.tokens, 0, transcript.INLINE_CHARS, 0
     for i, m in enumerate(messages):
         chars, n = transcript.read_message(m, i, calls, room, pending)
         if n is None:
@@ -249,7 +255,7 @@ def plain_read(messages: list[Any]) -> Transcript:
             tool_text = text if tool_text is None else f"{tool_text}\n{text}"
     if pending:
         raise transcript.unanswered(pending)
-    return Transcript(messages=messages, known=0, remember=None, turn=turn, tool_text=tool_text,
+    return transcript.Transcript(messages=messages, known=0, remember=None, turn=turn, tool_text=tool_text,
                       calls=frozenset(calls), counted=counted, tokens=tokens, rest_chars=rest)
 
 
@@ -281,15 +287,15 @@ def scenario_trick(conversation: scenarios.Conversation) -> Trick:
                  without=patched_batch(reply, scenarios, "_asked", scenarios._reply))
 
 
-def plain_render(c: wire.Completion) -> bytes:
-    """What `JSONResponse(wire.body(c))` sends."""
-    return json.dumps(wire.body(c), ensure_ascii=False, allow_nan=False, indent=None,
+def plain_render(c: completions.Completion) -> bytes:
+    """What `JSONResponse(chat.body(c))` sends."""
+    return json.dumps(chat.body(c), ensure_ascii=False, allow_nan=False, indent=None,
                       separators=(",", ":")).encode("utf-8")
 
 
-def render_trick(c: wire.Completion) -> Trick:
-    return Trick(name="reply written from a template", where="wire.render", turn=1,
-                 with_=repeat(lambda: wire.render(c)), without=repeat(lambda: plain_render(c)))
+def render_trick(c: completions.Completion) -> Trick:
+    return Trick(name="reply written from a template", where="chat.render", turn=1,
+                 with_=repeat(lambda: chat.render(c)), without=repeat(lambda: plain_render(c)))
 
 
 def record_trick(record: NamedTuple, where: str) -> Trick:
@@ -307,13 +313,13 @@ def record_trick(record: NamedTuple, where: str) -> Trick:
 # --- all of them ---------------------------------------------------------------------------
 
 
-def turn_1_parts() -> tuple[bytes, list[Any], Any, wire.Completion]:
+def turn_1_parts() -> tuple[bytes, list[Any], Any, completions.Completion]:
     """A turn-1 body, its messages, its checked request and the completion the mock answers it with."""
     raw = request_body(1)
-    req = chat_request(json.loads(raw))
+    req = chat.chat_request(json.loads(raw))
     reply = scenarios.SCENARIOS["runaway"](req.transcript.conversation(req.tools))
     prompt_tokens = drive(transcript.prompt_tokens(req.transcript, req.tools))
-    completion = wire.complete(reply, model=req.model, prompt_tokens=prompt_tokens, max_tokens=None)
+    completion = completions.complete(reply, model=req.model, prompt_tokens=prompt_tokens, max_tokens=None)
     return raw, json.loads(raw)["messages"], req, completion
 
 
@@ -330,8 +336,8 @@ def all_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
         tools_count_trick(req),
         scenario_trick(req.transcript.conversation(req.tools)),
         render_trick(completion),
-        record_trick(completion, "wire.Completion"),
-        record_trick(req, "validation.ChatRequest"),
+        record_trick(completion, "completions.Completion"),
+        record_trick(req, "chat.ChatRequest"),
         record_trick(req.transcript, "transcript.Transcript"),
         *header_tricks(),
         *shortcut_tricks(raw, req, completion, scope),

@@ -16,9 +16,20 @@ from typing import Any
 from starlette.requests import Request
 
 from experiments.bench.tricks import Trick, drive, patched_batch, repeat
-from mockprovider import faults, headers, pipeline, scenarios, tool_choice, transcript, validation, wire
-from mockprovider.faults import Options
-from mockprovider.validation import MAX_DEPTH, ChatRequest
+from mockprovider import Options
+from mockprovider.bench_hooks import (
+    attempt_of,
+    chat,
+    completions,
+    faults,
+    headers,
+    request_headers,
+    scenarios,
+    steps,
+    tool_choice,
+    transcript,
+    validation,
+)
 
 # --- the reply's headers ---------------------------------------------------------------------
 
@@ -74,8 +85,8 @@ def header_tricks() -> list[Trick]:
 
 
 def _walk(body: Any) -> bool:
-    """`check_depth`'s walk, without its bracket count: whether `body` nests past MAX_DEPTH."""
-    return validation._deeper_than(MAX_DEPTH, [(body, 1)])
+    """`check_depth`'s walk, without its bracket count: whether `body` nests past validation.MAX_DEPTH."""
+    return validation._deeper_than(validation.MAX_DEPTH, [(body, 1)])
 
 
 def _depth_trick(raw: bytes, body: Any) -> Trick:
@@ -91,7 +102,7 @@ def _plain_content_type(value: bytes) -> str:
 async def plain_scripted_reply(
     request: Request, script: Any, conversation: Any, tools: Any, options: Options, choice: Any,
 ) -> tuple[Any, Options]:
-    """`pipeline.scripted_reply` with the tool-choice rule applied to every reply."""
+    """`steps.scripted_reply` with the tool-choice rule applied to every reply."""
     reply = script(conversation)
     if reply.latency_ms or reply.error is not None:
         raise RuntimeError("the bench's scenario answers at once, without an error")
@@ -106,20 +117,20 @@ async def plain_scripted_reply(
     return reply, options
 
 
-def _constrain_skip(req: ChatRequest, scope: dict[str, Any]) -> Trick:
+def _constrain_skip(req: chat.ChatRequest, scope: dict[str, Any]) -> Trick:
     script = scenarios.SCENARIOS["runaway"]
     conversation = req.transcript.conversation(req.tools)
     request = Request(dict(scope))
     given = (request, script, conversation, req.tools, Options(), req.tool_choice)
     return Trick(
-        name="tool-choice rule skipped for tools offered, auto", where="pipeline.scripted_reply", turn=1,
-        with_=repeat(lambda: drive(pipeline.scripted_reply(*given))),
+        name="tool-choice rule skipped for tools offered, auto", where="steps.scripted_reply", turn=1,
+        with_=repeat(lambda: drive(steps.scripted_reply(*given))),
         without=repeat(lambda: drive(plain_scripted_reply(*given))),
     )
 
 
-def plain_chat_request(body: dict[str, Any], known: Any = None) -> ChatRequest:
-    """`validation.chat_request` (for a body it accepts) looking up every optional field."""
+def plain_chat_request(body: dict[str, Any], known: Any = None) -> chat.ChatRequest:
+    """`chat.chat_request` (for a body it accepts) looking up every optional field."""
     model = body.get("model")
     if model is None or not isinstance(model, str) or not model:
         raise RuntimeError("the bench's body names its model")
@@ -138,24 +149,24 @@ def plain_chat_request(body: dict[str, Any], known: Any = None) -> ChatRequest:
     n = body.get("n")
     if n is not None and n != 1:
         raise RuntimeError("the bench asks one choice")
-    return ChatRequest(
+    return chat.ChatRequest(
         model=model, transcript=messages, tools=tools, tool_choice=choice,
-        max_tokens=validation._max_tokens(body), stream=stream,
+        max_tokens=chat._max_tokens(body), stream=stream,
         include_usage=bool(stream and options and options.get("include_usage")),
     )
 
 
-def _optional_fields(body: dict[str, Any], req: ChatRequest) -> Trick:
+def _optional_fields(body: dict[str, Any], req: chat.ChatRequest) -> Trick:
     """`chat_request` on a body without `stream` or `max_tokens`, the transcript read beforehand
     (on both sides: its own tricks are timed apart)."""
     def read(messages: Any, known: Any = None) -> Any:
         return req.transcript
 
-    def request_with(make: Callable[[dict[str, Any]], ChatRequest]) -> Any:
+    def request_with(make: Callable[[dict[str, Any]], chat.ChatRequest]) -> Any:
         return patched_batch(repeat(lambda: make(body)), transcript, "read", read)
 
-    return Trick(name="absent optional fields not looked up", where="validation.chat_request", turn=1,
-                 with_=request_with(lambda b: validation.chat_request(b)),
+    return Trick(name="absent optional fields not looked up", where="chat.chat_request", turn=1,
+                 with_=request_with(lambda b: chat.chat_request(b)),
                  without=request_with(plain_chat_request))
 
 
@@ -165,16 +176,16 @@ def _attempt_skip(scope: dict[str, Any]) -> Trick:
 
     def attempt_read() -> Any:
         request = Request(dict(scope))
-        attempt = faults.attempt_of(pipeline.header(request, b"x-lab-attempt"),
-                                    pipeline.header(request, b"x-stainless-retry-count"))
+        attempt = attempt_of(request_headers.header(request, b"x-lab-attempt"),
+                             request_headers.header(request, b"x-stainless-retry-count"))
         fault = options.fault_for(1, attempt)
-        pipeline.log.info("model=%s turn=%d attempt=%d status=%s", "runaway", 1, attempt,
-                          fault.kind if fault else "ok")
+        faults.log.info("model=%s turn=%d attempt=%d status=%s", "runaway", 1, attempt,
+                        fault.kind if fault else "ok")
         return fault
 
-    return Trick(name="attempt read only for a fault or the log", where="pipeline.delay_or_fault", turn=1,
-                 with_=repeat(lambda: drive(pipeline.delay_or_fault(Request(dict(scope)), "runaway", 1,
-                                                                    options))),
+    return Trick(name="attempt read only for a fault or the log", where="faults.delay_or_fault", turn=1,
+                 with_=repeat(lambda: drive(faults.delay_or_fault(Request(dict(scope)), "runaway", 1,
+                                                                  options))),
                  without=repeat(attempt_read))
 
 
@@ -183,26 +194,26 @@ def _os_bits(k: int) -> int:
     return uuid.uuid4().int >> (128 - k)
 
 
-def _ids(c: wire.Completion) -> Trick:
+def _ids(c: completions.Completion) -> Trick:
     """A reply's id and its request's id, drawn as the mock draws them (96 random bits from the
     process's generator) against the same bits from the OS, as uuid4 takes them."""
     fields = (c.model, c.prompt_tokens, c.cache, c.content, c.tool_calls, c.finish_reason,
               c.completion_tokens, c.reasoning, c.reasoning_tokens, c.chunk)
-    both = repeat(lambda: (headers.start({})[0], wire._completion(*fields).id))
-    from_os = patched_batch(both, wire, "getrandbits", _os_bits)
+    both = repeat(lambda: (headers.start({})[0], completions._completion(*fields).id))
+    from_os = patched_batch(both, completions, "getrandbits", _os_bits)
     from_os = patched_batch(from_os, headers, "getrandbits", _os_bits)
-    return Trick(name="ids from getrandbits", where="wire._completion, headers.start", turn=1,
+    return Trick(name="ids from getrandbits", where="completions._completion, headers.start", turn=1,
                  key=lambda ids: tuple(map(len, ids)), with_=both, without=from_os)
 
 
-def shortcut_tricks(raw: bytes, req: ChatRequest, completion: wire.Completion,
+def shortcut_tricks(raw: bytes, req: chat.ChatRequest, completion: completions.Completion,
                     scope: dict[str, Any]) -> list[Trick]:
     body = json.loads(raw)
     content_type = b"application/json"
     return [
         _depth_trick(raw, body),
-        Trick(name="content type compared as bytes first", where="pipeline._check_content_type", turn=1,
-              with_=repeat(lambda: pipeline._check_content_type({b"content-type": content_type})),
+        Trick(name="content type compared as bytes first", where="steps._check_content_type", turn=1,
+              with_=repeat(lambda: steps._check_content_type({b"content-type": content_type})),
               without=repeat(lambda: None if _plain_content_type(content_type) == "application/json" else 1)),
         _constrain_skip(req, scope),
         _optional_fields(body, req),

@@ -334,6 +334,21 @@ class SqlStore:
         return {"epoch": epoch, "held": held, "holder": _holder(raw),
                 "seconds_left": max(0.0, until - now) if held else 0.0}
 
+    def summary(self, run_id: str) -> RunSummary | None:
+        """One run's `harness list` line (its row alone), or None when there is no such run."""
+        with self._transaction(write=False) as tx:
+            rows = tx.fetchall("SELECT run_id, status, turns, cost_usd, waiting_call, waiting_tool, "
+                               "updated_at FROM runs WHERE run_id = ?", (check_run_id(run_id),))
+        return self._summary(rows[0]) if rows else None
+
+    def change_marker(self, status: str | None = None) -> tuple[Any, ...]:
+        """One row that moves whenever a run (of `status`) is saved, added or removed: every save
+        stamps its row's `updated_at`. A live page compares it instead of reading every run."""
+        where, params = (" WHERE status = ?", (status,)) if status else ("", ())
+        with self._transaction(write=False) as tx:
+            rows = tx.fetchall("SELECT count(*), max(updated_at), sum(updated_at) FROM runs" + where, params)
+        return tuple(rows[0])
+
 
 def _live(owner: object, until: object, now: float) -> bool:
     """Whether a lease row is held and unexpired; a row edited into nonsense holds nothing."""

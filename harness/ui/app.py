@@ -10,7 +10,7 @@ decisions and resumes write through another (`Decider`, `Resumer`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,6 @@ from starlette.responses import (
     PlainTextResponse,
     RedirectResponse,
     Response,
-    StreamingResponse,
 )
 from starlette.routing import Route
 
@@ -33,14 +32,15 @@ from harness.codec import StateFileError, to_dict
 from harness.state import check_run_id
 from harness.store import SqlStore, StoreError
 from harness.ui import kit
-from harness.ui.decide import Conflict, Decider, Decision, Resumer, ui_identity
+from harness.ui.decide import Conflict, Decider, Decision, Resumer, call_id_from_form, ui_identity
 from harness.ui.layout import notice, page
-from harness.ui.live import PARTIAL_HEADER, SCRIPT, stream
+from harness.ui.live import PARTIAL_HEADER, SCRIPT, Streams, stream
 from harness.ui.markup import Markup, html
-from harness.ui.run_page import RunView, run_body
+from harness.ui.run_page import run_body
 from harness.ui.runs_page import STATUSES, runs_body
 from harness.ui.security import SESSION_COOKIE, Guard, GuardMiddleware, Refused, cookie, read_form
 from harness.ui.trace_view import read_trace
+from harness.ui.view import RunView
 
 
 @dataclass(kw_only=True)
@@ -54,6 +54,12 @@ class UiSettings:
     kit_reports: Path | None = None
     poll_seconds: float = 1.0
     stream_seconds: float = 300.0
+    streams: Streams | None = None
+    """The open live streams; made from `poll_seconds` when not given."""
+
+    def __post_init__(self) -> None:
+        if self.streams is None:
+            self.streams = Streams(self.poll_seconds)
 
 
 def _page(request: Request, title: str, body: Markup, status: int = 200) -> HTMLResponse:
@@ -84,17 +90,18 @@ class Pages:
         status = request.query_params.get("status") or None
         if status is not None and status not in STATUSES:
             return PlainTextResponse(f"unknown status {status!r}", status_code=400)
+        return self._events(request, ("list", status), lambda: self.ui.reader.change_marker(status))
 
-        def read() -> list[Any]:
-            return [[r.run_id, r.status, r.turns, r.cost_usd, r.waiting_call, r.updated_at]
-                    for r in self.ui.reader.list_runs(status)]
+    def _events(self, request: Request, key: Any, read: Callable[[], Any]) -> Response:
+        """The live stream of what `read()` returns (read once per poll for `key`, however many
+        pages watch it), or a 429 when this client already holds its share of streams."""
+        streams = self.ui.streams
 
-        return self._events(request, read)
+        def body() -> AsyncIterator[str]:
+            return stream(lambda: streams.read(key, read), poll_seconds=self.ui.poll_seconds,
+                          max_seconds=self.ui.stream_seconds, disconnected=request.is_disconnected)
 
-    def _events(self, request: Request, read: Callable[[], Any]) -> StreamingResponse:
-        body = stream(read, poll_seconds=self.ui.poll_seconds, max_seconds=self.ui.stream_seconds,
-                      disconnected=request.is_disconnected)
-        return StreamingResponse(body, media_type="text/event-stream", headers={"x-accel-buffering": "no"})
+        return streams.response(request.client.host if request.client else "", body)
 
     def _view(self, run_id: str, messages: list[Markup]) -> RunView:
         reader = self.ui.reader
@@ -127,12 +134,11 @@ class Pages:
             return PlainTextResponse(str(e), status_code=404)
 
         def read() -> list[Any]:
-            row = [[r.status, r.turns, r.cost_usd, r.waiting_call, r.updated_at]
-                   for r in self.ui.reader.list_runs() if r.run_id == run_id]
+            row = self.ui.reader.summary(run_id)
             lease = self.ui.reader.lease(run_id) or {}
             return [row, lease.get("held"), lease.get("epoch")]
 
-        return self._events(request, read)
+        return self._events(request, ("run", run_id), read)
 
     async def decide(self, request: Request) -> Response:
         run_id, verdict = request.path_params["run_id"], request.path_params["verdict"]
@@ -142,7 +148,8 @@ class Pages:
             check_run_id(run_id)
             form = await read_form(request)
             client = request.client.host if request.client else None
-            d = Decision(run_id=run_id, call_id=form.get("call_id", ""), digest=form.get("digest", ""),
+            d = Decision(run_id=run_id, call_id=call_id_from_form(form.get("call_id", "")),
+                         digest=form.get("digest", ""),
                          verdict="approved" if verdict == "approve" else "rejected",
                          reason=form.get("reason", ""), by=ui_identity(client))
             if d.verdict == "rejected" and not d.reason.strip():
@@ -165,7 +172,7 @@ class Pages:
         except ValueError as e:
             return _error(request, 400, str(e))
         if self.ui.resumer is not None:
-            self.ui.resumer.start(run_id)
+            self.ui.resumer.start(run_id, d.call_id)
         return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
     async def api_runs(self, request: Request) -> Response:
@@ -206,6 +213,7 @@ class Pages:
                 session = cookie(SESSION_COOKIE, guard.new_session(), max_age=int(guard.session_seconds))
                 response.raw_headers.append((b"set-cookie", session))
                 return response
+            guard.login_failed(request.client.host if request.client else "")  # counted: see Guard
         wrong = notice("error", "That is not this UI's token.") if request.method == "POST" else Markup("")
         body = html('<h1>Token</h1>{}<form method="post" action="/login"><input type="hidden" name="csrf" '
                     'value="{}"><label>This UI\'s token: <input type="password" name="token" id="token" '

@@ -14,13 +14,15 @@ told who decided it and what (`Conflict.last`).
 
 After a decision the run is left for whichever worker resumes it (`harness resume RUN`),
 unless the UI was started with `--resume`: then `Resumer` continues it in this process, in a
-thread, under its own claim, through the CLI's own driver.
+thread, under its own claim, through the CLI's own driver. The winner of a race resumes: its
+thread waits out a loser that holds the lease for a moment.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import sys
@@ -32,7 +34,7 @@ from typing import Any, Literal
 
 from harness.approvals import DecisionLost, decide
 from harness.listing import safe
-from harness.state import RunState, args_digest, pending
+from harness.state import Approval, RunState, args_digest, pending
 from harness.store import Fenced, LedgerConflict, RunOwned, SqlStore
 from harness.wiring import drive
 
@@ -58,6 +60,22 @@ class Decision:
     reason: str = ""
     by: str
     """Who decided, as recorded in the run and shown to whoever comes second."""
+
+
+def form_call_id(call_id: str) -> str:
+    """The call id as the form carries it: JSON string escapes, ASCII only. A provider's id may
+    hold characters that no HTML attribute and form post bring back unchanged (NUL, a lone CR,
+    line breaks a browser rewrites); escaped, every id returns exactly, and a plain one as is."""
+    return json.dumps(call_id)[1:-1]
+
+
+def call_id_from_form(value: str) -> str:
+    """`form_call_id` undone; `ValueError` for a value no page of ours sent."""
+    try:
+        call_id = json.loads(f'"{value}"')
+    except ValueError:
+        raise ValueError(f"the form's call_id {value[:100]!r} is not one this UI wrote") from None
+    return call_id
 
 
 def call_digest(call: dict[str, Any]) -> str:
@@ -126,17 +144,26 @@ def ui_identity(client: str | None) -> str:
 
 
 class Resumer:
-    """Continues decided runs in this process (`harness ui --resume`), one thread per run."""
+    """Continues decided runs in this process (`harness ui --resume`), one thread per run.
+
+    The run's lease may be held for a moment when the thread starts: by a decision that lost
+    (another UI, or the CLI, checking the call it came too late for) or by a worker. The thread
+    waits for the lease up to `wait_seconds` (default: one lease period, after which a dead
+    holder's claim has lapsed), then continues the run if it is still stopped at the decided call,
+    and leaves it alone if someone else continued it meanwhile."""
 
     def __init__(self, store: SqlStore, *, state_dir: os.PathLike[str], base_url: str | None,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, wait_seconds: float | None = None) -> None:
         self.store = store
         self.args = argparse.Namespace(state_dir=state_dir, base_url=base_url)
         self.threads: dict[str, threading.Thread] = {}
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.wait_seconds = store.lease_seconds if wait_seconds is None else wait_seconds
 
-    def start(self, run_id: str) -> None:
-        thread = threading.Thread(target=self._resume, args=(run_id,), daemon=True, name=f"resume-{run_id}")
+    def start(self, run_id: str, call_id: str | None = None) -> None:
+        """Continue `run_id` (given `call_id`: only while the run is still stopped at that call)."""
+        thread = threading.Thread(target=self._resume, args=(run_id, call_id), daemon=True,
+                                  name=f"resume-{run_id}")
         self.threads[run_id] = thread
         thread.start()
 
@@ -144,16 +171,25 @@ class Resumer:
         for thread in list(self.threads.values()):
             thread.join(timeout)
 
-    def _resume(self, run_id: str) -> None:
-
-        try:
-            with self.store.claim(run_id):
-                state = self.store.load(run_id)
-                if not state.resumable:
+    def _resume(self, run_id: str, call_id: str | None) -> None:
+        deadline = time.monotonic() + self.wait_seconds
+        while True:
+            try:
+                with self.store.claim(run_id):
+                    state = self.store.load(run_id)
+                    stop = state.stop
+                    still = call_id is None or (isinstance(stop, Approval) and stop.call_id == call_id)
+                    if not (state.resumable and still):
+                        self.log(safe(f"harness ui: run {run_id} was continued elsewhere; nothing to do"))
+                        return
+                    state = asyncio.run(drive(state, self.store, self.args, None))
+                self.log(safe(f"harness ui: run {run_id} resumed here and stopped {state.status}"))
+                return
+            except RunOwned as e:
+                if time.monotonic() >= deadline:
+                    self.log(safe(f"harness ui: run {run_id} left to its owner: {e}"))
                     return
-                state = asyncio.run(drive(state, self.store, self.args, None))
-            self.log(safe(f"harness ui: run {run_id} resumed here and stopped {state.status}"))
-        except RunOwned as e:
-            self.log(safe(f"harness ui: run {run_id} left to its owner: {e}"))
-        except Exception as e:  # noqa: BLE001 - a thread has no caller: say what happened
-            self.log(safe(f"harness ui: resuming run {run_id} failed: {type(e).__name__}: {e}"))
+                time.sleep(0.05)
+            except Exception as e:  # noqa: BLE001 - a thread has no caller: say what happened
+                self.log(safe(f"harness ui: resuming run {run_id} failed: {type(e).__name__}: {e}"))
+                return

@@ -42,8 +42,30 @@ pre.args { background:#fff; border:1px solid #e0b050; border-radius:4px; padding
 .call { margin-top:6px; padding:6px 8px; background:#f3f5f9; border-radius:4px; }
 .ctl { color:var(--bad); background:#fde8e6; border-radius:3px; padding:0 2px;
        font-family:ui-monospace, monospace; }
-form.inline { display:inline-block; margin:6px 12px 0 0; vertical-align:top; }
-textarea { width:420px; max-width:100%; height:54px; font:inherit; }
+.box.waiting h2, .box.notice h2 { margin:0 0 8px; }
+dl.brief { display:grid; grid-template-columns:100px 1fr; gap:5px 14px; margin:0 0 8px; }
+dl.brief dt { color:var(--muted); font-weight:600; font-size:13px; }
+dl.brief dd { margin:0; }
+dd.task { white-space:pre-wrap; font-weight:600; max-height:6em; overflow:auto; }
+.badge.writes { background:#fbe3e1; color:var(--bad); }
+.badge.read_only { background:#dff3e4; color:var(--ok); }
+.args { background:#fff; border:1px solid #e0b050; border-radius:4px; padding:6px 10px; margin:8px 0 4px;
+        font:12.5px/1.5 ui-monospace, Menlo, monospace; max-height:40vh; overflow:auto; }
+.args .argshead { font:12px/1.5 system-ui, sans-serif; color:var(--muted); }
+.args .arg { white-space:pre-wrap; word-break:break-all; padding:0 4px; border-radius:3px; }
+.args .arg.changed { background:#fff0b3; } .args .was { color:var(--warn); font-weight:600; }
+.args details { display:inline; } .args summary { display:inline; cursor:pointer; }
+.args .size { font:600 12px system-ui, sans-serif; color:var(--warn); }
+.args pre.full { max-height:30vh; overflow:auto; border-top:1px dashed var(--line); margin-top:4px; }
+p.same { font-weight:600; color:var(--warn); }
+.decide-bar { position:fixed; left:0; right:0; bottom:0; z-index:10; background:#fffaf0;
+              border-top:2px solid #e0b050; box-shadow:0 -2px 10px rgba(0,0,0,.08); }
+.decide-bar .inner { max-width:1100px; margin:0 auto; padding:10px 20px; display:flex; gap:16px;
+                     align-items:center; }
+.decide-bar form { display:flex; gap:10px; align-items:center; margin:0; }
+.decide-bar #reject-form { flex:1; }
+.decide-bar textarea { flex:1; height:44px; font:inherit; }
+body:has(.decide-bar) main { padding-bottom:110px; }
 button { font:inherit; padding:5px 14px; border-radius:5px; border:1px solid #888; cursor:pointer; }
 button.approve { background:#1f7a3a; color:#fff; border-color:#1f7a3a; }
 button.reject { background:#b3261e; color:#fff; border-color:#b3261e; }

@@ -3,7 +3,10 @@
 - **Host**: only the names the server was started for (loopback names by default) are
   answered, so a web page cannot reach the UI through DNS rebinding.
 - **Token**: when one is configured (always, off loopback), a request carries it as
-  `Authorization: Bearer …` or holds a session cookie given by `/login` for the token.
+  `Authorization: Bearer …` or holds a session cookie given by `/login` for the token. Without
+  it a page redirects to `/login`, and `/api/…` answers 401. `/login` and `Authorization` headers
+  together take at most `LOGIN_ATTEMPTS` wrong tokens a minute from one address, then refuse it
+  (429) for a while.
 - **CSRF**: each browser gets a random `harness_ui_csrf` cookie (SameSite=Lax, HttpOnly);
   every form carries the same value, and a POST whose field does not match it, or whose
   `Origin` / `Sec-Fetch-Site` says it came from another site, is refused with 403.
@@ -25,8 +28,10 @@ from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlsplit
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from harness.approvals import MAX_REASON_CHARS
 
 CSRF_COOKIE = "harness_ui_csrf"
 SESSION_COOKIE = "harness_ui_session"
@@ -34,9 +39,16 @@ SESSION_SECONDS = 12 * 3600.0
 """A session from /login lasts this long; then the token is asked for again."""
 MAX_SESSIONS = 1024
 """Sessions kept at once; logging in past this ends the oldest."""
-MAX_FORM_BYTES = 64 * 1024
-"""A decision is a call id, a digest and a reason: anything larger is not one of our forms."""
+MAX_FORM_BYTES = MAX_REASON_CHARS * 12 + 16 * 1024
+"""A decision is a call id, a digest and a reason of up to `MAX_REASON_CHARS` characters (each up
+to 4 bytes of UTF-8, each byte up to 3 once percent-encoded): anything larger is not our form."""
 OPEN_PATHS = ("/login",)
+LOGIN_ATTEMPTS = 5
+"""Wrong tokens one client address may give at /login per `LOGIN_WINDOW_SECONDS`; past that
+every attempt from it, the right token included, is refused (429) until the window passes."""
+LOGIN_WINDOW_SECONDS = 60.0
+MAX_LOGIN_CLIENTS = 4096
+"""Addresses whose wrong tokens are remembered; past this the oldest are forgotten."""
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{43}")
 """What `secrets.token_urlsafe(32)` makes; a cookie of any other shape is replaced, not echoed."""
 
@@ -59,6 +71,8 @@ class Guard:
     session_seconds: float = SESSION_SECONDS
     sessions: OrderedDict[str, float] = field(default_factory=OrderedDict)
     """Each session id given by /login and when it expires, oldest first."""
+    failed_logins: OrderedDict[str, list[float]] = field(default_factory=OrderedDict)
+    """When each client address last gave a wrong token (the latest few), least recent first."""
 
     def host_allowed(self, host: str) -> bool:
         if self.hosts is None:
@@ -75,6 +89,21 @@ class Guard:
         while len(self.sessions) > MAX_SESSIONS:  # a token holder logging in in a loop
             self.sessions.popitem(last=False)
         return sid
+
+    def login_wait(self, client: str) -> float:
+        """Seconds `client` must wait before its next try at /login (0: it may try now)."""
+        now = time.monotonic()
+        recent = [t for t in self.failed_logins.get(client, ()) if now - t < LOGIN_WINDOW_SECONDS]
+        if len(recent) < LOGIN_ATTEMPTS:
+            return 0.0
+        return LOGIN_WINDOW_SECONDS - (now - recent[-LOGIN_ATTEMPTS])
+
+    def login_failed(self, client: str) -> None:
+        now = time.monotonic()
+        recent = [t for t in self.failed_logins.pop(client, ()) if now - t < LOGIN_WINDOW_SECONDS]
+        self.failed_logins[client] = [*recent[-LOGIN_ATTEMPTS:], now]
+        while len(self.failed_logins) > MAX_LOGIN_CLIENTS:
+            self.failed_logins.popitem(last=False)
 
     def session_valid(self, sid: str | None) -> bool:
         expires = self.sessions.get(sid) if sid else None
@@ -162,11 +191,23 @@ class GuardMiddleware:
                                      "it was started for (see --host)", status_code=400)
         if scope["method"] == "POST" and (why := _cross_site(scope, host)):
             return PlainTextResponse(f"refused: {why}", status_code=403)
-        if self.guard.token is None or scope["path"] in OPEN_PATHS:
+        if self.guard.token is None:
             return None
         bearer = (_header(scope, b"authorization") or "").removeprefix("Bearer ").strip()
-        if (bearer and self.guard.token_matches(bearer)) or self.guard.session_valid(jar.get(SESSION_COOKIE)):
+        client = (scope.get("client") or ("",))[0]
+        guessing = bearer or (scope["method"] == "POST" and scope["path"] == "/login")
+        if guessing and (wait := self.guard.login_wait(client)):  # the right token waits too
+            return PlainTextResponse(f"too many wrong tokens from this address: try again in {wait:.0f} s",
+                                     status_code=429, headers={"retry-after": str(max(1, round(wait)))})
+        if scope["path"] in OPEN_PATHS or self.guard.session_valid(jar.get(SESSION_COOKIE)):
             return None
+        if bearer:
+            if self.guard.token_matches(bearer):
+                return None
+            self.guard.login_failed(client)
+        if scope["path"].startswith("/api/"):  # a program: told so, not sent to a form
+            return JSONResponse({"error": "this UI needs its token: send Authorization: Bearer TOKEN"},
+                                status_code=401, headers={"www-authenticate": "Bearer"})
         if scope["method"] == "GET" and not scope["path"].endswith("/events"):
             return RedirectResponse("/login", status_code=303)
         return PlainTextResponse("this UI needs its token: open /login", status_code=401)

@@ -12,7 +12,8 @@ MAX_SHOWN = 20_000
 """Characters of one message shown in full; the rest is cut with a note (the run keeps it all)."""
 
 
-def _text(content: Any) -> str:
+def message_text(content: Any) -> str:
+    """A message's content as text (content parts joined), cut at `MAX_SHOWN` with a note."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -32,7 +33,7 @@ def _call(c: Any) -> Markup:
     if not isinstance(fn, dict):
         return html('<div class="call"><pre>{}</pre></div>', json.dumps(c, ensure_ascii=False))
     return html('<div class="call" data-call="{}">call <code>{}</code> → <b>{}</b><pre>{}</pre></div>',
-                c.get("id"), c.get("id"), fn.get("name"), pretty(_text(fn.get("arguments"))))
+                c.get("id"), c.get("id"), fn.get("name"), pretty(message_text(fn.get("arguments"))))
 
 
 def _message(i: int, m: dict[str, Any], names: dict[str, str]) -> Markup:
@@ -42,7 +43,7 @@ def _message(i: int, m: dict[str, Any], names: dict[str, str]) -> Markup:
         cid = m.get("tool_call_id")
         head = html('{} <span class="muted">result of call <code>{}</code> ({})</span>', head, cid,
                     m.get("name") or names.get(str(cid), "?"))
-    text = _text(m.get("content"))
+    text = message_text(m.get("content"))
     content = html("<pre>{}</pre>", text) if text else (
         html('<pre class="muted">(empty)</pre>') if role == "tool" else Markup(""))
     calls = join(_call(c) for c in m.get("tool_calls") or ())

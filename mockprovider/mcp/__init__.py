@@ -9,7 +9,7 @@ connects.
 from mockprovider.mcp.callable import CallableTool, McpOptions, ToolRequest
 from mockprovider.mcp.calls import ToolCall, tool_calls
 from mockprovider.mcp.ledger import Effect, Ledger
-from mockprovider.mcp.script import McpScript, Step
+from mockprovider.scripts.mcp_tools import McpScript, Step
 
 __all__ = ["CallableTool", "Effect", "Ledger", "McpOptions", "McpScript", "Step", "ToolCall", "ToolRequest",
            "tool_calls"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockprovider.mcp.ledger import Ledger
-from mockprovider.mcp.script import Step
+from mockprovider.scripts.mcp_tools import Step
 
 Answer = str | Mapping[str, Any] | Step
 """What a tool function returns."""

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mockprovider.mcp.callable import CallableTool
-from mockprovider.mcp.listings import PromptScript, ResourceScript
-from mockprovider.mcp.script import McpScript, ToolScript
+from mockprovider.scripts.mcp_listings import PromptScript, ResourceScript
+from mockprovider.scripts.mcp_tools import McpScript, ToolScript
 
 Tool = ToolScript | CallableTool
 

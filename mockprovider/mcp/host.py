@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mockprovider.mcp import catalog
-from mockprovider.mcp.call_conditions import CallFacts
 from mockprovider.mcp.callable import McpOptions
 from mockprovider.mcp.catalog import Catalog, Tool
 from mockprovider.mcp.ledger import Effect
+from mockprovider.scripts.mcp_conditions import CallFacts
 
 if TYPE_CHECKING:
     from mockprovider.journal import Journal

@@ -25,7 +25,7 @@ from mockprovider.mcp.callable import McpOptions
 from mockprovider.mcp.catalog import scripts_of
 from mockprovider.mcp.host import McpHost
 from mockprovider.mcp.ledger import Ledger, LedgerError
-from mockprovider.scenario_files import ScenarioFileError, load_scenarios, paths_from_env
+from mockprovider.scripts.files import ScenarioFileError, load_scenarios, paths_from_env
 
 
 @dataclass(frozen=True, kw_only=True)

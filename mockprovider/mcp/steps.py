@@ -18,11 +18,11 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
-from mockprovider.mcp.call_conditions import CallFacts
 from mockprovider.mcp.callable import Answer, CallableTool, ToolRequest
 from mockprovider.mcp.catalog import Tool
 from mockprovider.mcp.host import McpHost, Where
-from mockprovider.mcp.script import ScriptEnded, Step
+from mockprovider.scripts.mcp_conditions import CallFacts
+from mockprovider.scripts.mcp_tools import ScriptEnded, Step
 
 Context = ServerRequestContext[Any, Any]
 SESSION_HEADER = "mcp-session-id"

@@ -31,16 +31,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from mockprovider import anthropic_api
+from mockprovider.apis import anthropic as anthropic_api
+from mockprovider.apis.responses import responses_request
 from mockprovider.app import create_app
-from mockprovider.conditions import first_user
 from mockprovider.errors import APIError
+from mockprovider.reading.transcript import conversation
 from mockprovider.recorder.recording import Recording
 from mockprovider.recorder.replies import MAX_REPLY_BYTES, Format, NotRecordable, Stream, reply_of
 from mockprovider.recorder.upstream import Upstream
-from mockprovider.responses_api import responses_request
-from mockprovider.scenario_files import compile_scenario
-from mockprovider.transcript import conversation
+from mockprovider.scripts.conditions import first_user
+from mockprovider.scripts.files import compile_scenario
 
 Mode = Literal["record", "proxy-on-miss", "strict"]
 

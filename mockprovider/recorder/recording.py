@@ -30,7 +30,7 @@ try:
 except ImportError:  # Windows has no flock: recorders writing one file there are not coordinated
     fcntl = None  # type: ignore[assignment]
 
-from mockprovider.scenario_files import MAX_FILE_BYTES, NAME, ScenarioFileError, compile_scenario
+from mockprovider.scripts.files import MAX_FILE_BYTES, NAME, ScenarioFileError, compile_scenario
 
 _GAP = re.compile(r"\(turn \d+ was not recorded\)")
 

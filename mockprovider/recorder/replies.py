@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from itertools import accumulate
 from typing import Any, Literal
 
-from mockprovider.scenario_files import MAX_FILE_BYTES
-from mockprovider.validation import MAX_DEPTH
+from mockprovider.reading.validation import MAX_DEPTH
+from mockprovider.scripts.files import MAX_FILE_BYTES
 
 Format = Literal["chat", "responses", "messages"]
 

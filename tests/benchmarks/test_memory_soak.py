@@ -6,7 +6,7 @@ process's resident memory is read from `/proc/<pid>/status`: VmRSS after a warm-
 baseline), and VmHWM (its peak, reset after the warm-up) once all have been answered.
 
 Why the cap is what it is. What the mock keeps across requests is bounded in two places:
-- its transcript memory (mockprovider/memo.py) holds at most `max_bytes` (128 MB) of its own
+- its transcript memory (mockprovider/reading/memo.py) holds at most `max_bytes` (128 MB) of its own
   estimate, 5x a transcript's JSON text; a 1 MB prompt really holds ~2 MB (its text and its
   parsed content), so the estimate bounds it from above and ~26 such entries fit;
 - o200k's count caches keep only texts of at most 4,096 characters, so a 1 MB content never
@@ -29,7 +29,7 @@ counts large texts on two worker threads (the encoder releases the GIL), so thre
 keep both cores busy: some 10 GB of encoding makes this a soak of minutes (8 of them measured
 with another process busy on one of the two cores; `server CPU ms per prompt` in the figures
 says what it costs whatever the machine is doing). So it runs only under `make bench`; with
-benchmarks disabled, as in `make test`, it is skipped, and tests/mockprovider/test_memory.py is
+benchmarks disabled, as in `make test`, it is skipped, and tests/mockprovider/reading/test_memory.py is
 the quick in-process version.
 """
 
@@ -49,7 +49,7 @@ import pytest
 
 import o200k
 from experiments.lab.servers import mock_server
-from mockprovider import memo
+from mockprovider.reading import memo
 
 PROMPTS = 10_000
 CONNECTIONS = 3

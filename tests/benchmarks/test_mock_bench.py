@@ -16,7 +16,8 @@ import pytest
 import o200k as tokens
 from experiments.bench import floor as bench_floor
 from experiments.bench.floor import bare_app
-from mockprovider import create_app, memo, serve_in_thread, transcript
+from mockprovider import create_app, serve_in_thread
+from mockprovider.reading import memo, transcript
 
 HEADERS = {"content-type": "application/json"}
 

@@ -16,7 +16,7 @@ import httpx
 from healthz_support import healthz_under_load
 
 from mockprovider.app import create_app
-from mockprovider.conditions import MAX_MATCH_CHARS
+from mockprovider.scripts.conditions import MAX_MATCH_CHARS
 from mockprovider.server import serve_in_thread
 
 CRAFTED = [

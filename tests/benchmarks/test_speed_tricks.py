@@ -11,8 +11,10 @@ import pytest
 from experiments.bench import trick_pairs
 from experiments.bench.floor import request_body
 from experiments.bench.tricks import LANE, Trick, check_same, savings
-from mockprovider import create_app, headers, pipeline, validation, wire
-from mockprovider.app import chat_completions
+from mockprovider import create_app
+from mockprovider.apis import chat, steps
+from mockprovider.apis.chat import chat_completions
+from mockprovider.replies import completions, faults, headers
 
 
 @pytest.fixture(scope="module")
@@ -75,10 +77,10 @@ def test_speed_tricks(benchmark, tricks):
 @pytest.mark.parametrize(
     ("name", "module", "attr"),
     [
-        ("tool-choice rule skipped for tools offered, auto", pipeline, "scripted_reply"),
-        ("absent optional fields not looked up", validation, "chat_request"),
-        ("attempt read only for a fault or the log", pipeline, "delay_or_fault"),
-        ("ids from getrandbits", wire, "getrandbits"),
+        ("tool-choice rule skipped for tools offered, auto", steps, "scripted_reply"),
+        ("absent optional fields not looked up", chat, "chat_request"),
+        ("attempt read only for a fault or the log", faults, "delay_or_fault"),
+        ("ids from getrandbits", completions, "getrandbits"),
         ("ids from getrandbits", headers, "getrandbits"),
     ],
 )

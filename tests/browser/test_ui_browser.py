@@ -1,10 +1,9 @@
 """`harness ui` in a real headless Chromium: list, open, approve, reject with a reason, the
-saved runs checked in the store, the hostile-string run inert, and the README's screenshot."""
+saved runs checked in the store, the hostile-string run inert, a kit report's chart."""
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,13 +11,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from chromium import alert_text, click, console, found, text, wait_for
+from selenium.webdriver.common.by import By
 from ui_support import hostile_strings, make_runs, save_hostile_run, serve_ui, sqlite_pair, tiny_png, visible
 
 from harness.ui.decide import Resumer
-
-ROOT = Path(__file__).resolve().parents[2]
-README_SCREENSHOT = ROOT / "docs" / "ui-run-page.png"
-"""Rewritten only by `make ui-screenshot` (UI_SCREENSHOT=1): a test run leaves the checkout alone."""
 
 pytestmark = pytest.mark.slow
 
@@ -58,33 +55,35 @@ def test_a_person_approves_one_run_and_rejects_another_in_chromium(browser, tmp_
     resumer = Resumer(writer, state_dir=tmp_path, base_url=mock_url, log=lambda line: None)
     with serve_ui(reader, writer=writer, resumer=resumer) as url:
         browser.get(url + "/")
-        rows = browser.run("return [...document.querySelectorAll('tr[data-run]')].map(r => r.dataset.run)")
+        rows = browser.execute_script(
+            "return [...document.querySelectorAll('tr[data-run]')].map(r => r.dataset.run)")
         assert rows == ["d2", "d1", "p1"]
-        browser.click('a[href="/runs/d1"]')
-        browser.wait(lambda: "delete_file" in browser.text("#decision"), what="the waiting call")
-        assert '"path": "access.log"' in browser.text("#waiting-args")
-        browser.resize(1280, 1500)
-        shot = README_SCREENSHOT if os.environ.get("UI_SCREENSHOT") == "1" else tmp_path / "run-page.png"
-        assert browser.screenshot(shot).startswith(b"\x89PNG")
+        click(browser, 'a[href="/runs/d1"]')
+        wait_for(lambda: "delete_file" in text(browser, "#decision"), what="the waiting call")
+        assert '"path": "access.log"' in text(browser, "#waiting-args")
+        browser.set_window_size(1280, 1500)
+        shot = tmp_path / "run-page.png"  # the docs' pictures: test_ui_decision_browser.py
+        shot.write_bytes(browser.get_screenshot_as_png())
+        assert shot.read_bytes().startswith(b"\x89PNG")
 
-        browser.click("#approve")
+        click(browser, "#approve")
         # Resumed in the UI's process; the live stream brings the finished run in if the
         # redirected page was drawn before it finished.
-        answer = browser.wait(lambda: browser.text("#answer"), what="the resumed run's answer")
+        answer = wait_for(lambda: text(browser, "#answer"), what="the resumed run's answer")
         assert answer == "Deleted access.log to free space."
 
         browser.get(url + "/runs/d2")
-        browser.type("#reason", "keep access.log: the auditors need it")
-        browser.click("#reject")
-        answer = browser.wait(lambda: browser.text("#answer"), what="the rejected run's answer")
+        browser.find_element(By.CSS_SELECTOR, "#reason").send_keys("keep access.log: the auditors need it")
+        click(browser, "#reject")
+        answer = wait_for(lambda: text(browser, "#answer"), what="the rejected run's answer")
         assert answer == "I did not delete anything: you declined the deletion."
         resumer.join(timeout=30)
 
-        assert browser.console() == []  # no CSP violation, no script error, nothing failed to load
+        assert console(browser) == []  # no CSP violation, no script error, nothing failed to load
         browser.get(url + "/")
         make_runs(tmp_path, mock_url, ("p2", "plan"))  # another process's run appears without a reload
-        browser.wait(lambda: browser.find_all('tr[data-run="p2"]'), what="the new run in the live list")
-        assert int(browser.run("return document.body.dataset.updates")) >= 1
+        wait_for(lambda: found(browser, 'tr[data-run="p2"]'), what="the new run in the live list")
+        assert int(browser.execute_script("return document.body.dataset.updates")) >= 1
 
     d1, d2 = writer.load("d1"), writer.load("d2")
     assert d1.status == "completed" and d1.meta["last_decision"]["verdict"] == "approved"
@@ -103,15 +102,16 @@ def test_the_hostile_string_run_renders_inert_in_chromium(browser, tmp_path):
         save_hostile_run(writer, "h1", strings)
         with serve_ui(reader, writer=writer) as url:
             browser.get(url + "/runs/h1")
-            browser.wait(lambda: browser.text("#waiting-args"), what="the waiting call")
-            assert browser.alert() is None
-            assert browser.run("return window.pwned === undefined")
-            assert browser.run("return document.scripts.length") == 1
-            assert browser.run("return document.querySelectorAll('img, iframe, link, a#lure').length") == 0
-            transcript = browser.text("#transcript")
+            wait_for(lambda: text(browser, "#waiting-args"), what="the waiting call")
+            assert alert_text(browser) is None
+            assert browser.execute_script("return window.pwned === undefined")
+            assert browser.execute_script("return document.scripts.length") == 1
+            loaders = "return document.querySelectorAll('img, iframe, link, a#lure').length"
+            assert browser.execute_script(loaders) == 0
+            transcript = text(browser, "#transcript")
             browser.get(url + "/")
-            assert browser.alert() is None
-            assert browser.console() == []  # escaped, so nothing even tried to run or load
+            assert alert_text(browser) is None
+            assert console(browser) == []  # escaped, so nothing even tried to run or load
     for s in strings:
         assert visible(s) in transcript, s
     assert seen == []
@@ -127,9 +127,9 @@ def test_a_kit_report_shows_its_chart_in_chromium(browser, tmp_path):
     reader, writer = sqlite_pair(tmp_path / "harness.db")
     with serve_ui(reader, writer=writer, kit_reports=tmp_path / "kit") as url:
         browser.get(url + "/kit")
-        browser.click('a[href="/kit/card1"]')
+        click(browser, 'a[href="/kit/card1"]')
         chart = "var i = document.querySelector('img.kit'); return i && i.complete && i.naturalWidth"
-        loaded = browser.wait(lambda: browser.run(chart), what="the chart")
+        loaded = wait_for(lambda: browser.execute_script(chart), what="the chart")
         assert loaded == 1
-        assert "turn cap" in browser.text("table")
-        assert browser.console() == []
+        assert "turn cap" in text(browser, "table")
+        assert console(browser) == []

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from chromium import click, console, found, text, wait_for
 from ui_support import make_runs, serve_ui, sqlite_pair
 
 from harness.cli import main as harness_main
@@ -20,19 +21,21 @@ def test_the_page_a_lost_decision_answers_with_keeps_updating_live(browser, tmp_
     reader, writer = sqlite_pair(tmp_path / "harness.db")
     with serve_ui(reader, writer=writer) as url:
         browser.get(url + "/runs/d1")
-        browser.wait(lambda: browser.find_all("#approve"), what="the approve button")
+        wait_for(lambda: found(browser, "#approve"), what="the approve button")
         # What a page drawn before someone else's change posts: a digest that no longer matches.
-        browser.run("document.querySelector('#approve-form input[name=digest]').value = '0'.repeat(64)")
-        browser.click("#approve")  # refused: answered with the run page (409)
-        browser.wait(lambda: "has changed since this page was drawn" in browser.text("#messages"),
+        browser.execute_script(
+            "document.querySelector('#approve-form input[name=digest]').value = '0'.repeat(64)")
+        click(browser, "#approve")  # refused: answered with the run page (409)
+        wait_for(lambda: "has changed since this page was drawn" in text(browser, "#messages"),
                      what="the refusal")
         harness_main(["--state-dir", str(tmp_path), "--base-url", mock_url, "reject", "d1",
                       "--reason", "decided at the terminal", "--no-resume"])
         assert [r.reason for r in writer.load("d1").rejections] == ["decided at the terminal"]
-        decided = browser.wait(lambda: browser.find_all("#decided") and browser.text("#decided"),
+        decided = wait_for(lambda: found(browser, "#decided") and text(browser, "#decided"),
                                seconds=10, what="the terminal's decision, brought in live")
         assert "rejected" in decided
-        assert browser.run("return location.pathname") == "/runs/d1"  # a reload reads, never re-posts
+        # A reload reads, never re-posts.
+        assert browser.execute_script("return location.pathname") == "/runs/d1"
 
 
 @contextmanager
@@ -65,13 +68,14 @@ def test_following_a_link_from_another_site_leaves_the_forms_of_open_pages_valid
     reader, writer = sqlite_pair(tmp_path / "harness.db")
     with serve_ui(reader, writer=writer) as url:
         browser.get(url + "/runs/d1")
-        fields = browser.run("return Object.fromEntries(new FormData(document.forms['approve-form']))")
+        fields = browser.execute_script(
+            "return Object.fromEntries(new FormData(document.forms['approve-form']))")
         with another_site(url + "/runs/d2") as elsewhere:  # a link in a chat or a mail
             browser.get(elsewhere)
-            browser.click("#go")
-            browser.wait(lambda: browser.find_all("#approve"), what="the linked run page")
+            click(browser, "#go")
+            wait_for(lambda: found(browser, "#approve"), what="the linked run page")
         # The first tab's form, still open there, is posted as it was drawn.
-        browser.run("""
+        browser.execute_script("""
             var form = document.createElement('form');
             form.method = 'post'; form.action = '/runs/d1/approve';
             for (var [name, value] of Object.entries(arguments[0])) {
@@ -80,8 +84,8 @@ def test_following_a_link_from_another_site_leaves_the_forms_of_open_pages_valid
             }
             document.body.appendChild(form); form.submit();""", fields)
         answered = "return location.pathname.startsWith('/runs/d1')"
-        browser.wait(lambda: browser.run(answered), what="the answer")
-        assert browser.find_all("#decided"), browser.text("main")
+        wait_for(lambda: browser.execute_script(answered), what="the answer")
+        assert found(browser, "#decided"), text(browser, "main")
     assert [a.call_id for a in writer.load("d1").approved] == ["c2"]
 
 
@@ -91,14 +95,14 @@ def test_chromium_runs_no_script_the_page_did_not_sign_with_its_nonce(browser, t
     with serve_ui(reader, writer=writer) as url:
         browser.get(url + "/runs/p1")
         # Past the escaping: a script element that does reach the DOM, with and without a nonce.
-        browser.run("""
+        browser.execute_script("""
             var unsigned = document.createElement('script');
             unsigned.textContent = 'window.ran = (window.ran || 0) + 1';
             document.body.appendChild(unsigned);
             var guessed = document.createElement('script');
             guessed.nonce = 'not-this-pages-nonce'; guessed.textContent = 'window.ran = 2';
             document.body.appendChild(guessed);""")
-        ran = browser.run("return window.ran === undefined")
-        console = browser.console()
+        ran = browser.execute_script("return window.ran === undefined")
+        said = console(browser)
     assert ran
-    assert any("Content Security Policy" in line for line in console), console
+    assert any("Content Security Policy" in line for line in said), said

@@ -8,7 +8,7 @@ import pytest
 from mock_support import serve_scripts
 
 from harness import MemoryTrace, Pricing
-from mockprovider.scenarios import Conversation, Reply, ToolCall
+from mockprovider.scripts.scenarios import Conversation, Reply, ToolCall
 
 THINKS = 40
 

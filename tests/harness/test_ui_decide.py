@@ -14,10 +14,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from ui_support import PageParts, make_runs, save_hostile_run, serve_ui, sqlite_pair
+from ui_support import PageParts, make_runs, one_call, save_hostile_run, scripted_mock, serve_ui, sqlite_pair
 
 from harness import SQLiteStore
 from harness.cli import main as harness_main
+from harness.state import Approval
 from harness.ui.decide import Resumer
 
 
@@ -216,28 +217,33 @@ def test_harness_run_then_harness_ui_resume_in_two_processes_deletes_the_file_on
     assert not (tmp_path / "sandboxes" / "d1" / "access.log").exists() and _deletes(tmp_path, "d1") == 1
 
 
+def _approve_and_reject_at_once(one: str, two: str) -> list[httpx.Response]:
+    """A person on UI `one` approves d1 while another on UI `two` rejects it, at the same moment."""
+    people = [httpx.Client(base_url=one), httpx.Client(base_url=two)]
+    forms = [_form(people[0], "d1", "approve"), {**_form(people[1], "d1", "reject"), "reason": "no"}]
+    start, answers = threading.Barrier(2), []
+
+    def click(i: int) -> None:
+        start.wait()
+        answers.append(people[i].post(f"/runs/d1/{('approve', 'reject')[i]}", data=forms[i]))
+
+    threads = [threading.Thread(target=click, args=(i,)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for c in people:
+        c.close()
+    return answers
+
+
 def test_two_ui_servers_on_one_database_deciding_at_once_meet_at_the_lease(waiting):
     """Each server has its own store objects, as two UI processes would: the loser waits for
     the winner's lease, then finds the call decided and names the winner's decision."""
     db = waiting / "harness.db"
     first, second = sqlite_pair(db), sqlite_pair(db)
-    answers: list[httpx.Response] = []
     with serve_ui(first[0], writer=first[1]) as one, serve_ui(second[0], writer=second[1]) as two:
-        people = [httpx.Client(base_url=one), httpx.Client(base_url=two)]
-        forms = [_form(people[0], "d1", "approve"), {**_form(people[1], "d1", "reject"), "reason": "no"}]
-        start = threading.Barrier(2)
-
-        def click(i: int) -> None:
-            start.wait()
-            answers.append(people[i].post(f"/runs/d1/{('approve', 'reject')[i]}", data=forms[i]))
-
-        threads = [threading.Thread(target=click, args=(i,)) for i in (0, 1)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        for c in people:
-            c.close()
+        answers = _approve_and_reject_at_once(one, two)
     assert sorted(a.status_code for a in answers) == [303, 409]
     (loser,) = [a for a in answers if a.status_code == 409]
     won = SQLiteStore(db).load("d1").meta["last_decision"]["verdict"]
@@ -254,3 +260,82 @@ def test_a_run_saved_from_python_is_decided_here_and_left_to_its_program(tmp_pat
         page = browser.get("/runs/h1").text
     assert [a.call_id for a in writer.load("h1").approved] == ["c<1>"]
     assert "Its program continues it (harness.run)" in page
+
+
+def test_a_call_id_with_an_invisible_character_is_shown_marked_and_decided_from_the_page(tmp_path):
+    hidden = one_call("hidden", {"id": "call_\u200b2", "name": "delete_file",
+                                 "arguments": {"path": "access.log"}})
+    with scripted_mock(hidden) as url:
+        make_runs(tmp_path, url, ("z1", "hidden"))
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    with serve_ui(reader, writer=writer) as url, httpx.Client(base_url=url) as browser:
+        page = browser.get("/runs/z1").text
+        answer = browser.post("/runs/z1/approve", data=_form(browser, "z1", "approve"))
+    assert "call_\\u200b2" in "".join(PageParts(page).text)  # marked where it is read
+    assert answer.status_code == 303, answer.text
+    assert [a.call_id for a in writer.load("z1").approved] == ["call_\u200b2"]
+
+
+@pytest.mark.parametrize("call_id", ["c\x00nul", "c\r\nline", 'c"quote\\', "c\u202e\u2066"])
+def test_any_call_id_a_provider_sends_survives_the_page_and_its_form(tmp_path, call_id):
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    state = save_hostile_run(writer, "h1", ["plain", "text"])
+    call = state.messages[-1]["tool_calls"][0]
+    state.messages[-1] = {**state.messages[-1], "tool_calls": [{**call, "id": call_id}]}
+    state.stop = Approval(call_id=call_id, tool_name="delete_file", args=state.stop.args)
+    writer.save(state)
+    with serve_ui(reader, writer=writer) as url, httpx.Client(base_url=url) as browser:
+        answer = browser.post("/runs/h1/approve", data=_form(browser, "h1", "approve"))
+    assert answer.status_code == 303, answer.text
+    assert [a.call_id for a in writer.load("h1").approved] == [call_id]
+
+
+HOLD_FOR = textwrap.dedent("""
+    import sys, time
+    from harness import SQLiteStore
+    store = SQLiteStore(sys.argv[1])
+    with store.claim(sys.argv[2]):
+        print("holding", flush=True)
+        time.sleep(float(sys.argv[3]))
+""")
+
+
+def test_the_winning_approval_is_resumed_even_while_a_losing_decider_holds_the_run(waiting, mock_url):
+    """What a second `harness ui --resume` does after losing: it holds the run's lease for a
+    moment to find the call decided. The winner's resume waits it out instead of giving up."""
+    reader, writer = sqlite_pair(waiting / "harness.db")
+    lines: list[str] = []
+    resumer = Resumer(writer, state_dir=waiting, base_url=mock_url, log=lines.append)
+    with serve_ui(reader, writer=writer) as url, httpx.Client(base_url=url) as browser:
+        assert browser.post("/runs/d1/approve", data=_form(browser, "d1", "approve")).status_code == 303
+    loser = subprocess.Popen([sys.executable, "-c", HOLD_FOR, str(waiting / "harness.db"), "d1", "0.5"],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert loser.stdout.readline().strip() == "holding"
+        resumer.start("d1")  # the winner's resume, while the loser still holds the lease
+        resumer.join(timeout=30)
+    finally:
+        loser.wait(timeout=10)
+        loser.stdout.close()
+    assert writer.load("d1").status == "completed", lines
+    assert _deletes(waiting, "d1") == 1 and lines == ["harness ui: run d1 resumed here and stopped completed"]
+
+
+@pytest.mark.slow
+def test_two_ui_resume_servers_racing_approve_and_reject_always_finish_the_run(tmp_path, mock_url):
+    for attempt in range(6):
+        state_dir = tmp_path / str(attempt)
+        make_runs(state_dir, mock_url, ("d1", "destructive"))
+        db = state_dir / "harness.db"
+        servers = [sqlite_pair(db), sqlite_pair(db)]
+        resumers = [Resumer(w, state_dir=state_dir, base_url=mock_url, log=lambda line: None)
+                    for _, w in servers]
+        with serve_ui(servers[0][0], writer=servers[0][1], resumer=resumers[0]) as one, \
+                serve_ui(servers[1][0], writer=servers[1][1], resumer=resumers[1]) as two:
+            answers = _approve_and_reject_at_once(one, two)
+            for r in resumers:
+                r.join(timeout=60)
+        state = SQLiteStore(db).load("d1")
+        assert sorted(a.status_code for a in answers) == [303, 409]
+        assert state.status == "completed", (attempt, state.meta["last_decision"])
+        assert _deletes(state_dir, "d1") == (state.meta["last_decision"]["verdict"] == "approved")

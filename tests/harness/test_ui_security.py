@@ -15,6 +15,7 @@ import pytest
 from ui_support import PageParts, make_runs, serve_ui, sqlite_pair
 
 from harness.cli import main as harness_main
+from harness.ui.security import LOGIN_ATTEMPTS
 from harness.ui.serve import bind, guard_for, is_loopback
 
 TOKEN = "t0ken-for-tests-only-0123456789"
@@ -125,3 +126,38 @@ def test_harness_ui_on_all_addresses_takes_its_token_from_the_environment(tmp_pa
     assert anonymous.status_code == 303 and anonymous.headers["location"] == "/login"
     assert allowed.status_code == 200
     assert TOKEN not in " ".join(ui.args)
+
+
+def test_the_json_api_without_a_token_answers_401_for_programs_not_a_login_redirect(tmp_path):
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    with serve_ui(reader, writer=writer, token=TOKEN) as url:
+        listed, shown = httpx.get(url + "/api/runs"), httpx.get(url + "/api/runs/p1")
+        allowed = httpx.get(url + "/api/runs", headers={"authorization": f"Bearer {TOKEN}"})
+    for r in (listed, shown):
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+        assert "Authorization: Bearer" in r.json()["error"]
+    assert allowed.status_code == 200 and allowed.json() == []
+
+
+def test_wrong_tokens_at_login_are_rate_limited_per_client_and_the_right_one_waits_too(tmp_path):
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    with serve_ui(reader, writer=writer, token=TOKEN) as url, httpx.Client(base_url=url) as guesser:
+        form = PageParts(guesser.get("/login").text).forms()[""]
+        guesses = [guesser.post("/login", data={**form, "token": f"guess-{i:04d}-xxxxxxxxxxxx"}).status_code
+                   for i in range(LOGIN_ATTEMPTS + 3)]
+        right = guesser.post("/login", data={**form, "token": TOKEN})
+    assert guesses == [401] * LOGIN_ATTEMPTS + [429] * 3
+    assert right.status_code == 429 and int(right.headers["retry-after"]) > 0
+    assert "harness_ui_session" not in right.headers.get("set-cookie", "")
+
+
+def test_wrong_bearer_tokens_count_against_the_same_limit_as_the_login_form(tmp_path):
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    with serve_ui(reader, writer=writer, token=TOKEN) as url:
+        guesses = [httpx.get(url + "/api/runs", headers={"authorization": f"Bearer guess-{i}"}).status_code
+                   for i in range(LOGIN_ATTEMPTS + 2)]
+        right = httpx.get(url + "/api/runs", headers={"authorization": f"Bearer {TOKEN}"})
+        form = httpx.post(url + "/login", data={"token": TOKEN})
+    assert guesses == [401] * LOGIN_ATTEMPTS + [429] * 2
+    assert right.status_code == 429 and int(right.headers["retry-after"]) > 0
+    assert form.status_code in (403, 429)  # no CSRF field here; in no case a session

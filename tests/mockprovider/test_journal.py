@@ -11,7 +11,7 @@ from openai import InternalServerError, OpenAI
 
 from mockprovider.__main__ import _parser
 from mockprovider.journal import MAX_CAPACITY, Journal
-from mockprovider.validation import MAX_DEPTH
+from mockprovider.reading.validation import MAX_DEPTH
 
 HELLO = [{"role": "user", "content": "hello"}]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import openai
 
-from mockprovider import scenarios
-from mockprovider.scenarios import SCENARIOS
+from mockprovider.scripts import scenarios
+from mockprovider.scripts.scenarios import SCENARIOS
 
 
 def test_models_lists_every_scenario_with_a_description(mock_url):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mockprovider.scenario_files import ScenarioFileError, load_scenarios
+from mockprovider.scripts.files import ScenarioFileError, load_scenarios
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

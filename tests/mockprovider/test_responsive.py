@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 import o200k
-from mockprovider import transcript
+from mockprovider.reading import transcript
 from mockprovider.server import serve_in_thread
 
 USER = {"role": "user", "content": "Which file mentions a timeout?"}

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from mockprovider.reading.validation import MAX_DEPTH
 from mockprovider.server import serve_in_thread
-from mockprovider.validation import MAX_DEPTH
 
 DEPTHS = range(1, 2001)
 HEADERS = {"content-type": "application/json"}

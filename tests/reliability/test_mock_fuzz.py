@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from reliability_support import FULL, check_answer
 
 from mockprovider.app import create_app
-from mockprovider.scenarios import SCENARIOS
+from mockprovider.reading.validation import ROLES
+from mockprovider.scripts.scenarios import SCENARIOS
 from mockprovider.server import serve_in_thread
-from mockprovider.validation import ROLES
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ from mcp_support import served
 
 from mockprovider.app import create_app
 from mockprovider.mcp import CallableTool, Ledger, Step, ToolRequest, tool_calls
-from mockprovider.mcp.script import RpcError
+from mockprovider.scripts.mcp_tools import RpcError
 
 
 async def lookup(request: ToolRequest) -> str:

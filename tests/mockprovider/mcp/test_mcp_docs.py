@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_pytest_plugin import SAVED_AS, run_pytest_in_process
 
-from mockprovider.scenario_files import load_scenarios
+from mockprovider.scripts.files import load_scenarios
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "mcp.md"
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from mcp_support import TOOLBOX
 
-from mockprovider.mcp.call_conditions import CallFacts
-from mockprovider.mcp.script import ScriptEnded, ToolScript
-from mockprovider.scenario_files import ScenarioFileError, load_scenarios
+from mockprovider.scripts.files import ScenarioFileError, load_scenarios
+from mockprovider.scripts.mcp_conditions import CallFacts
+from mockprovider.scripts.mcp_tools import ScriptEnded, ToolScript
 
 
 def tool(name: str, scenario: dict[str, Any] = TOOLBOX) -> ToolScript:

@@ -1,0 +1,330 @@
+"""Chat Completions: `POST /v1/chat/completions`, the request an agent loop sends every turn.
+
+The request is checked and read into its transcript (`chat_request`), the shared steps
+(`apis.steps`) pick the scenario and its options, `replies` waits, injects a fault or completes
+the reply, cut and counted, and this module renders it: one JSON body written from a template,
+or OpenAI's SSE chunks. `ChatLane` serves this route ahead of Starlette's router.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from itertools import repeat
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from typing import Any, NamedTuple
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from mockprovider.apis.steps import (
+    api_error,
+    client_gone,
+    config_of,
+    read_raw,
+    resolve,
+    scripted_reply,
+)
+from mockprovider.errors import APIError, ClientGone, invalid, missing
+from mockprovider.reading import memo, transcript
+from mockprovider.reading.transcript import Known, Transcript
+from mockprovider.reading.validation import check_depth, flag, is_int, parse_json, positive_int
+from mockprovider.replies import headers, midstream, tool_choice
+from mockprovider.replies.caching import prompt_cache
+from mockprovider.replies.completions import Completion, complete, weighed_deltas
+from mockprovider.replies.faults import delay_or_fault, injected
+from mockprovider.replies.tool_choice import AUTO, ToolChoice
+from mockprovider.scripts.options import Options
+from mockprovider.scripts.scenarios import ToolCall
+
+# --- the request ----------------------------------------------------------------------------
+
+
+class ChatRequest(NamedTuple):
+    """A checked chat request (a NamedTuple for speed: see `wire.Completion`; results/bench.md,
+    speed tricks: "ChatRequest a NamedTuple")."""
+
+    model: str
+    transcript: Transcript
+    """The messages checked and (most of them) counted, with their turn and tool text."""
+    tools: list[dict[str, Any]] | None
+    tool_choice: ToolChoice
+    max_tokens: int | None
+    stream: bool
+    include_usage: bool
+
+
+def _max_tokens(body: dict[str, Any]) -> int | None:
+    """`max_completion_tokens` wins over the older `max_tokens`; both must be valid if given."""
+    newer, older = positive_int(body, "max_completion_tokens"), positive_int(body, "max_tokens")
+    return newer if newer is not None else older
+
+
+def chat_request(body: Any, known: Known | None = None, deployment: str | None = None) -> ChatRequest:
+    """A validated request; `APIError` naming the offending parameter otherwise.
+
+    `known` is what the parser found remembered about `body["messages"]` (see memo.py);
+    `deployment`, an Azure deployment's name, stands for the model whatever the body says.
+    """
+    if not isinstance(body, dict):
+        raise invalid("Invalid request body: expected a JSON object.")
+    model = body.get("model") if deployment is None else deployment
+    if model is None:
+        raise missing("model")
+    if not isinstance(model, str) or not model:
+        raise invalid("Invalid 'model': expected a non-empty string.", param="model")
+    messages = transcript.read(body.get("messages"), known)
+    tools = body.get("tools")
+    if tools is not None and not (isinstance(tools, list) and all(map(isinstance, tools, repeat(dict)))):
+        raise invalid("Invalid 'tools': expected an array of objects.", param="tools")
+    choice = AUTO
+    if "tool_choice" in body:
+        choice = tool_choice.chat_choice(body["tool_choice"])
+        tool_choice.check(choice, tools)
+    # Most bodies carry none of the optional fields below: each is looked at only when present.
+    stream = flag(body, "stream") if "stream" in body else False
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise invalid("Invalid 'stream_options': expected an object.", param="stream_options")
+    if options and not isinstance(options.get("include_usage", False), bool | None):
+        raise invalid("Invalid 'stream_options.include_usage': expected a boolean.",
+                      param="stream_options.include_usage")
+    n = body.get("n")
+    if n is not None and (not is_int(n) or n != 1):
+        raise APIError(400, "This scripted provider produces exactly one choice; 'n' must be 1.", param="n")
+    return ChatRequest(
+        model=model,
+        transcript=messages,
+        tools=tools,
+        tool_choice=choice,
+        max_tokens=_max_tokens(body) if "max_tokens" in body or "max_completion_tokens" in body else None,
+        stream=stream,
+        include_usage=bool(stream and options and options.get("include_usage")),
+    )
+
+
+# --- the reply's body and stream ----------------------------------------------------------------
+
+
+def _tool_call(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+
+
+def body(c: Completion) -> dict[str, Any]:
+    """The non-streaming `chat.completion` object."""
+    message: dict[str, Any] = {"role": "assistant", "content": c.content, "refusal": None}
+    if c.tool_calls:
+        message["tool_calls"] = [_tool_call(t) for t in c.tool_calls]
+    return {
+        "id": c.id,
+        "object": "chat.completion",
+        "created": c.created,
+        "model": c.model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": c.finish_reason}],
+        "usage": c.usage(),
+        "system_fingerprint": "fp_mockprovider",
+    }
+
+
+_STR = encode_basestring
+"""A string as JSON, as JSONResponse's encoder (ensure_ascii=False) writes it."""
+
+_USAGE = (
+    '"usage":{{"prompt_tokens":{},"completion_tokens":{},"total_tokens":{},'
+    '"prompt_tokens_details":{{"cached_tokens":{},"audio_tokens":0}},'
+    '"completion_tokens_details":{{"reasoning_tokens":{},"audio_tokens":0,'
+    '"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}}'
+)
+
+
+def render(c: Completion) -> bytes:
+    """`body(c)` as JSON bytes, exactly as `JSONResponse(body(c))` renders it.
+
+    Written from a template rather than by encoding `body(c)`: the reply's shape is fixed, and
+    building and encoding the dicts costs several times as much (results/bench.md, speed tricks:
+    "reply written from a template"). Every string goes through the encoder's own escaping, so
+    the bytes are the same (tests/mockprovider/apis/test_chat_render.py).
+    """
+    content = "null" if c.content is None else _STR(c.content)
+    calls = ",".join([
+        f'{{"id":{_STR(t.id)},"type":"function","function":{{"name":{_STR(t.name)},'
+        f'"arguments":{_STR(t.arguments)}}}}}'
+        for t in c.tool_calls
+    ])
+    message = f'{{"role":"assistant","content":{content},"refusal":null'
+    message += f',"tool_calls":[{calls}]}}' if c.tool_calls else "}"
+    total = c.prompt_tokens + c.completion_tokens
+    usage = _USAGE.format(c.prompt_tokens, c.completion_tokens, total, c.cache.read, c.reasoning_tokens)
+    return (
+        f'{{"id":{_STR(c.id)},"object":"chat.completion","created":{c.created},"model":{_STR(c.model)},'
+        f'"choices":[{{"index":0,"message":{message},"logprobs":null,"finish_reason":{_STR(c.finish_reason)}}}],'
+        f'{usage},"system_fingerprint":"fp_mockprovider"}}'
+    ).encode()
+
+
+def chunks(c: Completion, *, include_usage: bool) -> Iterator[dict[str, Any]]:
+    """The `chat.completion.chunk` objects of a stream, in order (without `[DONE]`)."""
+    return (data for data, _ in weighed_chunks(c, include_usage=include_usage))
+
+
+def weighed_chunks(c: Completion, *, include_usage: bool) -> Iterator[tuple[dict[str, Any], int]]:
+    """`chunks(c)`, each with the tokens it carries (0 for the role, header and last chunks).
+
+    Shape as OpenAI sends it: a role delta; then content deltas, and for tool calls a header
+    delta per call (index, id, type, name, empty arguments) followed by its argument deltas
+    (`c.chunk` tokens each), one call after another as OpenAI sends them; a
+    final chunk with an empty delta and the finish reason; with `include_usage`, every chunk
+    carries `usage: null` and one last chunk with no choices carries the usage.
+    """
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        out = {
+            "id": c.id,
+            "object": "chat.completion.chunk",
+            "created": c.created,
+            "model": c.model,
+            "system_fingerprint": "fp_mockprovider",
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+        if include_usage:
+            out["usage"] = None
+        return out
+
+    text_first = c.content is not None
+    yield chunk({"role": "assistant", "content": "" if text_first else None, "refusal": None}), 0
+    if text_first:
+        for piece, tokens in weighed_deltas(c.content or "", c.chunk):
+            yield chunk({"content": piece}), tokens
+    for index, call in enumerate(c.tool_calls):
+        header = {"index": index, "id": call.id, "type": "function",
+                  "function": {"name": call.name, "arguments": ""}}
+        yield chunk({"tool_calls": [header]}), 0
+        for piece, tokens in weighed_deltas(call.arguments, c.chunk):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}), tokens
+    yield chunk({}, c.finish_reason), 0
+    if include_usage:
+        final = chunk({})
+        final["choices"] = []
+        final["usage"] = c.usage()
+        yield final, 0
+
+
+def sse(obj: dict[str, Any] | str) -> bytes:
+    data = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"))
+    return f"data: {data}\n\n".encode()
+
+
+# --- the endpoint ------------------------------------------------------------------------------
+
+
+async def _stream(completion: Completion, req: ChatRequest, options: Options) -> AsyncIterator[bytes]:
+    delay = 1 / options.rate_tps if options.rate_tps else 0.0
+    for chunk, tokens in weighed_chunks(completion, include_usage=req.include_usage):
+        yield sse(chunk)
+        if delay and tokens:
+            await asyncio.sleep(delay * tokens)
+    yield sse("[DONE]")
+
+
+async def answer(request: Request, deployment: str | None = None) -> Response | bytes:
+    """The chat endpoint's answer: a Response for streams and faults, else the JSON body's bytes.
+    `deployment` (Azure's routes) names the model instead of the body."""
+    config = config_of(request)
+    raw = await read_raw(request, config)
+    body, known = parse_json(raw, memo.parse)
+    check_depth(raw, body, known)
+    req = chat_request(body, known, deployment)
+    script, options = resolve(request, config, req.model)
+    fault = await delay_or_fault(request, req.model, req.transcript.turn, options)
+    cut = fault if fault is not None and midstream.applies(fault, req.stream) else None
+    if fault is not None and cut is None:
+        out = await injected(request, fault, options)
+        return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
+    reply, options = await scripted_reply(
+        request, script, req.transcript.conversation(req.tools), req.tools, options, req.tool_choice
+    )
+    prompt_tokens = await transcript.prompt_tokens(req.transcript, req.tools)
+    completion = complete(
+        reply,
+        model=req.model,
+        prompt_tokens=prompt_tokens,
+        max_tokens=req.max_tokens,
+        cache=await prompt_cache(req.transcript.messages, req.tools, None, prompt_tokens,
+                                     req.transcript.turn, options),
+    )
+    if cut is not None:
+        if req.stream:
+            return midstream.stream(_stream(completion, req, options), cut, lambda _: sse(STREAM_ERROR))
+        return midstream.dropped_body(render(completion), cut)
+    if req.stream:
+        return StreamingResponse(
+            _stream(completion, req, options),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-cache"},
+        )
+    return render(completion)
+
+
+STREAM_ERROR = APIError(
+    500, "The server had an error while processing your request (injected fault).", type="server_error"
+).body()
+"""What OpenAI sends when a chat stream fails after it started: an error object as a data line."""
+
+
+_JSON = (b"content-type", b"application/json")
+
+
+async def chat_completions(request: Request) -> Response:
+    """POST /v1/chat/completions behind the router (a base-URL options prefix, a root path):
+    `ApiHeaders` adds the real API's headers."""
+    out = await answer(request)
+    return Response(out, media_type="application/json") if isinstance(out, bytes) else out
+
+
+def serves(scope: Scope) -> bool:
+    """Whether `scope` is a request `ChatLane` answers: `POST /v1/chat/completions`, no root path."""
+    return (scope["type"] == "http" and scope["path"] == "/v1/chat/completions"
+            and scope["method"] == "POST" and not scope.get("root_path"))
+
+
+class ChatLane:
+    """`POST /v1/chat/completions`, the request an agent loop sends every turn, answered ahead of
+    Starlette: past its error middleware, the router, the exception middleware and `ApiHeaders`.
+
+    Those layers cost what the mock's budget against a bare endpoint cannot spare (results/bench.md,
+    speed tricks: "ChatLane"), so a plain JSON reply is sent here with its headers written in.
+    What the endpoint raises is answered by the app's own handlers, as behind the router; an
+    unexpected error before the reply started goes to `server_error`, then on to the server's log.
+    """
+
+    def __init__(self, defaults: Options, server_error: Callable[[Request, Exception], Awaitable[Response]]):
+        self.defaults = defaults
+        self.server_error = server_error
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        rid, started = headers.start(scope)
+        try:
+            out = await answer(Request(scope, receive, send))
+        except (APIError, ClientGone) as exc:
+            handler = api_error if isinstance(exc, APIError) else client_gone
+            out = await handler(Request(scope, receive, send), exc)
+        except Exception as exc:
+            await (await self.server_error(Request(scope, receive, send), exc))(scope, receive, send)
+            raise
+        if isinstance(out, bytes):
+            options = scope.get(headers.OPTIONS) or self.defaults
+            head = headers.openai_headers(options, rid, started)
+            head += ((b"content-length", b"%d" % len(out)), _JSON)
+            await send({"type": "http.response.start", "status": 200, "headers": head})
+            await send({"type": "http.response.body", "body": out})
+        else:
+            await out(scope, receive, headers.adding(scope, send, self.defaults, rid, started))
+
+
+ROUTES = [
+    Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+    Route("/o/{options}/v1/chat/completions", chat_completions, methods=["POST"]),
+]

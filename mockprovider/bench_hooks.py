@@ -1,0 +1,44 @@
+"""The mock's internals that the lab's benchmarks time (`experiments/bench`), named in one place.
+
+The speed-trick benchmarks time private functions against the plain code each trick replaces,
+and patch a few of them to switch a trick off. They reach the mock only through this module:
+each part below is checked when it is imported, so a rename inside the mock fails here, loudly,
+naming what moved, instead of somewhere deep in a benchmark.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from mockprovider.apis import chat, steps
+from mockprovider.reading import memo, request_headers, transcript, validation
+from mockprovider.replies import completions, faults, headers, tool_choice
+from mockprovider.scripts import options, scenarios
+from mockprovider.scripts.options import attempt_of
+
+TIMED: dict[ModuleType, tuple[str, ...]] = {
+    chat: ("ChatLane", "ChatRequest", "body", "chat_request", "render", "_max_tokens"),
+    steps: ("_check_content_type", "_read_body", "_too_large", "scripted_reply"),
+    memo: ("MEMORY", "Entry", "Memory", "parse"),
+    request_headers: ("header", "header_map"),
+    transcript: ("EMPTY", "INLINE_CHARS", "Transcript", "conversation", "prompt_tokens", "read",
+                 "read_message", "unanswered", "_read_new", "_short_tokens", "_keep_tools_count",
+                 "_TOOLS_COUNTED"),
+    validation: ("MAX_DEPTH", "check_depth", "flag", "_deeper_than"),
+    completions: ("Completion", "complete", "_completion", "getrandbits"),
+    faults: ("delay_or_fault", "log"),
+    headers: ("OPTIONS", "adding", "anthropic_headers", "openai_headers", "start", "_openai_limits",
+              "getrandbits"),
+    tool_choice: ("AUTO", "chat_choice", "check", "constrain"),
+    options: ("Options", "attempt_of"),
+    scenarios: ("SCENARIOS", "Conversation", "_asked", "_reply"),
+}
+"""Each module the benchmarks use, and the names they read or patch in it."""
+
+_missing = [f"{m.__name__}.{name}" for m, names in TIMED.items() for name in names if not hasattr(m, name)]
+if _missing:
+    raise ImportError(f"the benchmarks' hooks into the mock moved: {', '.join(_missing)} no longer exist; "
+                      "update mockprovider/bench_hooks.py and experiments/bench together")
+
+__all__ = ["attempt_of", "chat", "completions", "faults", "headers", "memo", "options", "request_headers",
+           "scenarios", "steps", "tool_choice", "transcript", "validation"]

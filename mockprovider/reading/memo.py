@@ -1,0 +1,224 @@
+"""Transcripts the mock has read, recognised by the raw JSON text of their messages.
+
+An agent loop resends its whole transcript every turn: at turn 100 a request carries ~200
+messages of which two are new, and the JSON of the other ~198 is, byte for byte, what the
+previous request carried (clients serialise deterministically). Parsing, checking and counting
+them again was most of the mock's own time. So a chat body is parsed here with the stdlib's own
+C scanner one top-level value at a time, and the text of its `messages` array is matched
+against remembered transcripts: when it starts with a remembered transcript's text, those
+messages and their summary come from memory, and only what follows is parsed and read.
+
+Equal text parses to equal values, so reuse is exact (no field is compared loosely: `1` and
+`1.0` differ as text). A body this parser does not expect (another encoding, anything odd)
+goes to `json.loads` unchanged, so the answer to any body, good or bad, is what it was. The
+memory is bounded in entries and in estimated bytes; a miss costs time, never correctness.
+Nothing here is run state: every reply stays a pure function of its request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from bisect import insort
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from json.scanner import make_scanner
+from typing import Any
+
+from mockprovider.reading.transcript import Known, Summary
+
+# What json.loads uses, called without its per-call checks on a short body (results/bench.md,
+# speed tricks: "short body parsed by the decoder").
+_DECODER = json.JSONDecoder()
+_scan = make_scanner(_DECODER)  # json.loads' own scanner (C), one value per call
+_WHITESPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, as json.decoder defines it
+
+KEY_CHARS = 2048
+"""Transcripts shorter than this are cheap to read and are not remembered (nor are bodies this
+short parsed here): many runs share a system prompt, so short texts would mostly share keys."""
+
+
+def _key_length(n: int) -> int:
+    """The largest KEY_CHARS * 2**k that is at most `n` (n >= KEY_CHARS)."""
+    return KEY_CHARS << ((n // KEY_CHARS).bit_length() - 1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Entry:
+    text: str
+    """The messages array's text between `[` and the end of its last message."""
+    messages: list[Any]
+    summary: Summary
+
+
+class Memory:
+    """Remembered transcripts, least recently used out first; safe across threads.
+
+    An entry is filed under the hash of its text's first `_key_length(len(text))` characters,
+    so a lookup tries one hash per power of two (longest first) and compares in full only
+    texts that share that much with the request: runs that differ anywhere in it never meet.
+    """
+
+    def __init__(self, *, max_entries: int = 4096, max_bytes: int = 128 << 20, per_bucket: int = 16) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        """Of the estimate `size`: an entry may share its messages with others, never more."""
+        self.per_bucket = per_bucket
+        self._lock = threading.Lock()
+        self._buckets: dict[int, list[Entry]] = {}  # longest text first
+        self._lru: OrderedDict[int, Entry] = OrderedDict()
+        self._bytes = 0
+
+    @staticmethod
+    def size(entry: Entry) -> int:
+        """Bytes an entry may hold: its text, and its parsed messages (4x their JSON text,
+        measured; ASCII text assumed, as clients send JSON with non-ASCII escaped)."""
+        return 5 * len(entry.text)
+
+    @staticmethod
+    def _key(entry: Entry) -> int:
+        return hash(entry.text[: _key_length(len(entry.text))])
+
+    def find(self, s: str, start: int) -> Entry | None:
+        """The longest remembered transcript whose text `s` has at `start`."""
+        room = len(s) - start
+        if room < KEY_CHARS:
+            return None
+        length = _key_length(room)
+        with self._lock:
+            while length >= KEY_CHARS:
+                for entry in self._buckets.get(hash(s[start : start + length]), ()):
+                    if len(entry.text) <= room and s.startswith(entry.text, start):
+                        self._lru.move_to_end(id(entry))
+                        return entry
+                length //= 2
+        return None
+
+    def remember(self, entry: Entry) -> None:
+        if len(entry.text) < KEY_CHARS or self.size(entry) > self.max_bytes // 8:
+            return  # tiny ones are cheap to read; one huge one would push out everything else
+        key = self._key(entry)
+        with self._lock:
+            bucket = self._buckets.setdefault(key, [])
+            if any(e.text == entry.text for e in bucket):
+                return
+            if len(bucket) >= self.per_bucket:
+                self._drop(bucket[-1])  # the shortest
+            insort(bucket, entry, key=lambda e: -len(e.text))
+            self._lru[id(entry)] = entry
+            self._bytes += self.size(entry)
+            while len(self._lru) > self.max_entries or self._bytes > self.max_bytes:
+                self._drop(next(iter(self._lru.values())))
+
+    def _drop(self, entry: Entry) -> None:
+        del self._lru[id(entry)]
+        key = self._key(entry)
+        self._buckets[key].remove(entry)
+        if not self._buckets[key]:
+            del self._buckets[key]
+        self._bytes -= self.size(entry)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._buckets.clear()
+            self._lru.clear()
+            self._bytes = 0
+
+    def stats(self) -> tuple[int, int]:
+        """Entries held and their estimated bytes."""
+        with self._lock:
+            return len(self._lru), self._bytes
+
+
+MEMORY = Memory()
+"""One per process: every app in it reads through the same memory."""
+
+
+class _Unusual(Exception):
+    """The body is not a plain UTF-8 JSON object: let json.loads have it."""
+
+
+def _ws(s: str, i: int) -> int:
+    return _WHITESPACE.match(s, i).end()  # type: ignore[union-attr]
+
+
+def _messages(s: str, i: int, memory: Memory) -> tuple[list[Any], Known, int]:
+    """The array at `s[i] == "["`: its messages, what memory knew of them, and the index after it."""
+    start = i + 1
+    entry = memory.find(s, start)
+    if entry is None:  # all of it is new: the C scanner reads it in one call
+        messages, after = _scan(s, i)
+        end = after - 1
+        while s[end - 1] in " \t\n\r":
+            end -= 1
+        known = Known(count=0, summary=None, remember=_remember(memory, s, start, end, messages))
+        return messages, known, after
+    messages = list(entry.messages)
+    end = start + len(entry.text)
+    j = _ws(s, end)
+    while s[j] == ",":
+        value, end = _scan(s, _ws(s, j + 1))
+        messages.append(value)
+        j = _ws(s, end)
+    if s[j] != "]":
+        raise _Unusual
+    known = Known(
+        count=len(entry.messages), summary=entry.summary, remember=_remember(memory, s, start, end, messages)
+    )
+    return messages, known, j + 1
+
+
+def _remember(memory: Memory, s: str, start: int, end: int, messages: list[Any]) -> Callable[[Summary], None]:
+    """Remember `messages` under their text `s[start:end]`, once their summary is known."""
+    return lambda summary: memory.remember(Entry(text=s[start:end], messages=messages, summary=summary))
+
+
+def _object(s: str, memory: Memory) -> tuple[dict[str, Any], Known | None]:
+    i = _ws(s, 0)
+    if s[i] != "{":
+        raise _Unusual
+    body: dict[str, Any] = {}
+    known = None
+    i = _ws(s, i + 1)
+    while s[i] != "}":
+        if s[i] != '"':
+            raise _Unusual
+        key, i = _scan(s, i)
+        i = _ws(s, i)
+        if s[i] != ":":
+            raise _Unusual
+        i = _ws(s, i + 1)
+        if key == "messages" and s[i] == "[":
+            body[key], known, i = _messages(s, i, memory)
+        else:
+            body[key], i = _scan(s, i)
+            known = None if key == "messages" else known
+        i = _ws(s, i)
+        if s[i] == ",":
+            i = _ws(s, i + 1)
+            if s[i] == "}":
+                raise _Unusual  # a trailing comma: json.loads words the error
+        elif s[i] != "}":
+            raise _Unusual
+    if _ws(s, i + 1) != len(s):
+        raise _Unusual
+    return body, known
+
+
+def parse(raw: bytes, memory: Memory = MEMORY) -> tuple[Any, Known | None]:
+    """`json.loads(raw)`, and for a chat body what memory knew of its messages.
+
+    Raises `ValueError` or `RecursionError` exactly where `json.loads` does.
+    """
+    if len(raw) < KEY_CHARS:
+        if raw[:1] == b"{" and raw[1:2] != b"\x00":  # what json.detect_encoding reads as UTF-8
+            return _DECODER.decode(raw.decode("utf-8", "surrogatepass")), None
+        return json.loads(raw), None
+    try:
+        if json.detect_encoding(raw) != "utf-8":
+            raise _Unusual
+        return _object(raw.decode("utf-8", "surrogatepass"), memory)
+    except (_Unusual, ValueError, StopIteration, IndexError, RecursionError):
+        return json.loads(raw), None

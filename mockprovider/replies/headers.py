@@ -1,0 +1,148 @@
+"""The headers the real APIs put on every reply: a request id, the processing time, rate limits.
+
+OpenAI's routes carry `x-request-id`, `openai-processing-ms` and `x-ratelimit-{limit,remaining,
+reset}-{requests,tokens}`; Anthropic's route carries `request-id` (also in its error bodies, as
+`request_id`) and `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`. The limits and
+the remaining figures come from the `ratelimit=R:T` and `remaining=R:T` options; a stateless
+server keeps no window, so by default nothing is used up and the reset is now.
+
+A middleware adds them as a reply starts, so every reply has them, errors and streams included.
+The endpoint leaves the options it resolved in the ASGI scope (`OPTIONS`); a reply sent before
+options were resolved (a malformed body, say) states the server's defaults.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from functools import lru_cache
+from random import getrandbits
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mockprovider.scripts.options import Options
+
+REQUEST_ID = "mockprovider.request_id"
+OPTIONS = "mockprovider.options"
+STARTED = "mockprovider.started"
+
+
+def request_id(scope: Scope) -> str:
+    """This request's id (as its reply's headers carry it)."""
+    return scope.get(REQUEST_ID, "")
+
+
+@lru_cache(maxsize=64)
+def _openai_limits(limits: tuple[int, int], left: tuple[int, int]) -> tuple[tuple[bytes, bytes], ...]:
+    """The rate-limit headers for these figures, built once (most replies state the defaults)."""
+    return (
+        (b"x-ratelimit-limit-requests", b"%d" % limits[0]), (b"x-ratelimit-limit-tokens", b"%d" % limits[1]),
+        (b"x-ratelimit-remaining-requests", b"%d" % left[0]),
+        (b"x-ratelimit-remaining-tokens", b"%d" % left[1]),
+        (b"x-ratelimit-reset-requests", b"0s"), (b"x-ratelimit-reset-tokens", b"0s"),
+    )
+
+
+def openai_headers(options: Options, rid: str, started: float) -> list[tuple[bytes, bytes]]:
+    """An OpenAI reply's headers: its id, the time since `started`, `options`' rate limits."""
+    ms = b"%d" % int((time.perf_counter() - started) * 1000)
+    limits = _openai_limits(options.ratelimit, options.remaining or options.ratelimit)
+    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits]
+
+
+def anthropic_headers(options: Options, rid: str) -> list[tuple[bytes, bytes]]:
+    """An Anthropic reply's headers: its id and `options`' rate limits."""
+    (req_limit, tok_limit), (req_left, tok_left) = options.ratelimit, options.remaining or options.ratelimit
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ").encode()
+    return [
+        (b"request-id", rid.encode()),
+        (b"anthropic-ratelimit-requests-limit", b"%d" % req_limit),
+        (b"anthropic-ratelimit-requests-remaining", b"%d" % req_left),
+        (b"anthropic-ratelimit-requests-reset", now),
+        (b"anthropic-ratelimit-tokens-limit", b"%d" % tok_limit),
+        (b"anthropic-ratelimit-tokens-remaining", b"%d" % tok_left),
+        (b"anthropic-ratelimit-tokens-reset", now),
+    ]
+
+
+def gemini_method(path: str) -> bool:
+    """Whether `path` is a Gemini method call's, `…/models/{model}:{method}`."""
+    return "/models/" in path and ":" in path.rpartition("/")[2]
+
+
+def from_google_genai(scope: Scope) -> bool:
+    """Whether google-genai sent the request (it names itself in `x-goog-api-client`): given only a
+    base URL, it lists and describes models under /v1/, OpenAI's paths."""
+    return any(name == b"x-goog-api-client" for name, _ in scope["headers"])
+
+
+def _gemini(scope: Scope) -> bool:
+    """A Gemini method call (`…/v1/models/{model}:{method}`), or google-genai's listing at /v1/models:
+    Google sends none of these headers."""
+    path = scope["path"]
+    if gemini_method(path):
+        return True
+    return "/models" in path and from_google_genai(scope)
+
+
+def start(scope: Scope) -> tuple[str, float]:
+    """Give the request its id (kept in the scope) and start its processing clock."""
+    rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"  # unique, not secret
+    started = scope[STARTED] = time.perf_counter()
+    return rid, started
+
+
+def of(scope: Scope, defaults: Options) -> list[tuple[bytes, bytes]]:
+    """The headers `adding` adds, for a reply sent outside it: the server-error handler's, whose
+    middleware sits outside every other (none if the request was given no id)."""
+    rid = scope.get(REQUEST_ID)
+    if rid is None or _gemini(scope):
+        return []
+    options = scope.get(OPTIONS) or defaults
+    if scope["path"].endswith("/messages"):
+        return anthropic_headers(options, rid)
+    return openai_headers(options, rid, scope[STARTED])
+
+
+def adding(scope: Scope, send: Send, defaults: Options, rid: str, started: float) -> Send:
+    """`send`, with the real APIs' headers added to the reply's start."""
+    anthropic = scope["path"].endswith("/messages")
+
+    async def send_with_headers(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            options = scope.get(OPTIONS) or defaults
+            extra = anthropic_headers(options, rid) if anthropic else openai_headers(options, rid, started)
+            headers = list(message.get("headers", ()))
+            # A reply's own header (a scripted 429's remaining-tokens: 0) wins over the
+            # default; stating both would give clients "0, 30000000". Plain loops, not
+            # comprehensions (results/bench.md, speed tricks: "plain loops adding the API's headers").
+            names = set()
+            for name, _ in headers:
+                names.add(name.lower())
+            for header in extra:
+                if header[0] not in names:
+                    headers.append(header)
+            message["headers"] = headers
+        await send(message)
+
+    return send_with_headers
+
+
+def _openai_shaped(path: str) -> bool:
+    """Under /v1 (every surface but Gemini's and Ollama's), or Azure's /openai."""
+    return "/v1/" in path or path.startswith("/openai/")
+
+
+class ApiHeaders:
+    """Middleware: the real APIs' headers on every reply under /v1 (and Azure's /openai)."""
+
+    def __init__(self, app: ASGIApp, defaults: Options | None = None) -> None:
+        self.app = app
+        self.defaults = defaults or Options()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _openai_shaped(scope["path"]) or _gemini(scope):
+            await self.app(scope, receive, send)
+            return
+        rid, started = start(scope)
+        await self.app(scope, receive, adding(scope, send, self.defaults, rid, started))

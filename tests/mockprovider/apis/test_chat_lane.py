@@ -1,0 +1,78 @@
+"""`POST /v1/chat/completions` skips the router (apis.chat.ChatLane) and answers as if it had not."""
+
+from __future__ import annotations
+
+import pytest
+from openai import InternalServerError, OpenAI
+from starlette.testclient import TestClient
+
+import o200k
+from mockprovider.apis import chat
+from mockprovider.app import create_app
+from mockprovider.server import serve_in_thread
+
+MESSAGES = [{"role": "user", "content": "Which file mentions a timeout?"}]
+TOOLS = [{"type": "function", "function": {"name": "list_files"}}]
+
+
+def test_an_unexpected_error_in_the_chat_endpoint_is_an_openai_shaped_500(monkeypatch):
+    def broken(completion):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(chat, "render", broken)
+    with serve_in_thread() as url, OpenAI(base_url=url, api_key="k", max_retries=0) as client:
+        with pytest.raises(InternalServerError) as raised:
+            client.chat.completions.create(model="plan", messages=MESSAGES)
+    assert raised.value.status_code == 500
+    assert raised.value.body["type"] == "server_error" and "RuntimeError" in raised.value.body["message"]
+
+
+@pytest.mark.parametrize(
+    ("root_path", "path"),
+    [
+        ("", "/v1/chat/completions"),  # the lane
+        ("/proxy", "/proxy/v1/chat/completions"),  # behind a proxy's prefix: the router
+        ("", "/o/latency=0/v1/chat/completions"),  # options in the path: the router
+    ],
+)
+def test_a_chat_request_is_answered_alike_by_the_lane_and_by_the_router(root_path, path):
+    with TestClient(create_app(), root_path=root_path) as client:
+        ok = client.post(path, json={"model": "plan", "messages": MESSAGES, "tools": TOOLS})
+        bad = client.post(path, json={"model": "plan", "messages": []})
+        unknown = client.post(path, json={"model": "nope", "messages": MESSAGES})
+    assert ok.status_code == 200 and ok.headers["content-type"] == "application/json"
+    assert ok.json()["usage"]["prompt_tokens"] == o200k.prompt_tokens(MESSAGES, TOOLS)
+    assert ok.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "list_files"
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "messages"
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "model_not_found"
+    for reply in (ok, bad, unknown):  # the real API's headers, whichever way the request went
+        assert reply.headers["x-request-id"].startswith("req_")
+        assert reply.headers["openai-processing-ms"].isdigit()
+        assert reply.headers["x-ratelimit-remaining-tokens"] == reply.headers["x-ratelimit-limit-tokens"]
+        assert reply.headers["x-ratelimit-reset-requests"] == "0s"
+    assert len({r.headers["x-request-id"] for r in (ok, bad, unknown)}) == 3
+
+
+def test_a_reply_on_the_lane_carries_the_limits_its_options_script():
+    body = {"model": "plan+ratelimit=60:1000+remaining=5:20", "messages": MESSAGES}
+    with TestClient(create_app()) as client:
+        plain = client.post("/v1/chat/completions", json=body)
+        streamed = client.post("/v1/chat/completions", json={**body, "stream": True})
+    for reply in (plain, streamed):
+        assert reply.status_code == 200
+        assert reply.headers["x-ratelimit-limit-requests"] == "60"
+        assert reply.headers["x-ratelimit-remaining-tokens"] == "20"
+        assert reply.headers.get_list("x-request-id") == [reply.headers["x-request-id"]]
+
+
+def test_a_deeply_nested_body_is_answered_alike_by_the_lane_and_by_the_router():
+    # Around the documented depth bound, and where the parser's own recursion limit falls.
+    answers = set()
+    with TestClient(create_app()) as client:
+        for depth in [*range(58, 66), *range(900, 1000, 2)]:
+            extra = b"[" * depth + b"]" * depth
+            body = b'{"model":"plan","messages":[{"role":"user","content":"hi"}],"x":' + extra + b"}"
+            for path in ("/v1/chat/completions", "/o/latency=0/v1/chat/completions"):
+                response = client.post(path, content=body, headers={"content-type": "application/json"})
+                answers.add((depth, response.status_code))
+    assert len(answers) == len({depth for depth, _ in answers})
