@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from mockprovider.journal import Journal
 
 CACHED_CATALOGS = 16
+DEFAULTS = McpOptions()
 NOTE = "NOTE"
 """The `method` of a journal entry that is the server's note, not a message on the wire."""
 
@@ -32,7 +33,8 @@ class Settings(Protocol):
 
     scenarios: Mapping[str, Any]
     journal: Journal | None
-    mcp: McpOptions
+    mcp: McpOptions | None
+    """None: the defaults (a `Config` made without `create_app`)."""
     max_body_bytes: int
 
 
@@ -59,14 +61,17 @@ class McpHost:
         self.http: Any = None
         """The Streamable HTTP transport (`mcp.http`), built on the first request."""
 
+    def options(self) -> McpOptions:
+        return self.settings().mcp or DEFAULTS
+
     def catalog(self, selection: str | None) -> Catalog:
         """What `selection` (a scenario, or None for all) serves now; `UnknownName` if nothing."""
-        settings = self.settings()
-        key = (id(settings.scenarios), id(settings.mcp.tools), selection)
+        settings, tools = self.settings(), self.options().tools
+        key = (id(settings.scenarios), id(tools), selection)
         cached = self._catalogs.get(key)
         if cached is not None and cached[0].scenarios is settings.scenarios:
             return cached[1]
-        built = catalog.build(settings.scenarios, settings.mcp.tools, selection)
+        built = catalog.build(settings.scenarios, tools, selection)
         if len(self._catalogs) >= CACHED_CATALOGS:
             self._catalogs.pop(next(iter(self._catalogs)))
         self._catalogs[key] = (settings, built)
@@ -88,7 +93,7 @@ class McpHost:
 
     def effect(self, where: Where, call: CallFacts, request_id: Any, scenario: str | None) -> None:
         """Record that `call` ran its tool's side effect: in the ledger, if any, and the journal."""
-        ledger = self.settings().mcp.ledger
+        ledger = self.options().ledger
         if ledger is not None:
             ledger.record(Effect(tool=call.name, arguments=dict(call.arguments), key=call.key,
                                  session=where.session, scenario=scenario))

@@ -60,7 +60,7 @@ def build(host: McpHost, *, version: str) -> Server[Any]:
 
         async def listing(ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
             items = [item.definition for item in getattr(_catalog(host, ctx), kind).values()]
-            page, next_cursor = _page(items, params.cursor if params else None, host.settings().mcp.page_size)
+            page, next_cursor = _page(items, params.cursor if params else None, host.options().page_size)
             return {kind: page, **({"nextCursor": next_cursor} if next_cursor is not None else {})}
 
         return listing
