@@ -52,7 +52,11 @@ def check(steps: list[dict[str, Any]], page_size: int) -> None:
     tools, scan, refused, failed, stopped, ping, unknown, resources, read, prompt = steps
     assert tools["value"] == [names[i:i + page_size] for i in range(0, len(names), page_size)]
     assert scan["value"]["result"]["content"][0]["text"] == "scanned 1200 files"
-    assert [p["progress"] for p in scan["value"]["progress"]] == [400, 1200]
+    # The Node client hands a notification to its handler a microtask later, but settles a response at
+    # once (dropping the call's progress handler): a last notification read in the same chunk as the
+    # answer is lost on the client's side. The first always arrives; any others arrive in order.
+    progress = [p["progress"] for p in scan["value"]["progress"]]
+    assert progress and progress == [400, 1200][: len(progress)]
     assert refused["value"]["result"]["isError"] is True
     assert (failed["ok"], failed["code"]) == (False, -32603)
     assert not stopped["ok"] and "user pressed Stop" in stopped["error"]
