@@ -105,7 +105,7 @@ async def serve(settings: StdioSettings) -> None:
         # serve_loop speaks the handshake era only (2025-11-25 and older), as over HTTP: a newer
         # client's first request is refused, and it falls back to `initialize`.
         writer = _FaultingWriter(write_stream, host, stdout)
-        await serve_loop(mcp_server, read_stream, writer, lifespan_state={})
+        await serve_loop(mcp_server, _AnsweringReader(read_stream, writer), writer, lifespan_state={})
 
 
 class _CountedStdout:
@@ -131,6 +131,50 @@ class _CountedStdout:
     async def until(self, count: int) -> None:
         while self.flushed < count:
             await self._flush.wait()
+
+
+class _AnsweringReader:
+    """The client's side of stdin: a line that is not JSON, or no JSON-RPC message, is answered
+    with the error JSON-RPC prescribes (-32700, -32600, id null), where the SDK only logs it."""
+
+    def __init__(self, stream: Any, writer: _FaultingWriter) -> None:
+        self.stream, self.writer = stream, writer
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self.stream, "last_context", None)
+
+    def __aiter__(self) -> _AnsweringReader:
+        return self
+
+    async def __anext__(self) -> Any:
+        from mcp.shared.message import SessionMessage
+        from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+        from pydantic import ValidationError
+
+        async for item in self.stream:
+            if not isinstance(item, Exception):
+                return item
+            not_json = isinstance(item, ValidationError) and any(
+                e["type"] == "json_invalid" for e in item.errors())
+            error = ErrorData(code=PARSE_ERROR, message="Parse error") if not_json else ErrorData(
+                code=INVALID_REQUEST, message="Invalid Request: not one JSON-RPC 2.0 message")
+            await self.writer.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error)))
+        raise StopAsyncIteration
+
+    async def receive(self) -> Any:
+        return await self.__anext__()
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    async def __aenter__(self) -> _AnsweringReader:
+        await self.stream.__aenter__()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        traceback: TracebackType | None) -> bool | None:
+        return await self.stream.__aexit__(exc_type, exc, traceback)
 
 
 class _FaultingWriter:

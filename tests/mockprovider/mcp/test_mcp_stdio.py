@@ -131,3 +131,28 @@ def test_the_command_refuses_bad_files_and_names_with_one_line(toolbox: Path, tm
     plain = tmp_path / "plain.json"
     plain.write_text(json.dumps({"name": "plain", "turns": [{"content": "x"}]}))
     assert "none of the scenario files has an 'mcp' section" in refused("--scenarios", str(plain))
+
+
+def test_lines_that_are_no_json_rpc_message_get_json_rpc_errors_and_the_server_serves_on(toolbox: Path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [sys.executable, "-m", "mockprovider", "mcp", "--scenarios", str(toolbox)]
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True, env=env) as server:
+        def ask(line: str) -> dict:
+            server.stdin.write(line + "\n")
+            server.stdin.flush()
+            return json.loads(server.stdout.readline())
+
+        opened = ask(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}))
+        assert opened["result"]["protocolVersion"] == "2025-06-18"
+        server.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        parse_error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+        assert ask("{not json") == parse_error
+        assert ask('[{"jsonrpc": "2.0", "id": 2, "method": "ping"}]')["error"]["code"] == -32600
+        assert ask('{"jsonrpc": "2.0", "id": 3, "method": "nothing/here"}')["error"]["code"] == -32601
+        pong = ask('{"jsonrpc": "2.0", "id": 4, "method": "ping"}')
+        assert pong == {"jsonrpc": "2.0", "id": 4, "result": {}}
+        server.stdin.close()
+        assert server.wait(timeout=30) == 0
