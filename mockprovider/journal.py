@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, replace
 from math import isfinite
-from typing import Any
+from typing import Any, Literal
 
 MAX_CAPACITY = 100_000
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
@@ -105,9 +105,9 @@ class Entry:
     compact: bytes
     """The body as strict JSON text (see the module's docstring): parsed, it would take some
     twenty times the memory."""
-    kind: str = "model"
+    kind: Literal["model", "mcp"] = "model"
     """"model": a request to the model's endpoints; "mcp": a message to or from the MCP server."""
-    direction: str = "in"
+    direction: Literal["in", "out", "note"] = "in"
     """"in" (received), "out" (an MCP answer or notification sent), or "note" (something the MCP
     server did that no message says: an effect run, a call stopped, an answer dropped)."""
     session: str | None = None
