@@ -133,12 +133,31 @@ class _CountedStdout:
             await self._flush.wait()
 
 
-class _AnsweringReader:
+class _Around:
+    """A stream of the SDK's, wrapped: closing and entering it reach the stream inside."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    async def __aenter__(self) -> Any:
+        await self.stream.__aenter__()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        traceback: TracebackType | None) -> bool | None:
+        return await self.stream.__aexit__(exc_type, exc, traceback)
+
+
+class _AnsweringReader(_Around):
     """The client's side of stdin: a line that is not JSON, or no JSON-RPC message, is answered
     with the error JSON-RPC prescribes (-32700, -32600, id null), where the SDK only logs it."""
 
     def __init__(self, stream: Any, writer: _FaultingWriter) -> None:
-        self.stream, self.writer = stream, writer
+        super().__init__(stream)
+        self.writer = writer
 
     @property
     def last_context(self) -> Any:
@@ -165,24 +184,14 @@ class _AnsweringReader:
     async def receive(self) -> Any:
         return await self.__anext__()
 
-    async def aclose(self) -> None:
-        await self.stream.aclose()
 
-    async def __aenter__(self) -> _AnsweringReader:
-        await self.stream.__aenter__()
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        traceback: TracebackType | None) -> bool | None:
-        return await self.stream.__aexit__(exc_type, exc, traceback)
-
-
-class _FaultingWriter:
+class _FaultingWriter(_Around):
     """The server's side of stdout: an answer a `drop` or `expire` step marked ends the process,
     unwritten (drop) or once written (expire): a stdio server has no other way to lose it."""
 
     def __init__(self, stream: Any, host: McpHost, stdout: _CountedStdout) -> None:
-        self.stream, self.host, self.stdout, self.sent = stream, host, stdout, 0
+        super().__init__(stream)
+        self.host, self.stdout, self.sent = host, stdout, 0
 
     async def send(self, item: Any) -> None:
         message = getattr(item.message, "root", item.message)
@@ -196,14 +205,3 @@ class _FaultingWriter:
             # The reader thread waits on stdin for the client, and cannot be cancelled: only
             # ending the process ends the session now, as a crashed server's would.
             os._exit(0)
-
-    async def aclose(self) -> None:
-        await self.stream.aclose()
-
-    async def __aenter__(self) -> _FaultingWriter:
-        await self.stream.__aenter__()
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        traceback: TracebackType | None) -> bool | None:
-        return await self.stream.__aexit__(exc_type, exc, traceback)
