@@ -7,6 +7,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 WHEELS := $(VENV)/wheelhouse
+NODE_CLIENTS := tests/node
+NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
 PORT ?= 8000
 TEST_WORKERS ?= 2
 
@@ -21,13 +23,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,experiments]'
 	touch $@
 
-test: $(STAMP) ## run the test suite in TEST_WORKERS processes (sets itself up); the slower suites are `make test-slow`
+# The Node clients the tests drive (the MCP SDK), exactly as locked; the registry is needed here only.
+$(NODE_STAMP): $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json
+	npm ci --prefix $(NODE_CLIENTS) --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: $(STAMP) $(NODE_STAMP) ## run the test suite in TEST_WORKERS processes (sets itself up); the slower suites are `make test-slow`
 	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 ui-screenshot: $(STAMP) ## retake docs/ui-run-page.png and docs/ui-padded-call.png from the browser test (needs chromium)
 	UI_SCREENSHOT=1 $(PY) -m pytest -q -m slow tests/browser/test_ui_decision_browser.py
 
-test-slow: $(STAMP) $(WHEELS)/.complete ## the slower suites: experiment reruns, broken mechanisms, the reliability subset
+test-slow: $(STAMP) $(WHEELS)/.complete $(NODE_STAMP) ## the slower suites: experiment reruns, broken mechanisms, the reliability subset
 	$(PY) -m pytest -q -m slow
 
 # What the README's first section installs, as wheels: its test installs them into a new

@@ -31,6 +31,8 @@ MODULES = {
     "subagent": "experiments.chapter.subagent",
     "arithmetic": "experiments.arithmetic.arithmetic",
     "caching": "experiments.beyond.caching",
+    "mcp_tool_errors": "experiments.beyond.mcp_tool_errors",
+    "mcp_permanent_error": "experiments.beyond.mcp_permanent_error",
 }
 NAMES = tuple(MODULES)
 

@@ -1,7 +1,8 @@
 """`python -m mockprovider --port 8000`: serve the scripted provider with uvicorn.
 
 `python -m mockprovider record --upstream URL --out FILE` runs the recording proxy instead
-(`record --help`).
+(`record --help`); `python -m mockprovider mcp --scenarios FILE` serves the scenario files' MCP
+tools over stdio (`mcp --help`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import uvicorn
 
 from mockprovider.app import create_app
 from mockprovider.journal import MAX_CAPACITY
+from mockprovider.mcp.ledger import LedgerError
 from mockprovider.scripts.files import ScenarioFileError, paths_from_env
 
 
@@ -52,6 +54,10 @@ def _parser() -> argparse.ArgumentParser:
         "--journal", type=_capacity, default=os.environ.get("MOCK_JOURNAL", "0"), metavar="N",
         help="keep the last N requests of this process and serve them at GET /journal (default: off)",
     )
+    parser.add_argument(
+        "--mcp-ledger", default=os.environ.get("MOCK_MCP_LEDGER") or None, metavar="DIR",
+        help="record every side effect an MCP tool at /mcp runs as a file in DIR (default: $MOCK_MCP_LEDGER)",
+    )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--quiet", action="store_true", help="no per-request log lines")
     # auto: uvloop (the `fast` extra) and httptools (installed with the mock) when installed; `make
@@ -76,9 +82,9 @@ def serve(argv: list[str] | None = None) -> None:
         # Built before uvicorn starts, so a bad scenario file is one line on stderr and exit 1.
         app = create_app(
             latency_ms=args.latency_ms, api_key=args.api_key, max_body_bytes=args.max_body_bytes,
-            scenario_files=scenario_files, journal=args.journal,
+            scenario_files=scenario_files, journal=args.journal, mcp_ledger=args.mcp_ledger,
         )
-    except ScenarioFileError as e:
+    except (ScenarioFileError, LedgerError) as e:
         sys.exit(f"mockprovider: {e}")
     if args.workers > 1:
         # Workers are separate processes, so they need an import string, not an app object;
@@ -87,6 +93,7 @@ def serve(argv: list[str] | None = None) -> None:
             MOCK_LATENCY_MS=str(args.latency_ms), MOCK_MAX_BODY_BYTES=str(args.max_body_bytes),
             MOCK_SCENARIOS=os.pathsep.join(scenario_files), MOCK_JOURNAL=str(args.journal),
             **({"MOCK_API_KEY": args.api_key} if args.api_key else {}),
+            **({"MOCK_MCP_LEDGER": args.mcp_ledger} if args.mcp_ledger else {}),
         )
         uvicorn.run("mockprovider.app:app_from_env", factory=True, host=args.host, port=args.port,
                     workers=args.workers, access_log=False, loop=args.loop, http=args.http)
@@ -100,6 +107,11 @@ def main(argv: list[str] | None = None) -> None:
         from mockprovider.recorder import main as record
 
         record(argv[1:])
+        return
+    if argv[:1] == ["mcp"]:
+        from mockprovider.mcp.stdio import main as mcp
+
+        mcp(argv[1:])
         return
     serve(argv)
 

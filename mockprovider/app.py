@@ -33,6 +33,10 @@ from mockprovider.apis.steps import (
 )
 from mockprovider.errors import APIError, ClientGone
 from mockprovider.journal import Journal, render_matching
+from mockprovider.mcp import endpoint as mcp_endpoint
+from mockprovider.mcp.callable import CallableTool, McpOptions
+from mockprovider.mcp.host import McpHost
+from mockprovider.mcp.ledger import Ledger
 from mockprovider.metrics import CountRequests, Metrics, metrics_page, readyz
 from mockprovider.replies import headers
 from mockprovider.replies.headers import ApiHeaders
@@ -68,8 +72,8 @@ async def request_journal(request: Request) -> Response:
             code="journal_off",
         )
     query = request.query_params
-    body = render_matching(config.journal, path=query.get("path"), model=query.get("model"),
-                           test_id=query.get("test_id"))
+    body = render_matching(config.journal, **{name: query.get(name) for name in
+                                              ("path", "model", "test_id", "kind", "tool", "session")})
     return Response(body, media_type="application/json")
 
 
@@ -127,6 +131,7 @@ ROUTES = [
     *gemini.ROUTES,
     *ollama.ROUTES,
     *azure.ROUTES,
+    *mcp_endpoint.ROUTES,
 ]
 
 
@@ -137,11 +142,16 @@ def create_app(
     max_body_bytes: int = 1_000_000,
     scenario_files: Iterable[Source] = (),
     journal: int = 0,
+    mcp_tools: Iterable[CallableTool] = (),
+    mcp_ledger: str | os.PathLike[str] | None = None,
+    mcp_page_size: int = 100,
 ) -> Starlette:
     """The scripted provider. Server-wide defaults here; per-request options override them.
 
     `scenario_files`: files, folders or parsed dicts, served beside the built-ins (a bad one
     raises `ScenarioFileError` here, never per request). `journal`: keep the last N requests.
+    The MCP server at /mcp (docs/mcp.md) also serves `mcp_tools` (tools given in code), records
+    side effects in the folder `mcp_ledger`, and lists `mcp_page_size` items a page.
     """
     table = dict(scenarios.SCENARIOS) | load_scenarios(scenario_files)
     o200k.encoding()  # load the ranks now, not during the first request
@@ -161,9 +171,12 @@ def create_app(
     app.state.config = Config(
         defaults=defaults, api_key=api_key, max_body_bytes=max_body_bytes,
         scenarios=table, journal=Journal(journal) if journal else None,
+        mcp=McpOptions(tools=tuple(mcp_tools), ledger=Ledger(mcp_ledger) if mcp_ledger else None,
+                       page_size=mcp_page_size),
     )
     app.state.tests = {}  # test id -> Config: a shared mock's per-test set-up (`steps.config_of`)
     app.state.metrics = metrics
+    setattr(app.state, mcp_endpoint.STATE, McpHost(lambda: app.state.config))
     return app
 
 
@@ -175,4 +188,5 @@ def app_from_env() -> Starlette:
         max_body_bytes=int(os.environ.get("MOCK_MAX_BODY_BYTES", "1000000")),
         scenario_files=paths_from_env(os.environ.get("MOCK_SCENARIOS")),
         journal=int(os.environ.get("MOCK_JOURNAL", "0")),
+        mcp_ledger=os.environ.get("MOCK_MCP_LEDGER") or None,
     )

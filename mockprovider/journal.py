@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, replace
 from math import isfinite
-from typing import Any
+from typing import Any, Literal
 
 MAX_CAPACITY = 100_000
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
@@ -112,6 +112,17 @@ class Entry:
     compact: bytes
     """The body as strict JSON text (see the module's docstring): parsed, it would take some
     twenty times the memory."""
+    kind: Literal["model", "mcp"] = "model"
+    """"model": a request to the model's endpoints; "mcp": a message to or from the MCP server."""
+    direction: Literal["in", "out", "note"] = "in"
+    """"in" (received), "out" (an MCP answer or notification sent), or "note" (something the MCP
+    server did that no message says: an effect run, a call stopped, an answer dropped)."""
+    session: str | None = None
+    """The MCP session (`Mcp-Session-Id`) of an MCP entry."""
+    tool: str | None = None
+    """The tool of an MCP `tools/call`, its answers and its notes."""
+    status: int | None = None
+    """The HTTP status an MCP answer went out with."""
 
     @property
     def body(self) -> Any:
@@ -123,15 +134,21 @@ class Entry:
             name: (MASK if mask_secrets and looks_secret(name, value) else value)
             for name, value in self.headers.items()
         }
-        return {"seq": self.seq, "method": self.method, "path": self.path, "test_id": self.test_id,
-                "headers": headers}
+        about = {"seq": self.seq, "method": self.method, "path": self.path, "test_id": self.test_id,
+                 "headers": headers}
+        if self.kind != "model":
+            about.update(kind=self.kind, direction=self.direction, session=self.session, tool=self.tool,
+                         status=self.status)
+        return about
 
     def to_json(self, *, mask_secrets: bool = True) -> dict[str, Any]:
         return {**self._about(mask_secrets=mask_secrets), "body": self.body}
 
     def __repr__(self) -> str:
         body = self.compact[:200].decode("utf-8", "replace") + ("..." if len(self.compact) > 200 else "")
-        return (f"Entry(seq={self.seq}, method={self.method!r}, path={self.path!r}, "
+        mcp = "" if self.kind == "model" else (f"kind={self.kind!r}, direction={self.direction!r}, "
+                                               f"session={self.session!r}, tool={self.tool!r}, ")
+        return (f"Entry(seq={self.seq}, {mcp}method={self.method!r}, path={self.path!r}, "
                 f"test_id={self.test_id!r}, headers={self.headers!r}, body={body!r})")
 
     @property
@@ -141,7 +158,8 @@ class Entry:
         # thousands of tiny headers cannot hold more memory than the bound says.
         headers = sum(sys.getsizeof(name) + sys.getsizeof(value) + _HEADER_BYTES
                       for name, value in self.headers.items())
-        return _ENTRY_BYTES + len(self.path) + len(self.test_id or "") + headers + len(self.compact)
+        return _ENTRY_BYTES + len(self.path) + len(self.test_id or "") + headers + len(self.compact) \
+            + len(self.session or "") + len(self.tool or "")
 
     def render(self) -> bytes:
         """`to_json()` as JSON, secrets masked, the stored body spliced in unparsed."""
@@ -165,22 +183,23 @@ class Journal:
         self._lock = threading.Lock()
 
     def record(self, *, method: str, path: str, headers: Mapping[str, str], body: Any,
-               test_id: str | None = None) -> None:
+               test_id: str | None = None, **mcp: Any) -> None:
         """Journal a parsed body (NaN and infinities become strings, as for a raw one)."""
         self.record_raw(method=method, path=path, headers=headers, raw=json.dumps(body).encode(),
-                        test_id=test_id)
+                        test_id=test_id, **mcp)
 
     def record_raw(self, *, method: str, path: str, headers: Mapping[str, str], raw: bytes,
-                   test_id: str | None = None) -> None:
+                   test_id: str | None = None, **mcp: Any) -> None:
         """Journal a body as the client sent it: strict JSON as it is, anything else as the JSON
-        that stands for it (parsed once, only with the journal on)."""
-        self._append(method, path, headers, strict_json(raw), test_id)
+        that stands for it (parsed once, only with the journal on). `mcp`: an MCP entry's `kind`,
+        `direction`, `session`, `tool` and `status` (see `Entry`)."""
+        self._append(method, path, headers, strict_json(raw), test_id, mcp)
 
     def _append(self, method: str, path: str, headers: Mapping[str, str], compact: bytes,
-                test_id: str | None) -> None:
+                test_id: str | None, mcp: Mapping[str, Any]) -> None:
         with self._lock:
             entry = Entry(seq=next(self._seq), method=method, path=path, headers=Headers(headers),
-                          test_id=test_id, compact=compact)
+                          test_id=test_id, compact=compact, **mcp)
             if entry.size > self.max_bytes:
                 note = f"(a body of {len(compact)} bytes, more than the journal keeps: {self.max_bytes})"
                 entry = replace(entry, compact=json.dumps(note).encode())
@@ -289,12 +308,22 @@ def same_route(path: str) -> str:
 
 
 def matches(entry: Entry, *, path: str | None = None, model: str | None = None,
-            test_id: str | None = None) -> bool:
+            test_id: str | None = None, kind: str | None = None, tool: str | None = None,
+            session: str | None = None) -> bool:
     """Whether `entry` is for `path` (`same_route`), `model` (the whole model name, or the
-    scenario before its `+options`) and `test_id`; None matches anything."""
+    scenario before its `+options`) and `test_id`, of `kind` ("model" or "mcp"), and about the
+    MCP `tool` and `session`; None matches anything."""
     if path is not None and same_route(entry.path) != same_route(path):
         return False
+    if (kind is not None and entry.kind != kind) or (tool is not None and entry.tool != tool):
+        return False
+    if session is not None and entry.session != session:
+        return False
     if test_id is not None and entry.test_id != test_id:
+        return False
+    if (kind is not None and entry.kind != kind) or (tool is not None and entry.tool != tool):
+        return False
+    if session is not None and entry.session != session:
         return False
     if model is None:
         return True
@@ -310,12 +339,14 @@ def matches(entry: Entry, *, path: str | None = None, model: str | None = None,
 
 
 def render_matching(journal: Journal, *, path: str | None = None, model: str | None = None,
-                    test_id: str | None = None) -> bytes:
-    """GET /journal's body with only the entries that `matches(path, model, test_id)`."""
-    if path is None and model is None and test_id is None:
+                    test_id: str | None = None, kind: str | None = None, tool: str | None = None,
+                    session: str | None = None) -> bytes:
+    """GET /journal's body with only the entries that `matches(...)` the filters given."""
+    filters = {"path": path, "model": model, "test_id": test_id, "kind": kind, "tool": tool,
+               "session": session}
+    if all(value is None for value in filters.values()):
         return journal.render()
     about = {"object": "list", "capacity": journal.capacity, "scope": "this server process"}
     head = json.dumps(about, separators=(",", ":")).encode()[:-1]
-    kept = [entry.render() for entry in journal.entries()
-            if matches(entry, path=path, model=model, test_id=test_id)]
+    kept = [entry.render() for entry in journal.entries() if matches(entry, **filters)]
     return head + b',"data":[' + b",".join(kept) + b"]}"

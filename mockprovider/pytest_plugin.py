@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from mockprovider.journal import Entry, Journal
+    from mockprovider.mcp.calls import ToolCall
     from mockprovider.shared_mock import RemoteJournal
 
 JOURNAL_CAPACITY = 10_000
@@ -128,6 +129,19 @@ class MockLLM:
     cassette: Path | None = None
     """The test's cassette, when it replays or records one (`record=` on the marker): the app is
     then the recording proxy, and the journal holds every request it received."""
+
+    @property
+    def mcp_url(self) -> str:
+        """`http://127.0.0.1:PORT/mcp`: the scripted MCP server (Streamable HTTP) of every scenario
+        file's tools; `mcp_url + "/NAME"` serves only scenario NAME's (docs/mcp.md)."""
+        return f"{self.root_url}/mcp"
+
+    def tool_calls(self, name: str | None = None) -> list[ToolCall]:
+        """The MCP `tools/call`s received so far, oldest first (only `name`'s when given), each
+        with its arguments, session, answer, progress and `outcome` (docs/mcp.md)."""
+        from mockprovider.mcp.calls import tool_calls
+
+        return tool_calls(self.journal, name)
 
     @property
     def journal(self) -> list[Entry]:

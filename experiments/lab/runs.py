@@ -165,13 +165,15 @@ async def run_scenario(
     drifting_tools: bool = False,
     hidden_note: str | None = None,
     pricing: Pricing | None = None,
+    tools: Sequence[Tool] | None = None,
 ) -> Run:
     """Run (or continue `state` of) `scenario` through the harness against the mock; time it.
 
     `scenario` is the model name; the user's task is `task`, or the scenario's own (`TASKS`).
     `drain_pending=True` runs a capped run's pending calls after the cap (a broken loop, for the tests);
     `drifting_tools=True` makes a repeated call's result differ from the first; `hidden_note` is
-    sent with every request but never kept in the transcript (both broken, for the tests)."""
+    sent with every request but never kept in the transcript (both broken, for the tests);
+    `tools` replaces the chapter's catalog (a server's tools over MCP, say)."""
     sandbox = sandbox or make_sandbox(env.workdir / run_id)
     trace = trace if trace is not None else MemoryTrace()
     state = state or new_run(task if task is not None else TASKS[scenario], system=SYSTEM, run_id=run_id)
@@ -189,11 +191,11 @@ async def run_scenario(
     async with _client(env) as client:
         model: Any = OpenAIChat(scenario, client=client, headers=headers)
         model = _Whispering(model, hidden_note) if hidden_note else model
-        tools = _tools(sandbox, scan_seconds, child, knobs, model)
-        tools = [_Drifting(t) for t in tools] if drifting_tools else tools
-        await run(state, model=model, tools=tools, **settings)
+        catalog = list(tools) if tools is not None else _tools(sandbox, scan_seconds, child, knobs, model)
+        catalog = [_Drifting(t) for t in catalog] if drifting_tools else catalog
+        await run(state, model=model, tools=catalog, **settings)
         if drain_pending and state.status == "max_turns_exceeded":
-            await _drain(state, tools)
+            await _drain(state, catalog)
     return Run(state=state, trace=trace, sandbox=sandbox, wall_ms=(time.perf_counter() - started) * 1000)
 
 

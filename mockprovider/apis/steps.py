@@ -46,6 +46,10 @@ class Config:
     """Every model name this server answers to: the built-ins and any scenario files."""
     journal: Journal | None = None
     """When set, every request body read is recorded (observed only, never read by a scenario)."""
+    mcp: Any = None
+    """The MCP server's settings beside the scenario files' scripts (a `mockprovider.mcp.McpOptions`:
+    tools given in code, the effects ledger, the page size), set by `create_app`; the MCP server is
+    mounted above the surfaces, so this folder names no type of it."""
 
 
 def config_of(request: Request) -> Config:

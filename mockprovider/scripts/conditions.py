@@ -66,7 +66,7 @@ def compile_pattern(pattern: str) -> re2._Regexp:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _search(pattern: re2._Regexp, text: str) -> bool:
+def search(pattern: re2._Regexp, text: str) -> bool:
     """Whether `pattern` matches in the first MAX_MATCH_CHARS characters of `text`."""
     # One character past the cut stays as context, so `$`, `\z` and `\b` do not take the cut
     # for the end of the text (or of a word).
@@ -142,7 +142,7 @@ class ToolResultMatches:
     pattern: re2._Regexp
 
     def holds(self, c: Conversation) -> bool:
-        return _search(self.pattern, c.last_tool_result)
+        return search(self.pattern, c.last_tool_result)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,7 +166,7 @@ class LastUserMatches:
     pattern: re2._Regexp
 
     def holds(self, c: Conversation) -> bool:
-        return _search(self.pattern, last_user(c))
+        return search(self.pattern, last_user(c))
 
 
 @dataclass(frozen=True, kw_only=True)

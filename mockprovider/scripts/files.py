@@ -32,6 +32,7 @@ from typing import Any, Literal, assert_never, get_args
 
 from mockprovider.errors import APIError, invalid
 from mockprovider.scripts.aimock import from_aimock, is_aimock
+from mockprovider.scripts.mcp_tools import McpScript, compile_mcp
 from mockprovider.scripts.options import Options, apply
 from mockprovider.scripts.parts import Alternative, turn_of
 from mockprovider.scripts.scenarios import SCENARIOS, Conversation, Reply, Scenario
@@ -50,7 +51,7 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 """A model name: no '+', which starts the options suffix, and nothing a URL or log must escape."""
 
-TOP_KEYS = ("name", "description", "options", "turns", "after_last", "fallback")
+TOP_KEYS = ("name", "description", "options", "turns", "after_last", "fallback", "mcp")
 
 
 # --- the compiled scenario: what runs per request -------------------------------------------
@@ -65,16 +66,25 @@ class FileScenario:
     options: str
     """The file's option string: this scenario's defaults, applied before the request's own."""
     turns: tuple[tuple[Alternative, ...], ...]
+    """Empty for a file that scripts only an MCP server."""
     after_last: AfterLast
     source: str
     fallback: str | None = None
     """What a scripted tool-call turn says instead when the request lets no tool be called."""
+    mcp: McpScript | None = None
+    """The tools, resources and prompts this scenario's MCP server offers (docs/mcp.md)."""
 
     def __post_init__(self) -> None:
         # `scenarios.describe` reads a scenario's docstring, so /v1/models lists it like a built-in.
         object.__setattr__(self, "__doc__", self.description)
 
     def __call__(self, c: Conversation) -> Reply:
+        if not self.turns:
+            raise invalid(
+                f"{self.name!r} ({self.source}) scripts only an MCP server, no model turns: connect an MCP "
+                f"client to /mcp/{self.name}, and give the model a scenario with 'turns'.",
+                param="model", code="no_turns",
+            )
         index = c.turn
         if index >= len(self.turns):
             match self.after_last:
@@ -209,7 +219,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def compile_scenario(data: Any, *, source: str, default_name: str | None = None) -> FileScenario:
     """One parsed document as a `FileScenario`; raises `ScenarioFileError` naming what is wrong."""
     at = At(source)
-    doc = obj(data, at, TOP_KEYS, required=("turns",))
+    # A file may script only an MCP server (its tools for a built-in model, say): then no turns.
+    doc = obj(data, at, TOP_KEYS, required=() if isinstance(data, dict) and "mcp" in data else ("turns",))
     name = _name(doc, at, default_name)
     options = string(doc.get("options", ""), at / "options")
     try:
@@ -219,7 +230,7 @@ def compile_scenario(data: Any, *, source: str, default_name: str | None = None)
     after_last = doc.get("after_last", "error")
     if after_last not in get_args(AfterLast):
         raise (at / "after_last").error(f"expected \"repeat\" or \"error\", got {json.dumps(after_last)}")
-    turns = array(doc["turns"], at / "turns", "turns")
+    turns = array(doc["turns"], at / "turns", "turns") if "turns" in doc else []
     return FileScenario(
         name=name,
         description=string(doc.get("description", f"Scripted in {Path(source).name}."), at / "description"),
@@ -228,6 +239,7 @@ def compile_scenario(data: Any, *, source: str, default_name: str | None = None)
         after_last=after_last,
         source=source,
         fallback=string(doc["fallback"], at / "fallback") if "fallback" in doc else None,
+        mcp=compile_mcp(doc["mcp"], at / "mcp") if "mcp" in doc else None,
     )
 
 

@@ -103,3 +103,25 @@ def number(value: Any, at: At, low: float, high: float, *, integer: bool = False
     if integer and value != int(value):
         raise at.error(f"expected a whole number, got {value}")
     return int(value) if integer else float(value)
+
+
+def json_value(value: Any, at: At) -> Any:
+    """`value` if it can go on the wire as JSON (TOML's dates cannot; nor can NaN or infinity)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        raise at.error("expected JSON values only (no dates, NaN or infinity)") from None
+    return value
+
+
+def json_object(value: Any, at: At) -> dict[str, Any]:
+    """An object of any keys, made of JSON values only."""
+    return json_value(obj(value, at, tuple(value) if isinstance(value, dict) else ()), at)
+
+
+def flag(fields: dict[str, Any], key: str, at: At, default: bool = False) -> bool:
+    """`fields[key]`, true or false (`default` when absent)."""
+    value = fields.get(key, default)
+    if not isinstance(value, bool):
+        raise (at / key).error(f"expected true or false, got {kind(value)}")
+    return value

@@ -86,6 +86,16 @@ BROKEN = [
         {"pricing": Pricing()},
         "the OpenAI-cached cost at every cap = the model's cached-term prediction",
     ),
+    (
+        "mcp_tool_errors",
+        {"rpc_message": "Internal error"},
+        "isError results and JSON-RPC errors: only the descriptive policy answers, as locally",
+    ),
+    (
+        "mcp_permanent_error",
+        {"rpc_message": "Internal error"},
+        "isError and JSON-RPC errors cost what the local fed-back run costs",
+    ),
 ]
 
 

@@ -48,6 +48,8 @@ def test_every_measurement_of_the_chapter_has_an_experiment():
         "subagent",
         "arithmetic",
         "caching",
+        "mcp_tool_errors",
+        "mcp_permanent_error",
     ]
 
 

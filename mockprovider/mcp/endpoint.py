@@ -1,0 +1,29 @@
+"""The routes the mock mounts: `/mcp` (every scenario's tools) and `/mcp/{scenario}` (one's).
+
+Light on purpose: the MCP SDK takes most of a second to import, so it is imported on the first
+MCP request, never by a mock that is only asked for completions.
+"""
+
+from __future__ import annotations
+
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from mockprovider.mcp.host import McpHost
+
+STATE = "mcp"
+"""`app.state.mcp`: the app's `McpHost`, set by `create_app`."""
+
+
+class McpEndpoint:
+    """The ASGI app behind both routes: the app's MCP server over Streamable HTTP."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from mockprovider.mcp.http import serve
+
+        host: McpHost = getattr(scope["app"].state, STATE)
+        await serve(host, scope, receive, send)
+
+
+ENDPOINT = McpEndpoint()
+ROUTES = [Route("/mcp", ENDPOINT), Route("/mcp/{scenario}", ENDPOINT)]
