@@ -35,9 +35,10 @@ from mockprovider.errors import APIError, ClientGone
 from mockprovider.journal import Journal, render_matching
 from mockprovider.mcp import endpoint as mcp_endpoint
 from mockprovider.mcp.callable import CallableTool, McpOptions
-from mockprovider.mcp.host import McpHost
+from mockprovider.mcp.host import TEST, McpHost
 from mockprovider.mcp.ledger import Ledger
 from mockprovider.metrics import CountRequests, Metrics, metrics_page, readyz
+from mockprovider.reading.request_headers import test_id
 from mockprovider.replies import headers
 from mockprovider.replies.headers import ApiHeaders
 from mockprovider.scripts import scenarios
@@ -176,7 +177,10 @@ def create_app(
     )
     app.state.tests = {}  # test id -> Config: a shared mock's per-test set-up (`steps.config_of`)
     app.state.metrics = metrics
-    setattr(app.state, mcp_endpoint.STATE, McpHost(lambda: app.state.config))
+    # An MCP session serves its test's set-up on a shared mock (`mcp.host.TEST`), else the server's.
+    setattr(app.state, mcp_endpoint.STATE,
+            McpHost(lambda: app.state.tests.get(TEST.get()) or app.state.config,
+                    lambda scope: test_id(Request(scope))))
     return app
 
 

@@ -1,4 +1,6 @@
-"""The routes the mock mounts: `/mcp` (every scenario's tools) and `/mcp/{scenario}` (one's).
+"""The routes the mock mounts: `/mcp` (every scenario's tools) and `/mcp/{scenario}` (one's), also
+behind a base-URL options prefix (`/o/test=ID/mcp`: a shared mock's test, as `mock_llm_shared`'s
+`mcp_url` names it).
 
 Light on purpose: the MCP SDK takes most of a second to import, so it is imported on the first
 MCP request, never by a mock that is only asked for completions.
@@ -9,7 +11,7 @@ from __future__ import annotations
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from mockprovider.mcp.host import McpHost
+from mockprovider.mcp.host import TEST, McpHost
 
 STATE = "mcp"
 """`app.state.mcp`: the app's `McpHost`, set by `create_app`."""
@@ -22,8 +24,10 @@ class McpEndpoint:
         from mockprovider.mcp.http import serve
 
         host: McpHost = getattr(scope["app"].state, STATE)
+        TEST.set(host.test_of(scope))
         await serve(host, scope, receive, send)
 
 
 ENDPOINT = McpEndpoint()
-ROUTES = [Route("/mcp", ENDPOINT), Route("/mcp/{scenario}", ENDPOINT)]
+ROUTES = [Route("/mcp", ENDPOINT), Route("/mcp/{scenario}", ENDPOINT),
+          Route("/o/{options}/mcp", ENDPOINT), Route("/o/{options}/mcp/{scenario}", ENDPOINT)]

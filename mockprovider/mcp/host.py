@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,6 +19,11 @@ from mockprovider.mcp.callable import McpOptions
 from mockprovider.mcp.catalog import Catalog, Tool
 from mockprovider.mcp.ledger import Effect
 from mockprovider.scripts.mcp_conditions import CallFacts
+
+TEST: ContextVar[str | None] = ContextVar("mockprovider.mcp.test", default=None)
+"""The test (`x-test-id`, or `test=ID` in the prefix) of the request that opened this MCP
+session: its server task inherits it, so on a shared mock the session serves that test's
+set-up and journals under its id."""
 
 if TYPE_CHECKING:
     from mockprovider.journal import Journal
@@ -48,8 +54,11 @@ class Where:
 
 
 class McpHost:
-    def __init__(self, settings: Callable[[], Settings]) -> None:
+    def __init__(self, settings: Callable[[], Settings],
+                 test_of: Callable[[Any], str | None] = lambda scope: None) -> None:
         self.settings = settings
+        self.test_of = test_of
+        """The test an ASGI scope's request belongs to (`TEST`), as the app reads it."""
         self._counts: weakref.WeakKeyDictionary[Tool, int] = weakref.WeakKeyDictionary()
         self._catalogs: dict[tuple[int, int, str | None], tuple[Settings, Catalog]] = {}
         self.faults: dict[tuple[str | None, Any], str] = {}
@@ -89,7 +98,7 @@ class McpHost:
         if journal is not None:
             journal.record(method=NOTE, path=where.path, headers={}, body={"event": event, "tool": tool,
                                                                             **facts},
-                           kind="mcp", direction="note", session=where.session, tool=tool)
+                           kind="mcp", direction="note", session=where.session, tool=tool, test_id=TEST.get())
 
     def effect(self, where: Where, call: CallFacts, request_id: Any, scenario: str | None) -> None:
         """Record that `call` ran its tool's side effect: in the ledger, if any, and the journal."""

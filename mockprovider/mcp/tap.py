@@ -17,7 +17,7 @@ from typing import Any
 
 from starlette.types import Message, Send
 
-from mockprovider.mcp.host import McpHost, Where
+from mockprovider.mcp.host import TEST, McpHost, Where
 
 EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 """Where an SSE event ends: a blank line, in any of the three line endings SSE allows."""
@@ -52,7 +52,8 @@ class Tap:
         journal = self.host.settings().journal
         if journal is not None:
             journal.record_raw(method=self.method, path=self.where.path, headers=headers, raw=body or b"null",
-                               kind="mcp", direction="in", session=self.where.session, tool=self.tool)
+                               kind="mcp", direction="in", session=self.where.session, tool=self.tool,
+                               test_id=TEST.get())
 
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
@@ -119,7 +120,7 @@ class Tap:
         if journal is not None:
             journal.record_raw(method=self.method, path=self.where.path, headers=self.headers, raw=raw,
                                kind="mcp", direction="out", session=self.where.session, tool=self.tool,
-                               status=self.status)
+                               status=self.status, test_id=TEST.get())
 
 
 def flight_key(request_id: Any) -> Any:

@@ -1,6 +1,6 @@
 """The conditions a tool script may put on a call: tests over the call's arguments and its place.
 
-The same language as the model's turns (`mockprovider.conditions`): an `if` is an object of
+The same language as the model's turns (`mockprovider.scripts.conditions`): an `if` is an object of
 tests that must all hold, text tests are case-sensitive substring tests, `*_match` tests take
 an RE2 pattern searched in the first 4,096 characters, and `not`, `all`, `any` combine them.
 Only the subjects differ: a call has arguments and an index, not messages.

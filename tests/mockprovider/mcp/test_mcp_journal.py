@@ -110,7 +110,7 @@ def test_an_mcp_entry_keeps_its_facts_and_masks_its_credentials():
     assert "sk-1" not in repr(tool) and "kind='mcp'" in repr(tool) and "kind" not in repr(model)
     rendered = json.loads(journal.render())["data"]
     assert rendered[0]["headers"] == {"authorization": "<redacted>"} and rendered[0]["status"] == 200
-    assert set(rendered[1]) == {"seq", "method", "path", "headers", "body"}
+    assert set(rendered[1]) == {"seq", "method", "path", "test_id", "headers", "body"}
 
 
 OTHER = {"name": "other", "turns": [{"content": "x"}],
