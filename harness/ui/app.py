@@ -152,7 +152,7 @@ class Pages:
             d = Decision(run_id=run_id, call_id=call_id_from_form(form.get("call_id", "")),
                          digest=form.get("digest", ""),
                          verdict="approved" if verdict == "approve" else "rejected",
-                         reason=form.get("reason", ""), by=ui_identity(client))
+                         reason=_typed(form.get("reason", "")), by=ui_identity(client))
             if d.verdict == "rejected" and not d.reason.strip():
                 raise Refused(400, "a rejection needs a reason the model can read")
             await run_in_threadpool(self.ui.decider.decide, d)
@@ -245,6 +245,12 @@ def create_app(ui: UiSettings) -> Starlette:
 async def _unavailable(request: Request, exc: Exception) -> Response:
     """The database cannot be read right now (PostgreSQL down, a locked file): said, not a 500."""
     return _error(request, 503, str(exc))
+
+
+def _typed(posted: str) -> str:
+    """A textarea's text as the person typed it: a browser posts each line break as CR LF (the
+    form encoding), while the box's `maxlength` and the CLI count it as one character."""
+    return posted.replace("\r\n", "\n")
 
 
 def _reason(last: dict[str, Any]) -> Markup:
