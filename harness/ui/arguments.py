@@ -90,6 +90,11 @@ def value_html(value: Any) -> Markup:
                 text[:PREVIEW_CHARS], _size(value, text), full)
 
 
+def key_html(key: str) -> Markup:
+    """An argument's name: the model writes it too, so a long one is folded like a value."""
+    return html('<span class="key">{}</span>', value_html(key))
+
+
 def _row(key: str, value: Any, before: Any, compared: bool, missing: object) -> Markup:
     long = len(_json(value)) > FOLD_CHARS
     changed = compared and before is not missing and before != value
@@ -101,8 +106,8 @@ def _row(key: str, value: Any, before: Any, compared: bool, missing: object) -> 
         note = html(' <span class="was">new</span>')
     else:
         note = Markup("")
-    return html('<div class="{}" data-arg="{}"><span class="key">{}</span>: {}{}</div>',
-                classes, key, _json(key), value_html(value), note)
+    return html('<div class="{}" data-arg="{}">{}: {}{}</div>',
+                classes, key, key_html(key), value_html(value), note)
 
 
 def arguments_box(args: Any, previous: Previous | None) -> Markup:
@@ -114,8 +119,8 @@ def arguments_box(args: Any, previous: Previous | None) -> Markup:
     rows = [_row(k, v, before.get(k, missing) if before is not None else missing, before is not None, missing)
             for k, v in args.items()]
     gone = [k for k in before or () if k not in args]
-    rows += [html('<div class="arg changed gone" data-arg-gone="{}"><span class="key">{}</span>: '
-                  '<span class="was">removed; was {}</span></div>', k, _json(k), value_html(before[k]))
+    rows += [html('<div class="arg changed gone" data-arg-gone="{}">{}: '
+                  '<span class="was">removed; was {}</span></div>', k, key_html(k), value_html(before[k]))
              for k in gone]
     count = f"{len(args)} argument{'s' if len(args) != 1 else ''}"
     head = html('<div class="argshead">{}, in the order the model wrote them{}</div>', count,
