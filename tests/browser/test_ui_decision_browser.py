@@ -90,3 +90,14 @@ def test_a_padded_argument_name_leaves_path_and_the_buttons_on_the_first_screen(
         assert _outside_the_first_screen(browser, [*MUST_SEE, '[data-arg="path"]']) == {}
         assert "100,000 characters" in browser.execute_script(
             "return document.querySelector('#waiting-args .arg').innerText")
+
+
+def test_many_padding_arguments_leave_path_and_the_buttons_on_the_first_screen(browser, tmp_path):
+    # Sixty short keys the tool does not take, written before the one it reads.
+    padded = {**{f"pad{i}": i for i in range(60)}, "path": "access.log"}
+    with scripted_mock(one_call("many", {"name": "delete_file", "arguments": padded})) as mock:
+        make_runs(tmp_path, mock, ("m1", "many"))
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    with serve_ui(reader, writer=writer) as url:
+        _first_screen(browser, url + "/runs/m1")
+        assert _outside_the_first_screen(browser, [*MUST_SEE, '[data-arg="path"]']) == {}
