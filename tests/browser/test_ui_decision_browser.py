@@ -89,7 +89,7 @@ def test_a_padded_argument_name_leaves_path_and_the_buttons_on_the_first_screen(
         _first_screen(browser, url + "/runs/k1")
         assert _outside_the_first_screen(browser, [*MUST_SEE, '[data-arg="path"]']) == {}
         assert "100,000 characters" in browser.execute_script(
-            "return document.querySelector('#waiting-args .arg').innerText")
+            "return document.querySelector('#waiting-args').innerText")
 
 
 def test_many_padding_arguments_leave_path_and_the_buttons_on_the_first_screen(browser, tmp_path):
