@@ -193,7 +193,7 @@ class Pages:
         listed = await run_in_threadpool(self.ui.reader.scan_runs, status)
         # As `harness list --json`: the runs that read; how many rows did not, in a header.
         return ApiJSON([to_dict(r) for r in listed.runs],
-                            headers={"x-damaged-runs": str(len(listed.damaged))})
+                       headers={"x-damaged-runs": str(len(listed.damaged))})
 
     async def api_run(self, request: Request) -> Response:
         """`harness show RUN --json`: the same versioned object."""

@@ -129,9 +129,9 @@ def arguments_box(args: Any, previous: Previous | None, declared: tuple[str, ...
     count = f"{len(args)} argument{'s' if len(args) != 1 else ''}"
     order = (f"the tool's parameters first, then {len(extra)} it does not declare" if extra
              else "in the order the model wrote them")
+    folded = any(len(_json(x)) > FOLD_CHARS for pair in args.items() for x in pair)
     head = html('<div class="argshead">{}, {}{}</div>', count, order,
-                "; long values folded, each with its size" if any(len(_json(v)) > FOLD_CHARS
-                                                                   for v in args.values()) else "")
+                "; long values folded, each with its size" if folded else "")
     return html('<div class="args" id="waiting-args">{}{}</div>{}', head, join(rows),
                 _comparison(args, previous, before, gone))
 

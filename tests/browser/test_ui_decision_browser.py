@@ -81,7 +81,8 @@ def test_a_padded_argument_leaves_path_and_the_buttons_on_the_first_screen(brows
 
 def test_a_padded_argument_name_leaves_path_and_the_buttons_on_the_first_screen(browser, tmp_path):
     # The model writes the key too: a 100,000-character name before `path` is folded like a value.
-    padded_key = one_call("padded_key", {"name": "delete_file", "arguments": {FILLER: 1, "path": "access.log"}})
+    padded_key = one_call("padded_key",
+                          {"name": "delete_file", "arguments": {FILLER: 1, "path": "access.log"}})
     with scripted_mock(padded_key) as mock:
         make_runs(tmp_path, mock, ("k1", "padded_key"))
     reader, writer = sqlite_pair(tmp_path / "harness.db")
