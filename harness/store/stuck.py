@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import json
 import os
+import socket
 import struct
 from pathlib import Path
 
@@ -55,10 +56,11 @@ def _process(pid: int) -> str:
 
 def held_runs(leases: list[tuple[object, object]], pid: int) -> list[str]:
     """The run ids whose lease rows (run_id, holder JSON) name `pid` of this host as holder."""
-    runs = []
+    runs, here = [], socket.gethostname()
     for run_id, raw in leases:
         with contextlib.suppress(ValueError, TypeError, AttributeError):
-            if json.loads(raw).get("pid") == pid:
+            holder = json.loads(raw)  # a pid means this process only on this host
+            if holder.get("pid") == pid and holder.get("host") == here:
                 runs.append(str(run_id))
     return runs
 

@@ -10,6 +10,7 @@ decisions and resumes write through another (`Decider`, `Resumer`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,14 @@ def _page(request: Request, title: str, body: Markup, status: int = 200) -> HTML
     if request.headers.get(PARTIAL_HEADER):  # the live script's refresh: the sections, no frame
         return HTMLResponse(body, status_code=status)
     return HTMLResponse(page(title, body, nonce=request.state.nonce, script=SCRIPT), status_code=status)
+
+
+class ApiJSON(JSONResponse):
+    """JSON as `harness list --json` and `show --json` print it: ASCII, so half a surrogate pair a
+    provider's reply carried is written as its escape instead of failing to encode."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 def _error(request: Request, status: int, text: str) -> HTMLResponse:
@@ -152,7 +161,7 @@ class Pages:
             d = Decision(run_id=run_id, call_id=call_id_from_form(form.get("call_id", "")),
                          digest=form.get("digest", ""),
                          verdict="approved" if verdict == "approve" else "rejected",
-                         reason=form.get("reason", ""), by=ui_identity(client))
+                         reason=_typed(form.get("reason", "")), by=ui_identity(client))
             if d.verdict == "rejected" and not d.reason.strip():
                 raise Refused(400, "a rejection needs a reason the model can read")
             await run_in_threadpool(self.ui.decider.decide, d)
@@ -183,8 +192,8 @@ class Pages:
             return JSONResponse({"error": f"unknown status {status!r}; known: {', '.join(STATUSES)}"}, 400)
         listed = await run_in_threadpool(self.ui.reader.scan_runs, status)
         # As `harness list --json`: the runs that read; how many rows did not, in a header.
-        return JSONResponse([to_dict(r) for r in listed.runs],
-                            headers={"x-damaged-runs": str(len(listed.damaged))})
+        return ApiJSON([to_dict(r) for r in listed.runs],
+                       headers={"x-damaged-runs": str(len(listed.damaged))})
 
     async def api_run(self, request: Request) -> Response:
         """`harness show RUN --json`: the same versioned object."""
@@ -194,7 +203,7 @@ class Pages:
             return listing.show_json(self.ui.reader.load(check_run_id(run_id)), self.ui.reader)
 
         try:
-            return JSONResponse(await run_in_threadpool(shown))
+            return ApiJSON(await run_in_threadpool(shown))
         except StateFileError as e:
             return JSONResponse({"error": str(e)}, 422)
         except StoreError as e:
@@ -245,6 +254,12 @@ def create_app(ui: UiSettings) -> Starlette:
 async def _unavailable(request: Request, exc: Exception) -> Response:
     """The database cannot be read right now (PostgreSQL down, a locked file): said, not a 500."""
     return _error(request, 503, str(exc))
+
+
+def _typed(posted: str) -> str:
+    """A textarea's text as the person typed it: a browser posts each line break as CR LF (the
+    form encoding), while the box's `maxlength` and the CLI count it as one character."""
+    return posted.replace("\r\n", "\n")
 
 
 def _reason(last: dict[str, Any]) -> Markup:

@@ -90,6 +90,11 @@ def value_html(value: Any) -> Markup:
                 text[:PREVIEW_CHARS], _size(value, text), full)
 
 
+def key_html(key: str) -> Markup:
+    """An argument's name: the model writes it too, so a long one is folded like a value."""
+    return html('<span class="key">{}</span>', value_html(key))
+
+
 def _row(key: str, value: Any, before: Any, compared: bool, missing: object) -> Markup:
     long = len(_json(value)) > FOLD_CHARS
     changed = compared and before is not missing and before != value
@@ -101,26 +106,32 @@ def _row(key: str, value: Any, before: Any, compared: bool, missing: object) -> 
         note = html(' <span class="was">new</span>')
     else:
         note = Markup("")
-    return html('<div class="{}" data-arg="{}"><span class="key">{}</span>: {}{}</div>',
-                classes, key, _json(key), value_html(value), note)
+    return html('<div class="{}" data-arg="{}">{}: {}{}</div>',
+                classes, key, key_html(key), value_html(value), note)
 
 
-def arguments_box(args: Any, previous: Previous | None) -> Markup:
-    """`#waiting-args`: a line per key (the call's own order), and `#previous`: the comparison."""
+def arguments_box(args: Any, previous: Previous | None, declared: tuple[str, ...] = ()) -> Markup:
+    """`#waiting-args`: a line per key, and `#previous`: the comparison. The keys the tool declares
+    (`declared`, its parameters) come first: any number of keys it does not take, written before
+    the one it reads, cannot push that one out of sight. Otherwise the call's own order."""
     if not isinstance(args, dict):  # the loop stops only for an object; show anything else whole
         return html('<div class="args" id="waiting-args"><div class="arg">{}</div></div>', value_html(args))
     missing = object()
     before = previous.args if previous and isinstance(previous.args, dict) else None
-    rows = [_row(k, v, before.get(k, missing) if before is not None else missing, before is not None, missing)
-            for k, v in args.items()]
+    extra = [k for k in args if declared and k not in declared]
+    ordered = [k for k in args if k not in extra] + extra
+    rows = [_row(k, args[k], before.get(k, missing) if before is not None else missing, before is not None,
+                 missing) for k in ordered]
     gone = [k for k in before or () if k not in args]
-    rows += [html('<div class="arg changed gone" data-arg-gone="{}"><span class="key">{}</span>: '
-                  '<span class="was">removed; was {}</span></div>', k, _json(k), value_html(before[k]))
+    rows += [html('<div class="arg changed gone" data-arg-gone="{}">{}: '
+                  '<span class="was">removed; was {}</span></div>', k, key_html(k), value_html(before[k]))
              for k in gone]
     count = f"{len(args)} argument{'s' if len(args) != 1 else ''}"
-    head = html('<div class="argshead">{}, in the order the model wrote them{}</div>', count,
-                "; long values folded, each with its size" if any(len(_json(v)) > FOLD_CHARS
-                                                                   for v in args.values()) else "")
+    order = (f"the tool's parameters first, then {len(extra)} it does not declare" if extra
+             else "in the order the model wrote them")
+    folded = any(len(_json(x)) > FOLD_CHARS for pair in args.items() for x in pair)
+    head = html('<div class="argshead">{}, {}{}</div>', count, order,
+                "; long values folded, each with its size" if folded else "")
     return html('<div class="args" id="waiting-args">{}{}</div>{}', head, join(rows),
                 _comparison(args, previous, before, gone))
 

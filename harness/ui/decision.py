@@ -130,7 +130,10 @@ def brief(v: RunView, stop: Approval) -> Markup:
 
 def _call(s: RunState, stop: Approval, call: dict[str, Any] | None) -> Markup:
     args = parsed(call["function"]["arguments"]) if call else stop.args
-    return arguments_box(args, previous_call(s, stop.tool_name, stop.call_id))
+    tool = _cli_tool(stop.tool_name) if cli_run(s) else None
+    properties = tool.parameters.get("properties") if tool is not None else None
+    declared = tuple(properties) if isinstance(properties, dict) else ()
+    return arguments_box(args, previous_call(s, stop.tool_name, stop.call_id), declared)
 
 
 def decision(v: RunView, csrf: str) -> Markup:

@@ -35,6 +35,8 @@ def read_trace(state: RunState) -> tuple[list[dict[str, Any]], str | None]:
         return [], "The trace file does not exist (yet)."
     except OSError as e:
         return [], f"The trace file could not be opened ({e.strerror})."
+    except ValueError:  # half a surrogate pair: no file system can hold that name
+        return [], "The run's trace path cannot name a file; it was not read."
     with os.fdopen(fd, "rb") as f:
         info = os.fstat(f.fileno())
         if not stat.S_ISREG(info.st_mode):

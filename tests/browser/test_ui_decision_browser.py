@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from chromium import click, found, wait_for
-from ui_support import FILLER, PADDED, make_runs, scripted_mock, serve_ui, sqlite_pair
+from ui_support import FILLER, PADDED, make_runs, one_call, scripted_mock, serve_ui, sqlite_pair
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_SCREEN = (1280, 800)
@@ -77,3 +77,28 @@ def test_a_padded_argument_leaves_path_and_the_buttons_on_the_first_screen(brows
         browser.execute_script("window.scrollTo(0, document.body.scrollHeight)")
         assert browser.execute_script("return scrollY") > 10_000
         assert _outside_the_first_screen(browser, ["#approve", "#reject", "#reason"]) == {}
+
+
+def test_a_padded_argument_name_leaves_path_and_the_buttons_on_the_first_screen(browser, tmp_path):
+    # The model writes the key too: a 100,000-character name before `path` is folded like a value.
+    padded_key = one_call("padded_key",
+                          {"name": "delete_file", "arguments": {FILLER: 1, "path": "access.log"}})
+    with scripted_mock(padded_key) as mock:
+        make_runs(tmp_path, mock, ("k1", "padded_key"))
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    with serve_ui(reader, writer=writer) as url:
+        _first_screen(browser, url + "/runs/k1")
+        assert _outside_the_first_screen(browser, [*MUST_SEE, '[data-arg="path"]']) == {}
+        assert "100,000 characters" in browser.execute_script(
+            "return document.querySelector('#waiting-args').innerText")
+
+
+def test_many_padding_arguments_leave_path_and_the_buttons_on_the_first_screen(browser, tmp_path):
+    # Sixty short keys the tool does not take, written before the one it reads.
+    padded = {**{f"pad{i}": i for i in range(60)}, "path": "access.log"}
+    with scripted_mock(one_call("many", {"name": "delete_file", "arguments": padded})) as mock:
+        make_runs(tmp_path, mock, ("m1", "many"))
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    with serve_ui(reader, writer=writer) as url:
+        _first_screen(browser, url + "/runs/m1")
+        assert _outside_the_first_screen(browser, [*MUST_SEE, '[data-arg="path"]']) == {}

@@ -8,6 +8,7 @@ inside the save's transaction, and the test waits for the kernel to report it st
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pause_support import paused_mid_save, stopped
 from harness import SQLiteStore, new_run, open_store
 from harness.cli import REFUSED, main
 from harness.store import StoreBusy
+from harness.store.stuck import held_runs
 
 
 def _end(child: subprocess.Popen) -> None:
@@ -64,6 +66,14 @@ def test_a_writer_stuck_inside_a_save_is_named_with_the_way_to_recover(stuck_sql
             assert store.load("r1").messages[-1]["content"] == "first holder"
     finally:
         store.close()
+
+
+def test_the_stuck_writer_is_named_with_its_own_runs_not_another_hosts_with_the_same_pid():
+    # The lock's holder is a process of this host; a lease row of another host may carry its pid.
+    here, pid = socket.gethostname(), 4242
+    leases = [("mine", json.dumps({"pid": pid, "host": here})),
+              ("theirs", json.dumps({"pid": pid, "host": here + "-other"}))]
+    assert held_runs(leases, pid) == ["mine"]
 
 
 def test_the_cli_refuses_with_exit_4_naming_the_stuck_writer(stuck_sqlite_writer, capsys, monkeypatch):

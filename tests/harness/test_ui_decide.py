@@ -17,6 +17,7 @@ import pytest
 from ui_support import PageParts, make_runs, one_call, save_hostile_run, scripted_mock, serve_ui, sqlite_pair
 
 from harness import SQLiteStore
+from harness.approvals import MAX_REASON_CHARS
 from harness.cli import main as harness_main
 from harness.state import Approval
 from harness.ui.decide import Resumer
@@ -71,6 +72,19 @@ def test_reject_with_a_reason_writes_it_into_the_transcript_in_words(waiting, mo
     assert SQLiteStore(waiting / "harness.db").load("d1").answer == (
         "I did not delete anything: you declined the deletion.")
     assert (waiting / "sandboxes" / "d1" / "access.log").exists()
+
+
+def test_a_reason_as_long_as_the_reason_box_allows_is_recorded_though_the_browser_posts_crlf(waiting):
+    # The box's maxlength counts a line break once; a browser posts it as CR LF (the HTML form
+    # encoding), so a reason the box accepted must not count twice as long when it arrives.
+    typed = "keep it\n" * (MAX_REASON_CHARS // 8)
+    assert len(typed) == MAX_REASON_CHARS
+    reader, writer = sqlite_pair(waiting / "harness.db")
+    with serve_ui(reader, writer=writer) as url, httpx.Client(base_url=url) as browser:
+        form = {**_form(browser, "d1", "reject"), "reason": typed.replace("\n", "\r\n")}
+        answer = browser.post("/runs/d1/reject", data=form)
+    assert answer.status_code == 303, answer.text[:300]
+    assert [r.reason for r in SQLiteStore(waiting / "harness.db").load("d1").rejections] == [typed]
 
 
 @pytest.mark.parametrize("forged", [

@@ -70,7 +70,8 @@ def test_every_argument_is_listed_and_a_long_value_is_folded_with_its_size(tmp_p
     with scripted_mock(PADDED) as url:
         make_runs(tmp_path, url, ("x1", "padded"))
     page = _page(tmp_path, "x1")
-    assert list(page.by_arg) == ["filler", "path"]  # as the model wrote them
+    assert list(page.by_arg) == ["path", "filler"]  # the tool's parameter, then what it does not take
+    assert "the tool's parameters first, then 1 it does not declare" in page.text_of("waiting-args")
     assert "".join(page.by_arg["path"]).strip() == '"path": "access.log"'
     filler = page.attrs(data_arg="filler")[0]
     assert "long" in (filler.get("class") or "")

@@ -182,6 +182,21 @@ def test_the_json_api_gives_what_harness_list_and_show_json_print(runs_dir, caps
     assert missing.status_code == 404 and "no saved run" in missing.json()["error"]
 
 
+def test_a_run_holding_half_a_surrogate_pair_is_served_by_the_api_and_the_page_not_called_missing(
+        tmp_path, capsys):
+    # A provider's JSON may carry "\ud800" escapes; the run's trace path holds one here too.
+    reader, writer = sqlite_pair(tmp_path / "harness.db")
+    save_hostile_run(writer, "h1", ["half \ud800 pair", "a tool"])
+    with serve_ui(reader, writer=writer) as url:
+        shown = httpx.get(url + "/api/runs/h1")
+        page = httpx.get(url + "/runs/h1")
+    capsys.readouterr()
+    harness_main(["--state-dir", str(tmp_path), "show", "h1", "--json"])
+    assert shown.status_code == 200, shown.text[:200]
+    assert shown.json() == json.loads(capsys.readouterr().out)
+    assert page.status_code == 200 and "half \\ud800 pair" in "".join(PageParts(page.text).text)
+
+
 def test_a_store_that_cannot_be_read_is_a_503_page_not_a_crash(tmp_path):
     reader, writer = sqlite_pair(tmp_path / "harness.db")
     reader.close()  # what a database gone away looks like to the pages
