@@ -176,7 +176,7 @@ def memory_trick() -> Trick:
 
 
 def short_parse_trick(raw: bytes) -> Trick:
-    return Trick(name="short body parsed by the decoder", where="memo.parse", turn=1,
+    return Trick(name="short body parsed by orjson", where="memo.parse", turn=1,
                  with_=repeat(lambda: memo.parse(raw)), without=repeat(lambda: (json.loads(raw), None)))
 
 
