@@ -22,7 +22,7 @@ TIMED: dict[ModuleType, tuple[str, ...]] = {
     memo: ("MEMORY", "Entry", "Memory", "parse"),
     request_headers: ("header", "header_map"),
     transcript: ("EMPTY", "INLINE_CHARS", "Transcript", "conversation", "prompt_tokens", "read",
-                 "read_message", "unanswered", "_read_new", "_short_tokens", "_keep_tools_count",
+                 "read_message", "unanswered", "_read_new", "_short_tokens", "_keep_tools_count", "tools_key",
                  "_TOOLS_COUNTED"),
     validation: ("MAX_DEPTH", "check_depth", "flag", "_deeper_than"),
     completions: ("Completion", "complete", "_completion", "getrandbits"),
