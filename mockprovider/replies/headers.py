@@ -50,6 +50,23 @@ def openai_headers(options: Options, rid: str, started: float) -> list[tuple[byt
     return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits]
 
 
+def openai_limits(options: Options) -> tuple[tuple[bytes, bytes], ...]:
+    """`options`' rate-limit headers, as `openai_headers` states them."""
+    return _openai_limits(options.ratelimit, options.remaining or options.ratelimit)
+
+
+_JSON = (b"content-type", b"application/json")
+
+
+def openai_json_headers(rid: str, started: float, limits: tuple[tuple[bytes, bytes], ...],
+                        length: int) -> list[tuple[bytes, bytes]]:
+    """`openai_headers` with `limits` (`openai_limits`, kept by the caller per option set), then
+    a JSON body's own two headers."""
+    ms = b"%d" % int((time.perf_counter() - started) * 1000)
+    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits,
+            (b"content-length", b"%d" % length), _JSON]
+
+
 def anthropic_headers(options: Options, rid: str) -> list[tuple[bytes, bytes]]:
     """An Anthropic reply's headers: its id and `options`' rate limits."""
     (req_limit, tok_limit), (req_left, tok_left) = options.ratelimit, options.remaining or options.ratelimit
