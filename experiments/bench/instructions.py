@@ -13,6 +13,7 @@ each a new conversation at that turn whose previous turn the app has answered, a
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import functools
 import glob
@@ -81,8 +82,10 @@ def run() -> None:
             counted(batch)
 
 
-def main() -> None:
-    if sys.argv[1:] == ["--run"]:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", action="store_true", help=argparse.SUPPRESS)  # the process under callgrind
+    if parser.parse_args(argv).run:
         run()
         return
     with tempfile.TemporaryDirectory() as tmp:
