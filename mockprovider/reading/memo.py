@@ -41,7 +41,7 @@ _LONG = b"0" * 19
 
 KEY_CHARS = 2048
 """Transcripts shorter than this are cheap to read and are not remembered (nor are bodies this
-short parsed here): many runs share a system prompt, so short texts would mostly share keys."""
+short searched for them): many runs share a system prompt, so short texts would mostly share keys."""
 
 
 def _key_length(n: int) -> int:

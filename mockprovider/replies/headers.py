@@ -46,8 +46,7 @@ def _openai_limits(limits: tuple[int, int], left: tuple[int, int]) -> tuple[tupl
 def openai_headers(options: Options, rid: str, started: float) -> list[tuple[bytes, bytes]]:
     """An OpenAI reply's headers: its id, the time since `started`, `options`' rate limits."""
     ms = b"%d" % int((time.perf_counter() - started) * 1000)
-    limits = _openai_limits(options.ratelimit, options.remaining or options.ratelimit)
-    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits]
+    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *openai_limits(options)]
 
 
 def openai_limits(options: Options) -> tuple[tuple[bytes, bytes], ...]:
