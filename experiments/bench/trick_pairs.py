@@ -176,7 +176,7 @@ def memory_trick() -> Trick:
 
 
 def short_parse_trick(raw: bytes) -> Trick:
-    return Trick(name="short body parsed by the decoder", where="memo.parse", turn=1,
+    return Trick(name="short body parsed by orjson", where="memo.parse", turn=1,
                  with_=repeat(lambda: memo.parse(raw)), without=repeat(lambda: (json.loads(raw), None)))
 
 
@@ -278,6 +278,13 @@ def tools_count_trick(req: Any) -> Trick:
                  without=patched_batch(never_kept, transcript, "_TOOLS_COUNTED", {}))
 
 
+def tools_key_trick(req: Any) -> Trick:
+    """The kept tools' count looked up under orjson's text of the tools, against their repr."""
+    counted = repeat(lambda: drive(transcript.prompt_tokens(req.transcript, req.tools)))
+    return Trick(name="tools keyed by orjson's text", where="transcript.tools_key", turn=1, with_=counted,
+                 without=patched_batch(counted, transcript, "tools_key", repr))
+
+
 # --- the reply ---------------------------------------------------------------------------------
 
 
@@ -334,6 +341,7 @@ def all_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
         header_trick(scope),
         *reading_tricks(messages),
         tools_count_trick(req),
+        tools_key_trick(req),
         scenario_trick(req.transcript.conversation(req.tools)),
         render_trick(completion),
         record_trick(completion, "completions.Completion"),

@@ -72,7 +72,21 @@ def header_tricks() -> list[Trick]:
 
     stated = repeat(lambda: headers.openai_headers(defaults, rid, started))
     limits = headers._openai_limits
+    lane = chat.ChatLane(defaults, server_error=None)  # type: ignore[arg-type]  # never called here
+
+    def lane_head() -> list[tuple[bytes, bytes]]:
+        options = defaults  # what a request that states no options leaves in its scope
+        kept = lane.limits if options is lane.defaults else headers.openai_limits(options)
+        return headers.openai_json_headers(rid, started, kept, 512)
+
+    def built_each_time() -> list[tuple[bytes, bytes]]:
+        head = headers.openai_headers(defaults, rid, started)
+        head += ((b"content-length", b"512"), (b"content-type", b"application/json"))
+        return head
+
     return [
+        Trick(name="the defaults' header block kept", where="chat.ChatLane", turn=1, key=_without_clock,
+              with_=repeat(lane_head), without=repeat(built_each_time)),
         Trick(name="plain loops adding the API's headers", where="headers.adding", turn=1, uses=0,
               key=_without_clock, with_=repeat(lambda: reply_start(headers.adding)),
               without=repeat(lambda: reply_start(adding_with_comprehensions))),

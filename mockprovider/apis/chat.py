@@ -311,9 +311,6 @@ STREAM_ERROR = APIError(
 """What OpenAI sends when a chat stream fails after it started: an error object as a data line."""
 
 
-_JSON = (b"content-type", b"application/json")
-
-
 async def chat_completions(request: Request) -> Response:
     """POST /v1/chat/completions behind the router (a base-URL options prefix, a root path):
     `ApiHeaders` adds the real API's headers."""
@@ -340,6 +337,9 @@ class ChatLane:
     def __init__(self, defaults: Options, server_error: Callable[[Request, Exception], Awaitable[Response]]):
         self.defaults = defaults
         self.server_error = server_error
+        self.limits = headers.openai_limits(defaults)
+        """The defaults' rate-limit headers, which nearly every reply states (results/bench.md,
+        speed tricks: "the defaults' header block kept")."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         rid, started = headers.start(scope)
@@ -353,8 +353,8 @@ class ChatLane:
             raise
         if isinstance(out, bytes):
             options = scope.get(headers.OPTIONS) or self.defaults
-            head = headers.openai_headers(options, rid, started)
-            head += ((b"content-length", b"%d" % len(out)), _JSON)
+            limits = self.limits if options is self.defaults else headers.openai_limits(options)
+            head = headers.openai_json_headers(rid, started, limits, len(out))
             await send({"type": "http.response.start", "status": 200, "headers": head})
             await send({"type": "http.response.body", "body": out})
         else:

@@ -27,17 +27,21 @@ from dataclasses import dataclass
 from json.scanner import make_scanner
 from typing import Any
 
+import orjson
+
 from mockprovider.reading.transcript import Known, Summary
 
-# What json.loads uses, called without its per-call checks on a short body (results/bench.md,
-# speed tricks: "short body parsed by the decoder").
-_DECODER = json.JSONDecoder()
-_scan = make_scanner(_DECODER)  # json.loads' own scanner (C), one value per call
+_scan = make_scanner(json.JSONDecoder())  # json.loads' own scanner (C), one value per call
 _WHITESPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, as json.decoder defines it
+
+_DIGITS = bytes(48 if 48 <= b < 58 else 32 for b in range(256))
+"""Every digit as `0`, every other byte as a space: `_LONG` in a body so mapped is a run of 19
+digits, which an integer past 64 bits has and which orjson would read as a float."""
+_LONG = b"0" * 19
 
 KEY_CHARS = 2048
 """Transcripts shorter than this are cheap to read and are not remembered (nor are bodies this
-short parsed here): many runs share a system prompt, so short texts would mostly share keys."""
+short searched for them): many runs share a system prompt, so short texts would mostly share keys."""
 
 
 def _key_length(n: int) -> int:
@@ -213,8 +217,15 @@ def parse(raw: bytes, memory: Memory = MEMORY) -> tuple[Any, Known | None]:
     Raises `ValueError` or `RecursionError` exactly where `json.loads` does.
     """
     if len(raw) < KEY_CHARS:
-        if raw[:1] == b"{" and raw[1:2] != b"\x00":  # what json.detect_encoding reads as UTF-8
-            return _DECODER.decode(raw.decode("utf-8", "surrogatepass")), None
+        # orjson reads every body it accepts as json.loads does, except integers past 64 bits
+        # (floats to it: `_LONG` keeps those bodies away); what it refuses (NaN, 1e400, a lone
+        # surrogate, a BOM, every error) is read below, as before (results/bench.md, speed
+        # tricks: "short body parsed by orjson").
+        if _LONG not in raw.translate(_DIGITS):
+            try:
+                return orjson.loads(raw), None
+            except orjson.JSONDecodeError:
+                pass
         return json.loads(raw), None
     try:
         if json.detect_encoding(raw) != "utf-8":

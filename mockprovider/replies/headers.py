@@ -56,8 +56,24 @@ def openai_headers(
     """An OpenAI reply's headers: its id, the time since `started`, `options`' rate limits
     (`limited`: the reply is a 429)."""
     ms = b"%d" % int((time.perf_counter() - started) * 1000)
-    limits = _openai_limits(options.ratelimit, _left(options, limited))
-    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits]
+    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *openai_limits(options, limited)]
+
+
+def openai_limits(options: Options, limited: bool = False) -> tuple[tuple[bytes, bytes], ...]:
+    """`options`' rate-limit headers, as `openai_headers` states them (`limited`: for a 429)."""
+    return _openai_limits(options.ratelimit, _left(options, limited))
+
+
+_JSON = (b"content-type", b"application/json")
+
+
+def openai_json_headers(rid: str, started: float, limits: tuple[tuple[bytes, bytes], ...],
+                        length: int) -> list[tuple[bytes, bytes]]:
+    """`openai_headers` with `limits` (`openai_limits`, kept by the caller per option set), then
+    a JSON body's own two headers."""
+    ms = b"%d" % int((time.perf_counter() - started) * 1000)
+    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits,
+            (b"content-length", b"%d" % length), _JSON]
 
 
 def anthropic_headers(options: Options, rid: str, limited: bool = False) -> list[tuple[bytes, bytes]]:

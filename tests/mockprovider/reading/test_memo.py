@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import o200k
 from experiments.bench.floor import runaway_messages
@@ -45,7 +48,7 @@ BROKEN = [
 
 
 SHORT = json.dumps({"model": "plan", "messages": [{"role": "user", "content": "hi ü"}]}, ensure_ascii=False)
-"""Below memo.KEY_CHARS: parsed without json.loads' encoding detection when it starts with '{'."""
+"""Below memo.KEY_CHARS: parsed by orjson unless it refuses the body, then by json.loads."""
 SHORT_BODIES = [
     SHORT.encode(),
     b"{}",
@@ -55,6 +58,16 @@ SHORT_BODIES = [
     SHORT.encode("utf-16"),
     b"\xef\xbb\xbf" + SHORT.encode(),
 ]
+LOOKALIKES = [
+    b'{"max_tokens": 18446744073709551616}',  # past 64 bits: an int to json.loads, never a float
+    b'{"n": -9223372036854775809, "x": 12345678901234567890123}',
+    b'{"temperature": NaN, "top_p": Infinity}',
+    b'{"x": 1e400, "y": -0.0, "z": 1.0, "w": 1}',
+    b'{"content": "\\ud800 alone"}',  # a lone surrogate, escaped
+    b'{"a": 1, "a": 2.5}',
+    b'{"digits": "1234567890123456789012345"}',  # a long run in a string: read by the stdlib, same value
+]
+"""Short bodies where a faster parser could answer another value or type than json.loads."""
 SHORT_BROKEN = [
     b"{", b"{,}", SHORT.encode() + b"x", SHORT.encode()[:-1], SHORT.encode().replace(b"hi", b"h\xff"),
 ]
@@ -65,11 +78,36 @@ def test_a_short_body_parses_as_json_loads_parses_it(body):
     assert memo.parse(body) == (json.loads(body), None)
 
 
+@pytest.mark.parametrize("body", LOOKALIKES)
+def test_a_short_body_reads_as_json_loads_reads_it_types_included(body):
+    value, known = memo.parse(body)
+    assert known is None and repr(value) == repr(json.loads(body))  # repr: 1 is not 1.0, nan is nan
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(_JSON, st.booleans())
+def test_any_short_json_reads_as_json_loads_reads_it(value, ascii_only):
+    body = json.dumps({"v": value}, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    try:
+        expected = repr(json.loads(body))
+    except ValueError as e:
+        with pytest.raises(type(e), match=re.escape(str(e))):
+            memo.parse(body)
+        return
+    assert repr(memo.parse(body)[0]) == expected
+
+
 @pytest.mark.parametrize("body", SHORT_BROKEN)
 def test_a_short_broken_body_fails_as_json_loads_fails(body):
     with pytest.raises((ValueError, RecursionError)) as expected:
         json.loads(body)
-    with pytest.raises(type(expected.value)):
+    with pytest.raises(type(expected.value), match=re.escape(str(expected.value))):
         memo.parse(body)
 
 

@@ -179,7 +179,10 @@ def _tool(value: Any) -> dict[str, Any]:
     return {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "x": value}}}
 
 
-@pytest.mark.parametrize("values", [(True, 1), (1, 1.0), (0.0, -0.0), ("1", 1), (None, "null")])
+@pytest.mark.parametrize("values", [
+    (True, 1), (1, 1.0), (0.0, -0.0), ("1", 1), (None, "null"), (float("nan"), None),
+    (float("inf"), None), (float("-inf"), float("nan")), (2**64, float(2**64)), ([1], (1,)),
+])
 def test_a_kept_tools_count_is_never_reused_for_tools_that_differ_only_in_type(values):
     # Each pair is equal, or prints alike, in some sense; their JSON differs, and so does the bill.
     messages = [{"role": "user", "content": "hi"}]
@@ -204,4 +207,4 @@ def test_tools_longer_than_the_key_limit_are_counted_each_time_not_kept(monkeypa
     tools = [_tool("a value whose repr passes the limit")]
     for _ in range(2):
         assert _counted(messages, tools) == o200k.prompt_tokens(messages, tools)
-    assert repr(tools) not in transcript._TOOLS_COUNTED
+    assert transcript.tools_key(tools) not in transcript._TOOLS_COUNTED
