@@ -1,7 +1,9 @@
 """`SQLiteStore`: the embedded default (stdlib `sqlite3`, WAL), one database file per state folder.
 
 A save is one `BEGIN IMMEDIATE` transaction, so writers on this machine queue for a moment
-instead of interleaving, and WAL lets readers (`harness list`, `show`) read meanwhile. The
+instead of interleaving, and WAL lets readers (`harness list`, `show`) read meanwhile. What a
+commit survives is the store's `durability` (`harness.store.durability`): `synchronous=NORMAL`
+for `process-crash`, `FULL` for `power-loss` and for every save that opens an intent. The
 database file and its `-wal`/`-shm` companions must be regular files: a FIFO, a device or a
 symlink in their place is refused before anything opens it (opening a FIFO would block).
 `MemoryStore` is the same store on a private in-memory database: tests and embedding get the
@@ -19,11 +21,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness.store.durability import Durability, durability_of
 from harness.store.errors import StoreError
 from harness.store.sql import SqlStore, Tx
 
 DEFAULT_FILE = "harness.db"
 """The database's name inside a state folder."""
+_LEVEL = {False: "NORMAL", True: "FULL"}
+"""`PRAGMA synchronous` for a commit that need not / must reach the disk before it returns."""
 
 
 class _SqliteTx:
@@ -47,8 +52,9 @@ class SQLiteStore(SqlStore):
     """Runs in one SQLite database file (created with its folder on first use)."""
 
     def __init__(self, path: str | os.PathLike[str], *, lease_seconds: float | None = None,
-                 busy_seconds: float = 30.0) -> None:
+                 busy_seconds: float = 30.0, durability: Durability | None = None) -> None:
         super().__init__(lease_seconds=lease_seconds)
+        self.durability = durability_of(durability)
         self.path = Path(path)
         self.label = str(self.path)
         self._lock = threading.RLock()  # the heartbeat thread shares the connection
@@ -76,8 +82,8 @@ class SQLiteStore(SqlStore):
             conn = sqlite3.connect(self.path, timeout=busy_seconds, isolation_level=None,
                                    check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
-            # Every committed save survives a power cut too, as the old fsync'd files did.
-            conn.execute("PRAGMA synchronous=FULL")
+            self._synced = self.durability == "power-loss"
+            conn.execute(f"PRAGMA synchronous={_LEVEL[self._synced]}")
         except sqlite3.DatabaseError as e:
             if conn is not None:
                 conn.close()
@@ -91,8 +97,13 @@ class SQLiteStore(SqlStore):
         return conn
 
     @contextlib.contextmanager
-    def _transaction(self, *, write: bool = True) -> Iterator[Tx]:
+    def _transaction(self, *, write: bool = True, synced: bool = False) -> Iterator[Tx]:
         with self._lock:
+            # The level in force at COMMIT decides; it can change only between transactions.
+            want = synced or self.durability == "power-loss"
+            if want != self._synced:
+                self._conn.execute(f"PRAGMA synchronous={_LEVEL[want]}")
+                self._synced = want
             try:
                 # A writer takes the write lock up front (no upgrade deadlock); WAL lets readers
                 # read beside it.
@@ -137,4 +148,5 @@ class MemoryStore(SQLiteStore):
         self.label = "memory"
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self.durability, self._synced = "process-crash", False  # nothing reaches a disk either way
         self._create_schema()
