@@ -12,6 +12,8 @@ from harness.cli import main
 from harness.state import Approval
 from harness.trace import read_jsonl
 
+pytestmark = pytest.mark.usefixtures("each_durability")  # what a killed process loses is the same at both
+
 # Runs the CLI with a checkpoint hook that, once the given sequence of checkpoint names has been
 # seen in order, announces itself on stdout and blocks until the parent kills it.
 CHILD = r"""

@@ -180,6 +180,23 @@ def test_a_read_only_turn_is_one_commit_so_a_crash_before_it_costs_that_turn_onl
     assert [r.tool for r in resumed.tool_runs] == ["list_files", "read_file"]
 
 
+def test_each_turn_whose_calls_are_read_only_is_one_commit(drive):
+    store, seen = MemoryStore(), []
+    s = drive("runaway", store=store, limits=Limits(max_turns=5), checkpoint=seen.append)
+    # Four turns saved with their results, and the fifth, capped, with its call pending.
+    assert (s.turns, len(s.tool_runs), store.saves) == (5, 4, 5)
+    assert seen[:4] == ["after_model_reply", "before_save", "after_tool_result", "after_model_reply"]
+
+
+def test_a_write_is_saved_before_it_runs_and_its_result_at_once(drive):
+    store, seen = MemoryStore(), []
+    s = drive("double_delete", store=store, auto_approve={"delete_file"}, checkpoint=seen.append)
+    assert (s.status, s.turns, store.saves) == ("completed", 3, 5)  # per delete: intent, result; the answer
+    assert seen[:5] == ["after_model_reply", "before_save", "after_intent",
+                        "before_save", "after_tool_result"]
+    assert [row["state"] for row in store.ledger(s.run_id)] == ["done", "done"]
+
+
 def test_unknown_tool_and_bad_arguments_are_errors_as_data(drive, tmp_path):
     s = drive("plan", tools=[ListFiles(tmp_path)])
     assert s.status == "completed"
