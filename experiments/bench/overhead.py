@@ -102,10 +102,9 @@ async def harness_loop(base_url: str, sandbox: Path, turns: int, store: str) -> 
         try:
             async with ModelClient(base_url) as client:
                 model = OpenAIChat("runaway", client=client)
-                state = new_run(TASK, system=SYSTEM)
+                state, tools = new_run(TASK, system=SYSTEM), chapter_tools(sandbox)  # as the raw loop's
                 started = time.perf_counter()
-                await run(state, model=model, tools=chapter_tools(sandbox), limits=Limits(max_turns=turns),
-                          store=saver)
+                await run(state, model=model, tools=tools, limits=Limits(max_turns=turns), store=saver)
                 elapsed = time.perf_counter() - started
         finally:
             if saver is not None and hasattr(saver, "close"):
