@@ -130,17 +130,17 @@ FSYNC = "fsync"
 same rounds."""
 
 
-def per_turn_medians(*names: str, rounds: int = 5) -> dict[str, float]:
+def per_turn_medians(*names: str, rounds: int = 5, postgres: str | None = None) -> dict[str, float]:
     """Seconds per turn of the named `LOOPS` (and `FSYNC`, seconds per fsync), measured
-    interleaved round by round against one mock (only the ones asked for: a PostgreSQL server
-    is started only when a loop needs it)."""
+    interleaved round by round against one mock (only the ones asked for). A "postgres" loop
+    saves into the database `postgres` names, else into one on a throwaway server started here."""
     runs: dict[str, list[float]] = {name: [] for name in names}
     with contextlib.ExitStack() as stack:
         url = stack.enter_context(serve_in_thread())
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-loops-")))
         sandbox = make_sandbox(tmp / "sandbox")
-        pg = None
-        if any(LOOPS[n][0] == "postgres" for n in names if n != FSYNC):
+        pg = postgres
+        if pg is None and any(LOOPS[n][0] == "postgres" for n in names if n != FSYNC):
             pg = new_database(stack.enter_context(throwaway_server()))
         for _ in range(rounds):
             for name in names:

@@ -47,14 +47,14 @@ def test_harness_runaway(benchmark, mock_url, sandbox, turns, store, request):
     assert seconds > 0
 
 
-def test_harness_vs_raw_loop_interleaved(benchmark):
+def test_harness_vs_raw_loop_interleaved(benchmark, pg_url):
     """The harness (MemoryStore; SQLiteStore at both durabilities; PostgresStore) and the raw loop,
     round by round against one mock, with one fsync measured in the same rounds: their ratios from
     one run, as `make bench-check` takes them (the rows above come from separate runs minutes
     apart, which a noisy machine moves apart)."""
     rounds = 1 if benchmark.disabled else 9
-    medians = benchmark.pedantic(lambda: per_turn_medians(*TARGET_LOOPS, rounds=rounds), rounds=1,
-                                 iterations=1)
+    medians = benchmark.pedantic(lambda: per_turn_medians(*TARGET_LOOPS, rounds=rounds, postgres=pg_url),
+                                 rounds=1, iterations=1)
     benchmark.extra_info["per_turn_seconds"] = medians
     benchmark.extra_info["rounds"] = rounds
     assert set(medians) == set(TARGET_LOOPS) and FSYNC in medians
