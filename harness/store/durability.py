@@ -8,7 +8,8 @@
   changed it).
 - `power-loss`: a commit also survives the machine losing power: SQLite `synchronous=FULL`
   (the WAL is synced to disk at every commit: one fsync per save), PostgreSQL
-  `synchronous_commit=on` for every session, whatever the server's default.
+  `synchronous_commit=on` for every session, whatever the server's default (what the server's
+  disk then keeps is its own `fsync` setting's to decide: on, unless someone turned it off).
 
 Whichever is chosen, a save that opens a write-ahead intent is committed as under `power-loss`:
 the tool ledger's intent is what stops a write from running twice, so it reaches the disk before
