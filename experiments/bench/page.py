@@ -84,8 +84,8 @@ def _interleaved(report: dict) -> list[dict]:
                      "value": f"{m[t.numerator] / m[t.denominator]:.2f}×", "target": _target(t, m)}
                     for t in TARGETS if t.numerator in m and t.denominator in m]
             if FSYNC in m:
-                rows.append({"ratio": "one fsync on this machine (4 KiB written, then os.fsync; median "
-                                      "of those measured in the same rounds)",
+                rows.append({"ratio": "one fsync on this machine, in the same rounds (4 KiB appended to "
+                                      "a file, then os.fsync: the mean of 50 a round, the rounds' median)",
                              "value": f"{m[FSYNC] * 1e3:.2f} ms", "target": "—"})
             return rows
     return []
