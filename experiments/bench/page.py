@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from experiments import NAMES
-from experiments.bench.overhead import FSYNC, TARGETS, Target
+from experiments.bench.overhead import FSYNC, TARGETS, Target, medians
 from experiments.lab.paths import RESULTS
 from experiments.lab.report import markdown_table
 
@@ -78,25 +78,25 @@ def _interleaved(report: dict) -> list[dict]:
     one mock, so a ratio does not depend on how the machine moved between two runs."""
     for b in report["benchmarks"]:
         info = b.get("extra_info") or {}
-        if "per_turn_seconds" in info:
-            m, rounds = info["per_turn_seconds"], info.get("rounds")
-            rows = [{"ratio": f"{t.name}, interleaved ({rounds} rounds)",
-                     "value": f"{m[t.numerator] / m[t.denominator]:.2f}×", "target": _target(t, m)}
-                    for t in TARGETS if t.numerator in m and t.denominator in m]
-            if FSYNC in m:
+        if "per_turn_runs" in info:
+            runs, rounds = info["per_turn_runs"], info.get("rounds")
+            rows = [{"ratio": f"{t.name}, interleaved ({rounds} rounds)", "value": f"{t.value(runs):.2f}×",
+                     "target": _target(t, runs)}
+                    for t in TARGETS if t.numerator in runs and t.denominator in runs]
+            if FSYNC in runs:
                 rows.append({"ratio": "one fsync on this machine, in the same rounds (4 KiB appended to "
                                       "a file, then os.fsync: the mean of 50 a round, the rounds' median)",
-                             "value": f"{m[FSYNC] * 1e3:.2f} ms", "target": "—"})
+                             "value": f"{medians(runs)[FSYNC] * 1e3:.2f} ms", "target": "—"})
             return rows
     return []
 
 
-def _target(t: Target, m: dict[str, float]) -> str:
+def _target(t: Target, runs: dict[str, list[float]]) -> str:
     if not t.plus_fsync:
         return f"≤ {t.target:g}"
-    if FSYNC not in m:
+    if FSYNC not in runs:
         return f"≤ {t.target:g} + one fsync per turn"
-    allowance = t.allowance(m)
+    allowance = t.allowance(runs)
     return f"≤ {t.target:g} + one fsync per turn ({allowance:.2f}×) = {t.target + allowance:.2f}"
 
 
@@ -275,7 +275,7 @@ def render(report: dict, *, experiments_s: float | None = None) -> str:
     ratios += _interleaved(report)
     extra = {
         k: v for b in report["benchmarks"] for k, v in (b.get("extra_info") or {}).items()
-        if k not in ("turns", "per_turn_seconds", "rounds")
+        if k not in ("turns", "per_turn_runs", "rounds")
     }
     if experiments_s is not None:
         label = f"`python -m experiments`, all {len(NAMES)}, wall seconds (target < 60)"
