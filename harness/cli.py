@@ -50,6 +50,7 @@ from harness.codec import to_dict
 from harness.listing import safe
 from harness.state import Approval, RunState, Status, new_run, pending
 from harness.store import Fenced, LedgerConflict, RunOwned, SqlStore, StoreBusy
+from harness.store.durability import DURABILITIES
 from harness.ui import options as ui_options
 from harness.wiring import (
     Dedupe,
@@ -232,6 +233,9 @@ def _parser() -> argparse.ArgumentParser:
                         "(default: $HARNESS_STORE, else STATE_DIR/harness.db); a password given "
                         "here is visible to every local user in ps: set $HARNESS_STORE instead, "
                         "or keep the password in ~/.pgpass")
+    p.add_argument("--durability", choices=DURABILITIES, default=None,
+                   help="what a saved turn survives: a killed process, or a power loss too "
+                        "(default: $HARNESS_DURABILITY, else process-crash)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible /v1 URL (default: $LLM_BASE_URL)")
     sub = p.add_subparsers(dest="command", required=True)
     _run_parser(sub)

@@ -26,7 +26,10 @@ after a crash and a continuation after an approval all take the same path:
    worded by the policy, becomes the call's tool message and a `ToolRun`; money it spent (a
    sub-agent's) is added to the run's cost. The `fatal` policy and permanent errors
    (permission denied…) stop `failed` with the reason instead. A cancelled tool stops
-   `cancelled` and leaves the call pending. A write clears the dedupe cache. Save.
+   `cancelled` and leaves the call pending. A write clears the dedupe cache. A write's result is
+   saved at once; a read-only result is saved when the reply has no call left to run, so a turn
+   whose calls are read-only is one commit, its reply and results together (a crash before that
+   commit loses that one turn, which a resume asks for again; no write is ever in it).
 7. Nothing pending: with a hard budget, price the prompt with the model's own count and cap
    `max_tokens` at what the money left can buy (`harness.usage.reply_cap`); refuse the turn
    when not even `min_reply_tokens` fit. Call the model, raced against the signal. A provider
@@ -38,10 +41,12 @@ after a crash and a continuation after an approval all take the same path:
    hard budget's the run stops `max_budget`. Calls beyond `Policy.max_tool_calls` and calls
    whose arguments exceed `Policy.max_argument_bytes` are answered with an error the model
    reads and never run; oversized arguments are replaced in the saved reply, so they are not
-   sent back to the provider. Everything the reply decides is saved in one write. Back to 2.
+   sent back to the provider. Everything the reply decides is saved in one write: with its
+   calls' results (step 6), or at once when none of its calls is left to run. Back to 2.
 
-`checkpoint(name)` is called at named boundaries — "after_model_reply", "before_save",
-"after_intent", "after_tool_result" (and the store's "mid_save", inside a save's transaction) —
+`checkpoint(name)` is called at named boundaries — "after_model_reply" (the reply recorded; saved
+only if nothing of it runs), "before_save", "after_intent", "after_tool_result" (the result
+recorded, saved at once for a write) and the store's "mid_save", inside a save's transaction —
 so a test can kill the process at an exact point without sleeping.
 """
 
@@ -203,6 +208,11 @@ class _Loop:
         if self.store is not None:
             self.store.save(self.s)
 
+    def save_turn(self) -> None:
+        """Save once the last reply has no call left to run (its calls' results ride with it)."""
+        if not pending(self.s):
+            self.save()
+
     def end(self, stop: Stop) -> None:
         s = self.s
         s.stop = stop
@@ -270,14 +280,14 @@ class _Loop:
         if self.policy.errors == "fatal":
             return self.end(Failed(reason=str(error)))
         self.answer(call, error_text(self.policy.errors, error))
-        self.save()
+        self.save_turn()
 
     def reuse(self, call: dict[str, Any], index: int) -> None:
         earlier = self.s.messages[index]
         self.emit("tool_result", toolName=call["function"]["name"], ms=0, ok=True, reused=True)
         note = f"(result reused from identical call {earlier['tool_call_id']})"
         self.answer(call, f"{earlier['content']}\n{note}")
-        self.save()
+        self.save_turn()
         self.hook("after_tool_result")
 
     async def execute(self, call: dict[str, Any], tool: Tool, args: dict[str, Any], sig: str | None) -> None:
@@ -313,7 +323,10 @@ class _Loop:
             s.cache = {}  # replaced, never cleared in place: the store journals only its growth
         if error is None and sig is not None:
             s.cache[sig] = len(s.messages) - 1
-        self.save()
+        if tool.read_only:
+            self.save_turn()
+        else:
+            self.save()
         self.hook("after_tool_result")
 
     def charge(self, ctx: ToolContext) -> None:
@@ -353,7 +366,7 @@ class _Loop:
         elif not calls:
             self.end(Completed())
         else:
-            self.save()
+            self.save_turn()
         self.hook("after_model_reply")
 
     def police(self, message: dict[str, Any]) -> dict[str, str]:

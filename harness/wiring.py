@@ -151,8 +151,11 @@ def _ctrl_c_cancels() -> Cancel:
 
 
 def open_cli_store(args: argparse.Namespace, checkpoint: Callable[[str], None] | None) -> SqlStore:
-    """The store the command names: --store, else $HARNESS_STORE, else the state folder's SQLite."""
+    """The store the command names: --store, else $HARNESS_STORE, else the state folder's SQLite;
+    with the durability --durability names, else $HARNESS_DURABILITY's."""
     url = args.store or os.environ.get("HARNESS_STORE")
-    store = open_store(url) if url else SQLiteStore(args.state_dir / DEFAULT_FILE)
+    durability = args.durability
+    store = (open_store(url, durability=durability) if url
+             else SQLiteStore(args.state_dir / DEFAULT_FILE, durability=durability))
     store.checkpoint = checkpoint
     return store

@@ -1,4 +1,5 @@
-"""Store fixtures for each kind: `make_store` (store objects), `store_url`, `store_for` (URLs)."""
+"""Store fixtures for each kind: `make_store` (store objects), `store_url`, `store_for` (URLs);
+`each_durability` for each durability."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from pgserver import new_database
 
 from harness import MemoryStore, SQLiteStore, open_store
+from harness.store.durability import DURABILITIES, ENV
 
 
 @pytest.fixture(params=["sqlite", "postgres", "memory"])
@@ -55,3 +57,11 @@ def store_for(request):
 
     return url
 
+
+
+@pytest.fixture(params=DURABILITIES)
+def each_durability(request, monkeypatch) -> str:
+    """Each durability in turn, for every store this process and the processes it starts open
+    (through `$HARNESS_DURABILITY`, as a deployment would set it)."""
+    monkeypatch.setenv(ENV, request.param)
+    return request.param

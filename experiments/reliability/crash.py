@@ -4,7 +4,7 @@ Runs the harness CLI in this process. SPEC says what happens at the loop's named
 (see `harness.loop`), with no sleeps and no luck — the same point every time:
 
 - `B1,B2,...`: SIGKILL itself the moment the checkpoints were passed in this order;
-  `after_model_reply,after_model_reply` dies right after the second reply is saved,
+  `after_tool_result,after_tool_result` dies right after the second turn is saved with its result,
   `after_intent,before_save` after a write ran but before its result was saved.
 - `hold:B1,B2,...`: at that point print `HOLDING` on stderr and wait for a line on stdin, then
   go on — a second process can be tried while this one is known to own the run mid-way.

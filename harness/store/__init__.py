@@ -5,6 +5,10 @@
 - `MemoryStore()` — the same store in memory, for tests and embedding.
 - `open_store(url)` — `sqlite:///path/harness.db` or `postgresql://user@host/db`.
 
+What a commit survives is the store's `durability` (`harness.store.durability`): a killed
+process (`process-crash`, the default) or a power cut too (`power-loss`); a save that opens a
+write-ahead intent survives a power cut either way.
+
 The promises (`harness.store.sql`): a save is one transaction that writes what the turn added;
 one writer per run through a lease with a fencing epoch (`claim`, `Fenced`, `RunOwned`); a
 tool ledger, `UNIQUE(run_id, tool_call_id)`, written with the run; a saved run that is

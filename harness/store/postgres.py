@@ -3,6 +3,8 @@
 The same tables and transactions as SQLite (`harness.store.sql`); what differs: a lease read
 inside a save locks its row (`FOR UPDATE`), so a takeover waits for a save in flight and then
 sees it; and lease times come from the database's clock, so hosts need not agree on the time.
+Durability (`harness.store.durability`): `power-loss` sets `synchronous_commit=on` for every
+session; `process-crash` keeps the server's setting, except for a save that opens an intent.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import logging
 from collections.abc import Iterator
 from functools import cache
 
+from harness.store.durability import Durability, durability_of
 from harness.store.errors import StoreError, TransactionExpired
 from harness.store.masking import check_password, mask_url, passwords, scrub, scrub_exception
 from harness.store.sql import IDLE_FLOOR_SECONDS, SqlStore, Tx
@@ -54,8 +57,9 @@ class PostgresStore(SqlStore):
     for_update = " FOR UPDATE"
 
     def __init__(self, url: str, *, lease_seconds: float | None = None, max_connections: int = 4,
-                 connect_seconds: float = 10.0) -> None:
+                 connect_seconds: float = 10.0, durability: Durability | None = None) -> None:
         super().__init__(lease_seconds=lease_seconds)
+        self.durability = durability_of(durability)
         try:
             import psycopg
             from psycopg_pool import ConnectionPool
@@ -95,6 +99,8 @@ class PostgresStore(SqlStore):
         seconds = max(self.lease_seconds, IDLE_FLOOR_SECONDS)
         timeout = min(2**31 - 1, round(seconds * 1000))  # the server's range, in ms
         conn.execute("SELECT set_config('idle_in_transaction_session_timeout', %s, false)", (str(timeout),))
+        if self.durability == "power-loss":
+            conn.execute("SET synchronous_commit = on")
         conn.commit()
 
     def _tables(self, tx: Tx) -> set[str]:
@@ -107,9 +113,11 @@ class PostgresStore(SqlStore):
         tx.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
 
     @contextlib.contextmanager
-    def _transaction(self, *, write: bool = True) -> Iterator[Tx]:
+    def _transaction(self, *, write: bool = True, synced: bool = False) -> Iterator[Tx]:
         try:
             with self._pool.connection() as conn, conn.transaction():
+                if synced and self.durability != "power-loss":
+                    conn.execute("SET LOCAL synchronous_commit = on")
                 yield _PgTx(conn)
         except self._errors as e:
             # 25P03: the server ended a session left idle inside a transaction past a lease.

@@ -16,7 +16,7 @@ import json
 import weakref
 from dataclasses import dataclass, field, fields
 
-from harness.codec import StateFileError, check_depth, dumps_data, from_data, to_dict
+from harness.codec import StateFileError, check_depth, dumps, dumps_data, from_data
 from harness.state import RunState
 
 APPEND_ONLY = ("messages", "turn_usage", "tool_runs", "rejections")
@@ -28,12 +28,7 @@ HEAD = tuple(f.name for f in fields(RunState) if f.name not in (*APPEND_ONLY, CA
 
 
 def head_json(state: RunState) -> str:
-    return dumps_data({f: to_dict(getattr(state, f)) for f in HEAD})
-
-
-def item_json(name: str, item: object) -> str:
-    # Messages are plain JSON already: passed through, not walked.
-    return dumps_data(item if name == "messages" else to_dict(item))
+    return dumps({f: getattr(state, f) for f in HEAD})
 
 
 @dataclass(kw_only=True)
@@ -100,7 +95,7 @@ class Tracker:
         items = {}
         for f in APPEND_ONLY:
             start = 0 if rewrite else cursor.lists[f][1]
-            items[f] = (start, [item_json(f, x) for x in getattr(state, f)[start:]])
+            items[f] = (start, [dumps(x) for x in getattr(state, f)[start:]])
         cache_rewrite = rewrite or not cursor.cache_grew(state)
         entries = list(state.cache.items())[0 if cache_rewrite else len(cursor.cache[1]):]
         cache_start = 0 if cache_rewrite else len(cursor.cache[1])
@@ -112,7 +107,7 @@ class Tracker:
         return Delta(
             rewrite=rewrite, head=head_json(state), items=items,
             cache=(cache_start, [dumps_data([k, v]) for k, v in entries]), cache_rewrite=cache_rewrite,
-            started=[(c, state.intents[c].tool, dumps_data(to_dict(state.intents[c].args)))
+            started=[(c, state.intents[c].tool, dumps(state.intents[c].args))
                      for c in sorted(now - before)],
             finished=[c for c in gone if c in results], abandoned=[c for c in gone if c not in results],
         )

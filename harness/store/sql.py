@@ -136,7 +136,10 @@ class SqlStore:
 
     # --- engine seam ---------------------------------------------------------------------
 
-    def _transaction(self, *, write: bool = True) -> contextlib.AbstractContextManager[Tx]:
+    def _transaction(self, *, write: bool = True,
+                     synced: bool = False) -> contextlib.AbstractContextManager[Tx]:
+        """One transaction; `synced`: its commit reaches the disk before it returns, whatever the
+        store's durability (`harness.store.durability`)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -253,7 +256,8 @@ class SqlStore:
     def save(self, state: RunState) -> None:
         check_run_id(state.run_id)
         try:
-            with self._transaction() as tx:
+            # An open intent is what stops a write from running twice: it is on disk before the tool runs.
+            with self._transaction(synced=bool(state.intents)) as tx:
                 self._check_schema(tx)
                 epoch = self._fence(tx, state.run_id)
                 open_intents = None

@@ -5,7 +5,9 @@ instead of interleaving, and WAL lets readers (`harness list`, `show`) read mean
 a database already set up takes no write lock either. A writer waits for the write lock a lease
 (at least `IDLE_FLOOR_SECONDS`); a process stopped inside a save holds it for as long as it
 lives, so the writer then stops with `StoreBusy`, naming that process and how to recover
-(`harness.store.stuck`). A file holding another application's tables is refused untouched. The
+(`harness.store.stuck`). A file holding another application's tables is refused untouched. What a
+commit survives is the store's `durability` (`harness.store.durability`): `synchronous=NORMAL`
+for `process-crash`, `FULL` for `power-loss` and for every save that opens an intent. The
 database file and its `-wal`/`-shm` companions must be regular files: a FIFO, a device or a
 symlink in their place is refused before anything opens it (opening a FIFO would block).
 `MemoryStore` is the same store on a private in-memory database: tests and embedding get the
@@ -23,12 +25,15 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness.store.durability import Durability, durability_of
 from harness.store.errors import StoreBusy, StoreError
 from harness.store.sql import IDLE_FLOOR_SECONDS, SqlStore, Tx
 from harness.store.stuck import held_runs, stuck_message, write_lock_holder
 
 DEFAULT_FILE = "harness.db"
 """The database's name inside a state folder."""
+_LEVEL = {False: "NORMAL", True: "FULL"}
+"""`PRAGMA synchronous` for a commit that need not / must reach the disk before it returns."""
 
 
 class _SqliteTx:
@@ -52,8 +57,9 @@ class SQLiteStore(SqlStore):
     """Runs in one SQLite database file (created with its folder on first use)."""
 
     def __init__(self, path: str | os.PathLike[str], *, lease_seconds: float | None = None,
-                 busy_seconds: float | None = None) -> None:
+                 busy_seconds: float | None = None, durability: Durability | None = None) -> None:
         super().__init__(lease_seconds=lease_seconds)
+        self.durability = durability_of(durability)
         self.path = Path(path)
         self.label = str(self.path)
         self._lock = threading.RLock()  # the heartbeat thread shares the connection
@@ -83,8 +89,8 @@ class SQLiteStore(SqlStore):
                                    check_same_thread=False)
             _refuse_foreign(conn, self.path)  # before WAL mode, which would rewrite its header
             conn.execute("PRAGMA journal_mode=WAL")
-            # Every committed save survives a power cut too, as the old fsync'd files did.
-            conn.execute("PRAGMA synchronous=FULL")
+            self._synced = self.durability == "power-loss"
+            conn.execute(f"PRAGMA synchronous={_LEVEL[self._synced]}")
         except (sqlite3.DatabaseError, StoreError) as e:
             if conn is not None:
                 conn.close()
@@ -100,8 +106,13 @@ class SQLiteStore(SqlStore):
         return conn
 
     @contextlib.contextmanager
-    def _transaction(self, *, write: bool = True) -> Iterator[Tx]:
+    def _transaction(self, *, write: bool = True, synced: bool = False) -> Iterator[Tx]:
         with self._lock:
+            # The level in force at COMMIT decides; it can change only between transactions.
+            want = synced or self.durability == "power-loss"
+            if want != self._synced:
+                self._conn.execute(f"PRAGMA synchronous={_LEVEL[want]}")
+                self._synced = want
             try:
                 # A writer takes the write lock up front (no upgrade deadlock); WAL lets readers
                 # read beside it.
@@ -177,4 +188,5 @@ class MemoryStore(SQLiteStore):
         self.label = "memory"
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self.durability, self._synced = "process-crash", False  # nothing reaches a disk either way
         self._create_schema()

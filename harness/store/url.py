@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from harness.store.durability import Durability
 from harness.store.errors import StoreError
 from harness.store.masking import check_password, mask_url
 
@@ -27,8 +28,11 @@ def sqlite_path(url: str) -> Path:
     return Path(path)
 
 
-def open_store(url: str | os.PathLike[str], *, lease_seconds: float | None = None):
-    """The store `url` names; `StoreError` (one line, credentials masked) when it cannot be used."""
+def open_store(url: str | os.PathLike[str], *, lease_seconds: float | None = None,
+               durability: Durability | None = None):
+    """The store `url` names; `StoreError` (one line, credentials masked) when it cannot be used.
+    `durability`: what a commit survives (`harness.store.durability`; default `$HARNESS_DURABILITY`,
+    else `process-crash`)."""
     text = os.fspath(url)
     if "\0" in text or "\n" in text:
         raise StoreError("malformed store URL: it contains a control character")
@@ -36,14 +40,14 @@ def open_store(url: str | os.PathLike[str], *, lease_seconds: float | None = Non
     if scheme == "sqlite":
         from harness.store.sqlite import SQLiteStore
 
-        return SQLiteStore(sqlite_path(text), lease_seconds=lease_seconds)
+        return SQLiteStore(sqlite_path(text), lease_seconds=lease_seconds, durability=durability)
     if scheme in ("postgresql", "postgres"):
         from harness.store.postgres import PostgresStore
 
         check_password(text)  # before anything splits it: a raw "?" or "#" would cut it short
         if not urlsplit(text).path.strip("/") and "dbname=" not in text:
             raise StoreError(f"malformed store URL {mask_url(text)!r}: name the database (postgresql://host/NAME)")
-        return PostgresStore(text, lease_seconds=lease_seconds)
+        return PostgresStore(text, lease_seconds=lease_seconds, durability=durability)
     if scheme:
         raise StoreError(f"unknown store URL scheme {scheme!r} in {mask_url(text)!r}; "
                          "use sqlite:///path/harness.db or postgresql://user@host/dbname")

@@ -2,7 +2,8 @@
 
 `make bench` turns these into the ratios of results/bench.md (per turn: median / turns): the
 harness's turn-100 per-turn time over its turn-20 one (flat saves keep it near 1), and the
-harness with a store over the raw loop at turn 100.
+harness with each store and durability over the raw loop, each with its target
+(`experiments.bench.overhead.TARGETS`), from one interleaved run.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ import asyncio
 
 import pytest
 
-from experiments.bench.check import per_turn_medians
-from experiments.bench.overhead import harness_loop, raw_loop
+from experiments.bench.overhead import FSYNC, TARGET_LOOPS, harness_loop, per_turn_runs, raw_loop
 from harness.chapter import make_sandbox
 from mockprovider import serve_in_thread
 
@@ -47,13 +47,15 @@ def test_harness_runaway(benchmark, mock_url, sandbox, turns, store, request):
     assert seconds > 0
 
 
-def test_harness_vs_raw_loop_interleaved(benchmark):
-    """The harness (MemoryStore, SQLiteStore) and the raw loop at 100 turns, round by round against
-    one mock: their ratio from one run, as `make bench-check` takes it (the rows above come from
-    separate runs minutes apart, which a noisy machine moves apart)."""
+def test_harness_vs_raw_loop_interleaved(benchmark, pg_url):
+    """The harness (MemoryStore; SQLiteStore at both durabilities; PostgresStore) and the raw loop,
+    round by round against one mock, with one fsync measured in the same rounds: their ratios from
+    one run, as `make bench-check` takes them (the rows above come from separate runs minutes
+    apart, which a noisy machine moves apart)."""
     rounds = 1 if benchmark.disabled else 9
-    loops = ("raw-100", "harness-100", "sqlite-100")
-    medians = benchmark.pedantic(lambda: per_turn_medians(*loops, rounds=rounds), rounds=1, iterations=1)
-    benchmark.extra_info["per_turn_seconds"] = medians
+    runs = benchmark.pedantic(lambda: per_turn_runs(*TARGET_LOOPS, rounds=rounds, postgres=pg_url),
+                              rounds=1, iterations=1)
+    benchmark.extra_info["per_turn_runs"] = runs
     benchmark.extra_info["rounds"] = rounds
-    assert all(seconds > 0 for seconds in medians.values())
+    assert set(runs) == set(TARGET_LOOPS) and FSYNC in runs
+    assert all(len(seconds) == rounds and min(seconds) > 0 for seconds in runs.values())

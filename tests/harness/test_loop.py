@@ -131,21 +131,26 @@ def test_naive_cache_swallows_the_second_write_the_read_only_gate_runs_it(drive,
     assert [r.ok for r in gated.tool_runs] == [True, False]  # the second found nothing to delete
 
 
-def test_resume_runs_pending_calls_first_and_makes_no_extra_model_call(drive, counting, task):
-    class Crash(Exception):
-        pass
+class _Crash(Exception):
+    pass
 
+
+def _crash_at(name: str, nth: int):
     seen = []
 
-    def crash_after_second_reply(name):
-        seen.append(name)
-        if name == "after_model_reply" and seen.count(name) == 2:
-            raise Crash
+    def checkpoint(passed: str) -> None:
+        seen.append(passed)
+        if passed == name and seen.count(name) == nth:
+            raise _Crash
 
+    return checkpoint
+
+
+def test_resume_runs_pending_calls_first_and_makes_no_extra_model_call(drive, counting, task):
     store = MemoryStore()
-    with pytest.raises(Crash):
-        state = new_run(task, system=SYSTEM, run_id="p1")
-        drive("plan", state=state, store=store, checkpoint=crash_after_second_reply)
+    # Saved with turn two's reply and its call pending: the turn cap stops right after that reply.
+    state = new_run(task, system=SYSTEM, run_id="p1")
+    drive("plan", state=state, store=store, limits=Limits(max_turns=2))
     saved = store.load("p1")
     assert (saved.turns, len(saved.tool_runs), len(saved.messages)) == (2, 1, 5)  # read_file pending
     wire = counting()
@@ -154,6 +159,42 @@ def test_resume_runs_pending_calls_first_and_makes_no_extra_model_call(drive, co
     straight = drive("plan")
     assert resumed.cost_usd == pytest.approx(straight.cost_usd, abs=1e-12)
     assert [r.tool for r in resumed.tool_runs] == ["list_files", "read_file"]
+
+
+def test_a_read_only_turn_is_one_commit_so_a_crash_before_it_costs_that_turn_only(drive, counting, task):
+    store = MemoryStore()
+    with pytest.raises(_Crash):  # turn two's reply is in, its read_file not yet run: nothing of it saved
+        state = new_run(task, system=SYSTEM, run_id="p1")
+        drive("plan", state=state, store=store, checkpoint=_crash_at("after_model_reply", 2))
+    assert store.saves == 1  # turn one: its reply and its list_files result together
+    saved = store.load("p1")
+    assert (saved.turns, len(saved.tool_runs), len(saved.messages)) == (1, 1, 4)
+    assert pending(saved) == []
+    wire = counting()
+    resumed = drive("plan", state=saved, store=store, transport=wire)
+    assert len(wire.bodies) == 2  # turn two asked again (the same request), then turn three
+    assert len(wire.bodies[0]["messages"]) == 4
+    straight = drive("plan")
+    assert resumed.cost_usd == pytest.approx(straight.cost_usd, abs=1e-12)
+    assert resumed.messages == straight.messages
+    assert [r.tool for r in resumed.tool_runs] == ["list_files", "read_file"]
+
+
+def test_each_turn_whose_calls_are_read_only_is_one_commit(drive):
+    store, seen = MemoryStore(), []
+    s = drive("runaway", store=store, limits=Limits(max_turns=5), checkpoint=seen.append)
+    # Four turns saved with their results, and the fifth, capped, with its call pending.
+    assert (s.turns, len(s.tool_runs), store.saves) == (5, 4, 5)
+    assert seen[:4] == ["after_model_reply", "before_save", "after_tool_result", "after_model_reply"]
+
+
+def test_a_write_is_saved_before_it_runs_and_its_result_at_once(drive):
+    store, seen = MemoryStore(), []
+    s = drive("double_delete", store=store, auto_approve={"delete_file"}, checkpoint=seen.append)
+    assert (s.status, s.turns, store.saves) == ("completed", 3, 5)  # per delete: intent, result; the answer
+    assert seen[:5] == ["after_model_reply", "before_save", "after_intent",
+                        "before_save", "after_tool_result"]
+    assert [row["state"] for row in store.ledger(s.run_id)] == ["done", "done"]
 
 
 def test_unknown_tool_and_bad_arguments_are_errors_as_data(drive, tmp_path):

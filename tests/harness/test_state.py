@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from harness.codec import StateFileError, from_json, to_json
+from harness.codec import StateFileError, from_json, to_dict, to_json
 from harness.state import (
     SCHEMA_VERSION,
     Approval,
@@ -48,6 +48,19 @@ def test_json_round_trip_is_lossless():
     assert back == s
     assert back.cost_usd == 0.1 + 0.2  # floats survive bit for bit
     assert to_json(back) == to_json(s)
+
+
+def test_the_encoder_writes_the_very_bytes_of_the_plain_walk_odd_values_included():
+    s = _full_state()
+    s.meta.update(pair=(1, "two"), usage=Usage(prompt_tokens=1, completion_tokens=2), lone="\udcff",
+                  numbered={1: "a"}, deep=[[{"x": [Rejection(call_id="c", reason="r")]}]])
+    assert to_json(s) == json.dumps(to_dict(s), separators=(",", ":"), allow_nan=False)
+    s.meta["bad"] = float("nan")
+    with pytest.raises(ValueError, match="Out of range float"):
+        to_json(s)
+    s.meta["bad"] = {1, 2}
+    with pytest.raises(TypeError, match="set is not JSON serializable"):
+        to_json(s)
 
 
 STOPS = [

@@ -154,7 +154,7 @@ def test_a_connection_lost_mid_run_stops_it_resumable_never_half_saved(pg_url, m
 
     def cut_the_line(name: str) -> None:
         seen.append(name)
-        if seen.count("after_model_reply") == 2 and name == "after_model_reply":
+        if seen.count("after_tool_result") == 2 and name == "after_tool_result":
             with psycopg.connect(pg_url, autocommit=True) as admin:
                 admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                               "WHERE datname = current_database() AND pid <> pg_backend_pid()")
@@ -164,7 +164,7 @@ def test_a_connection_lost_mid_run_stops_it_resumable_never_half_saved(pg_url, m
     err = capsys.readouterr().err
     assert err.startswith("harness: ") and "rolled back" in err and "Traceback" not in err
     died = open_store(pg_url).load("p1")
-    assert (died.status, died.turns) == ("running", 2)  # the last whole save: turn 2's reply
+    assert (died.status, died.turns) == ("running", 2)  # the last whole save: turn 2 and its result
     assert main([*argv, "resume", "p1"]) == 0
     assert "turns=3  tools=2" in capsys.readouterr().out
 

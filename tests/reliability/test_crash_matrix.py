@@ -15,7 +15,8 @@ Each case checks, against an uninterrupted run with the same decisions:
   to it), and the in-doubt path asks instead of writing;
 - the saved run loads after every kill.
 
-Every case runs against SQLite and against a real PostgreSQL (`store_for`).
+Every case runs against SQLite and against a real PostgreSQL (`store_for`), at each durability
+(`each_durability`: what a commit survives must not change what a killed process loses).
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ pytestmark = pytest.mark.slow
 RUN = "crash"
 _url: Callable[[Path], str]
 """The store URL of a case's folder (set per store kind by `_each_store`)."""
+_durability: str
 
 
 @pytest.fixture(autouse=True)
-def _each_store(store_for):
-    global _url
-    _url = store_for
+def _each_store(store_for, each_durability):
+    global _url, _durability
+    _url, _durability = store_for, each_durability
 
 
 def _load(directory: Path) -> RunState | None:
@@ -192,7 +194,7 @@ def _crash_case(
     died = _load(directory)  # raises if a kill ever left a corrupt run
     if died is not None:
         case.saved_turns, case.had_intent = died.turns, bool(died.intents)
-    elif plan.approve_first or "after_model_reply" in boundaries[:index]:
+    elif plan.approve_first or "mid_save" in boundaries[:index]:  # a save went on to commit
         case.problems.append("nothing saved although a save had completed")
     final = _recover(plan, directory, url, case)
 
@@ -237,15 +239,15 @@ def _moment(boundaries: list[str], index: int, turns_before: int) -> str:
     turns = turns_before + boundaries[: index + 1].count("after_model_reply")
     if boundaries[index].startswith("after_"):
         return {
-            "after_model_reply": f"turn {turns}'s reply saved",
+            "after_model_reply": f"turn {turns}'s reply in (saved now only if none of its calls runs)",
             "after_intent": "a write's intent saved",
-            "after_tool_result": "a tool result saved",
+            "after_tool_result": "a tool result in (saved now for a write, else with its turn)",
         }[boundaries[index]]
     following = next((b for b in boundaries[index:] if b.startswith("after_")), None)
     saving = {
         "after_model_reply": f"turn {turns + 1}'s reply",
         "after_intent": "a write's intent",
-        "after_tool_result": "a tool result",
+        "after_tool_result": "a tool result (a read-only one with its turn's reply)",
         None: "the final status",
     }[following]
     return f"{'before' if boundaries[index] == 'before_save' else 'in the middle of'} saving {saving}"
@@ -286,7 +288,7 @@ def test_sigkill_at_every_boundary_resumes_with_nothing_lost_or_repeated(
     for c in cases:
         where = f"#{c.index + 1}/{len(boundaries)} {c.boundary}, {_moment(boundaries, c.index, before)}"
         ledger.record(
-            f"{plan.fault} ({_url(tmp_path / 'reference').split(':', 1)[0]})",
+            f"{plan.fault} ({_url(tmp_path / 'reference').split(':', 1)[0]}, {_durability})",
             where,
             survived=int(not c.problems),
             lost=c.lost,

@@ -5,10 +5,10 @@ Separate OS processes share one state folder and are synchronised without sleeps
 line on stdin) so a test releases them together; `hold:BOUNDARY -- …` stops inside the run
 at a named checkpoint (`HOLDING`) while another process tries, then goes on when released.
 
-Each trial checks the harness's promises: delete_file ran at most once (its `tool_start`
-events in the run's JSONL trace, which every process appends to), the saved run matches the
-sandbox (the file is gone exactly when the record says it was deleted), and every loser was
-refused (exit 4, saying why) rather than acting.
+Every trial runs against SQLite and PostgreSQL, at each durability. Each checks the harness's
+promises: delete_file ran at most once (its `tool_start` events in the run's JSONL trace, which
+every process appends to), the saved run matches the sandbox (the file is gone exactly when the
+record says it was deleted), and every loser was refused (exit 4, saying why) rather than acting.
 """
 
 from __future__ import annotations
@@ -46,12 +46,13 @@ class Ended:
 
 _url: Callable[[Path], str]
 """The store URL of a trial's folder (set per store kind by `_each_store`)."""
+_durability: str
 
 
 @pytest.fixture(autouse=True)
-def _each_store(store_for):
-    global _url
-    _url = store_for
+def _each_store(store_for, each_durability):
+    global _url, _durability
+    _url, _durability = store_for, each_durability
 
 
 def _load(directory: Path) -> RunState:
@@ -138,8 +139,8 @@ def _trials(ledger, fault: str, n: int, tmp_path: Path, trial: Callable[[Path], 
     results = [trial(tmp_path / str(i)) for i in range(n)]
     bad = [p for p in results if p]
     kind = _url(tmp_path / "0").split(":", 1)[0]
-    ledger.record(f"{fault} ({kind})", f"{n} trials", tried=n, survived=n - len(bad), lost=len(bad),
-                  detail="; ".join(sorted({x for p in bad for x in p}))[:300])
+    ledger.record(f"{fault} ({kind}, {_durability})", f"{n} trials", tried=n, survived=n - len(bad),
+                  lost=len(bad), detail="; ".join(sorted({x for p in bad for x in p}))[:300])
     assert not bad, bad[:3]
 
 
