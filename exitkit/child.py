@@ -14,16 +14,19 @@ peak is the adapter's (and its framework's) own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from exitkit.contract import Outcome, decision_from_json
 from exitkit.loader import AdapterError, load
+from exitkit.mcp import MCP, served
 from exitkit.setup import Setup
 
 STOP_SIGNAL = signal.SIGUSR1
@@ -52,9 +55,12 @@ async def _call(command: str, adapter: Any, job_file: Path, decision_json: str) 
         return Outcome(status="replayed", answer=f"{ok} of {len(bodies)} ok")
     job = setup.job()
     asyncio.get_running_loop().add_signal_handler(STOP_SIGNAL, job.cancel.set)
-    if command == "run":
-        return await adapter.run(job)
-    return await adapter.resume(job, decision_from_json(json.loads(decision_json)))
+    with contextlib.ExitStack() as stack:
+        if getattr(adapter, "tools", None) == MCP:
+            job = replace(job, mcp_url=stack.enter_context(served(job.tools)))
+        if command == "run":
+            return await adapter.run(job)
+        return await adapter.resume(job, decision_from_json(json.loads(decision_json)))
 
 
 async def _measured(command: str, adapter: Any, job_file: Path, decision_json: str) -> dict[str, Any]:
