@@ -14,16 +14,19 @@ peak is the adapter's (and its framework's) own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from exitkit.contract import Outcome, decision_from_json
 from exitkit.loader import AdapterError, load
+from exitkit.mcp import MCP, served
 from exitkit.setup import Setup
 
 STOP_SIGNAL = signal.SIGUSR1
@@ -40,6 +43,8 @@ def peak_rss_kib() -> int:
     except OSError:
         return 0
     return int(next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), 0))
+_SERVING: list[contextlib.ExitStack] = []
+"""The MCP servers of this process's run (one at most), kept until the process ends."""
 
 
 async def _call(command: str, adapter: Any, job_file: Path, decision_json: str) -> Any:
@@ -52,6 +57,11 @@ async def _call(command: str, adapter: Any, job_file: Path, decision_json: str) 
         return Outcome(status="replayed", answer=f"{ok} of {len(bodies)} ok")
     job = setup.job()
     asyncio.get_running_loop().add_signal_handler(STOP_SIGNAL, job.cancel.set)
+    if getattr(adapter, "tools", None) == MCP:
+        # Served until the process ends, never stopped: stopping would cancel a tool the run left
+        # running, and the ledger would read the kit's cancellation as the agent's own.
+        _SERVING.append(stack := contextlib.ExitStack())  # held: a collected stack would stop it
+        job = replace(job, mcp_url=stack.enter_context(served(job.tools)))
     if command == "run":
         return await adapter.run(job)
     return await adapter.resume(job, decision_from_json(json.loads(decision_json)))

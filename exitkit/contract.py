@@ -89,6 +89,9 @@ class Job:
     state_dir: Path
     """The adapter's own folder for what it saves to resume (the same folder in the new process)."""
     api_key: str = "exitkit-unused"
+    mcp_url: str | None = None
+    """The same `tools` over MCP (Streamable HTTP), for an adapter that declares `tools = "mcp"`
+    (`exitkit.mcp`); None for the others."""
 
     def tool(self, name: str) -> Tool:
         return next(t for t in self.tools if t.name == name)

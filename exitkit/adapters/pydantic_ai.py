@@ -57,11 +57,15 @@ class PydanticAI:
         return UsageLimits(request_limit=job.limits.max_turns,
                            cost_limit=None if budget is None else Decimal(str(budget)))
 
+    def tools_of(self, job: Job) -> dict[str, Any]:
+        """`Agent`'s tool arguments: the kit's tools, each wrapped."""
+        return {"tools": [_tool(t, job, self.retry_errors) for t in job.tools]}
+
     async def _go(self, job: Job, prompt: str | None, history: Any = None, results: Any = None) -> Outcome:
         async with AsyncOpenAI(base_url=job.base_url, api_key=job.api_key) as client:
             model = OpenAIChatModel(job.model, provider=OpenAIProvider(openai_client=client))
             agent = Agent(model, instructions=job.system, output_type=[str, DeferredToolRequests],
-                          tools=[_tool(t, job, self.retry_errors) for t in job.tools])
+                          **self.tools_of(job))
             async with agent.iter(prompt, message_history=history, deferred_tool_results=results,
                                   usage_limits=self.usage_limits(job)) as run:
 
