@@ -2,7 +2,8 @@
 
 The kit's tools become harness tools (Stop reaches a tool by cancelling the task awaiting it),
 the run is saved in a `SQLiteStore` in the job's state folder (once per read-only turn, and
-around every call with an effect: docs/harness.md), and `resume` loads it in the new process, applies the decision with `approve` / `reject` and runs on.
+around every call with an effect: docs/harness.md), and `resume` loads it in the new process,
+applies the decision with `approve` / `reject` and runs on.
 """
 
 from __future__ import annotations
