@@ -8,6 +8,7 @@ tools over stdio (`mcp --help`).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import sys
@@ -109,6 +110,9 @@ def main(argv: list[str] | None = None) -> None:
         record(argv[1:])
         return
     if argv[:1] == ["mcp"]:
+        if importlib.util.find_spec("mcp") is None:
+            sys.exit("mockprovider mcp: the MCP server needs the official `mcp` SDK: "
+                     "pip install 'harness-lab[mcp]'")
         from mockprovider.mcp.stdio import main as mcp
 
         mcp(argv[1:])

@@ -331,8 +331,9 @@ class SqlStore:
                 raise FileNotFoundError(f"no saved run {run_id!r} in {self.label}; saved runs: {known}")
             items = tx.fetchall("SELECT field, seq, body FROM run_items WHERE run_id = ? ORDER BY field, seq",
                                 (run_id,))
-            started = {r[0] for r in tx.fetchall("SELECT tool_call_id FROM tool_ledger WHERE run_id = ? "
-                                                 "AND state IN ('intent', 'done')", (run_id,))}
+            started = {r[0]: (r[1], r[2]) for r in tx.fetchall(
+                "SELECT tool_call_id, tool, args FROM tool_ledger WHERE run_id = ? "
+                "AND state IN ('intent', 'done')", (run_id,))}
         for name, seq, body in items:
             if not (isinstance(name, str) and isinstance(seq, int) and isinstance(body, str)):
                 raise StateFileError(f"{self.label} run {run_id}: an item row has the wrong column types")
@@ -420,17 +421,28 @@ class SqlStore:
         return tuple(rows[0])
 
 
-def _in_doubt_by_the_ledger(state: RunState, started: set[str]) -> None:
+def _in_doubt_by_the_ledger(state: RunState, started: dict[str, tuple[str, str]]) -> None:
     """A pending call the ledger shows started or done, which the run does not know it started
     (the run was restored from an older copy): the ledger wins, the call is in doubt, and the
-    loop stops for a person instead of running it again."""
+    loop stops for a person instead of running it again. A pending call that only reuses the id
+    of another (another tool or other arguments) is not the ledger's call: the loop decides it."""
     for call in pending(state):
         if call["id"] in started and call["id"] not in state.intents:
             try:
                 args = json.loads(call["function"]["arguments"] or "{}")
             except ValueError:
                 args = {}
+            tool, ledger_args = started[call["id"]]
+            if tool != call["function"]["name"] or _parsed(ledger_args) != args:
+                continue
             state.intents[call["id"]] = Intent(call_id=call["id"], tool=call["function"]["name"], args=args)
+
+
+def _parsed(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _live(owner: object, until: object, now: float) -> bool:

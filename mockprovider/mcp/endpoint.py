@@ -11,7 +11,11 @@ from __future__ import annotations
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from mockprovider.errors import APIError
 from mockprovider.mcp.host import TEST, McpHost
+
+SDK = ("mcp", "mcp_types")
+MISSING = "The MCP server needs the official `mcp` SDK: pip install 'harness-lab[mcp]'."
 
 STATE = "mcp"
 """`app.state.mcp`: the app's `McpHost`, set by `create_app`."""
@@ -21,7 +25,14 @@ class McpEndpoint:
     """The ASGI app behind both routes: the app's MCP server over Streamable HTTP."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from mockprovider.mcp.http import serve
+        try:
+            from mockprovider.mcp.http import serve
+        except ModuleNotFoundError as e:
+            if (e.name or "").split(".")[0] not in SDK:
+                raise
+            await APIError(501, MISSING, type="not_implemented", code="mcp_not_installed").response()(
+                scope, receive, send)
+            return
 
         host: McpHost = getattr(scope["app"].state, STATE)
         TEST.set(host.test_of(scope))

@@ -52,3 +52,18 @@ def test_what_a_scenario_file_loads_is_free_of_the_sdk_and_the_package_never_rea
     for path in PACKAGE.glob("*.py"):
         reached = {n for n in imported(path) if any(n == a or n.startswith(a + ".") for a in above)}
         assert not reached, path.name
+
+
+def test_without_the_sdk_the_mcp_route_answers_501_naming_the_extra(monkeypatch):
+    from starlette.testclient import TestClient
+
+    from mockprovider.app import create_app
+
+    for name in [m for m in sys.modules if m.split(".")[0] in SDK or m == "mockprovider.mcp.http"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # what an install without the `mcp` extra has
+    with TestClient(create_app()) as client:
+        answer = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        health = client.get("/healthz")
+    assert answer.status_code == 501 and "harness-lab[mcp]" in answer.json()["error"]["message"]
+    assert health.status_code == 200
