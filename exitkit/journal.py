@@ -186,14 +186,16 @@ class Journal:
             await self._refuse(scope, receive, send)
             return
         started, clock = time.time(), time.perf_counter()
-        request, reply, status, recorded = bytearray(), bytearray(), [0], [False]
+        request, reply, status, recorded, whole = bytearray(), bytearray(), [0], [False], [False]
         with self._lock:
             self._in_flight += 1
 
         async def recording_receive() -> Message:
             message = await receive()
-            if message["type"] == "http.request" and len(request) < BODY_LIMIT:
-                request.extend(message.get("body", b""))
+            if message["type"] == "http.request":
+                whole[0] = not message.get("more_body", False)
+                if len(request) < BODY_LIMIT:
+                    request.extend(message.get("body", b""))
             return message
 
         async def recording_send(message: Message) -> None:
@@ -201,7 +203,7 @@ class Journal:
                 status[0] = message["status"]
             elif message["type"] == "http.response.body":
                 reply.extend(message.get("body", b""))
-                if not message.get("more_body", False):
+                if not message.get("more_body", False) and whole[0]:
                     # Before the last byte leaves: once the client has it, its run may end.
                     self._record(bytes(request), bytes(reply), status[0], started,
                                  time.perf_counter() - clock, complete=True, path=scope["path"])
@@ -211,7 +213,8 @@ class Journal:
         try:
             await self.app(scope, recording_receive, recording_send)
         finally:
-            if not recorded[0]:
+            # A body its client never finished sending (the process died mid-upload) asked nothing.
+            if not recorded[0] and whole[0]:
                 self._record(bytes(request), bytes(reply), status[0], started, time.perf_counter() - clock,
                              complete=False, path=scope["path"])
             with self._lock:

@@ -59,6 +59,7 @@ class LeavesAThread(FileLoop):
                     except httpx.HTTPError:  # the kit's mock is gone: the card is over
                         return
                     asking.set()
+                    time.sleep(0.05)  # a poller, not a flood: the run's own requests must get through
 
         if first_run(job, "leaves-a-thread"):
             threading.Thread(target=worker, daemon=True).start()

@@ -103,3 +103,22 @@ def test_requests_to_other_model_apis_are_recorded_and_guarded_not_missed(journa
     assert statuses == [200, 200, 400]
     assert [(e.path, e.guarded) for e in seen] == [("/v1/responses", False), ("/v1/messages", False),
                                                    ("/v1/responses", True)]
+
+
+def test_a_body_cut_off_by_a_dying_client_is_no_request_the_agent_made(journalled) -> None:
+    # A process that exits mid-upload leaves half a body: the model was asked nothing, so no
+    # verdict may read it as a request for another model.
+    import socket
+    from urllib.parse import urlsplit
+
+    journal, base_url = journalled
+    where = urlsplit(base_url)
+    body = json.dumps({"model": "plan", "messages": ASK}).encode()
+    with journal.window() as seen:
+        with socket.create_connection((where.hostname, where.port)) as sock:
+            sock.sendall(f"POST {where.path}/chat/completions HTTP/1.1\r\nhost: x\r\n"
+                         f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+                         + body[:len(body) // 2])
+        with httpx.Client(base_url=base_url) as http:
+            assert http.post("/chat/completions", json={"model": "plan", "messages": ASK}).status_code == 200
+    assert [(e.request.get("model"), e.status) for e in seen] == [("plan", 200)]
