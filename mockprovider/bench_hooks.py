@@ -11,14 +11,15 @@ from __future__ import annotations
 from types import ModuleType
 
 from mockprovider.apis import chat, steps
-from mockprovider.reading import memo, request_headers, transcript, validation
+from mockprovider.reading import body, memo, request_headers, transcript, validation
 from mockprovider.replies import completions, faults, headers, tool_choice
 from mockprovider.scripts import options, scenarios
 from mockprovider.scripts.options import attempt_of
 
 TIMED: dict[ModuleType, tuple[str, ...]] = {
     chat: ("ChatLane", "ChatRequest", "body", "chat_request", "check_tools", "render", "_max_tokens"),
-    steps: ("_check_content_type", "_read_body", "_too_large", "scripted_reply"),
+    steps: ("scripted_reply",),
+    body: ("_check_content_type", "_read_body", "_too_large"),
     memo: ("MEMORY", "Entry", "Memory", "parse"),
     request_headers: ("header", "header_map"),
     transcript: ("EMPTY", "INLINE_CHARS", "Transcript", "conversation", "prompt_tokens", "read",
@@ -28,7 +29,7 @@ TIMED: dict[ModuleType, tuple[str, ...]] = {
     completions: ("Completion", "complete", "_completion", "getrandbits"),
     faults: ("delay_or_fault", "log"),
     headers: ("OPTIONS", "adding", "anthropic_path", "anthropic_headers", "openai_headers",
-              "openai_json_headers", "openai_limits", "start", "_openai_limits", "getrandbits"),
+              "json_head", "openai_limits", "start", "STARTED", "REQUEST_ID", "_openai_limits", "getrandbits"),
     tool_choice: ("AUTO", "chat_choice", "check", "constrain"),
     options: ("Options", "attempt_of"),
     scenarios: ("SCENARIOS", "Conversation", "_asked", "_reply"),
@@ -40,5 +41,5 @@ if _missing:
     raise ImportError(f"the benchmarks' hooks into the mock moved: {', '.join(_missing)} no longer exist; "
                       "update mockprovider/bench_hooks.py and experiments/bench together")
 
-__all__ = ["attempt_of", "chat", "completions", "faults", "headers", "memo", "options", "request_headers",
+__all__ = ["attempt_of", "body", "chat", "completions", "faults", "headers", "memo", "options", "request_headers",
            "scenarios", "steps", "tool_choice", "transcript", "validation"]

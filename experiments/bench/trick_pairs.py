@@ -25,6 +25,7 @@ from experiments.bench.trick_shortcuts import header_tricks, shortcut_tricks
 from experiments.bench.tricks import LANE, Batch, Trick, drive, patched_batch, repeat
 from mockprovider import create_app
 from mockprovider.bench_hooks import (
+    body as reading_body,
     chat,
     completions,
     memo,
@@ -141,7 +142,7 @@ def _entry(raw: bytes) -> memo.Entry:
     """The memory's entry for `raw`'s transcript, as serving `raw` leaves it."""
     memory = memo.Memory()
     body, known = memo.parse(raw, memory)
-    req = chat.chat_request(body, known)
+    req = chat.chat_request(body, transcript.read(body["messages"], known))
     drive(transcript.prompt_tokens(req.transcript, req.tools))
     [entry] = memory._lru.values()
     return entry
@@ -150,7 +151,7 @@ def _entry(raw: bytes) -> memo.Entry:
 def _read_and_count(raw: bytes, memory: memo.Memory | None) -> tuple[int, int, int]:
     """A chat body parsed, checked and counted: (turn, messages, prompt tokens)."""
     body, known = memo.parse(raw, memory) if memory is not None else (json.loads(raw), None)
-    req = chat.chat_request(body, known)
+    req = chat.chat_request(body, transcript.read(body["messages"], known))
     tokens = drive(transcript.prompt_tokens(req.transcript, req.tools))
     return req.transcript.turn, len(req.transcript.messages), tokens
 
@@ -189,14 +190,14 @@ def _fresh_request(scope: dict[str, Any], body: bytes) -> Request:
 
 
 async def plain_body(request: Request, declared: bytes, limit: int) -> bytes:
-    """`steps._read_body` through Starlette's `request.stream()`, the size cap checked as it grows."""
+    """`body._read_body` through Starlette's `request.stream()`, the size cap checked as it grows."""
     if declared.isdigit() and int(declared) > limit:
-        raise steps._too_large(limit)
+        raise reading_body._too_large(limit)
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise steps._too_large(limit)
+            raise reading_body._too_large(limit)
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -204,8 +205,8 @@ async def plain_body(request: Request, declared: bytes, limit: int) -> bytes:
 def body_read_trick(scope: dict[str, Any], raw: bytes) -> Trick:
     declared, limit = b"%d" % len(raw), 1_000_000
     return Trick(
-        name="body read from ASGI messages", where="steps._read_body", turn=1,
-        with_=repeat(lambda: drive(steps._read_body(_fresh_request(scope, raw), declared, limit))),
+        name="body read from ASGI messages", where="body._read_body", turn=1,
+        with_=repeat(lambda: drive(reading_body._read_body(_fresh_request(scope, raw), declared, limit))),
         without=repeat(lambda: drive(plain_body(_fresh_request(scope, raw), declared, limit))),
     )
 
@@ -323,7 +324,8 @@ def record_trick(record: NamedTuple, where: str) -> Trick:
 def turn_1_parts() -> tuple[bytes, list[Any], Any, completions.Completion]:
     """A turn-1 body, its messages, its checked request and the completion the mock answers it with."""
     raw = request_body(1)
-    req = chat.chat_request(json.loads(raw))
+    body = json.loads(raw)
+    req = chat.chat_request(body, transcript.read(body["messages"]))
     reply = scenarios.SCENARIOS["runaway"](req.transcript.conversation(req.tools))
     prompt_tokens = drive(transcript.prompt_tokens(req.transcript, req.tools))
     completion = completions.complete(reply, model=req.model, prompt_tokens=prompt_tokens, max_tokens=None)

@@ -19,6 +19,7 @@ from experiments.bench.tricks import Trick, drive, patched_batch, repeat
 from mockprovider import Options
 from mockprovider.bench_hooks import (
     attempt_of,
+    body as reading_body,
     chat,
     completions,
     faults,
@@ -72,12 +73,12 @@ def header_tricks() -> list[Trick]:
 
     stated = repeat(lambda: headers.openai_headers(defaults, rid, started))
     limits = headers._openai_limits
-    lane = chat.ChatLane(defaults, server_error=None)  # type: ignore[arg-type]  # never called here
+    lane_scope = {headers.STARTED: started, headers.REQUEST_ID: rid}
 
     def lane_head() -> list[tuple[bytes, bytes]]:
-        options = defaults  # what a request that states no options leaves in its scope
-        kept = lane.limits if options is lane.defaults else headers.openai_limits(options)
-        return headers.openai_json_headers(rid, started, kept, 512)
+        head = headers.json_head(lane_scope, defaults)  # as `finished.finish` and `ChatLane` send it
+        head += ((b"content-length", b"512"), (b"content-type", b"application/json"))
+        return head
 
     def built_each_time() -> list[tuple[bytes, bytes]]:
         head = headers.openai_headers(defaults, rid, started)
@@ -85,7 +86,7 @@ def header_tricks() -> list[Trick]:
         return head
 
     return [
-        Trick(name="the defaults' header block kept", where="chat.ChatLane", turn=1, key=_without_clock,
+        Trick(name="the defaults' header block kept", where="headers.json_head", turn=1, key=_without_clock,
               with_=repeat(lane_head), without=repeat(built_each_time)),
         Trick(name="plain loops adding the API's headers", where="headers.adding", turn=1, uses=0,
               key=_without_clock, with_=repeat(lambda: reply_start(headers.adding)),
@@ -145,12 +146,11 @@ def _constrain_skip(req: chat.ChatRequest, scope: dict[str, Any]) -> Trick:
     )
 
 
-def plain_chat_request(body: dict[str, Any], known: Any = None) -> chat.ChatRequest:
+def plain_chat_request(body: dict[str, Any], messages: Any) -> chat.ChatRequest:
     """`chat.chat_request` (for a body it accepts) looking up every optional field."""
     model = body.get("model")
     if model is None or not isinstance(model, str) or not model:
         raise RuntimeError("the bench's body names its model")
-    messages = transcript.read(body.get("messages"), known)
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(map(isinstance, tools, repeat_(dict)))):
         raise RuntimeError("the bench's tools are objects")
@@ -179,15 +179,9 @@ def plain_chat_request(body: dict[str, Any], known: Any = None) -> chat.ChatRequ
 def _optional_fields(body: dict[str, Any], req: chat.ChatRequest) -> Trick:
     """`chat_request` on a body without `stream` or `max_tokens`, the transcript read beforehand
     (on both sides: its own tricks are timed apart)."""
-    def read(messages: Any, known: Any = None) -> Any:
-        return req.transcript
-
-    def request_with(make: Callable[[dict[str, Any]], chat.ChatRequest]) -> Any:
-        return patched_batch(repeat(lambda: make(body)), transcript, "read", read)
-
     return Trick(name="absent optional fields not looked up", where="chat.chat_request", turn=1,
-                 with_=request_with(lambda b: chat.chat_request(b)),
-                 without=request_with(plain_chat_request))
+                 with_=repeat(lambda: chat.chat_request(body, req.transcript)),
+                 without=repeat(lambda: plain_chat_request(body, req.transcript)))
 
 
 def _attempt_skip(scope: dict[str, Any]) -> Trick:
@@ -232,8 +226,8 @@ def shortcut_tricks(raw: bytes, req: chat.ChatRequest, completion: completions.C
     content_type = b"application/json"
     return [
         _depth_trick(raw, body),
-        Trick(name="content type compared as bytes first", where="steps._check_content_type", turn=1,
-              with_=repeat(lambda: steps._check_content_type({b"content-type": content_type})),
+        Trick(name="content type compared as bytes first", where="body._check_content_type", turn=1,
+              with_=repeat(lambda: reading_body._check_content_type({b"content-type": content_type})),
               without=repeat(lambda: None if _plain_content_type(content_type) == "application/json" else 1)),
         _constrain_skip(req, scope),
         _optional_fields(body, req),

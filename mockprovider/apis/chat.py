@@ -1,15 +1,19 @@
 """Chat Completions: `POST /v1/chat/completions`, the request an agent loop sends every turn.
 
-The request is checked and read into its transcript (`chat_request`), the shared steps
-(`apis.steps`) pick the scenario and its options, `replies` waits, injects a fault or completes
-the reply, cut and counted, and this module renders it: one JSON body written from a template,
-or OpenAI's SSE chunks. `ChatLane` serves this route ahead of Starlette's router.
+The path reads top to bottom, each folder visited at most twice: `reading` reads the body and its
+messages (`body.read_chat`), this module checks the other fields (`chat_request`), the shared
+steps (`apis.steps`) pick the scenario and its options, `replies` waits or injects a fault,
+`reading` finishes the count (`transcript.counted`), the scenario replies, `replies` completes
+the reply, cut and counted, with its headers (`finished.finish`), and this module renders it:
+one JSON body written from a template, or OpenAI's SSE chunks. `ChatLane` serves this route
+ahead of Starlette's router.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from itertools import repeat
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
@@ -20,29 +24,15 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from mockprovider.apis.steps import (
-    api_error,
-    client_gone,
-    config_of,
-    read_raw,
-    resolve,
-    scripted_reply,
-)
+from mockprovider.apis.steps import api_error, client_gone, config_of, resolve, scripted_reply
 from mockprovider.errors import APIError, ClientGone, invalid, json_bytes, missing
-from mockprovider.reading import memo, transcript
-from mockprovider.reading.transcript import Known, Transcript
-from mockprovider.reading.validation import (
-    check_depth,
-    flag,
-    is_int,
-    number_in,
-    parse_json,
-    positive_int,
-    refuse_lone_surrogates,
-)
+from mockprovider.reading import transcript
+from mockprovider.reading.body import read_chat
+from mockprovider.reading.transcript import Transcript
+from mockprovider.reading.validation import flag, is_int, number_in, positive_int
 from mockprovider.replies import headers, midstream, tool_choice
-from mockprovider.replies.caching import prompt_cache
-from mockprovider.replies.completions import Completion, complete, weighed_deltas
+from mockprovider.replies.completions import Completion, weighed_deltas
+from mockprovider.replies.finished import finish
 from mockprovider.replies.faults import delay_or_fault, injected
 from mockprovider.replies.tool_choice import AUTO, ToolChoice
 from mockprovider.scripts.options import Options
@@ -91,11 +81,12 @@ def check_tools(tools: list[dict[str, Any]]) -> None:
                       param=f"tools[{i}].function", code="invalid_type")
 
 
-def chat_request(body: Any, known: Known | None = None, deployment: str | None = None) -> ChatRequest:
+def chat_request(body: Any, messages: Transcript | APIError, deployment: str | None = None) -> ChatRequest:
     """A validated request; `APIError` naming the offending parameter otherwise.
 
-    `known` is what the parser found remembered about `body["messages"]` (see memo.py);
-    `deployment`, an Azure deployment's name, stands for the model whatever the body says.
+    `messages` is `body["messages"]` as `reading.body.read_chat` read them, or why they could not
+    be, raised after `model`'s check; `deployment`, an Azure deployment's name, stands for the
+    model whatever the body says.
     """
     if not isinstance(body, dict):
         raise invalid("Invalid request body: expected a JSON object.")
@@ -104,7 +95,8 @@ def chat_request(body: Any, known: Known | None = None, deployment: str | None =
         raise missing("model")
     if not isinstance(model, str) or not model:
         raise invalid("Invalid 'model': expected a non-empty string.", param="model")
-    messages = transcript.read(body.get("messages"), known)
+    if isinstance(messages, APIError):
+        raise messages
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(map(isinstance, tools, repeat(dict)))):
         raise invalid("Invalid 'tools': expected an array of objects.", param="tools")
@@ -266,32 +258,23 @@ async def _stream(completion: Completion, req: ChatRequest, options: Options) ->
 
 
 async def answer(request: Request, deployment: str | None = None) -> Response | bytes:
-    """The chat endpoint's answer: a Response for streams and faults, else the JSON body's bytes.
-    `deployment` (Azure's routes) names the model instead of the body."""
+    """The chat endpoint's answer: a Response for streams and faults, else the JSON body's bytes,
+    its headers left in the scope (`headers.JSON_HEAD`). `deployment` (Azure's routes) names the
+    model instead of the body."""
     config = config_of(request)
-    raw = await read_raw(request, config)
-    body, known = parse_json(raw, memo.parse)
-    check_depth(raw, body, known)
-    refuse_lone_surrogates(raw, body)
-    req = chat_request(body, known, deployment)
+    body, messages = await read_chat(request, config)
+    req = chat_request(body, messages, deployment)
     script, options = resolve(request, config, req.model)
-    fault = await delay_or_fault(request, req.model, req.transcript.turn, options)
+    turn = req.transcript.turn
+    fault = await delay_or_fault(request, req.model, turn, options)
     cut = fault if fault is not None and midstream.applies(fault, req.stream) else None
     if fault is not None and cut is None:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
-    reply, options = await scripted_reply(
-        request, script, req.transcript.conversation(req.tools), req.tools, options, req.tool_choice
-    )
-    prompt_tokens = await transcript.prompt_tokens(req.transcript, req.tools)
-    completion = complete(
-        reply,
-        model=req.model,
-        prompt_tokens=prompt_tokens,
-        max_tokens=req.max_tokens,
-        cache=await prompt_cache(req.transcript.messages, req.tools, None, prompt_tokens,
-                                     req.transcript.turn, options),
-    )
+    conversation, prompt_tokens = await transcript.counted(req.transcript, req.tools)
+    reply, options = await scripted_reply(request, script, conversation, req.tools, options, req.tool_choice)
+    completion = await finish(reply, request.scope, req.model, prompt_tokens, req.max_tokens,
+                              req.transcript.messages, req.tools, turn, options)
     if cut is not None:
         if req.stream:
             return midstream.stream(_stream(completion, req, options), cut, lambda _: sse(STREAM_ERROR))
@@ -337,28 +320,30 @@ class ChatLane:
     def __init__(self, defaults: Options, server_error: Callable[[Request, Exception], Awaitable[Response]]):
         self.defaults = defaults
         self.server_error = server_error
-        self.limits = headers.openai_limits(defaults)
-        """The defaults' rate-limit headers, which nearly every reply states (results/bench.md,
-        speed tricks: "the defaults' header block kept")."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        rid, started = headers.start(scope)
+        # The processing clock starts here; the id is given with the reply's headers
+        # (`finished.finish`), or below for any other reply.
+        scope[headers.STARTED] = time.perf_counter()
         try:
             out = await answer(Request(scope, receive, send))
         except (APIError, ClientGone) as exc:
             handler = api_error if isinstance(exc, APIError) else client_gone
             out = await handler(Request(scope, receive, send), exc)
         except Exception as exc:
+            scope.get(headers.REQUEST_ID) or headers.new_id(scope)
             await (await self.server_error(Request(scope, receive, send), exc))(scope, receive, send)
             raise
         if isinstance(out, bytes):
-            options = scope.get(headers.OPTIONS) or self.defaults
-            limits = self.limits if options is self.defaults else headers.openai_limits(options)
-            head = headers.openai_json_headers(rid, started, limits, len(out))
+            head = scope[headers.JSON_HEAD]
+            head.append((b"content-length", b"%d" % len(out)))
+            head.append(headers.JSON_TYPE)
             await send({"type": "http.response.start", "status": 200, "headers": head})
             await send({"type": "http.response.body", "body": out})
         else:
-            await self._respond(out, scope, receive, headers.adding(scope, send, self.defaults, rid, started))
+            rid = scope.get(headers.REQUEST_ID) or headers.new_id(scope)
+            send = headers.adding(scope, send, self.defaults, rid, scope[headers.STARTED])
+            await self._respond(out, scope, receive, send)
 
     async def _respond(self, out: Response, scope: Scope, receive: Receive, send: Send) -> None:
         """`out` sent; a crash once a stream started still goes to `server_error` (the server's log),

@@ -65,15 +65,13 @@ async def scripted_turn(
     not gets those faults as an error reply or a broken body instead, never silently dropped."""
     script, options = resolve(request, config, req.model)
     t = transcript.read(req.messages, paired=req.paired)
-    conversation = t.conversation(req.tools)
-    fault = await delay_or_fault(request, req.model, conversation.turn, options)
+    fault = await delay_or_fault(request, req.model, t.turn, options)
     cut = fault if midstream_faults and midstream.applies(fault, req.stream) else None
     if fault is not None and cut is None:
         return await injected(request, fault, options)
+    conversation, prompt_tokens = await transcript.counted(t, req.tools)
     reply, options = await scripted_reply(request, script, conversation, req.tools, options, req.tool_choice)
-    prompt_tokens = await transcript.prompt_tokens(t, req.tools)
-    cache = await prompt_cache(req.messages, req.tools, req.cache_breakpoints, prompt_tokens,
-                                   conversation.turn, options)
+    cache = await prompt_cache(req.messages, req.tools, req.cache_breakpoints, prompt_tokens, t.turn, options)
     completion = completions.complete(
         reply,
         model=req.model,

@@ -8,7 +8,6 @@ of them imports another's module.
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -18,11 +17,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mockprovider.errors import APIError, ClientGone, ScriptedError
-from mockprovider.journal import Journal, headers_of
+from mockprovider.journal import Journal
 from mockprovider.metrics import SCENARIO
-from mockprovider.reading import attempts
-from mockprovider.reading.request_headers import header, header_map, test_id
-from mockprovider.reading.validation import parse_body, refuse_lone_surrogates
+from mockprovider.reading.body import authorize, read_json, read_raw
+from mockprovider.reading.request_headers import HEADERS, header, header_map, test_id
 from mockprovider.replies import tool_choice
 from mockprovider.replies.faults import wait_unless_gone
 from mockprovider.replies.headers import OPTIONS
@@ -62,89 +60,9 @@ def config_of(request: Request) -> Config:
     return state.config
 
 
-# --- the steps every wire format shares ----------------------------------------------------
-
-
-def authorize(request: Request, config: Config) -> None:
-    if config.api_key is None:
-        return
-    # Anthropic's clients send the key as x-api-key, Azure's as api-key, Google's as
-    # x-goog-api-key or ?key=; every other client as a bearer token.
-    key = (header(request, b"x-api-key") or header(request, b"api-key") or header(request, b"x-goog-api-key")
-           or request.query_params.get("key"))
-    given = f"Bearer {key}" if key is not None else header(request, b"authorization") or ""
-    if not given:
-        raise APIError(
-            401,
-            "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY' "
-            "(or 'x-api-key: YOUR_KEY').",
-            code="missing_api_key",
-        )
-    if not hmac.compare_digest(given.encode(), f"Bearer {config.api_key}".encode()):
-        raise APIError(401, "Incorrect API key provided.", code="invalid_api_key")
-
-
-def _check_content_type(headers: Mapping[bytes, bytes]) -> None:
-    value = headers.get(b"content-type", b"")
-    if value == b"application/json":  # as every client we know sends it
-        return
-    media = value.decode("latin-1").split(";")[0].strip().lower()
-    if media != "application/json":
-        raise APIError(
-            415,
-            f"Unsupported content type {media or '(none)'!r}; send 'application/json'.",
-            code="unsupported_media_type",
-        )
-
-
-def _too_large(limit: int) -> APIError:
-    return APIError(413, f"Request body is larger than the limit of {limit} bytes.", code="request_too_large")
-
-
-async def _read_body(request: Request, declared: bytes, limit: int) -> bytes:
-    if declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    # ASGI messages read directly, without Request.stream()'s async generator: a short body
-    # comes in one message and is returned as it is.
-    chunks, size, more = [], 0, True
-    while more:
-        message = await request.receive()
-        if message["type"] != "http.request":  # http.disconnect: nobody is left to answer
-            raise ClientGone
-        chunk, more = message.get("body", b""), message.get("more_body", False)
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        if not (more or chunks):
-            return chunk  # the whole body in one message, as a short request comes
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def read_raw(request: Request, config: Config, *, any_content_type: bool = False) -> bytes:
-    """The request's body, after auth, content type (unless `any_content_type`) and the size cap."""
-    authorize(request, config)
-    headers = header_map(request)
-    if not any_content_type:
-        _check_content_type(headers)
-    raw = await _read_body(request, headers.get(b"content-length", b""), config.max_body_bytes)
-    attempts.keep_body(request, raw)
-    tested = test_id(request)  # a malformed one is refused whatever else is on
-    if config.journal is not None:
-        headers = headers_of(request.headers.items())
-        config.journal.record_raw(method=request.method, path=request.url.path, headers=headers, raw=raw,
-                                  test_id=tested)
-    return raw
-
-
-async def read_json(request: Request, config: Config, *, whole_unicode: bool = False) -> Any:
-    """The request's JSON body, after auth, content type, the size cap and the depth bound;
-    `whole_unicode`: refused if a string holds a lone surrogate, as OpenAI and Anthropic refuse it."""
-    raw = await read_raw(request, config)
-    body = parse_body(raw)
-    if whole_unicode:
-        refuse_lone_surrogates(raw, body)
-    return body
+__all__ = ["Config", "api_error", "authorize", "client_gone", "config_of", "listing_options", "read_json",
+           "read_raw", "resolve", "scripted_reply"]
+"""`authorize`, `read_raw` and `read_json` are `reading.body`'s, the first step of every surface."""
 
 
 def _chosen(*texts: str | None) -> str | None:
@@ -166,7 +84,9 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
     base-URL path < model suffix < header.
     """
     name, _, suffix = model.partition("+")
-    path, sent = request.path_params.get("options", ""), header(request, b"x-mock-options")
+    # The headers were read with the body (`reading.body`): looked up here, not read again.
+    sent = (request.scope.get(HEADERS) or header_map(request)).get(b"x-mock-options")
+    path, sent = request.path_params.get("options", ""), None if sent is None else sent.decode("latin-1")
     if path or sent:
         name = _chosen(path, sent) or name
     script = config.scenarios.get(name)

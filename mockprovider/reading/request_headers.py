@@ -10,7 +10,8 @@ from starlette.requests import Request
 
 from mockprovider.errors import APIError
 
-_HEADERS = "mockprovider.headers"
+HEADERS = "mockprovider.headers"
+"""Where `header_map` keeps the dict in the scope, for a step that looks one up after the body's read."""
 
 
 def header_map(request: Request) -> Mapping[bytes, bytes]:
@@ -21,15 +22,15 @@ def header_map(request: Request) -> Mapping[bytes, bytes]:
     headers"). The first of repeated names wins, as in `Headers.get`.
     """
     scope = request.scope
-    headers = scope.get(_HEADERS)
+    headers = scope.get(HEADERS)
     if headers is None:
-        headers = scope[_HEADERS] = dict(reversed(scope["headers"]))
+        headers = scope[HEADERS] = dict(reversed(scope["headers"]))
     return headers
 
 
 def header(request: Request, name: bytes) -> str | None:
     """One header's value, decoded as Starlette decodes it; None if absent."""
-    headers = request.scope.get(_HEADERS) or header_map(request)
+    headers = request.scope.get(HEADERS) or header_map(request)
     value = headers.get(name)
     return None if value is None else value.decode("latin-1")
 

@@ -33,7 +33,7 @@ import orjson
 
 import o200k
 from mockprovider.errors import invalid, missing
-from mockprovider.reading.offload import INLINE_CHARS, off_the_loop_if_large
+from mockprovider.offload import INLINE_CHARS, off_the_loop_if_large
 from mockprovider.reading.pairing import duplicate, orphan, unanswered
 from mockprovider.scripts.scenarios import Conversation
 
@@ -347,9 +347,11 @@ def forget_tools_counts() -> None:
         _TOOLS_COUNTED.clear()
 
 
-async def prompt_tokens(t: Transcript, tools: Sequence[Mapping[str, Any]] | None) -> int:
-    """`o200k.prompt_tokens(t.messages, tools)`: `t.tokens` plus the messages `read` left
-    uncounted and the tools (a worker thread counts them when they are large); remembers `t`.
+async def counted(t: Transcript, tools: Sequence[Mapping[str, Any]] | None) -> tuple[Conversation, int]:
+    """What a scenario sees of `t` and `tools`, and `o200k.prompt_tokens(t.messages, tools)`:
+    `t.tokens` plus the messages `read` left uncounted and the tools (a worker thread counts them
+    when they are large); remembers `t`. A request's second and last visit to this folder, after
+    the provider's latency.
 
     Both additivity properties of the formula make this exact: a transcript's count is its
     counted prefix's count plus its other messages' own, and tools add their own count.
@@ -364,13 +366,18 @@ async def prompt_tokens(t: Transcript, tools: Sequence[Mapping[str, Any]] | None
     if rest or tools_tokens is None:
         uncounted = tools if tools_tokens is None else None
         size = t.rest_chars + (len(key) if uncounted else 0)
-        rest_tokens, counted = await off_the_loop_if_large(size, _tokens, rest, uncounted)
+        rest_tokens, counted_now = await off_the_loop_if_large(size, _tokens, rest, uncounted)
         if tools_tokens is None:
-            tools_tokens = counted
-            _keep_tools_count(key, counted)
+            tools_tokens = counted_now
+            _keep_tools_count(key, counted_now)
         total = t.tokens + rest_tokens
     else:
         total = t.tokens
     if t.remember and t.known < len(t.messages):
         t.remember(Summary(tokens=total, turn=t.turn, tool_text=t.tool_text, calls=t.calls))
-    return total + tools_tokens
+    return t.conversation(tools), total + tools_tokens
+
+
+async def prompt_tokens(t: Transcript, tools: Sequence[Mapping[str, Any]] | None) -> int:
+    """`counted`'s count alone, for a request that asks only for it (a format's count_tokens)."""
+    return (await counted(t, tools))[1]

@@ -30,7 +30,7 @@ from typing import Any, Literal, NamedTuple
 
 import o200k
 from mockprovider.errors import invalid
-from mockprovider.reading.offload import off_the_loop_if_large, text_chars
+from mockprovider.offload import off_the_loop_if_large, text_chars
 
 OPENAI_MIN_TOKENS = 1024
 OPENAI_STEP_TOKENS = 128

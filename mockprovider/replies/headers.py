@@ -24,6 +24,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mockprovider.scripts.options import Options
 
 REQUEST_ID = "mockprovider.request_id"
+JSON_HEAD = "mockprovider.json_head"
+"""A JSON chat reply's headers up to its length (`json_head`), left by the reply phase for `ChatLane`."""
 OPTIONS = "mockprovider.options"
 STARTED = "mockprovider.started"
 
@@ -64,16 +66,31 @@ def openai_limits(options: Options, limited: bool = False) -> tuple[tuple[bytes,
     return _openai_limits(options.ratelimit, _left(options, limited))
 
 
-_JSON = (b"content-type", b"application/json")
+JSON_TYPE = (b"content-type", b"application/json")
+_KEPT: tuple[Options | None, tuple[tuple[bytes, bytes], ...]] = (None, ())
 
 
-def openai_json_headers(rid: str, started: float, limits: tuple[tuple[bytes, bytes], ...],
-                        length: int) -> list[tuple[bytes, bytes]]:
-    """`openai_headers` with `limits` (`openai_limits`, kept by the caller per option set), then
-    a JSON body's own two headers."""
-    ms = b"%d" % int((time.perf_counter() - started) * 1000)
-    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits,
-            (b"content-length", b"%d" % length), _JSON]
+def json_head(scope: Scope, options: Options) -> list[tuple[bytes, bytes]]:
+    """A JSON chat reply's headers up to its length: the request's id (given here unless a
+    middleware gave one), the time since `STARTED`, `options`' rate limits. The last options'
+    limits are kept, as nearly every reply states the server's defaults (results/bench.md, speed
+    tricks: "the defaults' header block kept")."""
+    global _KEPT
+    rid = scope.get(REQUEST_ID)
+    if rid is None:
+        rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"  # unique, not secret
+    ms = b"%d" % int((time.perf_counter() - scope[STARTED]) * 1000)
+    kept, limits = _KEPT
+    if kept is not options:
+        limits = openai_limits(options)
+        _KEPT = (options, limits)
+    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits]
+
+
+def new_id(scope: Scope) -> str:
+    """Give the request its id, kept in the scope (unique, not secret)."""
+    rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"
+    return rid
 
 
 def anthropic_headers(options: Options, rid: str, limited: bool = False) -> list[tuple[bytes, bytes]]:

@@ -24,25 +24,26 @@ def reaches(path: Path) -> list[str]:
     module (`transcript.read`, or `patched_batch(..., transcript, "read", ...)`) that
     bench_hooks does not list."""
     tree = ast.parse(path.read_text())
-    found, hooks = [], set()
+    found: list[str] = []
+    hooks: dict[str, str] = {}  # the name a module is imported as -> its own name
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mockprovider"):
             if node.module not in PUBLIC:
                 found.append(node.module)
             if node.module == "mockprovider.bench_hooks":
-                hooks |= {a.asname or a.name for a in node.names if a.name in HOOKED}
+                hooks |= {a.asname or a.name: a.name for a in node.names if a.name in HOOKED}
         elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
             found += [n for n in names if n.startswith("mockprovider") and n not in PUBLIC]
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in hooks:
-            if node.attr not in HOOKED[node.value.id]:
-                found.append(f"{node.value.id}.{node.attr}")
+            if node.attr not in HOOKED[hooks[node.value.id]]:
+                found.append(f"{hooks[node.value.id]}.{node.attr}")
         elif isinstance(node, ast.Call):
             for module, name in zip(node.args, node.args[1:], strict=False):
                 if (isinstance(module, ast.Name) and module.id in hooks and isinstance(name, ast.Constant)
-                        and name.value not in HOOKED[module.id]):
-                    found.append(f"{module.id}.{name.value}")
+                        and name.value not in HOOKED[hooks[module.id]]):
+                    found.append(f"{hooks[module.id]}.{name.value}")
     return found
 
 
@@ -55,8 +56,10 @@ def test_a_benchmark_reaching_past_the_hooks_is_seen(tmp_path):
     planted = tmp_path / "trick.py"
     planted.write_text("from mockprovider.reading import memo\n"
                        "from mockprovider.bench_hooks import transcript\n"
-                       "transcript.read\ntranscript._gone\npatch(transcript, 'also_gone', None)\n")
-    assert reaches(planted) == ["mockprovider.reading", "transcript._gone", "transcript.also_gone"]
+                       "from mockprovider.bench_hooks import body as reading_body\n"
+                       "transcript.read\ntranscript._gone\npatch(transcript, 'also_gone', None)\n"
+                       "reading_body._read_body\nreading_body._renamed\n")
+    assert reaches(planted) == ["mockprovider.reading", "transcript._gone", "transcript.also_gone", "body._renamed"]
 
 
 def test_a_rename_inside_the_mock_fails_at_import_naming_what_moved(monkeypatch):

@@ -12,9 +12,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDER = ("scripts", "reading", "replies", "apis")
-KERNEL = {"errors", "journal", "metrics"}
+KERNEL = {"errors", "journal", "metrics", "offload"}
 """Top-level modules that import nothing of the mock, so every folder may use them."""
-MAY_USE_KERNEL = {"scripts": {"errors"}, "reading": {"errors"}, "replies": {"errors", "metrics"},
+MAY_USE_KERNEL = {"scripts": {"errors"}, "reading": {"errors", "journal", "offload"},
+                  "replies": {"errors", "metrics", "offload"},
                   "apis": KERNEL}
 SHARED_STEPS = {"steps", "shared"}
 OWN_HELPERS = {"gemini": {"gemini_request"}, "anthropic": {"anthropic_request"},
@@ -142,7 +143,7 @@ def test_a_surface_that_imports_another_is_refused(tmp_path):
 def test_a_reply_reading_a_surface_or_the_journal_is_refused(tmp_path):
     found = _planted(tmp_path, "replies/caching.py", "import mockprovider.journal")
     assert found == ["mockprovider/replies/caching.py imports mockprovider.journal: replies/ may import only "
-                     "['errors', 'metrics', 'reading', 'scripts']"]
+                     "['errors', 'metrics', 'offload', 'reading', 'scripts']"]
 
 
 def test_a_surface_reaching_another_through_its_folders_init_is_refused(tmp_path):
@@ -199,6 +200,6 @@ def test_a_folder_importing_the_whole_package_is_refused(tmp_path):
     found = _planted(tmp_path, "reading/memo.py", "import mockprovider")
     assert found == [
         "mockprovider/reading/memo.py imports mockprovider.__init__: reading/ may import only "
-        "['errors', 'scripts']",
+        "['errors', 'journal', 'offload', 'scripts']",
         "a circle between the mock's folders and modules: __init__ → app → apis → reading → __init__",
     ]
