@@ -14,6 +14,7 @@ the authors of such agents: docs/exitkit.md, "Any language: command adapters".
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shlex
 import signal
@@ -166,16 +167,50 @@ class Group:
                 pass
 
 
+class _ToFile(logging.Filter):
+    """Log records of the tools' server threads, written to the run's `tools.log` instead of the
+    kit's standard error: a command that dies mid-call makes the MCP SDK and uvicorn log tracebacks,
+    which are its run's, not the card's."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path, self.threads, self.handlers = path, set[int | None](), list[logging.Handler]()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.thread not in self.threads:
+            return True
+        with self.path.open("a") as log:
+            log.write(logging.Formatter().format(record) + "\n")
+        return False
+
+    def attach(self, handlers: list[logging.Handler | None]) -> None:
+        for handler in handlers:
+            if handler is not None and handler not in self.handlers:
+                handler.addFilter(self)
+                self.handlers.append(handler)
+
+    def detach(self) -> None:
+        for handler in self.handlers:
+            handler.removeFilter(self)
+
+
 @contextmanager
 def served_tools(setup: Setup) -> Iterator[tuple[str, Group]]:
     """The run's tools over MCP on 127.0.0.1, from a thread of the kit: (their URL, the group
     the crash case kills). Leaving the block closes the ledger to them, then stops the server."""
     group, ledger = Group(), _UntilClosed(setup.ledger.path)
+    routed, before = _ToFile(setup.folder / "tools.log"), {t.ident for t in threading.enumerate()}
+    # Where the SDK's records end (no handler: the last resort, or the root's where it has some).
+    routed.attach([logging.lastResort, *logging.getLogger().handlers])
     try:
         with served(setup.toolbox(ledger=ledger, crash=group.kill).tools()) as url:
+            routed.threads |= {t.ident for t in threading.enumerate()} - before
+            # uvicorn's own handlers, replaced by every server it configures: this run's are now in place.
+            routed.attach(logging.getLogger("uvicorn").handlers)
             try:
                 yield url, group
             finally:
                 ledger.closed.set()
     finally:
         ledger.closed.set()
+        routed.detach()

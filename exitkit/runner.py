@@ -220,9 +220,12 @@ class Kit:
                              stop_signal=COMMAND_STOP, stop_group=True)
         got = outcome_line(done.stdout)
         outcome = self._outcome(None if got is None else {"outcome": got}, done, action)
+        # Timed from its first request: its start-up (an interpreter, `npx`) is its language's, not
+        # its loop's; its exit is its own (Stop is timed to it).
+        started = seen[0].started + time.monotonic() - time.time() if seen else done.started
         return _as_handed(Run(outcome=outcome, entries=seen, events=setup.ledger.events(),
-                              started=done.started, ended=done.ended, stop_pressed=done.stop_pressed,
-                              stop_wall=done.stop_wall,
+                              started=started, ended=done.ended, stop_pressed=done.stop_pressed,
+                              stop_wall=done.stop_wall, peak_rss_kib=done.peak_rss_kib,
                               returncode=-1 if done.returncode is None else done.returncode), setup)
 
     def _child_env(self) -> dict[str, str]:
