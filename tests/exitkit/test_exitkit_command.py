@@ -147,3 +147,10 @@ def test_a_card_mixes_python_adapters_and_commands_and_returns_though_a_command_
     card = (tmp_path / "card" / "report.md").read_text()
     assert "\x1b" not in card and "\x07" not in card and "odd hostile\\\\x1b\\[2J" in card
     assert "\x1b" not in done.stderr and "\x1b" not in done.stdout
+
+
+def test_the_docs_show_the_minimal_command_agent_as_it_is() -> None:
+    source = (AGENTS / "minimal.py").read_text()
+    docs = (Path(__file__).parents[2] / "docs" / "exitkit.md").read_text()
+    assert f"```python\n{source}```" in docs
+    assert "exitkit" not in source  # nothing of the kit: the same steps in any language

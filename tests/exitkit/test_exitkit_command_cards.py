@@ -5,13 +5,13 @@ language: the environment, the job file, httpx for the model, the `mcp` client f
 from __future__ import annotations
 
 import pytest
+from test_exitkit_command import command
 
 from exitkit.card import check
 from exitkit.verdict import CASES
-from test_exitkit_command import command
 
 EXITS = [c for c in CASES if c != "overhead"]
-BROKEN = {"ignores-cap": ("turn_cap", "over the cap by"),
+BROKEN = {"ignores-cap": ("turn_cap", "cap ignored"),
           "reruns-effect": ("approval", "ran again on a second resume"),
           "dangles": ("cancellation", "next request invalid")}
 
@@ -35,3 +35,12 @@ def test_a_broken_command_agent_fails_exactly_the_case_of_its_bug(mode: str) -> 
     verdicts = {r.case: r.verdict for r in results}
     assert verdicts == {c: "fail" if c == case else "pass" for c in EXITS}, [r.cell for r in results]
     assert says in next(r.summary for r in results if r.case == case)
+
+
+@pytest.mark.slow
+def test_the_minimal_command_agent_gets_the_card_the_docs_say() -> None:
+    _, results = check([], commands=[command("minimal.py")], cases=EXITS, log=lambda line: None)
+    assert {r.case: r.verdict for r in results} == {
+        "turn_cap": "pass", "tool_error": "pass", "cancellation": "pass", "budget": "none exists",
+        "approval": "none exists", "crash": "none exists", "permanent_error": "fail",
+    }, [r.cell for r in results]
