@@ -20,13 +20,15 @@ import shlex
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from exitkit.contract import Decision, Declared, decision_to_json
+from exitkit.child import SETTLE_S
+from exitkit.contract import Decision, Declared, Tool, decision_to_json
 from exitkit.journal import PRICE_IN_PER_M, PRICE_OUT_PER_M
 from exitkit.ledger import Ledger
 from exitkit.loader import AdapterError, check_limits
@@ -149,11 +151,15 @@ class _UntilClosed(Ledger):
 
 
 @dataclass
-class Group:
-    """The command's process group, known once it is started: the crash case kills it."""
+class Served:
+    """One run's tools as the kit serves them to its command."""
 
-    known: threading.Event = field(default_factory=threading.Event)
+    url: str = ""
     pid: int = 0
+    """The command's process group, once started: the crash case kills it."""
+    known: threading.Event = field(default_factory=threading.Event)
+    running: int = 0
+    """Tool calls under way on the server."""
 
     def started(self, pid: int) -> None:
         self.pid = pid
@@ -165,6 +171,24 @@ class Group:
                 os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):  # it had ended already
                 pass
+
+    def counted(self, tool: Tool) -> Tool:
+        async def call(**arguments: Any) -> str:
+            self.running += 1
+            try:
+                return await tool.call(**arguments)
+            finally:
+                self.running -= 1
+
+        return replace(tool, call=call)
+
+    def left_running(self) -> int:
+        """The calls still under way `SETTLE_S` after the process ended (a cancellation its client
+        sent just before may still be on its way): what the run left running, as for Python."""
+        end = time.monotonic() + SETTLE_S
+        while self.running and time.monotonic() < end:
+            time.sleep(0.01)
+        return self.running
 
 
 class _ToFile(logging.Filter):
@@ -195,20 +219,22 @@ class _ToFile(logging.Filter):
 
 
 @contextmanager
-def served_tools(setup: Setup) -> Iterator[tuple[str, Group]]:
-    """The run's tools over MCP on 127.0.0.1, from a thread of the kit: (their URL, the group
-    the crash case kills). Leaving the block closes the ledger to them, then stops the server."""
-    group, ledger = Group(), _UntilClosed(setup.ledger.path)
+def served_tools(setup: Setup) -> Iterator[Served]:
+    """The run's tools over MCP on 127.0.0.1, from a thread of the kit. Leaving the block closes
+    the ledger to them, then stops the server."""
+    run, ledger = Served(), _UntilClosed(setup.ledger.path)
     routed, before = _ToFile(setup.folder / "tools.log"), {t.ident for t in threading.enumerate()}
     # Where the SDK's records end (no handler: the last resort, or the root's where it has some).
     routed.attach([logging.lastResort, *logging.getLogger().handlers])
     try:
-        with served(setup.toolbox(ledger=ledger, crash=group.kill).tools()) as url:
+        tools = setup.toolbox(ledger=ledger, crash=run.kill).tools()
+        with served(tuple(run.counted(t) for t in tools)) as url:
+            run.url = url
             routed.threads |= {t.ident for t in threading.enumerate()} - before
             # uvicorn's own handlers, replaced by every server it configures: this run's are now in place.
             routed.attach(logging.getLogger("uvicorn").handlers)
             try:
-                yield url, group
+                yield run
             finally:
                 ledger.closed.set()
     finally:

@@ -98,6 +98,16 @@ def test_the_crash_case_kills_the_commands_whole_group_right_after_the_effect(ki
     _kill(setup.folder / "state" / "helper")
 
 
+def test_a_call_a_command_abandons_at_stop_is_left_running_not_cancelled_by_the_kit(kit: Kit) -> None:
+    line = command("probe.py", "abandons")
+    setup = kit.setup("slow", max_turns=5)
+    run = on(kit, line).measure(line, setup, stop=("scan_archive", 0.2))
+    assert run.outcome.status == "stopped" and run.stop_pressed is not None
+    assert run.left_running == 1
+    # The kit stopped the tools' server after the run: no cancellation of its own reads as the agent's.
+    assert [(e.tool, e.event) for e in setup.ledger.events()] == [("scan_archive", "start")]
+
+
 def test_a_command_without_a_result_line_is_reported_with_its_exit_status_and_stderr(kit: Kit) -> None:
     line = command("odd.py", "silent")
     run = on(kit, line).measure(line, kit.setup("plan"))
