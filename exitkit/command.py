@@ -166,7 +166,9 @@ class Served:
         self.known.set()
 
     def kill(self) -> None:
-        if self.known.wait(DESCRIBE_TIMEOUT_S):
+        # Only the command calls its tools, and it runs only once started: the wait is for the
+        # moment between its start and `started`.
+        if self.known.wait(5.0):
             try:
                 os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):  # it had ended already

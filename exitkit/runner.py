@@ -6,7 +6,8 @@ wrapped in the kit's journal. `measure` runs `adapter.run(job)` and `child` runs
 `adapter.resume(job, decision)` (or a bare `httpx` replay), each in a process of its own (a
 fresh fork of the adapter's server, `exitkit.forks`, or a new interpreter; see `exitkit.process`),
 inside a journal window; `measure` can press Stop a set time after the ledger shows a tool has
-started.
+started. A command adapter's spec (`Kit.commands`) runs its own command line instead, its tools
+served from this process (`exitkit.command`).
 """
 
 from __future__ import annotations
