@@ -68,7 +68,9 @@ def describe(line: str, env: Mapping[str, str]) -> Declared:
     with tempfile.TemporaryDirectory(prefix="exitkit-describe-") as tmp:
         logs = Path(tmp) / "describe"
         try:
-            started = launch(argv, {**env, "EXITKIT_ACTION": "describe"}, logs)
+            # None of a job's variables the kit itself may have inherited: `describe` has no job.
+            clean = {k: v for k, v in env.items() if k not in VARIABLES}
+            started = launch(argv, clean | {"EXITKIT_ACTION": "describe"}, logs)
         except OSError as e:  # not found, not executable, not a program
             raise AdapterError(f"cannot start command {line!r}: {e.strerror or e}") from None
         done = supervise(started, logs, timeout_s=DESCRIBE_TIMEOUT_S)
@@ -130,11 +132,15 @@ def job_file(setup: Setup, action: str, decision: Decision | None, mcp_url: str)
 
 
 def environment(job: Mapping[str, Any], path: Path) -> dict[str, str]:
-    """The variables the kit sets for a run or resume of the command."""
+    """The variables the kit sets for a run or resume of the command (`VARIABLES`)."""
     return {"EXITKIT_ACTION": job["action"], "EXITKIT_JOB": str(path),
             "EXITKIT_DECISION": json.dumps(job["decision"]), "OPENAI_BASE_URL": job["base_url"],
             "OPENAI_API_KEY": job["api_key"], "EXITKIT_MCP_URL": job["mcp_url"],
             "EXITKIT_STATE_DIR": job["state_dir"]}
+
+
+VARIABLES = ("EXITKIT_ACTION", "EXITKIT_JOB", "EXITKIT_DECISION", "OPENAI_BASE_URL", "OPENAI_API_KEY",
+             "EXITKIT_MCP_URL", "EXITKIT_STATE_DIR")
 
 
 @dataclass(frozen=True)
