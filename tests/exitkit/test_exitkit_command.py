@@ -58,6 +58,13 @@ def test_a_command_that_cannot_describe_itself_is_one_usage_line(line: str, says
     assert not (tmp_path / "card" / "report.md").exists()
 
 
+def test_one_text_given_as_an_adapter_and_as_a_command_is_a_usage_error(capsys, tmp_path: Path) -> None:
+    argv = ["run", "file_loop:FileLoop", "--command", "file_loop:FileLoop", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == ("exitkit: 'file_loop:FileLoop' given both as an adapter spec and as "
+                                       "a command\n")
+
+
 def test_the_command_gets_the_job_in_its_environment_and_a_job_file_in_a_group_of_its_own(kit: Kit) -> None:
     line = command("probe.py")
     setup = kit.setup("destructive", max_turns=8, needs_approval=("delete_file",))
