@@ -9,7 +9,6 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -130,9 +129,7 @@ def test_a_command_that_ignores_stop_is_killed_with_its_group_at_the_timeout(kit
     line = command("odd.py", "stubborn")
     quick = replace(on(kit, line), env=dict(os.environ), timeout_s=3.0)
     try:
-        started = time.monotonic()
         run = quick.measure(line, quick.setup("plan"))
-        assert time.monotonic() - started < 20
         assert run.outcome.status == "kit timeout" and run.returncode == -1
         assert helpers.exists() and _alive(helpers, within_s=5) == []
     finally:
@@ -150,6 +147,7 @@ def test_a_card_mixes_python_adapters_and_commands_and_returns_though_a_command_
         done = subprocess.run([sys.executable, "-m", "exitkit", "run", "file_loop:FileLoop", "--command",
                                hostile, "--only", "permanent_error", "--out", "card"], cwd=tmp_path,
                               capture_output=True, text=True, timeout=60, env=env, check=False)
+        assert helpers.exists() and _alive(helpers, within_s=5) == []  # killed with the command's group
     except subprocess.TimeoutExpired as e:
         raise AssertionError("the CLI waited for the helper holding the command's output") from e
     finally:
