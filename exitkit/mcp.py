@@ -6,7 +6,8 @@ called over MCP runs where a wrapped one runs: its ledger lines carry the same p
 its effect kills the same process, and the client's `notifications/cancelled` cancels the tool's
 task, which the ledger records as `cancelled` as it does for a wrapped call the framework cancels.
 A tool that raises answers `isError: true` with the error's text (what the SDKs' own tool wrappers
-hand the model).
+hand the model). A command adapter's tools are served the same way from the kit's own process
+(`exitkit.command`), since its process may be in any language.
 """
 
 from __future__ import annotations

@@ -27,6 +27,14 @@ class Framework:
     """The distributions whose versions the card shows."""
     adapters: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Adapter spec -> the cases it runs (empty: every case), in the order of the card's rows."""
+    commands: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Command line of an agent in another language (`--command`, run from the repository's root)
+    -> the cases it runs; its rows follow the adapters'."""
+
+    @property
+    def agents(self) -> dict[str, tuple[str, ...]]:
+        """Every row's spec (an adapter spec or a command line) -> its cases, in the card's order."""
+        return {**self.adapters, **self.commands}
 
 
 A = "exitkit.adapters."
