@@ -1,19 +1,22 @@
 """A report card: every chosen case for every adapter, one after another, against one mock.
 
-`check(specs)` is the Python entry (the CLI, `make peers` and the pytest plugin use it): it
-loads every adapter first (a bad spec fails before any case runs), starts the mock, and runs
+`check(specs, commands=...)` is the Python entry (the CLI, `make peers` and the pytest plugin use
+it): it loads every adapter and asks every command to describe itself first (a bad spec fails
+before any case runs), starts the mock, and runs
 the cases, printing a progress line per case. A case that breaks inside the kit or the adapter
 in a way the case does not measure is recorded as an `error` result, and the rest go on.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from exitkit.cases import EXITS
+from exitkit.command import argv_of, describe
 from exitkit.contract import Declared
 from exitkit.loader import AdapterError, declared, load
 from exitkit.overhead import overhead
@@ -57,16 +60,22 @@ def _all(kit: Kit, loaded: list[Declared], cases: list[str], fast: bool,
 Card = tuple[list[Declared], list[Result]]
 
 
-def check(specs: Sequence[str], *, cases: Sequence[str] = (), fast: bool = False,
-          log: Callable[[str], None] = print, workdir: Path | None = None) -> Card:
-    """Run `cases` (default: all) for every adapter spec; returns the adapters and the results."""
+def check(specs: Sequence[str], *, commands: Sequence[str] = (), cases: Sequence[str] = (),
+          fast: bool = False, log: Callable[[str], None] = print, workdir: Path | None = None) -> Card:
+    """Run `cases` (default: all) for every adapter spec and every command adapter (a command
+    line, `exitkit.command`), in that order; returns the adapters and the results."""
     chosen = list(cases) or pick()
+    given = [*specs, *commands]
+    if twice := sorted({s for s in given if given.count(s) > 1}):
+        raise AdapterError(f"adapter {twice[0]!r} given twice")
     loaded = [declared(spec, load(spec)) for spec in specs]
+    loaded += [describe(line, os.environ) for line in commands]
     names = [who.name for who in loaded]
     if twice := sorted({n for n in names if names.count(n) > 1}):
         # Results and the card's rows are keyed by name: a second one would overwrite the first.
         raise AdapterError(f"two adapters named {twice[0]!r}: give each a `name` of its own")
     with tempfile.TemporaryDirectory(prefix="exitkit-") as tmp:
         with Kit.serve(workdir or Path(tmp)) as kit:
+            kit.commands.update({line: argv_of(line) for line in commands})
             results = _all(kit, loaded, chosen, fast, log)
     return loaded, results

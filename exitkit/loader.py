@@ -46,17 +46,23 @@ def _check(spec: str, adapter: Any) -> None:
     if not isinstance(getattr(adapter, "name", None), str) or not adapter.name:
         raise AdapterError(f"adapter {spec!r} needs a `name` (a non-empty string)")
     limits = getattr(adapter, "limits", None)
-    if not isinstance(limits, (set, frozenset, tuple, list)):
-        raise AdapterError(f"adapter {spec!r} needs `limits`: a set of {', '.join(LIMIT_NAMES)}")
-    if unknown := set(limits) - set(LIMIT_NAMES):
-        raise AdapterError(f"adapter {spec!r} declares unknown limits {sorted(unknown)}; known: "
-                           f"{', '.join(LIMIT_NAMES)}")
+    check_limits(spec, limits)
     if not inspect.iscoroutinefunction(getattr(adapter, "run", None)):
         raise AdapterError(f"adapter {spec!r} needs `async def run(self, job)`")
     wants_resume = {"resume", "approval"} & set(limits)
     if wants_resume and not inspect.iscoroutinefunction(getattr(adapter, "resume", None)):
         raise AdapterError(f"adapter {spec!r} declares {sorted(wants_resume)} but has no "
                            "`async def resume(self, job, decision)`")
+
+
+def check_limits(spec: str, limits: Any) -> None:
+    """The declared limits: known names only, and `approval` only with `resume` (a Python adapter's
+    `limits`, a command's `describe` line alike)."""
+    if not isinstance(limits, (set, frozenset, tuple, list)) or not all(isinstance(n, str) for n in limits):
+        raise AdapterError(f"adapter {spec!r} needs `limits`: a set of {', '.join(LIMIT_NAMES)}")
+    if unknown := set(limits) - set(LIMIT_NAMES):
+        raise AdapterError(f"adapter {spec!r} declares unknown limits {sorted(unknown)}; known: "
+                           f"{', '.join(LIMIT_NAMES)}")
     if "approval" in limits and "resume" not in limits:  # else the approval cases say "none exists"
         raise AdapterError(f"adapter {spec!r} declares 'approval' without 'resume': the kit approves a "
                            "call in a new process, through `resume`; declare both, or neither")

@@ -105,9 +105,10 @@ def _kill_group(pid: int) -> None:
 
 
 def supervise(run: Launched, logs: Path, *, timeout_s: float, stop_when: Callable[[], bool] | None = None,
-              stop_signal: int = signal.SIGUSR1) -> Exit:
+              stop_signal: int = signal.SIGUSR1, stop_group: bool = False) -> Exit:
     """Wait for `run` to end or reach its timeout; `stop_when()` is asked every `POLL_S` and, the
-    first time it says so, `stop_signal` is sent to the process."""
+    first time it says so, `stop_signal` is sent to the process (with `stop_group`, to its whole
+    process group: a command's wrapper and what it started)."""
     pressed: tuple[float, float] | None = None
     returncode: int | None = None
     try:
@@ -119,7 +120,10 @@ def supervise(run: Launched, logs: Path, *, timeout_s: float, stop_when: Callabl
             returncode = run.wait(min(POLL_S, left) if waiting else left)
             if returncode is None and waiting and stop_when():
                 pressed = time.monotonic(), time.time()
-                os.kill(run.pid, stop_signal)
+                try:
+                    (os.killpg if stop_group else os.kill)(run.pid, stop_signal)
+                except ProcessLookupError:  # it ended in between: the wait below reads its status
+                    pass
         ended = time.monotonic()
     finally:
         _kill_group(run.pid)

@@ -24,6 +24,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from exitkit.child import CANNOT_LOAD, STOP_SIGNAL
+from exitkit.command import STOP_SIGNAL as COMMAND_STOP
+from exitkit.command import environment, job_file, outcome_line, served_tools
 from exitkit.contract import Decision, Outcome, decision_to_json
 from exitkit.forks import ForkServer
 from exitkit.journal import CHAT, RUN_PREFIX, Entry, Journal
@@ -133,6 +135,8 @@ class Kit:
     _ids: Iterator[int] = field(default_factory=count)
     servers: dict[str, ForkServer | None] = field(default_factory=dict)
     """A fork server per adapter spec (None: runs in new interpreters); shared by `replace()` copies."""
+    commands: dict[str, list[str]] = field(default_factory=dict)
+    """Spec -> argv of each command adapter (`exitkit.command`); every other spec is a Python adapter."""
 
     @classmethod
     @contextmanager
@@ -168,6 +172,8 @@ class Kit:
     def child(self, spec: str, setup: Setup, command: str = "resume", decision: Decision | None = None,
               *, guard: int | None = None, stop: tuple[str, float] | None = None) -> Run:
         """Run `command` for the adapter `spec` in a process of its own, inside a journal window."""
+        if spec in self.commands:
+            return self._command(self.commands[spec], setup, command, decision, guard=guard, stop=stop)
         job_file = setup.folder / f"job-{next(self._ids)}.json"
         setup.save(job_file)
         args = [command, spec, str(job_file), json.dumps(decision_to_json(decision))]
@@ -197,6 +203,28 @@ class Kit:
                               peak_rss_kib=got.get("peak_rss_kib", 0),
                               left_running=got.get("left_running", 0)), setup)
 
+    def _command(self, argv: list[str], setup: Setup, action: str, decision: Decision | None, *,
+                 guard: int | None, stop: tuple[str, float] | None) -> Run:
+        """A command adapter's run or resume: its job in a file and the environment, its tools over
+        MCP from this process, Stop as SIGINT to its process group (`exitkit.command`)."""
+        path = setup.folder / f"job-{next(self._ids)}.json"
+        logs = path.with_suffix("")
+        stop_when = None if stop is None else _once_started(setup.ledger, *stop)
+        with served_tools(setup) as (mcp_url, group), \
+                self.journal.window(guard=guard, run=setup.folder.name) as seen:
+            job = job_file(setup, action, decision, mcp_url)
+            path.write_text(json.dumps(job))
+            started = launch(argv, self.env | environment(job, path), logs)
+            group.started(started.pid)
+            done = supervise(started, logs, timeout_s=self.timeout_s, stop_when=stop_when,
+                             stop_signal=COMMAND_STOP, stop_group=True)
+        got = outcome_line(done.stdout)
+        outcome = self._outcome(None if got is None else {"outcome": got}, done, action)
+        return _as_handed(Run(outcome=outcome, entries=seen, events=setup.ledger.events(),
+                              started=done.started, ended=done.ended, stop_pressed=done.stop_pressed,
+                              stop_wall=done.stop_wall,
+                              returncode=-1 if done.returncode is None else done.returncode), setup)
+
     def _child_env(self) -> dict[str, str]:
         return self.env | {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
 
@@ -224,7 +252,8 @@ class Kit:
             return Outcome(status="kit timeout", error=late)
         if got is None:
             rc = done.returncode
-            why = "killed itself (SIGKILL)" if rc == -9 else f"exited {rc}: {done.stderr.strip()[-600:]}"
+            # SIGKILL: the crash case's tool killed the process (a Python adapter's own, a command's group).
+            why = "killed (SIGKILL)" if rc == -9 else f"exited {rc}: {done.stderr.strip()[-600:]}"
             return Outcome(status="process ended without a result", error=why)
         return Outcome(**got["outcome"])
 

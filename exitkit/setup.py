@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,13 +41,20 @@ class Setup:
         self.ledger.path.write_text("")
         return self
 
+    def toolbox(self, ledger: Ledger | None = None, crash: Callable[[], None] | None = None) -> Toolbox:
+        """The run's tools, writing to `ledger` (default: the run's) and killing `crash` (default:
+        their own process) in the crash case."""
+        return Toolbox(root=self.sandbox, ledger=ledger or self.ledger, scan_seconds=self.scan_seconds,
+                       crash_after_effect=self.crash_after_effect, crash=crash)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(max_turns=self.max_turns, max_budget_usd=self.max_budget_usd,
+                      needs_approval=frozenset(self.needs_approval))
+
     def job(self) -> Job:
-        toolbox = Toolbox(root=self.sandbox, ledger=self.ledger, scan_seconds=self.scan_seconds,
-                          crash_after_effect=self.crash_after_effect)
-        limits = Limits(max_turns=self.max_turns, max_budget_usd=self.max_budget_usd,
-                        needs_approval=frozenset(self.needs_approval))
         return Job(base_url=self.base_url, model=self.scenario, task=TASKS[self.scenario], system=SYSTEM,
-                   tools=toolbox.tools(), limits=limits, cancel=asyncio.Event(),
+                   tools=self.toolbox().tools(), limits=self.limits, cancel=asyncio.Event(),
                    state_dir=self.folder / "state")
 
     def but(self, **changes: Any) -> Setup:

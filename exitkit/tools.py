@@ -5,7 +5,8 @@ kit bills the same tokens as the chapter's measurements (a test keeps them equal
 copied rather than imported: the kit's core imports no agent, ours included.
 
 `delete_file` is the side effect. With `crash_after_effect` it deletes, writes `effect` to the
-ledger, then SIGKILLs its own process before any framework can save what happened.
+ledger, then SIGKILLs its own process before any framework can save what happened (or, served by
+the kit to a command, the command's process group: `crash`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import os
 import signal
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,8 @@ class Toolbox:
     ledger: Ledger
     scan_seconds: float = 3.0
     crash_after_effect: bool = False
+    crash: Callable[[], None] | None = None
+    """What `crash_after_effect` kills; None: the process the tool runs in."""
 
     def _file(self, name: Any) -> Path:
         if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
@@ -113,7 +117,9 @@ class Toolbox:
             raise FileNotFoundError(f"no such file: {path}") from None
         self.ledger.note("delete_file", "effect", {"path": path})
         if self.crash_after_effect:
-            os.kill(os.getpid(), signal.SIGKILL)
+            if self.crash is None:
+                os.kill(os.getpid(), signal.SIGKILL)
+            self.crash()
         return f"deleted {path}"
 
     async def scan_archive(self) -> str:

@@ -1,0 +1,181 @@
+"""Command adapters: an agent in any language, started as a command line (`--command CMD`).
+
+The kit runs the command in a new process group for every run, with the run's job in
+environment variables and a JSON job file (`job_file`, `environment`); asked to `describe`
+itself, the command prints one JSON line with its name and the limits its framework has. The
+run's tools reach it only over MCP: the kit serves them (`served_tools`) on a loopback port, on
+a thread of the kit's own process, for as long as the run's process lives, with the same tool
+code and the same ledger as for a Python adapter. Stop is SIGINT to the process group; in the
+crash case the kit's `delete_file` deletes, then SIGKILLs the group; the outcome is the last
+JSON line on standard output with a string `status` (`outcome_line`). The contract in full, for
+the authors of such agents: docs/exitkit.md, "Any language: command adapters".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from exitkit.contract import Decision, Declared, decision_to_json
+from exitkit.journal import PRICE_IN_PER_M, PRICE_OUT_PER_M
+from exitkit.ledger import Ledger
+from exitkit.loader import AdapterError, check_limits
+from exitkit.mcp import served
+from exitkit.process import launch, supervise
+from exitkit.report import printable
+from exitkit.setup import Setup
+from exitkit.tools import SYSTEM, TASKS
+
+STOP_SIGNAL = signal.SIGINT
+"""Stop, sent to the command's whole process group."""
+DESCRIBE_TIMEOUT_S = 60.0
+"""How long a command may take to print its description (a cold `npx` fetches its packages)."""
+API_KEY = "exitkit-unused"
+NAME_CHARS = 200
+
+
+def argv_of(line: str) -> list[str]:
+    """`line` split as a shell splits words, without a shell (no pipes, no expansion)."""
+    try:
+        argv = shlex.split(line)
+    except ValueError as e:
+        raise AdapterError(f"command {line!r} does not split into words: {e}") from None
+    if not argv:
+        raise AdapterError("an empty --command")
+    return argv
+
+
+def _tail(text: str, limit: int = 300) -> str:
+    return printable(text.strip()[-limit:]) or "(nothing)"
+
+
+def describe(line: str, env: Mapping[str, str]) -> Declared:
+    """The command's name and limits, from the one JSON line it prints for `describe`; a command
+    that cannot start or prints no such line is a usage error (`AdapterError`), one line long."""
+    argv = argv_of(line)
+    with tempfile.TemporaryDirectory(prefix="exitkit-describe-") as tmp:
+        logs = Path(tmp) / "describe"
+        try:
+            started = launch(argv, {**env, "EXITKIT_ACTION": "describe"}, logs)
+        except OSError as e:  # not found, not executable, not a program
+            raise AdapterError(f"cannot start command {line!r}: {e.strerror or e}") from None
+        done = supervise(started, logs, timeout_s=DESCRIBE_TIMEOUT_S)
+    said = f"command {line!r} with EXITKIT_ACTION=describe"
+    if done.timed_out:
+        raise AdapterError(f"{said} printed no description within {DESCRIBE_TIMEOUT_S:g} s")
+    if done.returncode != 0:
+        raise AdapterError(f"{said} exited {done.returncode}; its stderr ends: {_tail(done.stderr)}")
+    data = _last_object(done.stdout, lambda d: "limits" in d)
+    if data is None:
+        example = json.dumps({"name": "my agent", "limits": ["max_turns", "cancel"]})
+        raise AdapterError(f"{said} printed no JSON line with `limits` (e.g. {example}); its stdout "
+                           f"ends: {_tail(done.stdout)}")
+    check_limits(line, data["limits"])
+    name = data.get("name", line)
+    if not isinstance(name, str) or not name.strip():
+        raise AdapterError(f"{said} printed a `name` that is not a non-empty string: {_tail(repr(name))}")
+    return Declared(spec=line, name=name[:NAME_CHARS], limits=frozenset(data["limits"]))
+
+
+def _last_object(stdout: str, wanted: Any) -> dict[str, Any] | None:
+    for line in reversed(stdout.splitlines()):
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and wanted(data):
+            return data
+    return None
+
+
+def outcome_line(stdout: str) -> dict[str, Any] | None:
+    """The outcome the command printed, as an `Outcome`'s fields: its last stdout line that is a
+    JSON object with a string `status`; fields of the wrong type are left out."""
+    data = _last_object(stdout, lambda d: isinstance(d.get("status"), str))
+    if data is None:
+        return None
+    n = data.get("transcript_messages")
+    return {"status": data["status"],
+            **{k: data[k] for k in ("answer", "error") if isinstance(data.get(k), str)},
+            "transcript_messages": n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None}
+
+
+def job_file(setup: Setup, action: str, decision: Decision | None, mcp_url: str) -> dict[str, Any]:
+    """The job as the command reads it (docs/exitkit.md has the table)."""
+    limits = setup.limits
+    return {
+        "action": action, "decision": decision_to_json(decision),
+        "base_url": setup.base_url, "api_key": API_KEY, "model": setup.scenario,
+        "task": TASKS[setup.scenario], "system": SYSTEM, "mcp_url": mcp_url,
+        "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters,
+                   "read_only": t.read_only} for t in setup.toolbox().tools()],
+        "limits": {"max_turns": limits.max_turns, "max_budget_usd": limits.max_budget_usd,
+                   "needs_approval": sorted(limits.needs_approval)},
+        "state_dir": str(setup.folder / "state"),
+        "prices": {"input_usd_per_m": PRICE_IN_PER_M, "output_usd_per_m": PRICE_OUT_PER_M},
+        "stop_signal": STOP_SIGNAL.name,
+    }
+
+
+def environment(job: Mapping[str, Any], path: Path) -> dict[str, str]:
+    """The variables the kit sets for a run or resume of the command."""
+    return {"EXITKIT_ACTION": job["action"], "EXITKIT_JOB": str(path),
+            "EXITKIT_DECISION": json.dumps(job["decision"]), "OPENAI_BASE_URL": job["base_url"],
+            "OPENAI_API_KEY": job["api_key"], "EXITKIT_MCP_URL": job["mcp_url"],
+            "EXITKIT_STATE_DIR": job["state_dir"]}
+
+
+@dataclass(frozen=True)
+class _UntilClosed(Ledger):
+    """The run's ledger while its process lives: the kit stops the tools' server when the process
+    has ended, and a tool the run left running must not read as cancelled by the agent then (in a
+    Python adapter's process it would simply die with the process)."""
+
+    closed: threading.Event = field(default_factory=threading.Event)
+
+    def note(self, tool: str, event: str, args: dict[str, Any], detail: str = "") -> None:
+        if not self.closed.is_set():
+            super().note(tool, event, args, detail)
+
+
+@dataclass
+class Group:
+    """The command's process group, known once it is started: the crash case kills it."""
+
+    known: threading.Event = field(default_factory=threading.Event)
+    pid: int = 0
+
+    def started(self, pid: int) -> None:
+        self.pid = pid
+        self.known.set()
+
+    def kill(self) -> None:
+        if self.known.wait(DESCRIBE_TIMEOUT_S):
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):  # it had ended already
+                pass
+
+
+@contextmanager
+def served_tools(setup: Setup) -> Iterator[tuple[str, Group]]:
+    """The run's tools over MCP on 127.0.0.1, from a thread of the kit: (their URL, the group
+    the crash case kills). Leaving the block closes the ledger to them, then stops the server."""
+    group, ledger = Group(), _UntilClosed(setup.ledger.path)
+    try:
+        with served(setup.toolbox(ledger=ledger, crash=group.kill).tools()) as url:
+            try:
+                yield url, group
+            finally:
+                ledger.closed.set()
+    finally:
+        ledger.closed.set()
