@@ -38,8 +38,9 @@ def ensure(folder: Path, log: Callable[[str], None] = print) -> Venv:
         return Venv(python=None, error="node and npm are not on PATH", built=True)
     log(f"{folder.name}: npm ci")
     try:
-        done = subprocess.run(["npm", "ci", "--prefix", str(folder), "--no-audit", "--no-fund", "--loglevel=error"],
-                              capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False)
+        done = subprocess.run(["npm", "ci", "--prefix", str(folder), "--no-audit", "--no-fund",
+                               "--loglevel=error"], capture_output=True, text=True,
+                              timeout=INSTALL_TIMEOUT_S, check=False)
     except (subprocess.SubprocessError, OSError) as e:
         return Venv(python=None, error=f"npm ci failed: {e}"[:300], built=True)
     if done.returncode != 0:
@@ -54,4 +55,13 @@ def version(folder: Path, package: str) -> str:
     try:
         return json.loads((folder / "node_modules" / package / "package.json").read_text())["version"]
     except (OSError, ValueError, KeyError):
+        return "not installed"
+
+
+def runtime() -> str:
+    """The version of the `node` on PATH."""
+    try:
+        return subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=30,
+                              check=True).stdout.strip().removeprefix("v")
+    except (subprocess.SubprocessError, OSError):
         return "not installed"
