@@ -38,6 +38,14 @@ export function start(declared) {
   return job;
 }
 
+/**
+ * The version of `pkg` as installed beside these agents (its package.json, which not every package exports).
+ * @param {string} pkg
+ */
+export function installedVersion(pkg) {
+  return JSON.parse(readFileSync(new URL(`./node_modules/${pkg}/package.json`, import.meta.url), "utf8")).version;
+}
+
 /** @param {Job} job @returns {Prices} */
 export function prices(job) {
   return job.prices ?? DEFAULT_PRICES;

@@ -6,18 +6,15 @@
 // on the tools that need it with the `tool-approval-request` / `tool-approval-response` round trip
 // ("Tool Execution Approval"), `abortSignal` for Stop. Resume is the SDK's own way too: the
 // conversation is a list of messages, saved after every step (`onStepFinish`) and handed back.
-import { createRequire } from "node:module";
-
 import { createMCPClient } from "@ai-sdk/mcp";
 import { createOpenAI } from "@ai-sdk/openai";
 import { stepCountIs, ToolLoopAgent } from "ai";
 
-import { finish, load, prices, save, start, stopOnSigint } from "./job.mjs";
+import { finish, installedVersion, load, prices, save, start, stopOnSigint } from "./job.mjs";
 
 const STATE = "vercel-ai.json";
-const VERSION = createRequire(import.meta.url)("ai/package.json").version;
 
-const job = start({ name: `Vercel AI SDK ${VERSION}`,
+const job = start({ name: `Vercel AI SDK ${installedVersion("ai")}`,
                     limits: ["max_turns", "max_budget_usd", "approval", "cancel", "resume"] });
 const stop = stopOnSigint();
 

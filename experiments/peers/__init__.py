@@ -71,6 +71,8 @@ FRAMEWORKS = (
               adapters={f"node {NODE_AGENTS}/openai-loop.mjs": ()}),
     Framework(name="vercel-ai", extra=None, npm=NODE_AGENTS, packages=("ai", "@ai-sdk/openai", "@ai-sdk/mcp"),
               adapters={f"node {NODE_AGENTS}/vercel-ai.mjs": ()}),
+    Framework(name="openai-agents-js", extra=None, npm=NODE_AGENTS, packages=("@openai/agents", "openai"),
+              adapters={f"node {NODE_AGENTS}/openai-agents.mjs": ()}),
 )
 """Every framework on the card, in the order of its rows."""
 ADAPTERS = {spec: cases for f in FRAMEWORKS if f.npm is None for spec, cases in f.adapters.items()}

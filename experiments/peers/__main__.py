@@ -83,8 +83,8 @@ def _measure(framework: Framework, venv: Venv, fast: bool, tmp: Path) -> tuple[d
 def _preface(rows: list[tuple[str, dict[str, str], float]]) -> str:
     lines = ["Each framework runs in a virtualenv of its own (`.venv-peers/<name>`, pinned in "
              "pyproject's `peers-<name>` extras); ours and the plain loop in the lab's own. The "
-             "TypeScript/JavaScript agents (`node-openai`, `vercel-ai`) are command adapters, installed "
-             "with `npm ci` from `node-agents/package-lock.json`.\n",
+             "TypeScript/JavaScript agents (`node-openai`, `vercel-ai`, `openai-agents-js`) are command "
+             "adapters, installed with `npm ci` from `node-agents/package-lock.json`.\n",
              "| framework | versions | card took |", "| --- | --- | --- |"]
     for name, versions, seconds in rows:
         shown = ", ".join(f"`{p}` {v}" for p, v in versions.items()).replace("|", "\\|").replace("\n", " ")
