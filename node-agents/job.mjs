@@ -32,9 +32,11 @@ export function start(declared) {
   if (!path) throw new Error("EXITKIT_JOB is not set: run me under `python -m exitkit run --command`");
   /** @type {Job} */
   const job = JSON.parse(readFileSync(path, "utf8"));
-  for (const field of ["action", "base_url", "api_key", "model", "task", "system", "mcp_url", "limits", "state_dir"]) {
+  for (const field of ["action", "base_url", "api_key", "model", "task", "system", "mcp_url", "limits",
+                       "state_dir"]) {
     if (job[field] === undefined) throw new Error(`the job file has no ${field}`);
   }
+  job.limits.needs_approval ??= [];
   return job;
 }
 
@@ -43,7 +45,8 @@ export function start(declared) {
  * @param {string} pkg
  */
 export function installedVersion(pkg) {
-  return JSON.parse(readFileSync(new URL(`./node_modules/${pkg}/package.json`, import.meta.url), "utf8")).version;
+  const manifest = new URL(`./node_modules/${pkg}/package.json`, import.meta.url);
+  return JSON.parse(readFileSync(manifest, "utf8")).version;
 }
 
 /** @param {Job} job @returns {Prices} */
@@ -80,6 +83,17 @@ export function load(dir, name) {
 }
 
 /**
+ * What the run before saved as `name`: null for a `run`; a `resume` with nothing saved ends here.
+ * @param {Job} job @param {string} name
+ */
+export function previous(job, name) {
+  if (job.action !== "resume") return null;
+  const found = load(job.state_dir, name);
+  if (found === null) finish({ status: "error", error: "nothing saved to resume" }, 1);
+  return found;
+}
+
+/**
  * Saves `value` as `name` in the state folder: written beside it, flushed to disk, then renamed
  * over it, so a SIGKILL at any moment leaves either the old state or the new one, never half.
  * @param {string} dir @param {string} name @param {unknown} value
@@ -105,4 +119,12 @@ export function finish(outcome, code = 0) {
   // Synchronous on Linux for files and pipes alike, so the line is out before the exit.
   process.stdout.write(JSON.stringify(outcome) + "\n");
   process.exit(code);
+}
+
+/**
+ * Runs the agent's `main`; whatever escapes it is the outcome, as an error.
+ * @param {() => Promise<unknown>} main
+ */
+export function outcomeOf(main) {
+  main().catch((error) => finish({ status: "error", error: String(error?.stack ?? error) }, 1));
 }

@@ -10,7 +10,7 @@ import { Agent, getAllMcpTools, MaxTurnsExceededError, MCPServerStreamableHttp, 
          run, RunState, setTracingDisabled } from "@openai/agents";
 import OpenAI from "openai";
 
-import { finish, installedVersion, load, save, start, stopOnSigint } from "./job.mjs";
+import { finish, installedVersion, outcomeOf, previous, save, start, stopOnSigint } from "./job.mjs";
 
 const STATE = "openai-agents.json";
 
@@ -59,17 +59,19 @@ async function runOnce(agent, input, /** @type {State|null} */ before) {
                           transcript_messages: items.length },
                saved: { items, state: result.state.toString(), outcome: null } };
     }
-    return { outcome: { status: "completed", answer: String(result.finalOutput ?? ""), transcript_messages: items.length },
+    const answer = String(result.finalOutput ?? "");
+    return { outcome: { status: "completed", answer, transcript_messages: items.length },
              saved: { items, state: null, outcome: null } };
   } catch (error) {
-    if (error instanceof MaxTurnsExceededError) {  // the SDK's answer at the cap: the run so far, on the error
+    if (error instanceof MaxTurnsExceededError) {  // the SDK's answer at the cap: the run so far, on it
       const items = error.state?.history ?? before?.items ?? job.task;
       return { outcome: { status: "MaxTurnsExceededError", error: error.message,
                           transcript_messages: error.state ? items.length : null },
                saved: { items, state: null, outcome: null } };
     }
     if (stop.signal.aborted) {  // nothing handed back: the next run goes on from what was saved
-      return { outcome: { status: "aborted", error: String(error?.message ?? error), transcript_messages: null },
+      const why = String(error?.message ?? error);
+      return { outcome: { status: "aborted", error: why, transcript_messages: null },
                saved: { items: before?.items ?? job.task, state: before?.state ?? null, outcome: null } };
     }
     throw error;
@@ -78,8 +80,7 @@ async function runOnce(agent, input, /** @type {State|null} */ before) {
 
 async function main() {
   /** @type {State|null} */
-  const saved = job.action === "resume" ? load(job.state_dir, STATE) : null;
-  if (job.action === "resume" && !saved) return finish({ status: "error", error: "nothing saved to resume" }, 1);
+  const saved = previous(job, STATE);
   if (saved?.outcome?.status === "completed") return finish(saved.outcome);  // finished: nothing to resume
   const server = new MCPServerStreamableHttp({ url: job.mcp_url, name: "kit" });
   await server.connect();
@@ -94,4 +95,4 @@ async function main() {
   return finish(done.outcome);
 }
 
-main().catch((error) => finish({ status: "error", error: String(error?.stack ?? error) }, 1));
+outcomeOf(main);

@@ -11,7 +11,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import OpenAI from "openai";
 
-import { finish, load, prices, save, start, stopOnSigint } from "./job.mjs";
+import { finish, outcomeOf, previous, prices, save, start, stopOnSigint } from "./job.mjs";
 
 const STATE = "openai-loop.json";
 
@@ -63,7 +63,8 @@ async function toolsOf(client) {
   const schemas = tools.map((t) => ({ type: "function",
                                       function: { name: t.name, description: t.description ?? "",
                                                   parameters: t.inputSchema } }));
-  return { schemas, readOnly: new Set(tools.filter((t) => t.annotations?.readOnlyHint === true).map((t) => t.name)) };
+  const readOnly = new Set(tools.filter((t) => t.annotations?.readOnlyHint === true).map((t) => t.name));
+  return { schemas, readOnly };
 }
 
 /** @param {Call} call */
@@ -102,7 +103,8 @@ async function settle(state, mcp, readOnly, asked) {
       const reject = asked.decision && "reject" in asked.decision ? asked.decision.reject : null;
       asked.decision = null;
       answer(state, call, reject ? `Rejected by the user: ${reject}`
-        : "Outcome unknown: this call was started before a crash and was not run again. Check before retrying.");
+        : "Outcome unknown: this call was started before a crash and was not run again. "
+          + "Check before retrying.");
       continue;
     }
     if (job.limits.needs_approval.includes(call.name) && mark !== "approved") {
@@ -114,7 +116,9 @@ async function settle(state, mcp, readOnly, asked) {
       }
       state.marks[call.id] = decision?.approve ? "approved" : "awaiting_approval";
       save(job.state_dir, STATE, state);
-      if (!decision?.approve) return ended(state, "awaiting_approval", { answer: `${shown(call)} needs approval` });
+      if (!decision?.approve) {
+        return ended(state, "awaiting_approval", { answer: `${shown(call)} needs approval` });
+      }
     }
     const key = `${call.name} ${call.arguments}`;
     if (state.failed.includes(key)) {  // the identical call failed already: running it again cannot help
@@ -140,7 +144,8 @@ async function run(state, mcp, call, key) {
   save(job.state_dir, STATE, state);
   let result;
   try {
-    result = await mcp.client.callTool({ name: call.name, arguments: args }, undefined, { signal: stop.signal });
+    result = await mcp.client.callTool({ name: call.name, arguments: args }, undefined,
+                                       { signal: stop.signal });
   } catch (error) {
     if (stop.signal.aborted) {
       state.marks[call.id] = "cancelled";
@@ -180,18 +185,22 @@ async function loop(state, mcp, tools) {
     if (stop.signal.aborted) return ended(state, "interrupted");
     if (job.limits.max_turns != null && turns >= job.limits.max_turns) return ended(state, "max_turns");
     if (job.limits.max_budget_usd != null && spent >= job.limits.max_budget_usd) {
-      return ended(state, "max_budget_usd", { error: `spent $${spent.toFixed(6)} of $${job.limits.max_budget_usd}` });
+      const error = `spent $${spent.toFixed(6)} of $${job.limits.max_budget_usd}`;
+      return ended(state, "max_budget_usd", { error });
     }
     let reply;
     try {
       reply = await openai.chat.completions.create(
         { model: job.model, messages: wire(state.messages), tools: tools.schemas }, { signal: stop.signal });
     } catch (error) {
-      if (stop.signal.aborted) return ended(state, "interrupted", { error: "Stop pressed during a model request" });
+      if (stop.signal.aborted) {
+        return ended(state, "interrupted", { error: "Stop pressed during a model request" });
+      }
       throw error;
     }
     turns += 1;
-    spent += ((reply.usage?.prompt_tokens ?? 0) * inUsd + (reply.usage?.completion_tokens ?? 0) * outUsd) / 1e6;
+    const usage = reply.usage;
+    spent += ((usage?.prompt_tokens ?? 0) * inUsd + (usage?.completion_tokens ?? 0) * outUsd) / 1e6;
     const message = reply.choices[0].message;
     const calls = message.tool_calls ?? [];
     state.messages.push({ role: "assistant", content: message.content ?? null,
@@ -205,11 +214,10 @@ async function loop(state, mcp, tools) {
 const FINAL = new Set(["completed", "failed"]);
 
 async function main() {
-  const saved = job.action === "resume" ? load(job.state_dir, STATE) : null;
-  if (job.action === "resume" && !saved) return finish({ status: "error", error: "nothing saved to resume" }, 1);
+  const saved = previous(job, STATE);
   /** @type {State} */
   const state = saved ?? fresh();
-  if (FINAL.has(state.outcome?.status ?? "")) return finish(state.outcome);  // a finished run: nothing to resume
+  if (FINAL.has(state.outcome?.status ?? "")) return finish(state.outcome);  // finished: nothing to resume
   const mcp = await connect();
   let outcome;
   try {
@@ -222,4 +230,4 @@ async function main() {
   return finish(outcome);
 }
 
-main().catch((error) => finish({ status: "error", error: String(error?.stack ?? error) }, 1));
+outcomeOf(main);

@@ -10,7 +10,8 @@ import { createMCPClient } from "@ai-sdk/mcp";
 import { createOpenAI } from "@ai-sdk/openai";
 import { stepCountIs, ToolLoopAgent } from "ai";
 
-import { finish, installedVersion, load, prices, save, start, stopOnSigint } from "./job.mjs";
+import { finish, installedVersion, load, outcomeOf, previous, prices, save, start, stopOnSigint }
+  from "./job.mjs";
 
 const STATE = "vercel-ai.json";
 
@@ -57,8 +58,8 @@ function stopWhen() {
   if (job.limits.max_turns != null) conditions.push(stepCountIs(job.limits.max_turns));
   if (job.limits.max_budget_usd != null) {
     const budget = job.limits.max_budget_usd;
-    conditions.push(({ steps }) => steps.reduce((usd, step) =>
-      usd + ((step.usage?.inputTokens ?? 0) * inUsd + (step.usage?.outputTokens ?? 0) * outUsd) / 1e6, 0) >= budget);
+    const cost = (usage) => ((usage?.inputTokens ?? 0) * inUsd + (usage?.outputTokens ?? 0) * outUsd) / 1e6;
+    conditions.push(({ steps }) => steps.reduce((usd, step) => usd + cost(step.usage), 0) >= budget);
   }
   return conditions.length ? conditions : undefined;  // undefined: the agent's default, stepCountIs(20)
 }
@@ -69,13 +70,17 @@ async function run(state, mcp) {
   const before = state.messages;
   let result;
   try {
-    const agent = new ToolLoopAgent({ model, instructions: job.system, tools: await toolsOf(mcp), stopWhen: stopWhen() });
+    const tools = await toolsOf(mcp);
+    const agent = new ToolLoopAgent({ model, instructions: job.system, tools, stopWhen: stopWhen() });
     result = await agent.generate({
       messages: before, abortSignal: stop.signal,
-      onStepFinish: (step) => save(job.state_dir, STATE, { ...state, messages: [...before, ...step.response.messages] }),
+      onStepFinish: (step) =>
+        save(job.state_dir, STATE, { ...state, messages: [...before, ...step.response.messages] }),
     });
   } catch (error) {
-    if (stop.signal.aborted) return { status: "aborted", error: String(error?.message ?? error), transcript_messages: null };
+    if (stop.signal.aborted) {
+      return { status: "aborted", error: String(error?.message ?? error), transcript_messages: null };
+    }
     throw error;
   }
   state.messages = [...before, ...result.response.messages];
@@ -85,12 +90,13 @@ async function run(state, mcp) {
 }
 
 async function main() {
-  const saved = job.action === "resume" ? load(job.state_dir, STATE) : null;
-  if (job.action === "resume" && !saved) return finish({ status: "error", error: "nothing saved to resume" }, 1);
+  const saved = previous(job, STATE);
   /** @type {State} */
   const state = saved ?? { messages: [{ role: "user", content: job.task }], outcome: null };
-  if (state.outcome?.status === "stop") return finish(state.outcome);  // the model answered: nothing to resume
-  decide(state.messages, job.action === "resume" ? job.decision : null);
+  if (state.outcome?.status === "stop") return finish(state.outcome);  // answered: nothing to resume
+  const decision = job.action === "resume" ? job.decision : null;
+  if (unanswered(state.messages).length && !decision) return finish(state.outcome);  // still waiting
+  decide(state.messages, decision);
   save(job.state_dir, STATE, state);
   const mcp = await createMCPClient({ transport: { type: "http", url: job.mcp_url } });
   let outcome;
@@ -100,8 +106,9 @@ async function main() {
     await mcp.close();
   }
   const latest = load(job.state_dir, STATE);  // what the last finished step saved, after a Stop
-  save(job.state_dir, STATE, { messages: outcome.status === "aborted" ? latest.messages : state.messages, outcome });
+  const messages = outcome.status === "aborted" ? latest.messages : state.messages;
+  save(job.state_dir, STATE, { messages, outcome });
   return finish(outcome);
 }
 
-main().catch((error) => finish({ status: "error", error: String(error?.stack ?? error) }, 1));
+outcomeOf(main);
