@@ -3,6 +3,7 @@
 Write an adapter (see `exitkit.contract` and docs/exitkit.md), then
 
     python -m exitkit run my_module:MyAdapter --out report/
+    python -m exitkit run --command "node agent.mjs" --out report/   # any language: exitkit.command
 
 The core imports the standard library, `mockprovider` and `httpx` only; the adapters in
 `exitkit.adapters` import their framework, and only when named.

@@ -14,18 +14,21 @@ the authors of such agents: docs/exitkit.md, "Any language: command adapters".
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shlex
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from exitkit.contract import Decision, Declared, decision_to_json
+from exitkit.child import SETTLE_S
+from exitkit.contract import Decision, Declared, Tool, decision_to_json
 from exitkit.journal import PRICE_IN_PER_M, PRICE_OUT_PER_M
 from exitkit.ledger import Ledger
 from exitkit.loader import AdapterError, check_limits
@@ -65,7 +68,9 @@ def describe(line: str, env: Mapping[str, str]) -> Declared:
     with tempfile.TemporaryDirectory(prefix="exitkit-describe-") as tmp:
         logs = Path(tmp) / "describe"
         try:
-            started = launch(argv, {**env, "EXITKIT_ACTION": "describe"}, logs)
+            # None of a job's variables the kit itself may have inherited: `describe` has no job.
+            clean = {k: v for k, v in env.items() if k not in VARIABLES}
+            started = launch(argv, clean | {"EXITKIT_ACTION": "describe"}, logs)
         except OSError as e:  # not found, not executable, not a program
             raise AdapterError(f"cannot start command {line!r}: {e.strerror or e}") from None
         done = supervise(started, logs, timeout_s=DESCRIBE_TIMEOUT_S)
@@ -127,11 +132,15 @@ def job_file(setup: Setup, action: str, decision: Decision | None, mcp_url: str)
 
 
 def environment(job: Mapping[str, Any], path: Path) -> dict[str, str]:
-    """The variables the kit sets for a run or resume of the command."""
+    """The variables the kit sets for a run or resume of the command (`VARIABLES`)."""
     return {"EXITKIT_ACTION": job["action"], "EXITKIT_JOB": str(path),
             "EXITKIT_DECISION": json.dumps(job["decision"]), "OPENAI_BASE_URL": job["base_url"],
             "OPENAI_API_KEY": job["api_key"], "EXITKIT_MCP_URL": job["mcp_url"],
             "EXITKIT_STATE_DIR": job["state_dir"]}
+
+
+VARIABLES = ("EXITKIT_ACTION", "EXITKIT_JOB", "EXITKIT_DECISION", "OPENAI_BASE_URL", "OPENAI_API_KEY",
+             "EXITKIT_MCP_URL", "EXITKIT_STATE_DIR")
 
 
 @dataclass(frozen=True)
@@ -148,34 +157,94 @@ class _UntilClosed(Ledger):
 
 
 @dataclass
-class Group:
-    """The command's process group, known once it is started: the crash case kills it."""
+class Served:
+    """One run's tools as the kit serves them to its command."""
 
-    known: threading.Event = field(default_factory=threading.Event)
+    url: str = ""
     pid: int = 0
+    """The command's process group, once started: the crash case kills it."""
+    known: threading.Event = field(default_factory=threading.Event)
+    running: int = 0
+    """Tool calls under way on the server."""
 
     def started(self, pid: int) -> None:
         self.pid = pid
         self.known.set()
 
     def kill(self) -> None:
-        if self.known.wait(DESCRIBE_TIMEOUT_S):
+        # Only the command calls its tools, and it runs only once started: the wait is for the
+        # moment between its start and `started`.
+        if self.known.wait(5.0):
             try:
                 os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):  # it had ended already
                 pass
 
+    def counted(self, tool: Tool) -> Tool:
+        async def call(**arguments: Any) -> str:
+            self.running += 1
+            try:
+                return await tool.call(**arguments)
+            finally:
+                self.running -= 1
+
+        return replace(tool, call=call)
+
+    def left_running(self) -> int:
+        """The calls still under way `SETTLE_S` after the process ended (a cancellation its client
+        sent just before may still be on its way): what the run left running, as for Python."""
+        end = time.monotonic() + SETTLE_S
+        while self.running and time.monotonic() < end:
+            time.sleep(0.01)
+        return self.running
+
+
+class _ToFile(logging.Filter):
+    """Log records of the tools' server threads, written to the run's `tools.log` instead of the
+    kit's standard error: a command that dies mid-call makes the MCP SDK and uvicorn log tracebacks,
+    which are its run's, not the card's."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path, self.threads, self.handlers = path, set[int | None](), list[logging.Handler]()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.thread not in self.threads:
+            return True
+        with self.path.open("a") as log:
+            log.write(logging.Formatter().format(record) + "\n")
+        return False
+
+    def attach(self, handlers: list[logging.Handler | None]) -> None:
+        for handler in handlers:
+            if handler is not None and handler not in self.handlers:
+                handler.addFilter(self)
+                self.handlers.append(handler)
+
+    def detach(self) -> None:
+        for handler in self.handlers:
+            handler.removeFilter(self)
+
 
 @contextmanager
-def served_tools(setup: Setup) -> Iterator[tuple[str, Group]]:
-    """The run's tools over MCP on 127.0.0.1, from a thread of the kit: (their URL, the group
-    the crash case kills). Leaving the block closes the ledger to them, then stops the server."""
-    group, ledger = Group(), _UntilClosed(setup.ledger.path)
+def served_tools(setup: Setup) -> Iterator[Served]:
+    """The run's tools over MCP on 127.0.0.1, from a thread of the kit. Leaving the block closes
+    the ledger to them, then stops the server."""
+    run, ledger = Served(), _UntilClosed(setup.ledger.path)
+    routed, before = _ToFile(setup.folder / "tools.log"), {t.ident for t in threading.enumerate()}
+    # Where the SDK's records end (no handler: the last resort, or the root's where it has some).
+    routed.attach([logging.lastResort, *logging.getLogger().handlers])
     try:
-        with served(setup.toolbox(ledger=ledger, crash=group.kill).tools()) as url:
+        tools = setup.toolbox(ledger=ledger, crash=run.kill).tools()
+        with served(tuple(run.counted(t) for t in tools)) as url:
+            run.url = url
+            routed.threads |= {t.ident for t in threading.enumerate()} - before
+            # uvicorn's own handlers, replaced by every server it configures: this run's are now in place.
+            routed.attach(logging.getLogger("uvicorn").handlers)
             try:
-                yield url, group
+                yield run
             finally:
                 ledger.closed.set()
     finally:
         ledger.closed.set()
+        routed.detach()

@@ -46,24 +46,26 @@ def _check(spec: str, adapter: Any) -> None:
     if not isinstance(getattr(adapter, "name", None), str) or not adapter.name:
         raise AdapterError(f"adapter {spec!r} needs a `name` (a non-empty string)")
     limits = getattr(adapter, "limits", None)
-    check_limits(spec, limits)
+    check_limits(spec, limits, resumes=False)
     if not inspect.iscoroutinefunction(getattr(adapter, "run", None)):
         raise AdapterError(f"adapter {spec!r} needs `async def run(self, job)`")
     wants_resume = {"resume", "approval"} & set(limits)
     if wants_resume and not inspect.iscoroutinefunction(getattr(adapter, "resume", None)):
         raise AdapterError(f"adapter {spec!r} declares {sorted(wants_resume)} but has no "
                            "`async def resume(self, job, decision)`")
+    check_limits(spec, limits)
 
 
-def check_limits(spec: str, limits: Any) -> None:
-    """The declared limits: known names only, and `approval` only with `resume` (a Python adapter's
-    `limits`, a command's `describe` line alike)."""
+def check_limits(spec: str, limits: Any, *, resumes: bool = True) -> None:
+    """The declared limits (a Python adapter's `limits`, a command's `describe` line): known names
+    only and, with `resumes`, `approval` only beside `resume`."""
     if not isinstance(limits, (set, frozenset, tuple, list)) or not all(isinstance(n, str) for n in limits):
         raise AdapterError(f"adapter {spec!r} needs `limits`: a set of {', '.join(LIMIT_NAMES)}")
     if unknown := set(limits) - set(LIMIT_NAMES):
         raise AdapterError(f"adapter {spec!r} declares unknown limits {sorted(unknown)}; known: "
                            f"{', '.join(LIMIT_NAMES)}")
-    if "approval" in limits and "resume" not in limits:  # else the approval cases say "none exists"
+    # Else the approval cases would say "none exists".
+    if resumes and "approval" in limits and "resume" not in limits:
         raise AdapterError(f"adapter {spec!r} declares 'approval' without 'resume': the kit approves a "
                            "call in a new process, through `resume`; declare both, or neither")
 

@@ -17,6 +17,7 @@ This is also the seam for any agent the kit can start: a command line in another
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import time
@@ -41,6 +42,8 @@ class Launched:
     wait: Callable[[float], int | None]
     """The exit status within that many seconds, or None."""
     started: float
+    peak_rss_kib: Callable[[], int] = lambda: 0
+    """Once it has ended: its peak resident set size, the children it waited for included (0: unknown)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +61,7 @@ class Exit:
     stop_pressed: float | None = None
     stop_wall: float | None = None
     """`time.monotonic()` and `time.time()` when Stop was signalled, if it was."""
+    peak_rss_kib: int = 0
 
     @property
     def timed_out(self) -> bool:
@@ -73,13 +77,35 @@ def launch(argv: list[str], env: dict[str, str], logs: Path) -> Launched:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env,
                                 start_new_session=True)
 
-    def wait(seconds: float) -> int | None:
-        try:
-            return proc.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            return None
+    reaped = _Reaped(proc)
+    return Launched(pid=proc.pid, wait=reaped.wait, started=started, peak_rss_kib=lambda: reaped.peak)
 
-    return Launched(pid=proc.pid, wait=wait, started=started)
+
+class _Reaped:
+    """A process's exit status and, from `wait4`, its peak RSS (what a command agent cannot report
+    itself); waited for with a timeout on a pidfd where the system has them."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc, self.peak = proc, 0
+        try:
+            self.fd: int | None = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):  # not Linux 5.3+: the exit status only
+            self.fd = None
+
+    def wait(self, seconds: float) -> int | None:
+        if self.proc.returncode is not None:
+            return self.proc.returncode
+        if self.fd is None:
+            try:
+                return self.proc.wait(timeout=seconds)
+            except subprocess.TimeoutExpired:
+                return None
+        if not select.select([self.fd], [], [], seconds)[0]:
+            return None
+        _, status, usage = os.wait4(self.proc.pid, 0)
+        os.close(self.fd)
+        self.proc.returncode, self.peak = os.waitstatus_to_exitcode(status), usage.ru_maxrss
+        return self.proc.returncode
 
 
 def fork(server: ForkServer, argv: list[str], env: dict[str, str], logs: Path) -> Launched:
@@ -131,4 +157,5 @@ def supervise(run: Launched, logs: Path, *, timeout_s: float, stop_when: Callabl
             run.wait(REAP_S)
     return Exit(returncode=returncode, stdout=_tail(logs.with_suffix(".out")),
                 stderr=_tail(logs.with_suffix(".err")), started=run.started, ended=ended,
-                stop_pressed=pressed[0] if pressed else None, stop_wall=pressed[1] if pressed else None)
+                stop_pressed=pressed[0] if pressed else None, stop_wall=pressed[1] if pressed else None,
+                peak_rss_kib=run.peak_rss_kib())

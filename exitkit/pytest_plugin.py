@@ -1,4 +1,4 @@
-"""`pytest --exitkit MODULE:ADAPTER`: the kit's cases as tests in a user's CI.
+"""`pytest --exitkit MODULE:ADAPTER` (or `--exitkit-command CMD`): the kit's cases as tests in a user's CI.
 
 Each case for each adapter is one test item, named `exitkit[<adapter>-<case>]`. A `fail` or
 `error` verdict fails the test with the verdict's criteria and its figures (the evidence); a
@@ -23,6 +23,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("exitkit", "the five exits, measured at the provider")
     group.addoption("--exitkit", action="append", default=[], metavar="MODULE:ADAPTER",
                     help="run the exit cases against this adapter (repeatable)")
+    group.addoption("--exitkit-command", action="append", default=[], metavar="CMD",
+                    help="run the exit cases against this command, an agent in any language (repeatable)")
     group.addoption("--exitkit-skip", default=None, metavar="CASE,...", help="cases not to run")
     group.addoption("--exitkit-out", default=None, metavar="DIR", help="also write the report card here")
     parser.addini("exitkit_skip", "cases the --exitkit run leaves out", default="")
@@ -47,9 +49,18 @@ class _Session:
         self.results: list[Any] = []
         config.add_cleanup(self.close)
 
-    def adapter(self, spec: str) -> tuple[Any, Any]:
+    def adapter(self, spec: str, command: bool = False) -> tuple[Any, Any]:
+        import os
+
+        from exitkit.command import argv_of, describe
         from exitkit.loader import AdapterError, declared, load
 
+        if spec not in self.loaded and command:
+            who = describe(spec, os.environ)
+            if any(known.name == who.name for _, known in self.loaded.values()):
+                raise AdapterError(f"two adapters named {who.name!r}: give each a `name` of its own")
+            self.kit.commands[spec] = argv_of(spec)
+            self.loaded[spec] = None, who
         if spec not in self.loaded:
             adapter = load(spec)
             if any(who.name == adapter.name for _, who in self.loaded.values()):
@@ -83,9 +94,9 @@ def failure_text(result: Any) -> str:
 
 
 class ExitCase(pytest.Item):
-    def __init__(self, *, spec: str, case: str, **kwargs: Any) -> None:
+    def __init__(self, *, spec: str, case: str, command: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.spec, self.case = spec, case
+        self.spec, self.case, self.command = spec, case, command
 
     def _session(self) -> _Session:
         stash = self.config.stash
@@ -97,7 +108,7 @@ class ExitCase(pytest.Item):
         from exitkit.card import run_case
 
         session = self._session()
-        _, who = session.adapter(self.spec)
+        _, who = session.adapter(self.spec, self.command)
         result = run_case(session.kit, who, self.case, fast=True)
         session.results.append(result)
         self.user_properties.append(("exitkit", result.cell))
@@ -129,8 +140,8 @@ def _skipped(config: pytest.Config) -> list[str]:
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
-    specs = config.getoption("--exitkit")
-    if not specs:
+    specs, commands = config.getoption("--exitkit"), config.getoption("--exitkit-command")
+    if not specs and not commands:
         return
     from exitkit.card import pick
 
@@ -143,9 +154,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     out = config.getoption("--exitkit-out")
     if out and (why := unusable(Path(out))):  # found when the session ends, it would lose the card
         raise pytest.UsageError(f"--exitkit-out {out!r}: {why}")
-    for spec in dict.fromkeys(specs):  # a spec given twice is one adapter: one row, one test per case
+    # A spec given twice is one adapter: one row, one test per case.
+    for spec, command in {**dict.fromkeys(specs, False), **dict.fromkeys(commands, True)}.items():
         for case in cases:
-            items.append(ExitCase.from_parent(session, name=f"exitkit[{spec}-{case}]", spec=spec, case=case))
+            items.append(ExitCase.from_parent(session, name=f"exitkit[{spec}-{case}]", spec=spec, case=case,
+                                              command=command))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -156,5 +169,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         from exitkit.report import shell_line, write
 
         state = stash[_KEY]
-        words = ["pytest", *(w for spec in config.getoption("--exitkit") for w in ("--exitkit", spec))]
+        words = ["pytest", *(w for spec in config.getoption("--exitkit") for w in ("--exitkit", spec)),
+                 *(w for line in config.getoption("--exitkit-command") for w in ("--exitkit-command", line))]
         write([who for _, who in state.loaded.values()], state.results, Path(out), command=shell_line(words))

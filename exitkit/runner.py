@@ -6,7 +6,8 @@ wrapped in the kit's journal. `measure` runs `adapter.run(job)` and `child` runs
 `adapter.resume(job, decision)` (or a bare `httpx` replay), each in a process of its own (a
 fresh fork of the adapter's server, `exitkit.forks`, or a new interpreter; see `exitkit.process`),
 inside a journal window; `measure` can press Stop a set time after the ledger shows a tool has
-started.
+started. A command adapter's spec (`Kit.commands`) runs its own command line instead, its tools
+served from this process (`exitkit.command`).
 """
 
 from __future__ import annotations
@@ -210,19 +211,22 @@ class Kit:
         path = setup.folder / f"job-{next(self._ids)}.json"
         logs = path.with_suffix("")
         stop_when = None if stop is None else _once_started(setup.ledger, *stop)
-        with served_tools(setup) as (mcp_url, group), \
-                self.journal.window(guard=guard, run=setup.folder.name) as seen:
-            job = job_file(setup, action, decision, mcp_url)
+        with served_tools(setup) as tools, self.journal.window(guard=guard, run=setup.folder.name) as seen:
+            job = job_file(setup, action, decision, tools.url)
             path.write_text(json.dumps(job))
             started = launch(argv, self.env | environment(job, path), logs)
-            group.started(started.pid)
+            tools.started(started.pid)
             done = supervise(started, logs, timeout_s=self.timeout_s, stop_when=stop_when,
                              stop_signal=COMMAND_STOP, stop_group=True)
+            left = tools.left_running()
         got = outcome_line(done.stdout)
         outcome = self._outcome(None if got is None else {"outcome": got}, done, action)
+        # Timed from its first request: its start-up (an interpreter, `npx`) is its language's, not
+        # its loop's; its exit is its own (Stop is timed to it).
+        started = seen[0].started + time.monotonic() - time.time() if seen else done.started
         return _as_handed(Run(outcome=outcome, entries=seen, events=setup.ledger.events(),
-                              started=done.started, ended=done.ended, stop_pressed=done.stop_pressed,
-                              stop_wall=done.stop_wall,
+                              started=started, ended=done.ended, stop_pressed=done.stop_pressed,
+                              stop_wall=done.stop_wall, peak_rss_kib=done.peak_rss_kib, left_running=left,
                               returncode=-1 if done.returncode is None else done.returncode), setup)
 
     def _child_env(self) -> dict[str, str]:

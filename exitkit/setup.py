@@ -44,8 +44,8 @@ class Setup:
     def toolbox(self, ledger: Ledger | None = None, crash: Callable[[], None] | None = None) -> Toolbox:
         """The run's tools, writing to `ledger` (default: the run's) and killing `crash` (default:
         their own process) in the crash case."""
-        return Toolbox(root=self.sandbox, ledger=ledger or self.ledger, scan_seconds=self.scan_seconds,
-                       crash_after_effect=self.crash_after_effect, crash=crash)
+        return Toolbox(root=self.sandbox, ledger=self.ledger if ledger is None else ledger, crash=crash,
+                       scan_seconds=self.scan_seconds, crash_after_effect=self.crash_after_effect)
 
     @property
     def limits(self) -> Limits:

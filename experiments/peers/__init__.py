@@ -28,10 +28,18 @@ class Framework:
     """The distributions whose versions the card shows."""
     adapters: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Adapter spec -> the cases it runs (empty: every case), in the order of the card's rows."""
+    commands: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Command line of an agent in another language (`--command`, run from the repository's root)
+    -> the cases it runs; its rows follow the adapters'."""
     npm: str | None = None
     """A folder of this repository holding a package.json and its lock, installed with `npm ci`
-    (`node.py`): the adapters are then command lines (`--command`), run from the repository's
-    root under the lab's own interpreter, and `packages` are npm packages."""
+    (`node.py`) before the card runs: its agents are `commands`, run under the lab's own
+    interpreter, and `packages` are npm packages."""
+
+    @property
+    def agents(self) -> dict[str, tuple[str, ...]]:
+        """Every row's spec (an adapter spec or a command line) -> its cases, in the card's order."""
+        return {**self.adapters, **self.commands}
 
 
 A = "exitkit.adapters."
@@ -68,14 +76,14 @@ FRAMEWORKS = (
               adapters={f"{A}semantic_kernel:SemanticKernel": ()}),
     Framework(name="node-openai", extra=None, npm=NODE_AGENTS,
               packages=("openai", "@modelcontextprotocol/sdk"),
-              adapters={f"node {NODE_AGENTS}/openai-loop.mjs": ()}),
+              commands={f"node {NODE_AGENTS}/openai-loop.mjs": ()}),
     Framework(name="vercel-ai", extra=None, npm=NODE_AGENTS, packages=("ai", "@ai-sdk/openai", "@ai-sdk/mcp"),
-              adapters={f"node {NODE_AGENTS}/vercel-ai.mjs": ()}),
+              commands={f"node {NODE_AGENTS}/vercel-ai.mjs": ()}),
     Framework(name="openai-agents-js", extra=None, npm=NODE_AGENTS, packages=("@openai/agents", "openai"),
-              adapters={f"node {NODE_AGENTS}/openai-agents.mjs": ()}),
+              commands={f"node {NODE_AGENTS}/openai-agents.mjs": ()}),
 )
 """Every framework on the card, in the order of its rows."""
-ADAPTERS = {spec: cases for f in FRAMEWORKS if f.npm is None for spec, cases in f.adapters.items()}
+ADAPTERS = {spec: cases for f in FRAMEWORKS for spec, cases in f.adapters.items()}
 """Every Python adapter spec -> its cases."""
-COMMANDS = {line: cases for f in FRAMEWORKS if f.npm is not None for line, cases in f.adapters.items()}
+COMMANDS = {line: cases for f in FRAMEWORKS for line, cases in f.commands.items()}
 """Every command adapter (a command line run from the repository's root) -> its cases."""

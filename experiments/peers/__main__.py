@@ -32,7 +32,7 @@ INSTALLS_AT_ONCE = 3
 
 def _broken(framework: Framework, why: str) -> tuple[list[Declared], list[Result]]:
     """The framework's row when it could not be measured: one *error* per case, saying why."""
-    who = Declared(spec=next(iter(framework.adapters)), name=framework.name)
+    who = Declared(spec=next(iter(framework.agents)), name=framework.name)
     return [who], [Result(case=case, adapter=who.name, verdict="error", summary=why[:200]) for case in CASES]
 
 

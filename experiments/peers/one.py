@@ -37,14 +37,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     framework = next(f for f in FRAMEWORKS if f.name == args.name)
     adapters, results = [], []
-    for cases in dict.fromkeys(framework.adapters.values()):
+    for cases in dict.fromkeys(framework.agents.values()):
         specs = [spec for spec, wanted in framework.adapters.items() if wanted == cases]
-        python, commands = (specs, []) if framework.npm is None else ([], specs)
-        got = check(python, commands=commands, cases=cases, fast=args.fast,
+        lines = [line for line, wanted in framework.commands.items() if wanted == cases]
+        got = check(specs, commands=lines, cases=cases, fast=args.fast,
                     log=lambda line: print(line, flush=True))
         adapters += got[0]
         results += got[1]
-    order = {spec: i for i, spec in enumerate(framework.adapters)}
+    order = {spec: i for i, spec in enumerate(framework.agents)}
     adapters.sort(key=lambda a: order[a.spec])
     if framework.npm is None:
         versions = {p: _version(p) for p in (*framework.packages, *SHOWN_TOO)}

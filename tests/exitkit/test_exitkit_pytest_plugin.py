@@ -4,6 +4,7 @@ Slow: each starts a whole pytest process (with every plugin this environment ins
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ HERE = Path(__file__).parent  # as the conftest beside it: "conftest" names seve
 
 
 def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": str(HERE), "PATH": "/usr/bin:/bin"}
+    # This checkout's kit first: the plugin is found by name, whatever checkout the install points at.
+    env = {"PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parents[1])]), "PATH": "/usr/bin:/bin"}
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env, check=False)
 
@@ -49,3 +51,18 @@ def test_an_adapter_named_twice_is_collected_once_per_case(tmp_path: Path) -> No
     done = _pytest(tmp_path, "--collect-only", "--exitkit", spec, "--exitkit", spec, "--exitkit-skip",
                    "budget,tool_error,permanent_error,approval,crash,cancellation,overhead")
     assert done.stdout.count(f"exitkit[{spec}-turn_cap]") == 1, done.stdout
+
+
+@pytest.mark.slow
+def test_a_command_agent_gets_a_test_per_case_beside_a_python_adapter(tmp_path: Path) -> None:
+    import shlex
+
+    line = shlex.join([sys.executable, str(HERE / "command_agents" / "minimal.py")])
+    skip = "turn_cap,budget,approval,crash,cancellation,overhead"
+    done = _pytest(tmp_path, "--exitkit-command", line, "--exitkit", "exitkit.adapters.plain:PlainLoop",
+                   "--exitkit-skip", skip, "--exitkit-out", "card")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"FAILED ::exitkit[{line}-permanent_error]" in done.stdout
+    assert "1 failed, 3 passed" in done.stdout
+    card = (tmp_path / "card" / "report.md").read_text()
+    assert "| minimal command agent | PASS · recovers" in card

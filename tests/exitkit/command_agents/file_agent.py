@@ -73,7 +73,7 @@ class Agent:
         while True:
             answered = {m.get("tool_call_id") for m in messages}
             pending = [c for c in messages[-1].get("tool_calls") or [] if c["id"] not in answered]
-            if MODE == "dangles" and decision is None:
+            if MODE == "dangles" and job["action"] == "resume" and decision is None:
                 pending = []  # a call Stop interrupted is never answered
             for call in pending:
                 gated = call["function"]["name"] in job["limits"]["needs_approval"]
@@ -128,3 +128,6 @@ if __name__ == "__main__":
         say({"name": BROKEN[MODE], "limits": ["max_turns", "max_budget_usd", "approval", "cancel", "resume"]})
     else:
         say(asyncio.run(main(json.loads(Path(os.environ["EXITKIT_JOB"]).read_text()))))
+        # The interpreter's own teardown (the MCP SDK's modules) takes most of a second: Stop is
+        # timed to the process's end.
+        os._exit(0)

@@ -1,0 +1,46 @@
+"""Commands that are no good agents, each in one way (`python odd.py MODE`): the kit must say what
+is wrong in one line, or judge what the run did, and always return."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+MODE = sys.argv[1]
+ACTION = os.environ["EXITKIT_ACTION"]
+HOSTILE = "\x1b[2J\x1b]0;owned\x07\r"
+"""Clears the screen, sets the terminal's title, rewrites the line: shown as escapes, never sent."""
+
+
+def leave_a_helper():
+    """A process that holds this one's standard output and error, and would sleep for ten minutes."""
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    if "EXITKIT_TEST_HELPERS" in os.environ:
+        with open(os.environ["EXITKIT_TEST_HELPERS"], "a") as pids:
+            pids.write(f"{helper.pid}\n")
+
+
+if ACTION == "describe":
+    if MODE == "garbage":
+        print("starting up…\n{not json")
+    elif MODE == "fails":
+        print(f"no config here{HOSTILE}", file=sys.stderr)
+        sys.exit(3)
+    else:
+        limits = {"approval-only": ["approval"], "unknown": ["max_turns", "max_turn"]}.get(MODE, [])
+        print(json.dumps({"name": f"odd {MODE}{HOSTILE if MODE == 'hostile' else ''}", "limits": limits}))
+elif MODE == "silent":
+    print("a log line, no outcome")
+    print("dying: the model is unreachable", file=sys.stderr)
+    sys.exit(3)
+elif MODE == "hostile":
+    leave_a_helper()
+    sys.stdout.write("x" * 3_000_000 + "\n" + "\x00\x1b" * 1000 + "\n")
+    print(json.dumps({"status": f"done{HOSTILE}", "answer": f"red{HOSTILE}", "transcript_messages": "many"}))
+elif MODE == "stubborn":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    leave_a_helper()
+    while True:
+        time.sleep(1)
