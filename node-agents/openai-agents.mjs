@@ -38,7 +38,7 @@ async function agentOn(server) {
 async function inputOf(agent, /** @type {State|null} */ saved) {
   if (!saved) return job.task;
   const decision = job.decision;
-  if (!saved.state || !decision) return saved.items;
+  if (!saved.state) return saved.items;
   const state = await RunState.fromString(agent, saved.state);
   for (const item of state.getInterruptions()) {
     if ("approve" in decision) state.approve(item);
@@ -82,6 +82,7 @@ async function main() {
   /** @type {State|null} */
   const saved = previous(job, STATE);
   if (saved?.outcome?.status === "completed") return finish(saved.outcome);  // finished: nothing to resume
+  if (saved?.state && !job.decision) return finish(saved.outcome);  // still waiting for a decision
   const server = new MCPServerStreamableHttp({ url: job.mcp_url, name: "kit" });
   await server.connect();
   let done;

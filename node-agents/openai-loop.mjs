@@ -70,9 +70,13 @@ async function toolsOf(client) {
 /** @param {Call} call */
 const shown = (call) => `${call.name}(${call.arguments})`;
 
-/** @param {State} state @param {Call} call @param {string} content */
-function answer(state, call, content) {
-  state.messages.push({ role: "tool", tool_call_id: call.id, content });
+/**
+ * Answers the first pending call; `failed` (its name and arguments) when its tool answered an error.
+ * @param {State} state @param {Call} call @param {string} content @param {string} [failed]
+ */
+function answer(state, call, content, failed) {
+  state.messages.push({ role: "tool", tool_call_id: call.id, content, ...(failed ? { failed } : {}) });
+  if (failed) state.failed.push(failed);
   state.pending.shift();
   delete state.marks[call.id];
   save(job.state_dir, STATE, state);
@@ -96,8 +100,10 @@ async function settle(state, mcp, readOnly, asked) {
     if ((mark === "started" || mark === "cancelled") && !readOnly.has(call.name)) {
       state.marks[call.id] = "in_doubt";
       save(job.state_dir, STATE, state);
-      return ended(state, "in_doubt", { error: `${shown(call)} was started by a process that ended before `
-        + "its result was saved: it may have taken effect; it was not run again" });
+      const how = mark === "cancelled" ? "was stopped while it ran"
+        : "was started by a process that ended before its result was saved";
+      return ended(state, "in_doubt", { error: `${shown(call)} ${how}: it may have taken effect; `
+        + "it was not run again" });
     }
     if (mark === "in_doubt") {  // surfaced already: the model learns what is known, never a re-run
       const reject = asked.decision && "reject" in asked.decision ? asked.decision.reject : null;
@@ -155,15 +161,8 @@ async function run(state, mcp, call, key) {
     result = { isError: true, content: [{ type: "text", text: String(error?.message ?? error) }] };
   }
   const text = (result.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
-  if (result.isError) {
-    state.failed.push(key);
-    state.messages.push({ role: "tool", tool_call_id: call.id, content: `Error: ${text}`, failed: key });
-    state.pending.shift();
-    delete state.marks[call.id];
-    save(job.state_dir, STATE, state);
-  } else {
-    answer(state, call, text);
-  }
+  if (result.isError) answer(state, call, `Error: ${text}`, key);
+  else answer(state, call, text);
   return null;
 }
 
@@ -175,7 +174,7 @@ const wire = (messages) => messages.map(({ failed, ...message }) => message);
  * @returns {Promise<Outcome>}
  */
 async function loop(state, mcp, tools) {
-  const openai = new OpenAI({ baseURL: job.base_url, apiKey: job.api_key, maxRetries: 0 });
+  const openai = new OpenAI({ baseURL: job.base_url, apiKey: job.api_key });
   const { input_usd_per_m: inUsd, output_usd_per_m: outUsd } = prices(job);
   const asked = { decision: job.action === "resume" ? job.decision : null };
   let turns = 0, spent = 0;
