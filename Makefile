@@ -9,6 +9,8 @@ STAMP := $(VENV)/.installed
 WHEELS := $(VENV)/wheelhouse
 NODE_CLIENTS := tests/node
 NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
+NODE_AGENTS := node-agents
+NODE_AGENTS_STAMP := $(NODE_AGENTS)/node_modules/.installed
 PORT ?= 8000
 TEST_WORKERS ?= 2
 
@@ -28,13 +30,19 @@ $(NODE_STAMP): $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json
 	npm ci --prefix $(NODE_CLIENTS) --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: $(STAMP) $(NODE_STAMP) ## run the test suite in TEST_WORKERS processes (sets itself up); the slower suites are `make test-slow`
+# The TypeScript/JavaScript agents the kit runs as commands, as locked (`make peers` installs them
+# itself, so that a failed install is a row on the card; experiments/peers/node.py, the same stamp).
+$(NODE_AGENTS_STAMP): $(NODE_AGENTS)/package.json $(NODE_AGENTS)/package-lock.json
+	npm ci --prefix $(NODE_AGENTS) --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: $(STAMP) $(NODE_STAMP) $(NODE_AGENTS_STAMP) ## run the test suite in TEST_WORKERS processes (sets itself up); the slower suites are `make test-slow`
 	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 ui-screenshot: $(STAMP) ## retake docs/ui-run-page.png and docs/ui-padded-call.png from the browser test (needs chromium)
 	UI_SCREENSHOT=1 $(PY) -m pytest -q -m slow tests/browser/test_ui_decision_browser.py
 
-test-slow: $(STAMP) $(WHEELS)/.complete $(NODE_STAMP) ## the slower suites: experiment reruns, broken mechanisms, the reliability subset
+test-slow: $(STAMP) $(WHEELS)/.complete $(NODE_STAMP) $(NODE_AGENTS_STAMP) ## the slower suites: experiment reruns, broken mechanisms, the reliability subset
 	$(PY) -m pytest -q -m slow
 
 # What the README's first section installs, as wheels: its test installs them into a new
@@ -63,7 +71,7 @@ real-model: $(STAMP) ## run the six tasks against SmolLM2-135M on llama.cpp (slo
 	$(PY) -m experiments.real_model
 
 .PHONY: peers
-peers: $(STAMP) ## the exits test kit over twelve agent frameworks, a plain loop and ours, each framework in its own cached .venv-peers/<name>; write results/peers.*
+peers: $(STAMP) ## the exits test kit over twelve agent frameworks, a plain loop, ours and two TypeScript/JavaScript agents (node-agents/, npm ci), each framework in its own cached .venv-peers/<name>; write results/peers.*
 	$(PY) -m experiments.peers
 
 bench-check: $(STAMP) ## under a minute: fail if a promised speed ratio regresses past its (generous) bound

@@ -3,10 +3,11 @@
 Nothing here measures. Each framework gets a virtualenv of its own (`venvs.py`: their pins
 clash, e.g. Strands wants `openai<3`), the kit runs its adapters there (`one.py`, which hands
 `exitkit.adapters.*` to `exitkit.card.check`), and `__main__` merges every framework's card
-into `results/peers.md` / `.json` / `.png`. The main adapters run every case; the
-documented-setting variants (a framework's own fix for tool errors, pydantic-ai's token limit,
-LangGraph's recursion limit one step either side, our deliberately vague error wording) run
-only the case they are about.
+into `results/peers.md` / `.json` / `.png`. The TypeScript/JavaScript agents (`node-agents/`, one
+`npm ci` from its lock: `node.py`) run as command adapters in the lab's own virtualenv. The main
+adapters run every case; the documented-setting variants (a framework's own fix for tool errors,
+pydantic-ai's token limit, LangGraph's recursion limit one step either side, our deliberately
+vague error wording) run only the case they are about.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ class Framework:
     commands: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Command line of an agent in another language (`--command`, run from the repository's root)
     -> the cases it runs; its rows follow the adapters'."""
+    npm: str | None = None
+    """A folder of this repository holding a package.json and its lock, installed with `npm ci`
+    (`node.py`) before the card runs: its agents are `commands`, run under the lab's own
+    interpreter, and `packages` are npm packages."""
 
     @property
     def agents(self) -> dict[str, tuple[str, ...]]:
@@ -38,6 +43,8 @@ class Framework:
 
 
 A = "exitkit.adapters."
+NODE_AGENTS = "node-agents"
+"""The TypeScript/JavaScript agents' folder (its own package.json and lock)."""
 FRAMEWORKS = (
     Framework(name="ours", extra=None, packages=("openai",), adapters={
         f"{A}ours:Ours": (), f"{A}plain:PlainLoop": (), f"{A}ours:OursGeneric": ("tool_error",)}),
@@ -67,6 +74,16 @@ FRAMEWORKS = (
               adapters={f"{A}crewai:CrewAI": ()}),
     Framework(name="semantic-kernel", extra="peers-semantic-kernel", packages=("semantic-kernel", "openai"),
               adapters={f"{A}semantic_kernel:SemanticKernel": ()}),
+    Framework(name="node-openai", extra=None, npm=NODE_AGENTS,
+              packages=("openai", "@modelcontextprotocol/sdk"),
+              commands={f"node {NODE_AGENTS}/openai-loop.mjs": ()}),
+    Framework(name="vercel-ai", extra=None, npm=NODE_AGENTS, packages=("ai", "@ai-sdk/openai", "@ai-sdk/mcp"),
+              commands={f"node {NODE_AGENTS}/vercel-ai.mjs": ()}),
+    Framework(name="openai-agents-js", extra=None, npm=NODE_AGENTS, packages=("@openai/agents", "openai"),
+              commands={f"node {NODE_AGENTS}/openai-agents.mjs": ()}),
 )
 """Every framework on the card, in the order of its rows."""
 ADAPTERS = {spec: cases for f in FRAMEWORKS for spec, cases in f.adapters.items()}
+"""Every Python adapter spec -> its cases."""
+COMMANDS = {line: cases for f in FRAMEWORKS for line, cases in f.commands.items()}
+"""Every command adapter (a command line run from the repository's root) -> its cases."""

@@ -23,7 +23,7 @@ from exitkit.contract import Declared
 from exitkit.report import write
 from exitkit.verdict import CASES, Result
 from experiments.lab.paths import RESULTS, ROOT
-from experiments.peers import FRAMEWORKS, NAME, TITLE, Framework
+from experiments.peers import FRAMEWORKS, NAME, TITLE, Framework, node
 from experiments.peers.venvs import Venv, ensure
 
 CARD_TIMEOUT_S = 1500
@@ -50,10 +50,16 @@ def _card(framework: Framework, python: Path, fast: bool, tmp: Path) -> dict[str
 def _venvs(frameworks: list[Framework]) -> dict[str, Venv]:
     """Every framework's virtualenv, built side by side before any card runs (an install waits on
     the network more than on the machine, and a card's timings must not share it with one)."""
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    # Each npm folder once, before the pool: two `npm ci` in one folder would tread on each other.
+    npm = {folder: node.ensure(ROOT / folder, log=log) for folder in {f.npm for f in frameworks if f.npm}}
+
     def build(framework: Framework) -> Venv:
+        if framework.npm is not None:
+            return npm[framework.npm]
         if framework.extra is None:
             return Venv(python=Path(sys.executable))
-        return ensure(ROOT, framework.name, framework.extra, log=lambda line: print(line, flush=True))
+        return ensure(ROOT, framework.name, framework.extra, log=log)
 
     with ThreadPoolExecutor(max_workers=INSTALLS_AT_ONCE) as pool:
         return dict(zip((f.name for f in frameworks), pool.map(build, frameworks), strict=True))
@@ -76,7 +82,9 @@ def _measure(framework: Framework, venv: Venv, fast: bool, tmp: Path) -> tuple[d
 
 def _preface(rows: list[tuple[str, dict[str, str], float]]) -> str:
     lines = ["Each framework runs in a virtualenv of its own (`.venv-peers/<name>`, pinned in "
-             "pyproject's `peers-<name>` extras); ours and the plain loop in the lab's own.\n",
+             "pyproject's `peers-<name>` extras); ours and the plain loop in the lab's own. The "
+             "TypeScript/JavaScript agents (`node-openai`, `vercel-ai`, `openai-agents-js`) are command "
+             "adapters, installed with `npm ci` from `node-agents/package-lock.json`.\n",
              "| framework | versions | card took |", "| --- | --- | --- |"]
     for name, versions, seconds in rows:
         shown = ", ".join(f"`{p}` {v}" for p, v in versions.items()).replace("|", "\\|").replace("\n", " ")

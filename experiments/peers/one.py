@@ -15,7 +15,8 @@ from pathlib import Path
 
 from exitkit.card import check
 from exitkit.report import to_json
-from experiments.peers import FRAMEWORKS
+from experiments.lab.paths import ROOT
+from experiments.peers import FRAMEWORKS, node
 
 SHOWN_TOO = ("pydantic",)
 """Versions every card shows beside the framework's own: what a framework's findings depend on."""
@@ -45,7 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         results += got[1]
     order = {spec: i for i, spec in enumerate(framework.agents)}
     adapters.sort(key=lambda a: order[a.spec])
-    versions = {p: _version(p) for p in (*framework.packages, *SHOWN_TOO)}
+    if framework.npm is None:
+        versions = {p: _version(p) for p in (*framework.packages, *SHOWN_TOO)}
+    else:
+        folder = ROOT / framework.npm
+        versions = {p: node.version(folder, p) for p in framework.packages} | {"node": node.runtime()}
     args.out.write_text(json.dumps({"framework": framework.name, "versions": versions,
                                     "report": to_json(adapters, results)}, ensure_ascii=False))
     return 0
