@@ -21,7 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import o200k
-from mockprovider.apis import anthropic, azure, chat, gemini, ollama, responses
+from mockprovider.apis import anthropic, azure, chat, embeddings, gemini, ollama, responses
 from mockprovider.apis.steps import (
     Config,
     api_error,
@@ -128,6 +128,7 @@ ROUTES = [
     Route("/metrics", metrics_page, methods=["GET"]),
     Route("/journal", request_journal, methods=["GET"]),
     *responses.ROUTES,
+    *embeddings.ROUTES,
     *anthropic.ROUTES,
     *gemini.ROUTES,
     *ollama.ROUTES,
