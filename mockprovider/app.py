@@ -21,7 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import o200k
-from mockprovider.apis import anthropic, azure, chat, embeddings, gemini, ollama, responses
+from mockprovider.apis import anthropic, azure, chat, embeddings, gemini, gemini_embed, ollama, responses
 from mockprovider.apis.steps import (
     Config,
     api_error,
@@ -130,6 +130,7 @@ ROUTES = [
     *responses.ROUTES,
     *embeddings.ROUTES,
     *anthropic.ROUTES,
+    *gemini_embed.ROUTES,
     *gemini.ROUTES,
     *ollama.ROUTES,
     *azure.ROUTES,

@@ -129,7 +129,7 @@ async def answer(request: Request, deployment: str | None = None) -> Response:
         return {"object": "list", "data": data, "model": model,
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
-    return await embedding_body(texts, dimensions, render)
+    return await embedding_body([(text, dimensions) for text in texts], render)
 
 
 async def create(request: Request) -> Response:

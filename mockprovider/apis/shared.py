@@ -108,15 +108,21 @@ async def token_counts(texts: Sequence[str]) -> list[int]:
     return await off_the_loop_if_large(sum(map(len, texts)), lambda: [o200k.count(t) for t in texts])
 
 
-async def embedding_body(
-    texts: Sequence[str], dimensions: int, render: Callable[[list[list[float]]], dict[str, Any]]
-) -> Response:
-    """The JSON reply `render` makes of the texts' vectors (`replies.embedding`); many or long
-    texts are embedded and written out on a worker thread, so the server answers others meanwhile."""
-    def work() -> bytes:
-        return _dumps(render([embedding.vector(t, dimensions) for t in texts])).encode()
+async def truncated(text: str, limit: int) -> str:
+    """`text` cut to its first `limit` `o200k_base` tokens, as a model that truncates its input cuts it."""
+    enc = o200k.encoding()
+    return await off_the_loop_if_large(len(text), lambda: enc.decode(enc.encode_ordinary(text)[:limit]))
 
-    body = await off_the_loop_if_large(sum(map(len, texts)) + len(texts) * dimensions, work)
+
+async def embedding_body(
+    items: Sequence[tuple[str, int]], render: Callable[[list[list[float]]], dict[str, Any]]
+) -> Response:
+    """The JSON reply `render` makes of the vectors of (text, dimensions) pairs (`replies.embedding`);
+    many or long texts are embedded and written out on a worker thread, so others get answers meanwhile."""
+    def work() -> bytes:
+        return _dumps(render([embedding.vector(text, n) for text, n in items])).encode()
+
+    body = await off_the_loop_if_large(sum(len(text) + n for text, n in items), work)
     return Response(body, media_type="application/json")
 
 
