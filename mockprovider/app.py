@@ -21,7 +21,17 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import o200k
-from mockprovider.apis import anthropic, azure, chat, embeddings, gemini, gemini_embed, ollama, responses
+from mockprovider.apis import (
+    anthropic,
+    azure,
+    chat,
+    embeddings,
+    gemini,
+    gemini_embed,
+    ollama,
+    ollama_embed,
+    responses,
+)
 from mockprovider.apis.steps import (
     Config,
     api_error,
@@ -132,6 +142,7 @@ ROUTES = [
     *anthropic.ROUTES,
     *gemini_embed.ROUTES,
     *gemini.ROUTES,
+    *ollama_embed.ROUTES,
     *ollama.ROUTES,
     *azure.ROUTES,
     *mcp_endpoint.ROUTES,
