@@ -142,7 +142,7 @@ INVALID = "'$.input' is invalid."
     ({"model": "text-embedding-ada-002", "input": "a", "dimensions": 8}, "does not support specifying"),
     ({"model": "plan", "input": "a", "encoding_format": "int8"}, "is not one of ['float', 'base64']"),
     ({"model": "plan", "input": "timeout " * 8200}, f"you requested {o200k.count('timeout ' * 8200)} "),
-    ({"model": "plan", "input": ["timeout " * 7999] * 40}, "Requested 320000 tokens, max 300000 tokens"),
+    ({"model": "plan", "input": [" a" * 8000] * 40}, "Requested 320000 tokens, max 300000 tokens"),
     ([], "expected a JSON object"),
 ])
 def test_bad_input_gets_openais_own_refusal(url, body, words):
