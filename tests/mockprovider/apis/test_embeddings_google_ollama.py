@@ -10,9 +10,12 @@ from collections.abc import Iterator
 import httpx
 import ollama
 import pytest
+from formats_support import FUZZ, JSON_VALUE, TEXT, post_generated
 from google import genai
 from google.genai import errors, types
 from google.oauth2.credentials import Credentials
+from hypothesis import given
+from hypothesis import strategies as st
 
 import o200k
 from mockprovider.replies.embedding import vector
@@ -168,3 +171,38 @@ def test_ollama_raises_a_scripted_fault_and_its_own_retry_is_the_next_attempt(ro
             client.embed(model="plan+fault=429@0x1", input="again")
         assert caught.value.status_code == 429
         assert client.embed(model="plan+fault=429@0x1", input="again").embeddings
+
+
+EMBED_BODIES = st.fixed_dictionaries({}, optional={
+    "model": st.sampled_from(["plan", "nomic-embed-text", "nope"]) | JSON_VALUE,
+    "input": st.lists(TEXT | st.integers(-2, 300_000) | JSON_VALUE, max_size=4) | TEXT | JSON_VALUE,
+    "prompt": TEXT | JSON_VALUE,
+    "content": st.fixed_dictionaries({"parts": st.lists(st.fixed_dictionaries({"text": TEXT | JSON_VALUE}),
+                                                        max_size=3)}) | TEXT | JSON_VALUE,
+    "requests": st.lists(st.fixed_dictionaries({"content": TEXT | JSON_VALUE}), max_size=3) | JSON_VALUE,
+    "instances": st.lists(st.fixed_dictionaries({"content": TEXT | JSON_VALUE}), max_size=3) | JSON_VALUE,
+    "parameters": st.fixed_dictionaries({}, optional={"outputDimensionality": st.integers(-2, 4000),
+                                                      "autoTruncate": JSON_VALUE}) | JSON_VALUE,
+    "dimensions": st.integers(-2, 4000) | JSON_VALUE,
+    "outputDimensionality": st.integers(-2, 4000) | JSON_VALUE,
+    "encoding_format": st.sampled_from(["float", "base64"]) | JSON_VALUE,
+    "truncate": JSON_VALUE,
+}) | JSON_VALUE
+EMBED_PATHS = ["/v1/embeddings", "/openai/v1/embeddings", "/v1beta/models/plan:embedContent",
+               "/v1beta/models/plan:batchEmbedContents", f"/v1beta1/{VERTEX}/plan:predict",
+               f"/v1/{VERTEX}/gemini-embedding-001:embedContent", "/api/embed", "/api/embeddings"]
+
+
+@FUZZ
+@given(body=EMBED_BODIES, path=st.sampled_from(EMBED_PATHS))
+def test_generated_embedding_bodies_get_vectors_or_the_apis_own_4xx_never_a_500(in_process, body, path):
+    response = post_generated(in_process, path, body)
+    assert response.status_code == 200 or 400 <= response.status_code < 500, response.text
+    error = response.json().get("error")
+    if response.status_code != 200:
+        if path.startswith("/api/"):
+            assert isinstance(error, str)
+        elif ":" in path:
+            assert set(error) >= {"code", "message", "status"}
+        else:  # OpenAI's shape, or Azure's gateway's ({"code", "message"}) on /openai/
+            assert {"message", "code"} <= set(error)
