@@ -1,5 +1,5 @@
 """Every body and event the OpenAI-shaped routes send (Azure OpenAI's and the embeddings included)
-(the committed subset in spec/, read by `spec_support`)."""
+validates against OpenAI's OpenAPI spec (the committed subset in spec/, read by `spec_support`)."""
 
 from __future__ import annotations
 
