@@ -101,7 +101,7 @@ def _item(request: dict[str, Any], p: str, model: str, vertex: bool) -> Item:
     if "content" not in request:
         raise invalid(f"* {p}.content: contents must not be empty")
     settings = _settings(_object(request.get("embedContentConfig", {}), p), p) if vertex else {}
-    return Item(text=_text(request["content"], f"{p}.content"), **_settings(request, p), **settings)
+    return Item(text=_text(request["content"], f"{p}.content"), **{**_settings(request, p), **settings})
 
 
 def _list(value: Any, p: str, most: int) -> list[Any]:

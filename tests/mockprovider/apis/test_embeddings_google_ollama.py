@@ -122,6 +122,13 @@ def test_bad_embedding_input_gets_a_google_400(root, path, body):
     assert response.json()["error"]["status"] == "INVALID_ARGUMENT"
 
 
+def test_vertex_embed_contents_config_wins_over_the_same_field_beside_it(root):
+    body = {"content": {"parts": [{"text": "x"}]}, "outputDimensionality": 8,
+            "embedContentConfig": {"outputDimensionality": 4}}
+    response = httpx.post(f"{root}/v1beta1/{VERTEX}/gemini-embedding-001:embedContent", json=body)
+    assert response.json()["embedding"]["values"] == vector("x", 4)
+
+
 def test_an_unknown_embedding_model_is_googles_404(root):
     response = httpx.post(f"{root}/v1beta1/{VERTEX}/nope:predict", json={"instances": [{"content": "x"}]})
     assert response.status_code == 404 and response.json()["error"]["status"] == "NOT_FOUND"
@@ -183,6 +190,8 @@ EMBED_BODIES = st.fixed_dictionaries({}, optional={
     "instances": st.lists(st.fixed_dictionaries({"content": TEXT | JSON_VALUE}), max_size=3) | JSON_VALUE,
     "parameters": st.fixed_dictionaries({}, optional={"outputDimensionality": st.integers(-2, 4000),
                                                       "autoTruncate": JSON_VALUE}) | JSON_VALUE,
+    "embedContentConfig": st.fixed_dictionaries({}, optional={"outputDimensionality": st.integers(-2, 4000),
+                                                              "autoTruncate": JSON_VALUE}) | JSON_VALUE,
     "dimensions": st.integers(-2, 4000) | JSON_VALUE,
     "outputDimensionality": st.integers(-2, 4000) | JSON_VALUE,
     "encoding_format": st.sampled_from(["float", "base64"]) | JSON_VALUE,
