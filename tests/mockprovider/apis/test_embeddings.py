@@ -100,6 +100,18 @@ def test_azure_openai_embeds_through_its_deployment_and_v1_routes(url):
     assert deployed.usage == plain.usage
 
 
+def test_azure_openai_retries_a_scripted_429_on_its_embeddings_route(url):
+    root = url.removesuffix("/v1")
+    deployment = "text-embedding-3-small+fault=429@0x1+retry=10"
+    flaky = httpx.post(f"{root}/openai/deployments/{deployment}/embeddings", params={"api-version": VERSION},
+                       json={"input": "x"}, headers={"x-stainless-retry-count": "0"})
+    assert flaky.status_code == 429 and flaky.json()["error"]["code"] == "429"
+    assert flaky.headers["retry-after-ms"] == "10"
+    azure = openai.AzureOpenAI(azure_endpoint=root, api_key="unused", api_version=VERSION, max_retries=1)
+    with azure:
+        assert len(azure.embeddings.create(model=deployment, input="x").data[0].embedding) == 1536
+
+
 def test_azures_embeddings_refuse_a_missing_version_in_azures_shape(url):
     root = url.removesuffix("/v1")
     response = httpx.post(f"{root}/openai/deployments/plan/embeddings", json={"input": "x"})
