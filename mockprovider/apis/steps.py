@@ -21,7 +21,7 @@ from mockprovider.journal import Journal
 from mockprovider.metrics import SCENARIO
 from mockprovider.reading.body import authorize, read_json, read_raw
 from mockprovider.reading.request_headers import HEADERS, header, header_map, test_id
-from mockprovider.replies import tool_choice
+from mockprovider.replies import embedding, tool_choice
 from mockprovider.replies.faults import wait_unless_gone
 from mockprovider.replies.headers import OPTIONS
 from mockprovider.replies.tool_choice import AUTO, ToolChoice
@@ -76,9 +76,12 @@ def _chosen(*texts: str | None) -> str | None:
     return name
 
 
-def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Options]:
+def resolve(request: Request, config: Config, model: str, *,
+            embedding_model: bool = False) -> tuple[Scenario, Options]:
     """The scenario a model name (or a `scenario=NAME` option in the base-URL path or the
     header, whatever the model says) selects, and the options in force for this request.
+    `embedding_model`: a real embedding model's name (`text-embedding-3-small`) that names no
+    scenario selects none (`resolve_embedding`).
 
     Later sources override earlier ones: server defaults < the scenario file's `options` <
     base-URL path < model suffix < header.
@@ -90,7 +93,7 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
     if path or sent:
         name = _chosen(path, sent) or name
     script = config.scenarios.get(name)
-    if script is None:
+    if script is None and not (embedding_model and embedding.known(name) is not None):
         known = ", ".join(config.scenarios)
         raise APIError(
             404,
@@ -106,6 +109,12 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
         (sent, "x-mock-options"),
     ))
     return script, options
+
+
+def resolve_embedding(request: Request, config: Config, model: str) -> tuple[Scenario | None, Options]:
+    """`resolve`, for an embedding request: a real embedding model's name that names no scenario
+    (`text-embedding-3-small`) selects no scenario, only the options."""
+    return resolve(request, config, model, embedding_model=True)
 
 
 def listing_options(request: Request, config: Config) -> None:
@@ -125,6 +134,23 @@ def _stated(request: Request, options: Options, sources: tuple[tuple[str, str], 
     return options
 
 
+def _raise_scripted(e: Any) -> None:
+    # A fresh exception per request: re-raising one shared instance would grow its traceback.
+    given = e.type if getattr(e, "given_type", True) else None
+    raise ScriptedError(e.status, e.message, type=given, code=e.code, headers=dict(e.headers))
+
+
+async def scripted(request: Request, script: Scenario, conversation: Conversation) -> Reply:
+    """The scenario's reply to `conversation`, after the reply's own latency; a scripted error
+    reply is raised, for the wire format to render (as `scripted_reply`, without tools)."""
+    reply = script(conversation)
+    if reply.latency_ms:
+        await wait_unless_gone(request, reply.latency_ms / 1000)
+    if reply.error is not None:
+        _raise_scripted(reply.error)
+    return reply
+
+
 async def scripted_reply(
     request: Request, script: Scenario, conversation: Conversation,
     tools: Sequence[Mapping[str, Any]] | None, options: Options, choice: ToolChoice = AUTO,
@@ -133,13 +159,11 @@ async def scripted_reply(
     reply's own latency; a scripted error reply is raised, for the wire format to render. The
     reply is one a real model could give under the request's tools and `choice` (see
     `tool_choice.constrain`). `conversation` carries the same `tools` (built with them)."""
-    reply = script(conversation)
+    reply = script(conversation)  # `scripted`'s steps written in: one coroutine fewer per request
     if reply.latency_ms:
         await wait_unless_gone(request, reply.latency_ms / 1000)
-    if (e := reply.error) is not None:
-        # A fresh exception per request: re-raising one shared instance would grow its traceback.
-        given = e.type if getattr(e, "given_type", True) else None
-        raise ScriptedError(e.status, e.message, type=given, code=e.code, headers=dict(e.headers))
+    if reply.error is not None:
+        _raise_scripted(reply.error)
     # `constrain` can change or refuse nothing for an agent loop's usual request (tools offered,
     # `tool_choice` auto, undeclared tools allowed): tested inline, the chat route's hot path.
     if not tools or choice.mode != "auto" or options.refuse_undeclared or choice.allowed:

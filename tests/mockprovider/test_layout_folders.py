@@ -18,9 +18,11 @@ MAY_USE_KERNEL = {"scripts": {"errors"}, "reading": {"errors", "journal", "offlo
                   "replies": {"errors", "metrics", "offload"},
                   "apis": KERNEL}
 SHARED_STEPS = {"steps", "shared"}
-OWN_HELPERS = {"gemini": {"gemini_request"}, "anthropic": {"anthropic_request"},
-               "responses": {"responses_request"}, "azure": {"chat", "responses"}}
-"""A surface's own helpers; Azure OpenAI is the chat and responses surfaces behind Azure's doors."""
+OWN_HELPERS = {"gemini": {"gemini_request"}, "gemini_embed": {"gemini"}, "ollama_embed": {"ollama"},
+               "anthropic": {"anthropic_request"},
+               "responses": {"responses_request"}, "azure": {"chat", "embeddings", "responses"}}
+"""A surface's own helpers; Azure OpenAI is the chat, responses and embeddings surfaces behind Azure's
+doors; Gemini's and Ollama's embeddings answer errors in their surface's shape."""
 ONLY_THESE_REACH_THE_RECORDER = {"pytest_plugin", "cassettes", "__main__", "recorder"}
 
 
