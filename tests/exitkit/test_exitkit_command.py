@@ -141,7 +141,8 @@ def test_a_card_mixes_python_adapters_and_commands_and_returns_though_a_command_
     """Hostile output too: 3 MB of junk, control sequences in its name, status and answer."""
     helpers = tmp_path / "helpers"
     env = os.environ | {"EXITKIT_TEST_HELPERS": str(helpers),
-                        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ["PYTHONPATH"]])}
+                        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[2]),
+                                                      *filter(None, [os.environ.get("PYTHONPATH")])])}
     hostile = command("odd.py", "hostile")
     try:
         done = subprocess.run([sys.executable, "-m", "exitkit", "run", "file_loop:FileLoop", "--command",
