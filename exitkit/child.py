@@ -61,7 +61,7 @@ async def _call(command: str, adapter: Any, job_file: Path, decision_json: str) 
         # Served until the process ends, never stopped: stopping would cancel a tool the run left
         # running, and the ledger would read the kit's cancellation as the agent's own.
         _SERVING.append(stack := contextlib.ExitStack())  # held: a collected stack would stop it
-        job = replace(job, mcp_url=stack.enter_context(served(job.tools)))
+        job = replace(job, mcp_url=stack.enter_context(served(job.tools, setup.ledger)))
     if command == "run":
         return await adapter.run(job)
     return await adapter.resume(job, decision_from_json(json.loads(decision_json)))

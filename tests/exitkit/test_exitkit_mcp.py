@@ -110,8 +110,9 @@ def test_a_job_carries_mcp_url_only_for_an_adapter_that_asks_for_its_tools_over_
     assert listed == ["list_files", "read_file", "delete_file", "scan_archive"]
     assert text == "Remember to rotate your logs.\n"
     # The call ran in the run's own process, as a wrapped one does.
-    assert [(e.tool, e.event) for e in over_mcp.events] == [("read_file", "start")]
-    assert over_mcp.events[0].pid not in (0, os.getpid())
+    assert [(e.tool, e.event) for e in over_mcp.events] == [("read_file", "called over MCP"),
+                                                            ("read_file", "start")]
+    assert over_mcp.events[0].pid == over_mcp.events[1].pid not in (0, os.getpid())
     assert setup.ledger.count("read_file") == 1
     assert kit.measure("mcp_loop:Wrapped", kit.setup("plan")).outcome.answer == "None"
 
