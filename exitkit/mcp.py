@@ -17,6 +17,7 @@ ended the session or dropped the request's connection, and the server cancelled 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -36,10 +37,40 @@ Heard = Callable[[str | None, str], bool]
 """Whether a `notifications/cancelled` in a session named a call of a tool."""
 
 
-def _callable(tool: Tool, ledger: Ledger | None, notified: Heard) -> Any:
+class Calls:
+    """How many calls the server is running, for the run's thread to wait on: a cancellation the
+    client sent as its run ended reaches the tool on the server's thread a moment later, and the
+    run's process must not end before it does (a server elsewhere would go on)."""
+
+    def __init__(self) -> None:
+        self._running = 0
+        self._changed = threading.Condition()
+
+    @contextmanager
+    def one(self) -> Iterator[None]:
+        with self._changed:
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running -= 1
+                self._changed.notify_all()
+
+    def settled(self, timeout_s: float) -> bool:
+        """Whether every call ended within `timeout_s` (blocks the calling thread)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._running == 0, timeout_s)
+
+
+def _callable(tool: Tool, ledger: Ledger | None, notified: Heard, calls: Calls) -> Any:
     from mockprovider.mcp.callable import CallableTool, ToolRequest
 
     async def call(request: ToolRequest) -> Any:
+        with calls.one():
+            return await _answer(request)
+
+    async def _answer(request: ToolRequest) -> Any:
         if ledger is not None:
             ledger.note(tool.name, CALLED, dict(request.arguments))
         try:
@@ -74,15 +105,16 @@ def _notified(entries: Callable[[], list[Any]]) -> Heard:
 
 
 @contextmanager
-def served(tools: tuple[Tool, ...], ledger: Ledger | None = None) -> Iterator[str]:
+def served(tools: tuple[Tool, ...], ledger: Ledger | None = None, calls: Calls | None = None) -> Iterator[str]:
     """`tools` at an MCP Streamable HTTP URL on 127.0.0.1 while the block runs; with `ledger`,
-    how each call arrived and what cancelled it is written there too."""
+    how each call arrived and what cancelled it is written there too; `calls` counts the calls
+    running."""
     from mockprovider.app import create_app
     from mockprovider.server import serve_in_thread
 
     app: Any = None
     notified = _notified(lambda: app.state.config.journal.entries())
-    app = create_app(mcp_tools=[_callable(t, ledger, notified) for t in tools],
+    app = create_app(mcp_tools=[_callable(t, ledger, notified, calls or Calls()) for t in tools],
                      journal=JOURNALLED if ledger is not None else 0)
     with serve_in_thread(app) as base_url:
         yield base_url.removesuffix("/v1") + "/mcp"
