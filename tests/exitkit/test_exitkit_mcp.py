@@ -160,7 +160,7 @@ def test_over_mcp_a_tool_error_reaches_the_model_as_the_documented_error_setting
     assert wrapped.verdict == "fail"
 
 
-@pytest.mark.parametrize("module", ["agents_sdk_mcp", "pydantic_ai_mcp"])
+@pytest.mark.parametrize("module", ["agents_sdk_mcp", "pydantic_ai_mcp", "langgraph_mcp", "plain_mcp"])
 def test_the_docs_show_the_shipped_mcp_adapters_as_they_are(module: str) -> None:
     source = (ROOT / f"exitkit/adapters/{module}.py").read_text()
     assert source[source.index("class "):] in (ROOT / "docs/exitkit.md").read_text()
