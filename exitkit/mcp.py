@@ -11,7 +11,8 @@ model).
 Given the run's ledger, the server also writes there how each call arrived and what stopped a
 cancelled one: `called over MCP`, then `cancelled over MCP` with the detail `notifications/cancelled`
 (the client named the call in one) or `connection closed` (no notification named it: the client
-ended the session or dropped the request's connection, and the server cancelled the call with it).
+ended its session, and the server cancelled the call with it). A request whose connection the
+client only drops is no cancellation (the spec says so): its call runs on to its end.
 """
 
 from __future__ import annotations
