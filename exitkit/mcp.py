@@ -106,7 +106,8 @@ def _notified(entries: Callable[[], list[Any]]) -> Heard:
 
 
 @contextmanager
-def served(tools: tuple[Tool, ...], ledger: Ledger | None = None, calls: Calls | None = None) -> Iterator[str]:
+def served(tools: tuple[Tool, ...], ledger: Ledger | None = None,
+           calls: Calls | None = None) -> Iterator[str]:
     """`tools` at an MCP Streamable HTTP URL on 127.0.0.1 while the block runs; with `ledger`,
     how each call arrived and what cancelled it is written there too; `calls` counts the calls
     running."""

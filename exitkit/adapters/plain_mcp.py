@@ -16,7 +16,8 @@ class PlainLoopOverMCP:
 
     async def run(self, job):
         messages = [{"role": "system", "content": job.system}, {"role": "user", "content": job.task}]
-        async with AsyncOpenAI(base_url=job.base_url, api_key=job.api_key) as client, Client(job.mcp_url) as mcp:
+        async with (AsyncOpenAI(base_url=job.base_url, api_key=job.api_key) as client,
+                    Client(job.mcp_url) as mcp):
             schemas = [{"type": "function", "function": {"name": t.name, "description": t.description or "",
                                                          "parameters": t.input_schema}}
                        for t in (await mcp.list_tools()).tools]

@@ -51,10 +51,10 @@ async def _raw_call(url: str, setup: Setup, *, end_session: bool) -> None:
     """A client that cancels the call by dropping its request, and maybe ends its session, without
     a notification (no SDK client does the first alone; an HTTP client that gives up does)."""
     async with httpx.AsyncClient(timeout=30) as http:
-        opened = await http.post(url, headers=HEADERS, json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                                             "params": {"protocolVersion": "2025-11-25",
-                                                                        "capabilities": {},
-                                                                        "clientInfo": {"name": "raw", "version": "0"}}})
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {},
+                 "clientInfo": {"name": "raw", "version": "0"}}
+        opened = await http.post(url, headers=HEADERS,
+                                 json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
         headers = HEADERS | {"mcp-session-id": opened.headers["mcp-session-id"],
                              "mcp-protocol-version": "2025-11-25"}
         await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -118,9 +118,13 @@ def test_no_call_over_mcp_leaves_nothing_to_say(tmp_path: Path) -> None:
     assert cancel_reached(setup.ledger.events(), "scan_archive") is None
 
 
-@pytest.mark.skipif(shutil.which("node") is None or not (NODE / "node_modules/@modelcontextprotocol/sdk").is_dir(),
-                    reason="the Node MCP client is not installed: `make test` installs it (npm ci in tests/node)")
-def test_the_node_sdk_client_sends_notifications_cancelled_when_its_request_is_aborted(tmp_path: Path) -> None:
+NODE_MISSING = shutil.which("node") is None or not (NODE / "node_modules/@modelcontextprotocol/sdk").is_dir()
+
+
+@pytest.mark.skipif(NODE_MISSING, reason="the Node MCP client is not installed: `make test` installs it "
+                                         "(npm ci in tests/node)")
+def test_the_node_sdk_client_sends_notifications_cancelled_when_its_request_is_aborted(
+        tmp_path: Path) -> None:
     setup = _slow(tmp_path)
     plan = [{"op": "call", "name": "scan_archive", "abortAfterMs": 500}, {"op": "ping"}]
     with served(setup.job().tools, setup.ledger) as url:
@@ -155,7 +159,8 @@ def test_a_wrapped_tool_has_no_mcp_client_to_report(judge: Judge) -> None:
 
 
 
-def test_a_cancellation_sent_as_the_run_returns_still_reaches_the_tool_before_its_process_ends(kit: Kit) -> None:
+def test_a_cancellation_sent_as_the_run_returns_still_reaches_the_tool_before_its_process_ends(
+        kit: Kit) -> None:
     # The server cancels the call on its own thread a moment after the client's message arrives;
     # the run's process waits for it (`Calls`), or the ledger would say the Stop never arrived.
     run = kit.measure("mcp_loop:StopsAndReturns", kit.setup("slow"), stop=("scan_archive", 0.2))
