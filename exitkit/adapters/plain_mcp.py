@@ -1,5 +1,4 @@
-"""The plain `openai` loop with the kit's tools over MCP: the official `mcp` SDK's own `Client`
-lists and calls them at `job.mcp_url`, in place of `job.tools` (everything else as `plain`)."""
+"""The plain `openai` loop with the kit's tools over MCP: listed and called with the `mcp` SDK's `Client`."""
 
 import json
 
