@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from exitkit.contract import Approve, Declared, Reject
+from exitkit.mcp import cancel_reached
 from exitkit.runner import Kit, Run
 from exitkit.verdict import BUDGET_USD, CAP, DENIED_CAP, ERROR_CAP, OUTSIDE_CAP, REASON, STOP_AT_S, Result
 
@@ -282,7 +283,9 @@ def cancellation(kit: Kit, who: Declared) -> Result:
     ran_on = len(run.after_stop())
     figures: dict[str, Any] = {"Stop to end ms": stop_ms, "tool saw it": saw,
                                "tool finished anyway": finished, "requests after Stop": ran_on,
-                               "left running after the run": run.left_running, "caller gets": run.said()}
+                               "left running after the run": run.left_running, "caller gets": run.said(),
+                               # over MCP: what carried Stop to the tool (null: the tools were wrapped)
+                               "cancel reached the tool": cancel_reached(run.events, "scan_archive")}
     next_ok, silent, evidence = None, False, {"requests": _requests(run)}
     if who.has("resume"):
         after = kit.child(who.spec, setup.but(scan_seconds=0.05), guard=OUTSIDE_CAP)

@@ -26,7 +26,7 @@ from typing import Any
 
 from exitkit.contract import Outcome, decision_from_json
 from exitkit.loader import AdapterError, load
-from exitkit.mcp import MCP, served
+from exitkit.mcp import MCP, Calls, served
 from exitkit.setup import Setup
 
 STOP_SIGNAL = signal.SIGUSR1
@@ -45,6 +45,8 @@ def peak_rss_kib() -> int:
     return int(next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), 0))
 _SERVING: list[contextlib.ExitStack] = []
 """The MCP servers of this process's run (one at most), kept until the process ends."""
+_CALLS = Calls()
+"""The calls they are running."""
 
 
 async def _call(command: str, adapter: Any, job_file: Path, decision_json: str) -> Any:
@@ -61,7 +63,7 @@ async def _call(command: str, adapter: Any, job_file: Path, decision_json: str) 
         # Served until the process ends, never stopped: stopping would cancel a tool the run left
         # running, and the ledger would read the kit's cancellation as the agent's own.
         _SERVING.append(stack := contextlib.ExitStack())  # held: a collected stack would stop it
-        job = replace(job, mcp_url=stack.enter_context(served(job.tools)))
+        job = replace(job, mcp_url=stack.enter_context(served(job.tools, setup.ledger, _CALLS)))
     if command == "run":
         return await adapter.run(job)
     return await adapter.resume(job, decision_from_json(json.loads(decision_json)))
@@ -83,6 +85,8 @@ async def _measured(command: str, adapter: Any, job_file: Path, decision_json: s
         # Left, not cancelled: the process ends right after, and a cancellation the kit caused
         # would read in the ledger as the agent's own.
         left = (await asyncio.wait(born, timeout=SETTLE_S))[1]
+    if _SERVING:  # a cancellation the client sent as the run ended is still on its way to the tool
+        await asyncio.to_thread(_CALLS.settled, SETTLE_S)
     return {"outcome": outcome.to_json(), "started": started, "ended": ended, "left_running": len(left)}
 
 

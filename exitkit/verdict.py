@@ -74,7 +74,9 @@ CRITERIA = {
                     "was abandoned without being cancelled, or a resume sent no request to judge. "
                     "**fail**: the run sent the model a request after Stop, ended only after the tool "
                     "would have finished, the tool finished anyway, or the next request carried a "
-                    "dangling tool call or was refused. **none exists**: no cancel API.",
+                    "dangling tool call or was refused. **none exists**: no cancel API. Shown, not "
+                    "judged, for tools over MCP: what carried Stop to the tool (`notifications/cancelled`, "
+                    "`connection closed`: the client ended the session or the request, or `never`).",
     "overhead": "`plan` (cap 20) and `runaway` at caps 20 and 100. Per turn: (wall time − the mock's own "
                 "time) / requests, as a ratio to a bare `httpx` loop sending the same bodies to the same "
                 "mock, interleaved run by run; peak RSS of a fresh process running `plan` as a ratio to one "

@@ -59,15 +59,19 @@ class LangGraph:
         # Our own HTTP client, closed with the run: langchain-openai's default one is cached per
         # process and outlives the event loop of a single run.
         async with httpx.AsyncClient() as http, AsyncSqliteSaver.from_conn_string(
-                str(job.state_dir / "checkpoints.sqlite")) as saver:
+                str(job.state_dir / "checkpoints.sqlite")) as saver, self._kit_tools(job) as kit_tools:
             model = ChatOpenAI(model=job.model, base_url=job.base_url, api_key=job.api_key,
                                http_async_client=http)
-            tools: Any = [_tool(t, job) for t in job.tools]
+            tools: Any = [_tool(t, job) for t in kit_tools]
             if self.handle_tool_errors is not None:
                 tools = ToolNode(tools, handle_tool_errors=self.handle_tool_errors)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
                 yield create_react_agent(model, tools, prompt=job.system, checkpointer=saver)
+
+    def _kit_tools(self, job: Job) -> contextlib.AbstractAsyncContextManager[tuple[KitTool, ...]]:
+        """The tools the graph gets, open while it runs: `job.tools` (`langgraph_mcp`: over MCP)."""
+        return contextlib.nullcontext(job.tools)
 
     async def _invoke(self, job: Job, payload: Any) -> Outcome:
         steps = 2 * (job.limits.max_turns or 25) + self.extra_steps

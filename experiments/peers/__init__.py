@@ -7,7 +7,9 @@ into `results/peers.md` / `.json` / `.png`. The TypeScript/JavaScript agents (`n
 `npm ci` from its lock: `node.py`) run as command adapters in the lab's own virtualenv. The main
 adapters run every case; the documented-setting variants (a framework's own fix for tool errors,
 pydantic-ai's token limit, LangGraph's recursion limit one step either side, our deliberately
-vague error wording) run only the case they are about.
+vague error wording) run only the case they are about. The plain loop and the three frameworks with
+an MCP client that runs beside the kit's MCP server run every case twice: tools wrapped, and tools
+over MCP.
 """
 
 from __future__ import annotations
@@ -47,16 +49,20 @@ NODE_AGENTS = "node-agents"
 """The TypeScript/JavaScript agents' folder (its own package.json and lock)."""
 FRAMEWORKS = (
     Framework(name="ours", extra=None, packages=("openai",), adapters={
-        f"{A}ours:Ours": (), f"{A}plain:PlainLoop": (), f"{A}ours:OursGeneric": ("tool_error",)}),
+        f"{A}ours:Ours": (), f"{A}plain:PlainLoop": (), f"{A}plain_mcp:PlainLoopOverMCP": (),
+        f"{A}ours:OursGeneric": ("tool_error",)}),
     Framework(name="openai-agents", extra="peers-agents-sdk", packages=("openai-agents", "openai"), adapters={
-        f"{A}agents_sdk:AgentsSDK": (), f"{A}agents_sdk:AgentsSDKExplained": ("tool_error",)}),
+        f"{A}agents_sdk:AgentsSDK": (), f"{A}agents_sdk_mcp:AgentsSDKOverMCP": (),
+        f"{A}agents_sdk:AgentsSDKExplained": ("tool_error",)}),
     Framework(name="pydantic-ai", extra="peers-pydantic-ai", packages=("pydantic-ai-slim", "openai"),
               adapters={
-        f"{A}pydantic_ai:PydanticAI": (), f"{A}pydantic_ai:PydanticAITokenBudget": ("budget",),
+        f"{A}pydantic_ai:PydanticAI": (), f"{A}pydantic_ai_mcp:PydanticAIOverMCP": (),
+        f"{A}pydantic_ai:PydanticAITokenBudget": ("budget",),
         f"{A}pydantic_ai:PydanticAIModelRetry": ("tool_error",)}),
     Framework(name="langgraph", extra="peers-langgraph", packages=("langgraph", "langchain-openai"),
               adapters={
-        f"{A}langgraph:LangGraph": (), f"{A}langgraph:LangGraphStepLess": ("turn_cap",),
+        f"{A}langgraph:LangGraph": (), f"{A}langgraph_mcp:LangGraphOverMCP": (),
+        f"{A}langgraph:LangGraphStepLess": ("turn_cap",),
         f"{A}langgraph:LangGraphStepMore": ("turn_cap",), f"{A}langgraph:LangGraphHandled": ("tool_error",)}),
     Framework(name="autogen", extra="peers-autogen", packages=("autogen-agentchat", "autogen-ext", "openai"),
               adapters={f"{A}autogen:AutoGen": ()}),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from mcp import Client
 
 from exitkit import Job, Outcome
@@ -27,3 +29,18 @@ class Wrapped(ListsOverMcp):
 
     async def run(self, job: Job) -> Outcome:
         return Outcome(status="returned", answer=str(job.mcp_url))
+
+
+class StopsAndReturns(ListsOverMcp):
+    """Cancels its call on Stop and returns at once, closing its client: the cancellation reaches
+    the server as the run ends (as LangGraph's cancelled graph does)."""
+
+    name = "stops its MCP call and returns"
+    limits = frozenset({"cancel"})
+
+    async def run(self, job: Job) -> Outcome:
+        async with Client(job.mcp_url) as client:
+            call = asyncio.ensure_future(client.call_tool("scan_archive", {}))
+            await job.cancel.wait()
+            call.cancel()
+        return Outcome(status="cancelled")

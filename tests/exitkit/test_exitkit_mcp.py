@@ -110,8 +110,9 @@ def test_a_job_carries_mcp_url_only_for_an_adapter_that_asks_for_its_tools_over_
     assert listed == ["list_files", "read_file", "delete_file", "scan_archive"]
     assert text == "Remember to rotate your logs.\n"
     # The call ran in the run's own process, as a wrapped one does.
-    assert [(e.tool, e.event) for e in over_mcp.events] == [("read_file", "start")]
-    assert over_mcp.events[0].pid not in (0, os.getpid())
+    assert [(e.tool, e.event) for e in over_mcp.events] == [("read_file", "called over MCP"),
+                                                            ("read_file", "start")]
+    assert over_mcp.events[0].pid == over_mcp.events[1].pid not in (0, os.getpid())
     assert setup.ledger.count("read_file") == 1
     assert kit.measure("mcp_loop:Wrapped", kit.setup("plan")).outcome.answer == "None"
 
@@ -159,7 +160,7 @@ def test_over_mcp_a_tool_error_reaches_the_model_as_the_documented_error_setting
     assert wrapped.verdict == "fail"
 
 
-@pytest.mark.parametrize("module", ["agents_sdk_mcp", "pydantic_ai_mcp"])
+@pytest.mark.parametrize("module", ["agents_sdk_mcp", "pydantic_ai_mcp", "langgraph_mcp", "plain_mcp"])
 def test_the_docs_show_the_shipped_mcp_adapters_as_they_are(module: str) -> None:
     source = (ROOT / f"exitkit/adapters/{module}.py").read_text()
     assert source[source.index("class "):] in (ROOT / "docs/exitkit.md").read_text()

@@ -86,3 +86,21 @@ def test_smolagents_sends_a_tool_error_back_as_user_text_and_the_kit_finds_it() 
     error = _judge("smolagents", f"{A}smolagents:Smolagents", "tool_error")["tool_error"]
     assert (error["verdict"], error["figures"]["sent as"]) == ("pass", "user"), error["summary"]
     assert "Call list_files to see what exists." in error["figures"]["text sent back"]
+
+
+def test_langgraph_over_mcp_differs_from_wrapped_only_where_a_tool_error_becomes_a_result() -> None:
+    cases = ("tool_error", "permanent_error", "approval", "crash", "cancellation")
+    wrapped = _judge("langgraph", f"{A}langgraph:LangGraph", *cases)
+    over_mcp = _judge("langgraph", f"{A}langgraph_mcp:LangGraphOverMCP", *cases)
+    # Wrapped, a raised tool error escapes the graph; over MCP it is an `isError` result whose text
+    # the model reads: it recovers, and it asks again for the file it may not read.
+    assert (wrapped["tool_error"]["verdict"], over_mcp["tool_error"]["verdict"]) == ("fail", "pass")
+    assert (wrapped["permanent_error"]["verdict"], over_mcp["permanent_error"]["verdict"]) == ("pass", "fail")
+    assert over_mcp["permanent_error"]["figures"]["identical failing calls"] > 1
+    for case in ("approval", "crash", "cancellation"):
+        assert over_mcp[case]["verdict"] == wrapped[case]["verdict"], (case, over_mcp[case]["summary"])
+    runs = [r["crash"]["figures"]["delete_file runs"] for r in (wrapped, over_mcp)]
+    assert runs == [2, 2]
+    # Stop cancels the graph's task; the mcp SDK's client, cancelled with it, sends the notification.
+    assert over_mcp["cancellation"]["figures"]["cancel reached the tool"] == "notifications/cancelled"
+    assert wrapped["cancellation"]["figures"]["cancel reached the tool"] is None
