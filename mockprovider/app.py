@@ -21,7 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import o200k
-from mockprovider.apis import anthropic, azure, chat, gemini, ollama, responses
+from mockprovider.apis import anthropic, azure, bedrock, chat, gemini, ollama, responses
 from mockprovider.apis.steps import (
     Config,
     api_error,
@@ -96,6 +96,8 @@ async def _server_error(request: Request, exc: Exception) -> Response:
         response = ollama.error_response(error)
     elif "/v1beta/" in path or headers.gemini_method(path):
         response = gemini.error_response(error)
+    elif path.startswith("/model/") or "/model/" in path and path.startswith("/o/"):
+        return bedrock.error_response(error, request)  # AWS's own headers, none of OpenAI's
     else:
         response = error.response()
     response.raw_headers.extend(headers.of(request.scope, config_of(request).defaults))
@@ -132,6 +134,7 @@ ROUTES = [
     *gemini.ROUTES,
     *ollama.ROUTES,
     *azure.ROUTES,
+    *bedrock.ROUTES,
     *mcp_endpoint.ROUTES,
 ]
 

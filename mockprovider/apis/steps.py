@@ -33,6 +33,8 @@ from mockprovider.scripts.scenarios import Conversation, Reply, Scenario
 
 log = logging.getLogger("mockprovider")
 
+SIGV4 = "AWS4-HMAC-SHA256 "
+
 
 @dataclass(frozen=True, kw_only=True)
 class Config:
@@ -69,10 +71,13 @@ def authorize(request: Request, config: Config) -> None:
     if config.api_key is None:
         return
     # Anthropic's clients send the key as x-api-key, Azure's as api-key, Google's as
-    # x-goog-api-key or ?key=; every other client as a bearer token.
+    # x-goog-api-key or ?key=; AWS's SDKs sign with it (SigV4, its access key id the key: the
+    # signature is not verified); every other client as a bearer token.
     key = (header(request, b"x-api-key") or header(request, b"api-key") or header(request, b"x-goog-api-key")
            or request.query_params.get("key"))
     given = f"Bearer {key}" if key is not None else header(request, b"authorization") or ""
+    if given.startswith(SIGV4):
+        given = "Bearer " + given.partition("Credential=")[2].partition("/")[0]
     if not given:
         raise APIError(
             401,

@@ -18,7 +18,8 @@ MAY_USE_KERNEL = {"scripts": {"errors"}, "reading": {"errors"}, "replies": {"err
                   "apis": KERNEL}
 SHARED_STEPS = {"steps", "shared"}
 OWN_HELPERS = {"gemini": {"gemini_request"}, "anthropic": {"anthropic_request"},
-               "responses": {"responses_request"}, "azure": {"chat", "responses"}}
+               "responses": {"responses_request"}, "azure": {"chat", "responses"},
+               "bedrock": {"bedrock_request", "bedrock_eventstream"}}
 """A surface's own helpers; Azure OpenAI is the chat and responses surfaces behind Azure's doors."""
 ONLY_THESE_REACH_THE_RECORDER = {"pytest_plugin", "cassettes", "__main__", "recorder"}
 
