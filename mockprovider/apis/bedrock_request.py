@@ -57,6 +57,9 @@ class _Reading:
         if point.get("type") != "default" or ttl not in ("5m", "1h"):
             raise invalid(f"{p}: expected {{\"type\": \"default\"}} with an optional ttl of '5m' or '1h'.",
                           param=p)
+        if len(self.marks) == caching.MAX_BREAKPOINTS:
+            raise invalid(f"{p}: a request may hold at most {caching.MAX_BREAKPOINTS} cachePoint blocks "
+                          "(cache checkpoints).", param=p)
         at = len(self.messages) + (open_text is not None)
         self.marks.append(caching.Breakpoint(tools=self.tools, messages=at, ttl=ttl,
                                              text=None if whole else open_text))
@@ -66,16 +69,21 @@ def _text(value: Any, p: str) -> str:
     return string(value, f"{p}.text")
 
 
+def _last_text(blocks: list[Any]) -> int:
+    """The index of the last text block (-1: none), so a cachePoint knows if text follows it."""
+    return max((j for j, b in enumerate(blocks) if isinstance(b, dict) and "text" in b), default=-1)
+
+
 def _system(value: Any, reading: _Reading) -> None:
     texts: list[str] = []
-    for j, block in enumerate(_list(value, "system", required=False)):
+    last = _last_text(_list(value, "system", required=False))
+    for j, block in enumerate(value):
         kind, inner = _member(block, f"system[{j}]", ("text", "cachePoint"))
         if kind == "text":
             texts.append(_text(inner, f"system[{j}]"))
         else:
-            more = any(isinstance(b, dict) and "text" in b for b in value[j + 1:])
             reading.mark(inner, f"system[{j}].cachePoint", open_text="".join(texts) if texts else None,
-                         whole=not more)
+                         whole=j > last)
     if texts:
         reading.messages.append({"role": "system", "content": "".join(texts)})
 
@@ -128,7 +136,7 @@ def _user(blocks: list[Any], i: int, expected: list[str], reading: _Reading) -> 
     p = f"messages[{i}]"
     texts: list[str] = []
     results: list[dict[str, Any]] = []
-    pending: list[tuple[Any, str, str, int]] = []  # cachePoints after text, placed after the results
+    pending: list[tuple[Any, str, int, int]] = []  # cachePoints after text: placed after the results
     for j, block in enumerate(blocks):
         q = f"{p}.content[{j}]"
         kind, inner = _member(block, q, BLOCKS["user"])
@@ -136,7 +144,7 @@ def _user(blocks: list[Any], i: int, expected: list[str], reading: _Reading) -> 
             texts.append(_text(inner, q))
         elif kind == "cachePoint":
             if texts:
-                pending.append((inner, q, "".join(texts), j))
+                pending.append((inner, q, len(texts), j))
             else:
                 reading.messages.extend(results)
                 results = []
@@ -144,9 +152,9 @@ def _user(blocks: list[Any], i: int, expected: list[str], reading: _Reading) -> 
         else:
             results.append(_tool_result(_object(inner, f"{q}.toolResult"), q, i, expected))
     reading.messages.extend(results)
-    for inner, q, so_far, j in pending:
-        more = any(isinstance(b, dict) and "text" in b for b in blocks[j + 1:])
-        reading.mark(inner, f"{q}.cachePoint", open_text=so_far, whole=not more)
+    last = _last_text(blocks)
+    for inner, q, count, j in pending:  # at most MAX_BREAKPOINTS joins: `mark` refuses more
+        reading.mark(inner, f"{q}.cachePoint", open_text="".join(texts[:count]), whole=j > last)
     if texts:
         reading.messages.append({"role": "user", "content": "".join(texts)})
 
@@ -259,9 +267,6 @@ def converse_request(raw: Any, *, model: str, stream: bool) -> ChatShaped:
     if (system := body.get("system")) is not None:
         _system(system, reading)
     _messages(body.get("messages"), reading)
-    if len(reading.marks) > caching.MAX_BREAKPOINTS:
-        raise invalid(f"The request holds {len(reading.marks)} cachePoint blocks; at most "
-                      f"{caching.MAX_BREAKPOINTS} cache checkpoints are allowed.", param="cachePoint")
     return ChatShaped(
         model=model,
         messages=reading.messages,
