@@ -75,8 +75,10 @@ _REQUEST_ID = "mockprovider.aws_request_id"
 _ATTEMPT = re.compile(rb"(?:^|;)\s*attempt=([0-9]{1,6})\s*(?:;|$)")
 
 
-def request_id(request: Request) -> str:
-    """The request's id, a UUID as AWS gives one, made once per request."""
+def request_id(request: Request | None) -> str:
+    """The request's id, a UUID as AWS gives one, made once per request (a fresh one without it)."""
+    if request is None:
+        return str(uuid.uuid4())
     rid = request.scope.get(_REQUEST_ID)
     if rid is None:
         rid = request.scope[_REQUEST_ID] = str(uuid.uuid4())
@@ -101,7 +103,7 @@ def _reshaped(e: APIError) -> tuple[int, str, str]:
     return e.status, kind, e.message
 
 
-def error_response(e: APIError, request: Request) -> Response:
+def error_response(e: APIError, request: Request | None = None) -> Response:
     """`e` in AWS's shape: `{"message"}`, the exception's name in `x-amzn-ErrorType`."""
     status, kind, message = _reshaped(e)
     # AWS states no retry-after; a script's own headers are sent as it wrote them.

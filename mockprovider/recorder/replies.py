@@ -20,7 +20,7 @@ from typing import Any, Literal
 from mockprovider.reading.validation import MAX_DEPTH
 from mockprovider.scripts.files import MAX_FILE_BYTES
 
-Format = Literal["chat", "responses", "messages", "gemini", "ollama"]
+Format = Literal["chat", "responses", "messages", "gemini", "ollama", "converse"]
 
 MAX_REPLY_BYTES = MAX_FILE_BYTES
 """A reply larger than this is passed through but not recorded: a recording that holds it could
