@@ -96,7 +96,8 @@ def _reshaped(e: APIError) -> tuple[int, str, str]:
     if e.status == 504:  # the hang fault, given up
         return 408, "ModelTimeoutException", "Model has timed out in processing the request. (injected fault)"
     if e.status == 529:  # Bedrock sends no 529: an overloaded model is its 503, which boto3 retries
-        return 503, "ServiceUnavailableException", "Bedrock is unable to process your request. (injected fault)"
+        return 503, "ServiceUnavailableException", ("Bedrock is unable to process your request. "
+                                                    "(injected fault)")
     kind = ERROR_TYPES.get(e.status, "ValidationException" if e.status < 500 else "InternalServerException")
     if e.status == 429 and not isinstance(e, ScriptedError):
         return 429, kind, "Too many requests, please wait before trying again. (injected fault)"
@@ -146,8 +147,8 @@ def _content(c: completions.Completion) -> list[dict[str, Any]]:
 
 def _usage(c: completions.Completion, cached: bool) -> dict[str, int]:
     """Bedrock's usage: with cachePoints, `inputTokens` is what neither read nor wrote the cache."""
-    usage = {"inputTokens": c.prompt_tokens - c.cache.read - c.cache.write, "outputTokens": c.completion_tokens,
-             "totalTokens": c.prompt_tokens + c.completion_tokens}
+    usage = {"inputTokens": c.prompt_tokens - c.cache.read - c.cache.write,
+             "outputTokens": c.completion_tokens, "totalTokens": c.prompt_tokens + c.completion_tokens}
     if cached:
         usage |= {"cacheReadInputTokens": c.cache.read, "cacheWriteInputTokens": c.cache.write}
     return usage
@@ -171,7 +172,8 @@ def _deltas(block: dict[str, Any], arguments: str, chunk: int) -> list[tuple[dic
     if "redactedContent" in reasoning:
         return [({"reasoningContent": reasoning}, 0)]
     text = reasoning["reasoningText"]
-    return [*(({"reasoningContent": {"text": p}}, n) for p, n in completions.weighed_deltas(text["text"], chunk)),
+    pieces = completions.weighed_deltas(text["text"], chunk)
+    return [*(({"reasoningContent": {"text": p}}, n) for p, n in pieces),
             ({"reasoningContent": {"signature": text["signature"]}}, 0)]
 
 
@@ -183,7 +185,8 @@ def events(c: completions.Completion, cached: bool, latency_ms: int) -> Iterator
     for index, block in enumerate(blocks):
         if "toolUse" in block:
             start = {"toolUseId": block["toolUse"]["toolUseId"], "name": block["toolUse"]["name"]}
-            yield frames.event("contentBlockStart", {"start": {"toolUse": start}, "contentBlockIndex": index}), 0
+            started = {"start": {"toolUse": start}, "contentBlockIndex": index}
+            yield frames.event("contentBlockStart", started), 0
         for delta, tokens in _deltas(block, arguments[index], c.chunk):
             yield frames.event("contentBlockDelta", {"delta": delta, "contentBlockIndex": index}), tokens
         yield frames.event("contentBlockStop", {"contentBlockIndex": index}), 0
@@ -216,7 +219,8 @@ def scenario_of(model_id: str, known: Mapping[str, Any]) -> str:
 
 
 def _parse(raw: bytes) -> Any:
-    return parse_body(raw, unparsable="Malformed input request: {error}, please reformat your input and try again.")
+    return parse_body(raw, unparsable="Malformed input request: {error}, please reformat your input and try "
+                                      "again.")
 
 
 def _attempt(request: Request, raw: bytes) -> None:
@@ -255,7 +259,8 @@ async def _converse(request: Request, stream: bool) -> Response:
     latency_ms = int((time.perf_counter() - started) * 1000)
     cached = bool(req.cache_breakpoints)
     if stream:
-        return streamed(turn, events(turn.completion, cached, latency_ms), stream_error, media_type=EVENT_STREAM)
+        return streamed(turn, events(turn.completion, cached, latency_ms), stream_error,
+                        media_type=EVENT_STREAM)
     return as_json(turn, body(turn.completion, cached, latency_ms))
 
 

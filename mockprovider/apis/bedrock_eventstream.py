@@ -32,7 +32,8 @@ def _headers(headers: dict[str, str]) -> bytes:
     out = bytearray()
     for name, value in headers.items():
         raw_name, raw_value = name.encode(), value.encode()
-        out += bytes([len(raw_name)]) + raw_name + bytes([_STRING]) + struct.pack(">H", len(raw_value)) + raw_value
+        out += bytes([len(raw_name)]) + raw_name + bytes([_STRING])
+        out += struct.pack(">H", len(raw_value)) + raw_value
     return bytes(out)
 
 

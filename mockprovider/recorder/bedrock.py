@@ -104,7 +104,8 @@ class ConverseStream(Stream):
             if "text" in delta:
                 block.setdefault("text", []).append(delta["text"])
             elif "toolUse" in delta:
-                block.setdefault("input", []).append(as_object(delta["toolUse"], "delta.toolUse").get("input"))
+                piece = as_object(delta["toolUse"], "delta.toolUse").get("input")
+                block.setdefault("input", []).append(piece)
         elif kind == "messageStop":
             self.finished = True
         elif kind == "metadata":

@@ -56,13 +56,15 @@ def _converse(messages: list, **fields: Any) -> Body:
 def _converse_results(n: int) -> Body:
     uses = [{"toolUse": {"toolUseId": f"c{i}", "name": "n", "input": {}}} for i in range(n)]
     results = [{"toolResult": {"toolUseId": f"c{i}", "content": [{"text": "r"}]}} for i in range(n)]
-    return _converse([CONVERSE_USER, {"role": "assistant", "content": uses}, {"role": "user", "content": results}])
+    return _converse([CONVERSE_USER, {"role": "assistant", "content": uses},
+                      {"role": "user", "content": results}])
 
 
 def _converse_inner(n: int) -> Body:
     use = {"toolUse": {"toolUseId": "c", "name": "n", "input": {}}}
     result = {"toolResult": {"toolUseId": "c", "content": [{"text": "x"}] * n}}
-    return _converse([CONVERSE_USER, {"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}])
+    return _converse([CONVERSE_USER, {"role": "assistant", "content": [use]},
+                      {"role": "user", "content": [result]}])
 
 
 TEXT_BLOCK = {"type": "text", "text": "x"}
@@ -106,7 +108,8 @@ FIELDS: dict[str, Callable[[int], Body]] = {
     "converse content blocks, the last a cachePoint": lambda n: _converse([
         {"role": "user", "content": [{"text": "x"}] * n + [{"cachePoint": {"type": "default"}}]}]),
     "converse content blocks, cachePoints between them": lambda n: _converse([
-        {"role": "user", "content": [{"text": "x"}] * n + [{"cachePoint": {"type": "default"}}, {"text": "y"}] * 4}]),
+        {"role": "user",
+         "content": [{"text": "x"}] * n + [{"cachePoint": {"type": "default"}}, {"text": "y"}] * 4}]),
     "converse system blocks": lambda n: _converse([CONVERSE_USER], system=[{"text": "x"}] * n),
     "converse tools": lambda n: _converse([CONVERSE_USER], toolConfig={"tools": [
         {"toolSpec": {"name": f"t{i}", "inputSchema": {"json": {"type": "object"}}}} for i in range(n)]}),

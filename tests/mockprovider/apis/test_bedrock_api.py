@@ -87,7 +87,8 @@ def drive_plan(c, stream: bool) -> tuple[list[dict], list[list[dict]]]:
     chat: list[dict] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
     replies, conversations = [], []
     for _ in range(3):
-        reply = converse(c, stream, modelId="plan", system=[{"text": SYSTEM}], messages=messages, toolConfig=TOOLS)
+        reply = converse(c, stream, modelId="plan", system=[{"text": SYSTEM}], messages=messages,
+                         toolConfig=TOOLS)
         replies.append(reply)
         conversations.append(list(chat))
         message = reply["output"]["message"]
@@ -96,12 +97,14 @@ def drive_plan(c, stream: bool) -> tuple[list[dict], list[list[dict]]]:
         if not uses:
             break
         messages.append({"role": "user", "content": [
-            {"toolResult": {"toolUseId": u["toolUseId"], "content": [{"text": RESULTS[u["name"]]}]}} for u in uses]})
+            {"toolResult": {"toolUseId": u["toolUseId"], "content": [{"text": RESULTS[u["name"]]}]}}
+            for u in uses]})
         chat.append({"role": "assistant", "content": None, "tool_calls": [
             {"id": u["toolUseId"], "type": "function",
              "function": {"name": u["name"], "arguments": json.dumps(u["input"], separators=(",", ":"))}}
             for u in uses]})
-        chat += [{"role": "tool", "tool_call_id": u["toolUseId"], "content": RESULTS[u["name"]]} for u in uses]
+        chat += [{"role": "tool", "tool_call_id": u["toolUseId"], "content": RESULTS[u["name"]]}
+                 for u in uses]
     return replies, conversations
 
 
@@ -142,9 +145,11 @@ def test_every_frame_is_read_by_botocores_own_parser(mock_url):
     assert kinds == ["messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop",
                      "messageStop", "metadata"]
     assert all(h[":message-type"] == "event" and h[":content-type"] == "application/json" for h, _ in frames)
-    assert frames[1][1] == {"start": {"toolUse": {"toolUseId": "c1", "name": "list_files"}}, "contentBlockIndex": 0}
+    start = {"toolUse": {"toolUseId": "c1", "name": "list_files"}}
+    assert frames[1][1] == {"start": start, "contentBlockIndex": 0}
     text = _raw_stream(_root(mock_url), "plan", {"messages": [USER]})  # no tools: the script's text
-    assert [h[":event-type"] for h, _ in text][:2] == ["messageStart", "contentBlockDelta"]  # no start for text
+    # No contentBlockStart for a text block, as Bedrock sends none.
+    assert [h[":event-type"] for h, _ in text][:2] == ["messageStart", "contentBlockDelta"]
 
 
 def test_a_corrupted_frame_is_refused_by_both_readers():
@@ -269,7 +274,8 @@ def _keyed() -> Iterator[str]:
 
 def test_sigv4_is_accepted_unverified_and_a_key_is_its_access_key_id():
     with _keyed() as root:
-        assert client(root, key="AKIDSECRET").converse(modelId="plan", messages=[USER])["stopReason"] == "end_turn"
+        signed = client(root, key="AKIDSECRET").converse(modelId="plan", messages=[USER])
+        assert signed["stopReason"] == "end_turn"
         with pytest.raises(ClientError) as caught:
             client(root, key="AKIDOTHER").converse(modelId="plan", messages=[USER])
         assert caught.value.response["Error"]["Code"] == "UnrecognizedClientException"
@@ -341,7 +347,8 @@ def test_reasoning_is_a_reasoning_content_block_billed_as_output(stream):
         if stream:
             events = list(c.converse_stream(modelId="thinker", messages=[USER])["stream"])
             deltas = [e["contentBlockDelta"]["delta"] for e in events if "contentBlockDelta" in e]
-            thought = "".join(d["reasoningContent"].get("text", "") for d in deltas if "reasoningContent" in d)
+            reasoning = [d["reasoningContent"] for d in deltas if "reasoningContent" in d]
+            thought = "".join(r.get("text", "") for r in reasoning)
             assert thought == "One plus one is two."
             assert [d for d in deltas if "signature" in d.get("reasoningContent", {})]
             usage = events[-1]["metadata"]["usage"]

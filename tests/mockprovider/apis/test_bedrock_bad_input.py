@@ -127,7 +127,8 @@ BLOCK = (
          "input": st.dictionaries(TEXT, JSON_VALUE) | JSON_VALUE})})
     | st.fixed_dictionaries({"toolResult": st.fixed_dictionaries(
         {"toolUseId": st.just("c1") | TEXT},
-        optional={"content": st.lists(st.fixed_dictionaries({"text": TEXT}) | JSON_VALUE, max_size=2) | JSON_VALUE,
+        optional={"content": st.lists(st.fixed_dictionaries({"text": TEXT}) | JSON_VALUE, max_size=2)
+                  | JSON_VALUE,
                   "status": st.sampled_from(["success", "error"]) | JSON_VALUE})})
     | st.fixed_dictionaries({"cachePoint": st.just({"type": "default"}) | JSON_VALUE})
     | st.fixed_dictionaries({"reasoningContent": JSON_VALUE})

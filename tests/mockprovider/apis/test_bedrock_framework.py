@@ -33,8 +33,9 @@ def test_chat_bedrock_converse_runs_plan_to_the_answer(mock_url, stream):
     from langchain_aws import ChatBedrockConverse
     from langchain_core.messages import HumanMessage
 
-    model = ChatBedrockConverse(model="us.plan", base_url=mock_url.removesuffix("/v1"), region_name="us-east-1",
-                                aws_access_key_id="unused", aws_secret_access_key="unused")
+    model = ChatBedrockConverse(model="us.plan", base_url=mock_url.removesuffix("/v1"),
+                                region_name="us-east-1", aws_access_key_id="unused",
+                                aws_secret_access_key="unused")
     tools = _tools()
     bound = model.bind_tools(list(tools.values()))
     messages: list = [HumanMessage("Which file mentions a timeout?")]

@@ -59,12 +59,15 @@ def test_a_recording_made_with_another_client_replays_through_boto3(tmp_path):
     out = tmp_path / "chat.json"
     with serve_in_thread() as upstream, record(upstream, out) as proxy:
         chat = openai.OpenAI(base_url=proxy.base_url, api_key="unused", max_retries=0)
-        chat.chat.completions.create(model="plan", tools=CHAT_TOOLS, messages=[{"role": "user", "content": QUESTION}])
+        chat.chat.completions.create(model="plan", tools=CHAT_TOOLS,
+                                     messages=[{"role": "user", "content": QUESTION}])
     with record("http://127.0.0.1:9/v1", out, strict=True) as replay:
         c = _client(replay.root_url)
         whole = c.converse(modelId="plan", messages=[_user(QUESTION)], toolConfig=TOOLS)
-        events = list(c.converse_stream(modelId="plan", messages=[_user(QUESTION)], toolConfig=TOOLS)["stream"])
-        missed = httpx.post(f"{replay.root_url}/model/plan/converse", json={"messages": [_user("Never asked")]})
+        streamed = c.converse_stream(modelId="plan", messages=[_user(QUESTION)], toolConfig=TOOLS)
+        events = list(streamed["stream"])
+        missed = httpx.post(f"{replay.root_url}/model/plan/converse",
+                            json={"messages": [_user("Never asked")]})
     assert whole["output"]["message"]["content"][0]["toolUse"]["name"] == "list_files"
     assert events[1]["contentBlockStart"]["start"]["toolUse"]["name"] == "list_files"
     assert missed.status_code == 404 and missed.headers["x-amzn-errortype"] == "ResourceNotFoundException"
