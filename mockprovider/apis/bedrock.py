@@ -50,7 +50,7 @@ from starlette.routing import Route
 from mockprovider.apis import bedrock_eventstream as frames
 from mockprovider.apis.bedrock_request import converse_request
 from mockprovider.apis.shared import ChatShaped, as_json, json_response, scripted_turn, streamed
-from mockprovider.apis.steps import config_of, read_raw, resolve
+from mockprovider.apis.steps import authorize, config_of, read_raw, resolve
 from mockprovider.errors import APIError, ScriptedError, invalid
 from mockprovider.reading import attempts, transcript
 from mockprovider.reading.request_headers import header_map
@@ -72,6 +72,7 @@ STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tok
 GEOGRAPHIES = frozenset({"us", "eu", "apac", "global", "us-gov", "jp", "au", "ca"})
 """The prefixes of Bedrock's cross-region inference profiles (`us.anthropic.claude-…`)."""
 _REQUEST_ID = "mockprovider.aws_request_id"
+_REGION = re.compile(rb"[a-z]{2}(?:-[a-z]+)+-[0-9]{1,2}")
 _ATTEMPT = re.compile(rb"(?:^|;)\s*attempt=([0-9]{1,6})\s*(?:;|$)")
 
 
@@ -296,6 +297,26 @@ def _endpoint(answer: Any) -> Any:
     return endpoint
 
 
+def _region(request: Request) -> str:
+    """The region a SigV4 signature names in its credential scope (`AKID/DATE/REGION/...`)."""
+    scope = (header_map(request).get(b"authorization") or b"").partition(b"Credential=")[2].split(b"/")
+    return scope[2].decode() if len(scope) > 2 and _REGION.fullmatch(scope[2]) else "us-east-1"
+
+
+async def _foundation_models(request: Request) -> Response:
+    """`GET /foundation-models` (the `bedrock` control plane's ListFoundationModels): every scenario,
+    as a text model that streams."""
+    config = config_of(request)
+    authorize(request, config)
+    region = _region(request)
+    return json_response({"modelSummaries": [
+        {"modelArn": f"arn:aws:bedrock:{region}::foundation-model/{name}", "modelId": name, "modelName": name,
+         "providerName": "mockprovider", "inputModalities": ["TEXT"], "outputModalities": ["TEXT"],
+         "responseStreamingSupported": True, "customizationsSupported": [],
+         "inferenceTypesSupported": ["ON_DEMAND"], "modelLifecycle": {"status": "ACTIVE"}}
+        for name in config.scenarios]})
+
+
 async def _unknown(request: Request) -> Response:
     raise APIError(404, f"{request.method} {request.url.path}: not served here; this mock serves "
                         "/model/{modelId}/converse, /converse-stream and /count-tokens.")
@@ -304,6 +325,7 @@ async def _unknown(request: Request) -> Response:
 converse = _endpoint(lambda request: _converse(request, False))
 converse_stream = _endpoint(lambda request: _converse(request, True))
 count_tokens = _endpoint(_count_tokens)
+foundation_models = _endpoint(_foundation_models)
 unknown = _endpoint(_unknown)
 
 # Every method reaches each endpoint, so a wrong one is refused in AWS's shape too.
@@ -316,4 +338,5 @@ ROUTES = [
       for name, endpoint in (("converse", converse), ("converse-stream", converse_stream),
                              ("count-tokens", count_tokens))),
     *(Route(f"{prefix}/model/{{rest:path}}", unknown, methods=_ANY) for prefix in _PREFIXES),
+    *(Route(f"{prefix}/foundation-models", foundation_models, methods=["GET"]) for prefix in _PREFIXES),
 ]

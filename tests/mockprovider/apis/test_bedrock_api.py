@@ -201,6 +201,14 @@ def test_a_throttle_past_the_clients_retries_reaches_it_in_aws_shape(mock_url):
     assert error["ResponseMetadata"]["HTTPHeaders"]["x-amzn-errortype"] == "ThrottlingException"
 
 
+def test_a_client_that_sends_no_attempt_has_its_repeats_counted():
+    """Without boto3's `amz-sdk-request`, the same request again is the next attempt, as for Gemini."""
+    with serve_in_thread() as url, httpx.Client(base_url=_root(url)) as http:
+        body = {"messages": [USER]}
+        statuses = [http.post("/model/plan+fault=429@0x2/converse", json=body).status_code for _ in range(4)]
+    assert statuses == [429, 429, 200, 429], "answered, the same request is a new one, at attempt 0"
+
+
 def test_an_overloaded_model_is_bedrocks_503_which_boto3_retries(mock_url):
     c = client(_root(mock_url), retries={"mode": "standard", "total_max_attempts": 2})
     assert c.converse(modelId="plan+fault=529@0x1", messages=[USER])["ResponseMetadata"]["RetryAttempts"] == 1
@@ -375,3 +383,12 @@ def test_the_journal_finds_bedrock_requests_by_model():
         assert [e["path"] for e in found] == ["/model/plan+latency=0/converse",
                                               "/model/arn:aws:bedrock:us-east-1::foundation-model/plan/converse"]
         assert found[0]["headers"]["authorization"] == "<redacted>"
+
+
+def test_the_control_planes_listing_names_every_scenario(mock_url):
+    bedrock = boto3.client("bedrock", endpoint_url=_root(mock_url), region_name="eu-west-1",
+                           aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="dummy")
+    models = bedrock.list_foundation_models()["modelSummaries"]
+    assert [m["modelId"] for m in models][:2] == ["plan", "runaway"]
+    assert models[0]["modelArn"] == "arn:aws:bedrock:eu-west-1::foundation-model/plan"
+    assert models[0]["responseStreamingSupported"] is True

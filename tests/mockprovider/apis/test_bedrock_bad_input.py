@@ -15,6 +15,8 @@ from formats_support import FUZZ, JSON_VALUE, TEXT, post_generated
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mockprovider.apis import bedrock_eventstream
+
 USER = {"role": "user", "content": [{"text": "hi"}]}
 USE = {"toolUse": {"toolUseId": "c1", "name": "list_files", "input": {}}}
 ASKED = {"role": "assistant", "content": [USE]}
@@ -110,9 +112,15 @@ def test_transport_level_errors_are_aws_shaped_too(serve_mock):
              403, "UnrecognizedClientException"),
             ({"content": b"{}", "headers": key}, 415, "ValidationException"),
             ({"json": ok(padding="x" * limit), "headers": key}, 413, "ValidationException"),
+            # An event-stream frame where a JSON body belongs, and one that is not even a frame.
+            ({"content": bedrock_eventstream.event("messageStart", {"role": "user"}),
+              "headers": {**key, "content-type": "application/vnd.amazon.eventstream"}},
+             415, "ValidationException"),
+            ({"content": b"\x00\x00\x00\x10garbage", "headers": {**key, "content-type": "application/json"}},
+             400, "ValidationException"),
         ]
         for kwargs, status, kind in cases:
-            response = http.post("/model/plan/converse", **kwargs)
+            response = http.post("/model/plan/converse-stream", **kwargs)
             assert (response.status_code, response.headers["x-amzn-errortype"]) == (status, kind)
             assert set(response.json()) == {"message"}
         assert http.post("/model/plan/converse", json=ok(), headers=key).status_code == 200

@@ -130,3 +130,9 @@ def test_the_check_sees_a_departure():
         "$.usage.totalTokens: required by TokenUsage",
         "$.usage.inputTokens: '1' is not an integer",
     ]
+
+
+def test_the_listing_fits_the_control_planes_model(root):
+    control = botocore.session.get_session().get_service_model("bedrock")
+    listing = httpx.get(f"{root}/foundation-models").json()
+    assert conforms(listing, control.operation_model("ListFoundationModels").output_shape) == []
