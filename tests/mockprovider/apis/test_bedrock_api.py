@@ -392,3 +392,28 @@ def test_the_control_planes_listing_names_every_scenario(mock_url):
     assert [m["modelId"] for m in models][:2] == ["plan", "runaway"]
     assert models[0]["modelArn"] == "arn:aws:bedrock:eu-west-1::foundation-model/plan"
     assert models[0]["responseStreamingSupported"] is True
+
+
+WEATHER = {"name": "weather", "options": "latency=60", "turns": [
+    [{"if": {"not": {"has_tool": "get_weather"}}, "content": "I cannot look the weather up."},
+     {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}],
+    [{"if": {"tool_result_contains": "rain", "system_contains": "brief"}, "content": "Umbrella."},
+     {"content": "No umbrella needed."}],
+]}
+
+
+def test_a_scenario_files_conditions_and_options_hold_on_bedrock():
+    weather = {"tools": [{"toolSpec": {"name": "get_weather", "inputSchema": {"json": {"type": "object"}}}}]}
+    with serve_in_thread(create_app(scenario_files=[WEATHER])) as url:
+        c = client(_root(url))
+        bare = c.converse(modelId="weather", messages=[USER])
+        assert bare["output"]["message"]["content"] == [{"text": "I cannot look the weather up."}]
+        assert bare["metrics"]["latencyMs"] >= 60, "the file's latency option, measured"
+        first = c.converse(modelId="weather", messages=[USER], toolConfig=weather)["output"]["message"]
+        use = first["content"][0]["toolUse"]
+        assert (use["name"], use["input"]) == ("get_weather", {"city": "Paris"})
+        rain = {"role": "user", "content": [{"toolResult": {"toolUseId": use["toolUseId"],
+                                                            "content": [{"json": {"sky": "rain"}}]}}]}
+        answer = converse(c, True, modelId="weather+latency=0", system=[{"text": "Be brief."}],
+                          messages=[USER, first, rain], toolConfig=weather)
+    assert answer["output"]["message"]["content"] == [{"text": "Umbrella."}]
