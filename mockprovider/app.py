@@ -21,7 +21,18 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import o200k
-from mockprovider.apis import anthropic, azure, bedrock, chat, gemini, ollama, responses
+from mockprovider.apis import (
+    anthropic,
+    azure,
+    bedrock,
+    chat,
+    embeddings,
+    gemini,
+    gemini_embed,
+    ollama,
+    ollama_embed,
+    responses,
+)
 from mockprovider.apis.steps import (
     Config,
     api_error,
@@ -39,7 +50,7 @@ from mockprovider.mcp.host import TEST, McpHost
 from mockprovider.mcp.ledger import Ledger
 from mockprovider.metrics import CountRequests, Metrics, metrics_page, readyz
 from mockprovider.reading.request_headers import test_id
-from mockprovider.replies import headers
+from mockprovider.replies import embedding, headers
 from mockprovider.replies.headers import ApiHeaders
 from mockprovider.scripts import scenarios
 from mockprovider.scripts.files import Source, load_scenarios, paths_from_env
@@ -47,6 +58,7 @@ from mockprovider.scripts.options import SYNTAX, Options
 
 
 async def models(request: Request) -> Response:
+    """Every scenario, then the real embedding models the embedding routes answer to."""
     if headers.from_google_genai(request.scope):
         return await gemini.list_models(request)
     config = config_of(request)
@@ -56,6 +68,12 @@ async def models(request: Request) -> Response:
         {"id": name, "object": "model", "created": 0, "owned_by": "mockprovider",
          "description": scenarios.describe(script)}
         for name, script in config.scenarios.items()
+    ]
+    data += [
+        {"id": name, "object": "model", "created": 0, "owned_by": "mockprovider",
+         "description": f"An embedding model: vectors of {shape.dimensions} numbers, inputs of up to "
+                        f"{shape.max_tokens} tokens (docs/formats.md, Embeddings)."}
+        for name, shape in embedding.KNOWN.items() if name not in config.scenarios
     ]
     return JSONResponse({"object": "list", "data": data, "options": SYNTAX})
 
@@ -130,8 +148,11 @@ ROUTES = [
     Route("/metrics", metrics_page, methods=["GET"]),
     Route("/journal", request_journal, methods=["GET"]),
     *responses.ROUTES,
+    *embeddings.ROUTES,
     *anthropic.ROUTES,
+    *gemini_embed.ROUTES,
     *gemini.ROUTES,
+    *ollama_embed.ROUTES,
     *ollama.ROUTES,
     *azure.ROUTES,
     *bedrock.ROUTES,

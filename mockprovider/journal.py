@@ -288,7 +288,9 @@ def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:
 
 
 _LEADING_MODEL = re.compile(rb'\{\s*"model"\s*:\s*("(?:[^"\\]|\\.)*")')
-_GEMINI_MODEL = re.compile(r"/v1(?:beta)?/models/([^/]+):[^/:]+")
+_GEMINI_MODEL = re.compile(
+    r"/v1(?:beta1?)?/(?:projects/[^/]+/locations/[^/]+/publishers/google/)?models/([^/]+):[^/:]+")
+"""A Gemini method's path, on the Gemini API or on Vertex AI: the model it names."""
 _BEDROCK_MODEL = re.compile(r"/model/(?:arn:.*/)?(.+)/(?:converse|converse-stream|count-tokens|invoke)$")
 """Bedrock names the model in the URL too; an ARN by its last path segment."""
 _GEMINI_VERSION = re.compile(r"^/v1(?:beta)?(?=/models/[^/]+:)")
@@ -337,7 +339,7 @@ def matches(entry: Entry, *, path: str | None = None, model: str | None = None,
     sent = body.get("model") if isinstance(body, dict) else None
     if sent is None and (named := _GEMINI_MODEL.match(plain_path(entry.path))
                          or _BEDROCK_MODEL.match(plain_path(entry.path))):
-        sent = named[1]  # Gemini and Bedrock name the model in the URL, not the body
+        sent = named[1]  # Gemini, Vertex and Bedrock name the model in the URL, not the body
     return isinstance(sent, str) and model in (sent, sent.partition("+")[0])
 
 

@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from mockprovider.apis import chat, responses
+from mockprovider.apis import chat, embeddings, responses
 from mockprovider.apis.steps import config_of, read_json
 from mockprovider.errors import APIError
 from mockprovider.replies import headers
@@ -149,6 +149,8 @@ def _with_filters(response: Response) -> Response:
 
 
 async def _answer(request: Request, surface: str, deployment: str | None) -> Response:
+    if surface == "embeddings":
+        return await embeddings.answer(request, deployment)
     if surface == "chat":
         out = await chat.answer(request, deployment)
         return Response(out, media_type="application/json") if isinstance(out, bytes) else out
@@ -198,8 +200,10 @@ async def _unknown(request: Request) -> Response:
 ROUTES = [
     _route("/openai/deployments/{deployment}/chat/completions", "chat", deployed=True),
     _route("/openai/deployments/{deployment}/responses", "responses", deployed=True),
+    _route("/openai/deployments/{deployment}/embeddings", "embeddings", deployed=True),
     _route("/openai/responses", "responses"),
     _route("/openai/v1/chat/completions", "chat", versioned=False),
     _route("/openai/v1/responses", "responses", versioned=False),
+    _route("/openai/v1/embeddings", "embeddings", versioned=False),
     Route("/openai/{rest:path}", _unknown, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
 ]

@@ -15,6 +15,11 @@ calls alike and MAX_TOKENS when `generationConfig.maxOutputTokens` cut the reply
 fails after it started (the `stream_error` fault) carries `{"error": {...}}` as its next
 element, which google-genai raises mid-iteration.
 
+Vertex AI serves the same methods under `/{v1,v1beta1}/projects/{p}/locations/{l}/publishers/google/
+models/{model}:{method}` (google-genai in Vertex mode posts to `/v1beta1/...`, Google's REST samples
+to `/v1/...`): the same request, reply and errors; the project and location are not checked, and
+the OAuth bearer token Vertex's clients send is accepted as a key (`steps.authorize`).
+
 `:countTokens` answers what `promptTokenCount` of the same request would be. The key may come
 as `x-goog-api-key` or `?key=`. Every error, the shared steps' included, is
 in Google's shape `{"error": {"code", "message", "status"}}` with its status names.
@@ -274,12 +279,17 @@ async def not_found(request: Request) -> Response:
 
 # Every method reaches `generate`, so a wrong one is refused in Google's shape too.
 _ANY = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-_PREFIXES = ("", "/o/{options}")
+PREFIXES = ("", "/o/{options}")
+VERTEX = "projects/{project}/locations/{location}/publishers/google/models/{model}"
+"""Where Vertex AI serves a Google model (under /v1/ and /v1beta1/); the project and location are
+not checked."""
 ROUTES = [
     *(Route(f"{prefix}/{version}/models/{{model}}:{{method}}", generate, methods=_ANY)
-      for prefix in _PREFIXES for version in ("v1beta", "v1")),
-    *(Route(f"{prefix}/v1beta/models", list_models, methods=["GET"]) for prefix in _PREFIXES),
-    *(Route(f"{prefix}/v1beta/models/{{model}}", get_model, methods=["GET"]) for prefix in _PREFIXES),
-    *(Route(f"{prefix}/v1/models/{{model}}", get_model_v1, methods=["GET"]) for prefix in _PREFIXES),
-    *(Route(f"{prefix}/v1beta/{{path:path}}", not_found, methods=_ANY) for prefix in _PREFIXES),
+      for prefix in PREFIXES for version in ("v1beta", "v1")),
+    *(Route(f"{prefix}/{version}/{VERTEX}:{{method}}", generate, methods=_ANY)
+      for prefix in PREFIXES for version in ("v1beta1", "v1")),
+    *(Route(f"{prefix}/v1beta/models", list_models, methods=["GET"]) for prefix in PREFIXES),
+    *(Route(f"{prefix}/v1beta/models/{{model}}", get_model, methods=["GET"]) for prefix in PREFIXES),
+    *(Route(f"{prefix}/v1/models/{{model}}", get_model_v1, methods=["GET"]) for prefix in PREFIXES),
+    *(Route(f"{prefix}/v1beta/{{path:path}}", not_found, methods=_ANY) for prefix in PREFIXES),
 ]

@@ -80,7 +80,7 @@ def _parse(raw: bytes) -> Any:
     return parse_body(raw, unparsable="invalid JSON body: {error}")
 
 
-def _name(model: str) -> str:
+def model_name(model: str) -> str:
     """The model name without Ollama's default tag, which may stand before or after the options
     (`plan:latest+latency=50`, as /api/tags lists the name, or `plan+latency=50:latest`)."""
     name, plus, options = model.removesuffix(TAG).partition("+")
@@ -188,7 +188,7 @@ def chat_request(raw: Any) -> ChatShaped:
     if not isinstance(stream, bool):
         raise invalid("stream: expected a boolean.", param="stream")
     return ChatShaped(
-        model=_name(model_of(body)),
+        model=model_name(model_of(body)),
         messages=_messages(body.get("messages")),
         tools=_tools(body.get("tools")),
         max_tokens=_num_predict(body),
@@ -354,7 +354,7 @@ async def _show(request: Request) -> Response:
     model = body.get("model", body.get("name"))  # `name` is the field's older spelling
     if model is None:
         raise missing("model")
-    name = _name(string(model, "model"))
+    name = model_name(string(model, "model"))
     script, _ = resolve(request, config, name)
     return json_response({
         "modelfile": f"# scripted by mockprovider\nFROM {name}\n",

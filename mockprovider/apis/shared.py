@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from mockprovider.apis.steps import Config, resolve, scripted_reply
+import o200k
+from mockprovider.apis.steps import Config, resolve, resolve_embedding, scripted, scripted_reply
 from mockprovider.errors import APIError, invalid, missing
 from mockprovider.reading import transcript
-from mockprovider.replies import caching, completions, midstream
+from mockprovider.reading.offload import off_the_loop_if_large
+from mockprovider.replies import caching, completions, embedding, midstream
 from mockprovider.replies.caching import prompt_cache
 from mockprovider.replies.faults import delay_or_fault, injected
 from mockprovider.replies.tool_choice import AUTO, ToolChoice
@@ -82,6 +84,46 @@ async def scripted_turn(
         cache=cache,
     )
     return Turn(completion=completion, options=options, cut=cut)
+
+
+async def embedding_turn(
+    request: Request, config: Config, model: str, texts: Sequence[str]
+) -> Options | APIError | bytes:
+    """An embedding request as turn 0 of its scenario, the options in force, or what a fault
+    answers instead: the options' latency and fault, then, when the model names a scenario (not
+    a real embedding model's name), the scenario's reply to the texts as one user message: its
+    latency waited, its error reply raised; what it says otherwise is no embedding's business."""
+    script, options = resolve_embedding(request, config, model)
+    fault = await delay_or_fault(request, model, 0, options)
+    if fault is not None:
+        return await injected(request, fault, options)
+    if script is not None:
+        messages = [{"role": "user", "content": "\n".join(texts)}]
+        await scripted(request, script, transcript.conversation(messages))
+    return options
+
+
+async def token_counts(texts: Sequence[str]) -> list[int]:
+    """Each text's `o200k_base` tokens (a large total on a worker thread)."""
+    return await off_the_loop_if_large(sum(map(len, texts)), lambda: [o200k.count(t) for t in texts])
+
+
+async def truncated(text: str, limit: int) -> str:
+    """`text` cut to its first `limit` `o200k_base` tokens, as a model that truncates its input cuts it."""
+    enc = o200k.encoding()
+    return await off_the_loop_if_large(len(text), lambda: enc.decode(enc.encode_ordinary(text)[:limit]))
+
+
+async def embedding_body(
+    items: Sequence[tuple[str, int]], render: Callable[[list[list[float]]], dict[str, Any]]
+) -> Response:
+    """The JSON reply `render` makes of the vectors of (text, dimensions) pairs (`replies.embedding`);
+    many or long texts are embedded and written out on a worker thread, so others get answers meanwhile."""
+    def work() -> bytes:
+        return _dumps(render([embedding.vector(text, n) for text, n in items])).encode()
+
+    body = await off_the_loop_if_large(sum(len(text) + n for text, n in items), work)
+    return Response(body, media_type="application/json")
 
 
 def suffix(completion: completions.Completion) -> str:

@@ -23,7 +23,7 @@ from mockprovider.metrics import SCENARIO
 from mockprovider.reading import attempts
 from mockprovider.reading.request_headers import header, header_map, test_id
 from mockprovider.reading.validation import parse_body, refuse_lone_surrogates
-from mockprovider.replies import tool_choice
+from mockprovider.replies import embedding, tool_choice
 from mockprovider.replies.faults import wait_unless_gone
 from mockprovider.replies.headers import OPTIONS
 from mockprovider.replies.tool_choice import AUTO, ToolChoice
@@ -170,11 +170,7 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
     Later sources override earlier ones: server defaults < the scenario file's `options` <
     base-URL path < model suffix < header.
     """
-    name, _, suffix = model.partition("+")
-    path, sent = request.path_params.get("options", ""), header(request, b"x-mock-options")
-    if path or sent:
-        name = _chosen(path, sent) or name
-    script = config.scenarios.get(name)
+    name, script, options = _resolve(request, config, model)
     if script is None:
         known = ", ".join(config.scenarios)
         raise APIError(
@@ -184,13 +180,36 @@ def resolve(request: Request, config: Config, model: str) -> tuple[Scenario, Opt
             code="model_not_found",
         )
     request.scope[SCENARIO] = name
+    return script, options
+
+
+def resolve_embedding(request: Request, config: Config, model: str) -> tuple[Scenario | None, Options]:
+    """`resolve`, for an embedding request: a real embedding model's name that names no scenario
+    (`text-embedding-3-small`) selects no scenario, only the options."""
+    name, script, options = _resolve(request, config, model)
+    if script is None and embedding.known(name) is None:
+        return resolve(request, config, model)  # raises the unknown model's 404
+    request.scope[SCENARIO] = name
+    return script, options
+
+
+def _resolve(request: Request, config: Config, model: str) -> tuple[str, Scenario | None, Options]:
+    """The name `resolve` looks up, its scenario (None: no scenario has that name) and the options
+    (those of the base URL, the model suffix and the header, too, for a name of no scenario)."""
+    name, _, suffix = model.partition("+")
+    path, sent = request.path_params.get("options", ""), header(request, b"x-mock-options")
+    if path or sent:
+        name = _chosen(path, sent) or name
+    script = config.scenarios.get(name)
+    if script is None and embedding.known(name) is None:
+        return name, None, config.defaults
     options = _stated(request, config.defaults, (
         (getattr(script, "options", ""), "model"),  # a file scenario's, checked when it was loaded
         (path, "base_url"),
         (suffix, "model"),
         (sent, "x-mock-options"),
     ))
-    return script, options
+    return name, script, options
 
 
 def listing_options(request: Request, config: Config) -> None:
@@ -210,6 +229,19 @@ def _stated(request: Request, options: Options, sources: tuple[tuple[str, str], 
     return options
 
 
+async def scripted(request: Request, script: Scenario, conversation: Conversation) -> Reply:
+    """The scenario's reply to `conversation`, after the reply's own latency; a scripted error
+    reply is raised, for the wire format to render."""
+    reply = script(conversation)
+    if reply.latency_ms:
+        await wait_unless_gone(request, reply.latency_ms / 1000)
+    if (e := reply.error) is not None:
+        # A fresh exception per request: re-raising one shared instance would grow its traceback.
+        given = e.type if getattr(e, "given_type", True) else None
+        raise ScriptedError(e.status, e.message, type=given, code=e.code, headers=dict(e.headers))
+    return reply
+
+
 async def scripted_reply(
     request: Request, script: Scenario, conversation: Conversation,
     tools: Sequence[Mapping[str, Any]] | None, options: Options, choice: ToolChoice = AUTO,
@@ -218,13 +250,7 @@ async def scripted_reply(
     reply's own latency; a scripted error reply is raised, for the wire format to render. The
     reply is one a real model could give under the request's tools and `choice` (see
     `tool_choice.constrain`). `conversation` carries the same `tools` (built with them)."""
-    reply = script(conversation)
-    if reply.latency_ms:
-        await wait_unless_gone(request, reply.latency_ms / 1000)
-    if (e := reply.error) is not None:
-        # A fresh exception per request: re-raising one shared instance would grow its traceback.
-        given = e.type if getattr(e, "given_type", True) else None
-        raise ScriptedError(e.status, e.message, type=given, code=e.code, headers=dict(e.headers))
+    reply = await scripted(request, script, conversation)
     # `constrain` can change or refuse nothing for an agent loop's usual request (tools offered,
     # `tool_choice` auto, undeclared tools allowed): tested inline, the chat route's hot path.
     if not tools or choice.mode != "auto" or options.refuse_undeclared or choice.allowed:

@@ -2,7 +2,8 @@
 turn, read with the mock's own translators), its error shape, and the reader of its reply.
 
 The OpenAI formats (Chat Completions, Responses) and Anthropic's Messages go under the
-upstream's base URL; Gemini's, Ollama's and Bedrock's paths are the client's own, under its root.
+upstream's base URL; Gemini's, Ollama's, Bedrock's and Azure OpenAI's paths (Azure's chat and
+responses formats) are the client's own, under its root.
 """
 
 from __future__ import annotations
@@ -41,9 +42,11 @@ class Asked:
 
 def asked_of(fmt: Format, raw: bytes, path: Mapping[str, Any]) -> Asked | str:
     """The request's conversation and turn, or why it cannot be recorded; `path` holds its route's
-    parameters (Gemini names the model and the method there)."""
+    parameters (Gemini names the model and the method there, Azure its deployment)."""
     try:
         body = json.loads(raw)
+        if "deployment" in path and isinstance(body, dict):  # Azure's: the deployment names the model
+            body = {**body, "model": path["deployment"]}
         paired = False
         if fmt == "chat":
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):

@@ -141,7 +141,7 @@ async def exchange(request: Request, fmt: Format) -> Response:
             404, f"Nothing is recorded in {rec.recording.out} for this request ({where}); "
             "--strict answers only recorded turns.", code="not_recorded"))
     query = request.scope.get("query_string", b"")
-    native = fmt in ("gemini", "ollama", "converse")
+    native = fmt in ("gemini", "ollama", "converse") or _azure(request.url.path)
     target = rec.upstream.target(request.url.path if native else PATHS[fmt], query, from_root=native)
     if target is None:
         return error_in(fmt, APIError(404, f"{request.url.path}: the path leaves the upstream's base path.",
@@ -300,8 +300,8 @@ async def passthrough(request: Request) -> Response:
 
 
 async def passthrough_root(request: Request) -> Response:
-    """Anything else of Gemini's and Ollama's (`GET /api/tags`, a `countTokens`), the same way,
-    under the upstream's root."""
+    """Anything else of Gemini's, Ollama's and Azure's (`GET /api/tags`, a `countTokens`, Azure's
+    embeddings), the same way, under the upstream's root."""
     return await _pass(request, request.url.path, from_root=True)
 
 
@@ -326,6 +326,21 @@ async def gemini_method(request: Request) -> Response:
     if request.path_params["method"] not in GEMINI_METHODS:
         return await passthrough_root(request)
     return await _route("gemini")(request)
+
+
+def _azure(path: str) -> bool:
+    """Azure OpenAI's routes: under the upstream's root (the resource's endpoint), as the client sent them."""
+    return path.startswith("/openai/")
+
+
+AZURE_ROUTES: tuple[tuple[str, Format], ...] = (
+    ("/openai/deployments/{deployment}/chat/completions", "chat"),
+    ("/openai/deployments/{deployment}/responses", "responses"),
+    ("/openai/responses", "responses"),
+    ("/openai/v1/chat/completions", "chat"),
+    ("/openai/v1/responses", "responses"),
+)
+"""Azure OpenAI's model routes: the chat and responses formats, the deployment naming the model."""
 
 
 def _route(fmt: Format) -> Callable[[Request], Any]:
@@ -360,9 +375,11 @@ def proxy_app(recorder: Recorder) -> Starlette:
             *(Route(f"/{version}/models/{{model}}:{{method}}", gemini_method, methods=["POST"])
               for version in ("v1beta", "v1")),
             Route("/api/chat", _route("ollama"), methods=["POST"]),
+            *(Route(path, _route(fmt), methods=["POST"]) for path, fmt in AZURE_ROUTES),
             *(Route(f"/model/{{model_id:path}}/{method}", _route("converse"), methods=["POST"])
               for method in ("converse", "converse-stream")),
             Route("/v1/{path:path}", passthrough, methods=_ANY),
+            Route("/openai/{path:path}", passthrough_root, methods=_ANY),
             Route("/v1beta/{path:path}", passthrough_root, methods=_ANY),
             Route("/api/{path:path}", passthrough_root, methods=_ANY),
             Route("/model/{path:path}", passthrough_root, methods=_ANY),

@@ -17,10 +17,12 @@ KERNEL = {"errors", "journal", "metrics"}
 MAY_USE_KERNEL = {"scripts": {"errors"}, "reading": {"errors"}, "replies": {"errors", "metrics"},
                   "apis": KERNEL}
 SHARED_STEPS = {"steps", "shared"}
-OWN_HELPERS = {"gemini": {"gemini_request"}, "anthropic": {"anthropic_request"},
-               "responses": {"responses_request"}, "azure": {"chat", "responses"},
+OWN_HELPERS = {"gemini": {"gemini_request"}, "gemini_embed": {"gemini"}, "ollama_embed": {"ollama"},
+               "anthropic": {"anthropic_request"},
+               "responses": {"responses_request"}, "azure": {"chat", "embeddings", "responses"},
                "bedrock": {"bedrock_request", "bedrock_eventstream"}}
-"""A surface's own helpers; Azure OpenAI is the chat and responses surfaces behind Azure's doors."""
+"""A surface's own helpers; Azure OpenAI is the chat, responses and embeddings surfaces behind Azure's
+doors; Gemini's and Ollama's embeddings answer errors in their surface's shape."""
 ONLY_THESE_REACH_THE_RECORDER = {"pytest_plugin", "cassettes", "__main__", "recorder"}
 
 

@@ -7,10 +7,12 @@ cases of the same rules are in test_conformance.py and test_tool_choice.py.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 
 import pytest
 
+from mockprovider.scripts.scenarios import ANSWER_PLAN
 from mockprovider.server import serve_in_thread
 
 # The frameworks' own deprecation warnings (pydantic, their dependencies) are theirs to fix.
@@ -90,3 +92,39 @@ def test_smolagents_at_its_step_cap_gets_a_text_final_answer(root):
     """At the cap smolagents asks for a final answer without tools: text, never a tool call."""
     agent = _smolagents_agent(root, "loops", max_steps=2)
     assert agent.run("Which file mentions a timeout?") == ANSWER
+
+
+def test_langchains_azure_chat_openai_reaches_plans_answer_through_a_deployment(root):
+    pytest.importorskip("langchain_openai")
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langchain_openai import AzureChatOpenAI
+
+    llm = AzureChatOpenAI(azure_endpoint=root, azure_deployment="plan", api_version="2024-10-21",
+                          api_key="unused", max_retries=2)
+    results = {"list_files": "errors.log\nnotes.txt", "read_file": "worker 7 timed out after 30000 ms"}
+    bound = llm.bind_tools([{"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+                            for name in results])
+    messages: list = [HumanMessage("Which file mentions a timeout?")]
+    for _ in range(3):
+        reply = bound.invoke(messages)
+        messages.append(reply)
+        messages += [ToolMessage(results[c["name"]], tool_call_id=c["id"]) for c in reply.tool_calls]
+        if not reply.tool_calls:
+            break
+    assert reply.content == ANSWER_PLAN
+    called = [m.tool_calls[0]["name"] for m in messages if getattr(m, "tool_calls", None)]
+    assert called == ["list_files", "read_file"]
+
+
+def test_langchains_azure_chat_openai_streams_and_retries_a_scripted_429(root, caplog):
+    pytest.importorskip("langchain_openai")
+    from langchain_openai import AzureChatOpenAI
+
+    caplog.set_level(logging.INFO, logger="mockprovider")
+    deployment = "plan+fault=429@0x2+retry=10"
+    llm = AzureChatOpenAI(azure_endpoint=root, azure_deployment=deployment, api_version="2024-10-21",
+                          api_key="unused", max_retries=2)
+    chunks = list(llm.stream("Which file mentions a timeout?"))
+    assert len(chunks) > 2 and "".join(str(c.content) for c in chunks)  # without tools: plan's text
+    statuses = [r.getMessage().rpartition(" ")[2] for r in caplog.records if deployment in r.getMessage()]
+    assert statuses == ["status=429", "status=429", "status=ok"]

@@ -1,4 +1,5 @@
-"""One script, every wire format: `plan` gives the same turns through every official client.
+"""One script, every wire format (Gemini on Vertex AI and Bedrock's Converse too): `plan` gives the
+same turns through every official client.
 
 Each driver runs `plan` to its answer with one format's client, plain or streamed, feeding the
 same tool results back, and reduces every reply to the same `Turn`. The turns must agree in
@@ -24,6 +25,7 @@ import pytest
 from botocore.config import Config
 from google import genai
 from google.genai import types
+from google.oauth2.credentials import Credentials
 
 import o200k
 from mockprovider.scripts.scenarios import ANSWER_PLAN
@@ -139,7 +141,7 @@ def _gemini_reply(client: genai.Client, contents: list, config: types.GenerateCo
     return parts, chunks[-1]
 
 
-def _gemini(url: str, stream: bool) -> list[Turn]:
+def _gemini(url: str, stream: bool, *, vertex: bool = False) -> list[Turn]:
     declarations = [types.FunctionDeclaration(name=name, description=d, parameters_json_schema=s)
                     for name, (d, s) in SCHEMAS.items()]
     config = types.GenerateContentConfig(
@@ -148,7 +150,12 @@ def _gemini(url: str, stream: bool) -> list[Turn]:
     contents: list = [types.Content(role="user", parts=[types.Part(text=QUESTION)])]
     turns = []
     options = types.HttpOptions(base_url=url.removesuffix("/v1"))
-    with genai.Client(api_key="unused", http_options=options) as client:
+    if vertex:  # Vertex AI's paths, with OAuth credentials that need no network
+        client = genai.Client(vertexai=True, project="p", location="us-central1",
+                              credentials=Credentials(token="unused"), http_options=options)
+    else:
+        client = genai.Client(api_key="unused", http_options=options)
+    with client:
         for _ in range(3):
             parts, last = _gemini_reply(client, contents, config, stream)
             calls = [p.function_call for p in parts if p.function_call]
@@ -224,6 +231,7 @@ def _bedrock(url: str, stream: bool) -> list[Turn]:
 DRIVERS: dict[str, Callable[[str, bool], list[Turn]]] = {
     "chat": _chat, "responses": _responses, "anthropic": _anthropic, "gemini": _gemini, "ollama": _ollama,
     "bedrock": _bedrock,
+    "vertex": lambda url, stream: _gemini(url, stream, vertex=True),
 }
 
 
@@ -265,14 +273,29 @@ DOCS = Path(__file__).parents[3] / "docs" / "formats.md"
 EXAMPLES = dict(re.findall(r"^## (.+?)\n.*?```python\n(.*?)```", DOCS.read_text(), re.S | re.M))
 
 
+ANSWERING = [heading for heading in EXAMPLES if heading != "Embeddings"]
+"""The examples that run `plan` to its answer."""
+
+
 def test_the_docs_show_one_example_per_format():
     assert list(EXAMPLES) == ["Chat Completions", "Responses", "Anthropic Messages", "Gemini", "Ollama",
-                              "Azure OpenAI", "Amazon Bedrock (Converse)"]
+                              "Azure OpenAI", "Vertex AI", "Amazon Bedrock (Converse)", "Embeddings"]
 
 
-@pytest.mark.parametrize("heading", EXAMPLES)
+@pytest.mark.parametrize("heading", ANSWERING)
 def test_each_docs_example_reaches_the_answer_as_written(mock_url, capsys, heading):
     namespace: dict[str, Any] = {}
     exec(EXAMPLES[heading].replace("http://127.0.0.1:8000", mock_url.removesuffix("/v1")), namespace)
     namespace["client"].close()  # the examples leave it open, as a script may
     assert capsys.readouterr().out == ANSWER_PLAN + "\n"
+
+
+def test_the_embeddings_examples_print_what_they_say(mock_url, capsys):
+    section = DOCS.read_text().partition("## Embeddings\n")[2].partition("\n## ")[0]
+    texts = ["worker 7 timed out after 30000 ms", "worker 7 timed out", "Remember to rotate your logs."]
+    namespace: dict[str, Any] = {}
+    for block in re.findall(r"```python\n(.*?)```", section, re.S):
+        exec(block.replace("http://127.0.0.1:8000", mock_url.removesuffix("/v1")), namespace)
+    for name in ("client", "google", "local"):
+        namespace[name].close()
+    assert capsys.readouterr().out == f"1536 {sum(map(o200k.count, texts))}\nTrue\n768\n768\n"

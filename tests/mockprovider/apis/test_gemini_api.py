@@ -657,7 +657,7 @@ def test_transport_level_errors_are_google_shaped_too(serve_mock):
         ("POST", path, {"content": b"{}", "headers": key}, 415, "INVALID_ARGUMENT"),
         ("POST", path, {"json": ok(padding="x" * limit), "headers": key}, 413, "INVALID_ARGUMENT"),
         ("GET", path, {"headers": key}, 405, "UNIMPLEMENTED"),
-        ("POST", "/v1beta/models/plan:embedContent", {"json": ok(), "headers": key}, 404, "NOT_FOUND"),
+        ("POST", "/v1beta/models/plan:generateAnswer", {"json": ok(), "headers": key}, 404, "NOT_FOUND"),
         ("POST", "/v1beta/cachedContents", {"json": {}, "headers": key}, 404, "NOT_FOUND"),
         ("POST", "/v1beta/models/plan:streamGenerateContent?alt=proto", {"json": ok(), "headers": key},
          400, "INVALID_ARGUMENT"),

@@ -1,5 +1,5 @@
-"""Every body and event the OpenAI-shaped routes send validates against OpenAI's OpenAPI spec
-(the committed subset in spec/, read by `spec_support`)."""
+"""Every body and event the OpenAI-shaped routes send (Azure OpenAI's and the embeddings included)
+validates against OpenAI's OpenAPI spec (the committed subset in spec/, read by `spec_support`)."""
 
 from __future__ import annotations
 
@@ -75,6 +75,68 @@ def test_max_output_tokens_of_zero_or_less_is_below_the_minimum_too(in_process, 
     assert (response.status_code, error["code"], error["param"]) == (
         400, "integer_below_min_value", "max_output_tokens")
     assert f"got {limit} instead" in error["message"]
+
+
+# --- Azure OpenAI's routes and the embeddings: the same spec -----------------------------------
+
+VERSIONED = "?api-version=2024-10-21"
+AZURE_CHAT = [f"/openai/deployments/plan/chat/completions{VERSIONED}", "/openai/v1/chat/completions"]
+AZURE_RESPONSES = [f"/openai/deployments/plan/responses{VERSIONED}", "/openai/v1/responses"]
+EMBEDDINGS = ["/v1/embeddings", f"/openai/deployments/plan/embeddings{VERSIONED}", "/openai/v1/embeddings"]
+
+
+@pytest.mark.parametrize("turn", TURNS)
+@pytest.mark.parametrize("path", AZURE_CHAT)
+def test_azure_chat_bodies_and_chunks_follow_the_spec(in_process, turn, path):
+    body = {"model": "plan", "messages": TURNS[turn]}
+    plain = in_process.post(path, json=body)
+    streamed = in_process.post(path, json={**body, "stream": True, "stream_options": {"include_usage": True}})
+    assert plain.headers["apim-request-id"]
+    assert errors(plain.json(), "CreateChatCompletionResponse") == []
+    chunks = _events(streamed.text)
+    assert len(chunks) > 2
+    assert [e for c in chunks for e in errors(c, "CreateChatCompletionStreamResponse")] == []
+
+
+@pytest.mark.parametrize("path", [f"/openai/deployments/plan+content_filter=on/chat/completions{VERSIONED}",
+                                  "/openai/v1/chat/completions"])
+def test_azure_content_filter_results_keep_the_bodies_in_the_spec(in_process, path):
+    """Azure's filter fields are extra fields the spec allows; only the stream's first chunk, which
+    carries the prompt's results and no choice, is Azure's own (its `object` is empty)."""
+    body = {"model": "plan+content_filter=on", "messages": TURNS["answer"]}
+    plain = in_process.post(path, json=body).json()
+    chunks = _events(in_process.post(path, json={**body, "stream": True}).text)
+    assert plain["prompt_filter_results"] and errors(plain, "CreateChatCompletionResponse") == []
+    assert chunks[0]["choices"] == [] and chunks[0]["object"] == ""
+    assert [e for c in chunks[1:] for e in errors(c, "CreateChatCompletionStreamResponse")] == []
+
+
+@pytest.mark.parametrize("turn", TURNS)
+@pytest.mark.parametrize("path", AZURE_RESPONSES)
+def test_azure_responses_bodies_and_events_follow_the_spec(in_process, turn, path):
+    body = {"model": "plan", "input": TURNS[turn]}
+    plain = in_process.post(path, json=body).json()
+    events = _events(in_process.post(path, json={**body, "stream": True}).text)
+    assert errors(plain, "Response") == []
+    assert [e for event in events for e in errors(event, "ResponseStreamEvent")] == []
+
+
+@pytest.mark.parametrize("path", EMBEDDINGS)
+@pytest.mark.parametrize("given", ["one text", ["two", "texts"], [[1, 2, 3]]])
+def test_embedding_bodies_follow_the_spec(in_process, path, given):
+    """The spec describes the float vectors; base64 is a string in the same place."""
+    plain = in_process.post(path, json={"model": "plan", "input": given, "dimensions": 32}).json()
+    assert errors(plain, "CreateEmbeddingResponse") == []
+    encoded = in_process.post(path, json={"model": "plan", "input": given, "encoding_format": "base64"})
+    encoded = encoded.json()
+    assert errors({**encoded, "data": []}, "CreateEmbeddingResponse") == []
+    assert all(isinstance(item["embedding"], str) for item in encoded["data"])
+
+
+def test_a_vector_of_strings_would_fail_the_embedding_check(in_process):
+    plain = in_process.post("/v1/embeddings", json={"model": "plan", "input": "x", "dimensions": 4}).json()
+    broken = {**plain, "data": [{**plain["data"][0], "embedding": ["0.5"] * 4}]}
+    assert errors(broken, "CreateEmbeddingResponse")
 
 
 # --- Messages: the anthropic SDK's own types, strictly ----------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 
 ROOTS = (
     "CreateChatCompletionResponse", "CreateChatCompletionStreamResponse", "CompletionUsage",
-    "Response", "ResponseStreamEvent", "ResponseErrorEvent", "ResponseFailedEvent",
+    "Response", "ResponseStreamEvent", "ResponseErrorEvent", "ResponseFailedEvent", "CreateEmbeddingResponse",
 )
 DROP = {"description", "x-oaiMeta", "example", "examples", "title"}
 
