@@ -25,6 +25,7 @@ from mockprovider.apis import (
     anthropic,
     azure,
     bedrock,
+    bedrock_embed,
     chat,
     embeddings,
     gemini,
@@ -155,6 +156,7 @@ ROUTES = [
     *ollama_embed.ROUTES,
     *ollama.ROUTES,
     *azure.ROUTES,
+    *bedrock_embed.ROUTES,
     *bedrock.ROUTES,
     *mcp_endpoint.ROUTES,
 ]

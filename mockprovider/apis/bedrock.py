@@ -219,12 +219,12 @@ def scenario_of(model_id: str, known: Mapping[str, Any]) -> str:
     return name
 
 
-def _parse(raw: bytes) -> Any:
+def parse(raw: bytes) -> Any:
     return parse_body(raw, unparsable="Malformed input request: {error}, please reformat your input and try "
                                       "again.")
 
 
-def _attempt(request: Request, raw: bytes) -> None:
+def sdk_attempt(request: Request, raw: bytes) -> None:
     """boto3's own count of this call's attempts (`amz-sdk-request: attempt=1; max=3`, from 1) as
     the attempt faults are keyed by; a client that sends none has its repeats counted instead."""
     headers = header_map(request)
@@ -242,13 +242,13 @@ async def _request(request: Request, *, stream: bool) -> tuple[ChatShaped, bytes
     config = config_of(request)
     raw = await read_raw(request, config)
     model = scenario_of(request.path_params["model_id"], config.scenarios)
-    return converse_request(_parse(raw), model=model, stream=stream), raw
+    return converse_request(parse(raw), model=model, stream=stream), raw
 
 
 async def _converse(request: Request, stream: bool) -> Response:
     started = time.perf_counter()
     req, raw = await _request(request, stream=stream)
-    _attempt(request, raw)
+    sdk_attempt(request, raw)
     turn = await scripted_turn(request, config_of(request), req, midstream_faults=True)
     if isinstance(turn, APIError):
         return error_response(turn, request)
@@ -271,7 +271,7 @@ async def _count_tokens(request: Request) -> Response:
         raise APIError(405, f"{request.method} {request.url.path}: use POST.", headers={"allow": "POST"})
     config = config_of(request)
     raw = await read_raw(request, config)
-    given = _parse(raw)
+    given = parse(raw)
     inner = given.get("input") if isinstance(given, dict) else None
     converse = inner.get("converse") if isinstance(inner, dict) else None
     if not isinstance(converse, dict):
@@ -283,8 +283,10 @@ async def _count_tokens(request: Request) -> Response:
     return json_response({"inputTokens": await transcript.prompt_tokens(read, req.tools)})
 
 
-def _endpoint(answer: Any) -> Any:
-    async def endpoint(request: Request) -> Response:
+def endpoint(answer: Any) -> Any:
+    """An endpoint of `answer`: its errors in AWS's shape, every reply with the request's id."""
+
+    async def serve(request: Request) -> Response:
         try:
             response = await answer(request)
         except APIError as e:
@@ -294,7 +296,7 @@ def _endpoint(answer: Any) -> Any:
         response.headers["x-amzn-RequestId"] = request_id(request)
         return response
 
-    return endpoint
+    return serve
 
 
 def _region(request: Request) -> str:
@@ -319,14 +321,15 @@ async def _foundation_models(request: Request) -> Response:
 
 async def _unknown(request: Request) -> Response:
     raise APIError(404, f"{request.method} {request.url.path}: not served here; this mock serves "
-                        "/model/{modelId}/converse, /converse-stream and /count-tokens.")
+                        "/model/{modelId}/converse, /converse-stream, /count-tokens and /invoke "
+                        "(Titan text embeddings).")
 
 
-converse = _endpoint(lambda request: _converse(request, False))
-converse_stream = _endpoint(lambda request: _converse(request, True))
-count_tokens = _endpoint(_count_tokens)
-foundation_models = _endpoint(_foundation_models)
-unknown = _endpoint(_unknown)
+converse = endpoint(lambda request: _converse(request, False))
+converse_stream = endpoint(lambda request: _converse(request, True))
+count_tokens = endpoint(_count_tokens)
+foundation_models = endpoint(_foundation_models)
+unknown = endpoint(_unknown)
 
 # Every method reaches each endpoint, so a wrong one is refused in AWS's shape too.
 _ANY = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
