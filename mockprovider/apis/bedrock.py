@@ -34,9 +34,6 @@ reply carries `x-amzn-RequestId`. The attempt is boto3's own count (`amz-sdk-req
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 import re
 import time
 import uuid
@@ -49,7 +46,16 @@ from starlette.routing import Route
 
 from mockprovider.apis import bedrock_eventstream as frames
 from mockprovider.apis.bedrock_request import converse_request
-from mockprovider.apis.shared import ChatShaped, as_json, json_response, scripted_turn, streamed
+from mockprovider.apis.shared import (
+    ChatShaped,
+    as_json,
+    json_response,
+    reasoning_signature,
+    scripted_turn,
+    streamed,
+    streamed_input,
+    tool_input,
+)
 from mockprovider.apis.steps import authorize, config_of, read_raw, resolve
 from mockprovider.errors import APIError, ScriptedError, invalid
 from mockprovider.reading import attempts, transcript
@@ -118,30 +124,18 @@ def error_response(e: APIError, request: Request | None = None) -> Response:
 # --- the reply ------------------------------------------------------------------------------
 
 
-def _input(arguments: str) -> dict[str, Any]:
-    """A tool call's input; `{}` when a `maxTokens` cut left its JSON unfinished."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _signature(text: str) -> str:
-    return base64.b64encode(hashlib.sha256(f"mockprovider:{text}".encode()).digest()).decode()
-
-
 def _content(c: completions.Completion) -> list[dict[str, Any]]:
     """The reply's blocks: its reasoning, its text (when there is any), then a toolUse per call."""
     blocks: list[dict[str, Any]] = []
     if c.reasoning_tokens and c.reasoning is None:
-        blocks.append({"reasoningContent": {"redactedContent": _signature(str(c.reasoning_tokens))}})
+        hidden = reasoning_signature(str(c.reasoning_tokens))
+        blocks.append({"reasoningContent": {"redactedContent": hidden}})
     elif c.reasoning_tokens:
-        blocks.append({"reasoningContent": {"reasoningText": {"text": c.reasoning,
-                                                              "signature": _signature(c.reasoning or "")}}})
+        text = {"text": c.reasoning, "signature": reasoning_signature(c.reasoning or "")}
+        blocks.append({"reasoningContent": {"reasoningText": text}})
     if c.content is not None or not (c.tool_calls or c.reasoning_tokens):
         blocks.append({"text": c.content or ""})
-    blocks += [{"toolUse": {"toolUseId": call.id, "name": call.name, "input": _input(call.arguments)}}
+    blocks += [{"toolUse": {"toolUseId": call.id, "name": call.name, "input": tool_input(call.arguments)}}
                for call in c.tool_calls]
     return blocks
 
@@ -165,8 +159,8 @@ def body(c: completions.Completion, cached: bool, latency_ms: int) -> dict[str, 
 def _deltas(block: dict[str, Any], arguments: str, chunk: int) -> list[tuple[dict[str, Any], int]]:
     """A block's deltas, each with the tokens it carries."""
     if "toolUse" in block:
-        streamed_input = arguments if _input(arguments) else "{}"  # every delta a prefix of the input
-        return [({"toolUse": {"input": p}}, n) for p, n in completions.weighed_deltas(streamed_input, chunk)]
+        pieces = completions.weighed_deltas(streamed_input(arguments), chunk)
+        return [({"toolUse": {"input": p}}, n) for p, n in pieces]
     if "text" in block:
         return [({"text": p}, n) for p, n in completions.weighed_deltas(block["text"], chunk)]
     reasoning = block["reasoningContent"]

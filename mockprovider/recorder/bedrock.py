@@ -16,7 +16,6 @@ from typing import Any
 
 from mockprovider.apis import bedrock_eventstream as frames
 from mockprovider.recorder.replies import (
-    MAX_REPLY_BYTES,
     NotRecordable,
     Stream,
     as_list,
@@ -58,8 +57,8 @@ def converse_reply(raw: bytes) -> dict[str, Any]:
 
 
 class ConverseStream(Stream):
-    """A converse-stream reply read frame by frame as its bytes arrive (never raising: a frame it
-    cannot read stops the reading, not the relay)."""
+    """A converse-stream reply read frame by frame as its bytes arrive (`Stream.feed`: never
+    raising, a frame it cannot read stops the reading, not the relay)."""
 
     def __init__(self) -> None:
         super().__init__("converse")
@@ -67,27 +66,17 @@ class ConverseStream(Stream):
         self._blocks: dict[int, dict[str, Any]] = {}
         self._stream_usage: dict[str, int] | None = None
 
-    def feed(self, data: bytes) -> None:
-        if self.problem is not None:
-            return
-        self._size += len(data)
-        if self._size > MAX_REPLY_BYTES:
-            self.oversize = True
-            self.problem = f"the reply is larger than {MAX_REPLY_BYTES} bytes, the limit of a scenario file"
-            return
+    def _read(self, data: bytes) -> None:
         self._buffer += data
         try:
-            for headers, payload in frames.read(self._buffer):
-                self._frame(headers, payload)
+            found = frames.read(self._buffer)
         except frames.Malformed as e:
-            self._stop(f"the event stream is malformed ({e})")
-        except NotRecordable as e:
-            self._stop(str(e))
-        except (ValueError, LookupError, TypeError, AttributeError) as e:
-            self._stop(f"the stream holds what the recorder cannot read ({type(e).__name__}: {e})")
+            raise NotRecordable(f"the event stream is malformed ({e})") from None
+        for headers, payload in found:
+            self._frame(headers, payload)
 
     def _stop(self, problem: str) -> None:
-        self.problem = problem
+        super()._stop(problem)
         self._buffer, self._blocks = bytearray(), {}
 
     def _frame(self, headers: Mapping[str, Any], payload: bytes) -> None:
