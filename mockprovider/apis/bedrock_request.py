@@ -89,8 +89,9 @@ def _system(value: Any, reading: _Reading) -> None:
 
 
 def _assistant(blocks: list[Any], p: str, reading: _Reading) -> list[str]:
-    """The assistant message; the toolUse ids it asks the next message to answer."""
-    texts, calls, ids = [], [], []
+    """The assistant message; the toolUse ids it asks the next message to answer. A cachePoint in it
+    caches the whole message, as a mark on an assistant block does on Anthropic's API."""
+    texts, calls, ids, points = [], [], [], []
     for j, block in enumerate(blocks):
         q = f"{p}.content[{j}]"
         kind, inner = _member(block, q, BLOCKS["assistant"])
@@ -108,7 +109,7 @@ def _assistant(blocks: list[Any], p: str, reading: _Reading) -> list[str]:
                                    json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)))
             ids.append(call_id)
         elif kind == "cachePoint":
-            reading.mark(inner, f"{q}.cachePoint", open_text=None)
+            points.append((inner, f"{q}.cachePoint"))
         # reasoningContent: earlier reasoning sent back, as Claude asks for it; not part of the prompt
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
     if calls:
@@ -116,6 +117,8 @@ def _assistant(blocks: list[Any], p: str, reading: _Reading) -> list[str]:
     if not (texts or calls):
         message["content"] = ""
     reading.messages.append(message)
+    for inner, q in points:
+        reading.mark(inner, q)
     return ids
 
 

@@ -16,7 +16,9 @@ from botocore.exceptions import ClientError, EventStreamError
 
 import o200k
 from mockprovider.apis import bedrock_eventstream
+from mockprovider.apis.bedrock_request import converse_request
 from mockprovider.app import create_app
+from mockprovider.replies.caching import Breakpoint
 from mockprovider.scripts.scenarios import ANSWER_PLAN
 from mockprovider.server import serve_in_thread
 
@@ -417,3 +419,19 @@ def test_a_scenario_files_conditions_and_options_hold_on_bedrock():
         answer = converse(c, True, modelId="weather+latency=0", system=[{"text": "Be brief."}],
                           messages=[USER, first, rain], toolConfig=weather)
     assert answer["output"]["message"]["content"] == [{"text": "Umbrella."}]
+
+
+def test_cache_points_stand_where_anthropics_marks_would():
+    """Tools, system, messages: each cachePoint caches what precedes it; in an assistant message,
+    the whole message; between text blocks, the text before it."""
+    point = {"cachePoint": {"type": "default"}}
+    body = {"toolConfig": {"tools": [*TOOLS["tools"][:1], point]},
+            "system": [{"text": "s"}, point],
+            "messages": [USER, {"role": "assistant", "content": [
+                {"text": "a"}, {"cachePoint": {"type": "default", "ttl": "1h"}}]},
+                {"role": "user", "content": [{"text": "b"}, point, {"text": "c"}]}]}
+    req = converse_request(body, model="plan", stream=False)
+    assert req.cache_breakpoints == (
+        Breakpoint(tools=1, messages=0, ttl="5m"), Breakpoint(tools=1, messages=1, ttl="5m"),
+        Breakpoint(tools=1, messages=3, ttl="1h"), Breakpoint(tools=1, messages=4, ttl="5m", text="b"))
+    assert [m["role"] for m in req.messages] == ["system", "user", "assistant", "user"]
