@@ -44,7 +44,7 @@ from mockprovider.apis.steps import (
     log,
 )
 from mockprovider.errors import APIError, ClientGone
-from mockprovider.journal import Journal, render_matching
+from mockprovider.journal import Journal, plain_path, render_matching
 from mockprovider.mcp import endpoint as mcp_endpoint
 from mockprovider.mcp.callable import CallableTool, McpOptions
 from mockprovider.mcp.host import TEST, McpHost
@@ -109,14 +109,14 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     error = APIError(500, f"Internal error in the mock: {type(exc).__name__}", type="server_error")
     # This handler answers outside ApiHeaders: the API's shape and headers are added here.
     path = request.url.path
+    if plain_path(path).startswith(("/model/", "/foundation-models")):  # first: a model id may hold anything
+        return bedrock.error_response(error, request)  # AWS's own headers, none of OpenAI's
     if headers.anthropic_path(path):
         response = anthropic.error_response(error, request)
     elif "/api/" in path:
         response = ollama.error_response(error)
     elif "/v1beta/" in path or headers.gemini_method(path):
         response = gemini.error_response(error)
-    elif path.startswith("/model/") or "/model/" in path and path.startswith("/o/"):
-        return bedrock.error_response(error, request)  # AWS's own headers, none of OpenAI's
     else:
         response = error.response()
     response.raw_headers.extend(headers.of(request.scope, config_of(request).defaults))

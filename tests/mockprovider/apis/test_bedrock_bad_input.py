@@ -180,3 +180,20 @@ def test_generated_bodies_get_a_reply_or_an_aws_error_never_a_500(in_process, bo
         assert 400 <= response.status_code < 500, response.text
         assert response.headers["x-amzn-errortype"].endswith("Exception")
         assert set(response.json()) == {"message"}
+
+
+def test_a_bug_in_the_mock_is_still_answered_in_aws_shape(monkeypatch, caplog):
+    from starlette.testclient import TestClient
+
+    from mockprovider.apis import bedrock
+    from mockprovider.app import create_app
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(bedrock, "converse_request", broken)
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        response = client.post("/model/arn:aws:bedrock:x::foundation-model/api/plan/converse", json=ok())
+    assert (response.status_code, response.headers["x-amzn-errortype"]) == (500, "InternalServerException")
+    assert response.json() == {"message": "Internal error in the mock: RuntimeError"}
+    assert "x-request-id" not in response.headers
