@@ -36,8 +36,9 @@ def _object(value: Any, p: str) -> dict[str, Any]:
 
 
 def _list(value: Any, p: str, *, required: bool = True) -> list[Any]:
+    """`value`, an array (a non-empty one if `required`)."""
     if not isinstance(value, list) or (required and not value):
-        raise invalid(f"{p}: expected a non-empty array.", param=p)
+        raise invalid(f"{p}: expected {'a non-empty' if required else 'an'} array.", param=p)
     return value
 
 
