@@ -89,7 +89,7 @@ def _system(value: Any, reading: _Reading) -> None:
         reading.messages.append({"role": "system", "content": "".join(texts)})
 
 
-def _assistant(blocks: list[Any], p: str, reading: _Reading) -> list[str]:
+def _assistant(blocks: list[Any], p: str, reading: _Reading) -> dict[str, None]:
     """The assistant message; the toolUse ids it asks the next message to answer. A cachePoint in it
     caches the whole message, as a mark on an assistant block does on Anthropic's API."""
     texts, calls, ids, points = [], [], [], []
@@ -120,7 +120,7 @@ def _assistant(blocks: list[Any], p: str, reading: _Reading) -> list[str]:
     reading.messages.append(message)
     for inner, q in points:
         reading.mark(inner, q)
-    return ids
+    return dict.fromkeys(ids)  # ordered, and each answer found and removed in constant time
 
 
 def _result_text(result: dict[str, Any], q: str) -> str:
@@ -133,7 +133,7 @@ def _result_text(result: dict[str, Any], q: str) -> str:
     return "".join(out)
 
 
-def _user(blocks: list[Any], i: int, expected: list[str], reading: _Reading) -> None:
+def _user(blocks: list[Any], i: int, expected: dict[str, None], reading: _Reading) -> None:
     """`messages[i]`'s blocks, a user message's: a tool message per toolResult (each answering one
     of `expected`, the previous message's toolUse ids, removed as answered), then one user
     message of its text, if any."""
@@ -163,7 +163,7 @@ def _user(blocks: list[Any], i: int, expected: list[str], reading: _Reading) -> 
         reading.messages.append({"role": "user", "content": "".join(texts)})
 
 
-def _tool_result(result: dict[str, Any], q: str, i: int, expected: list[str]) -> dict[str, Any]:
+def _tool_result(result: dict[str, Any], q: str, i: int, expected: dict[str, None]) -> dict[str, Any]:
     call_id = string(result.get("toolUseId"), f"{q}.toolResult.toolUseId")
     if call_id not in expected:
         raise invalid(
@@ -176,11 +176,11 @@ def _tool_result(result: dict[str, Any], q: str, i: int, expected: list[str]) ->
     if status not in ("success", "error"):
         raise invalid(f"{q}.toolResult.status: expected 'success' or 'error', got {status!r}.",
                       param=f"{q}.toolResult.status")
-    expected.remove(call_id)
+    del expected[call_id]
     return {"role": "tool", "tool_call_id": call_id, "content": _result_text(result, q)}
 
 
-def _unanswered(i: int, ids: list[str]) -> APIError:
+def _unanswered(i: int, ids: dict[str, None]) -> APIError:
     return invalid(f"Expected toolResult blocks at messages.{i}.content for the following Ids: "
                    f"{', '.join(ids)}", param=f"messages[{i}]")
 
@@ -189,7 +189,7 @@ def _messages(value: Any, reading: _Reading) -> None:
     if not isinstance(value, list) or not value:
         raise invalid("The conversation is empty: 'messages' must hold at least one message, starting "
                       "with a user message.", param="messages")
-    expected: list[str] = []
+    expected: dict[str, None] = {}
     previous = None
     for i, message in enumerate(value):
         p = f"messages[{i}]"

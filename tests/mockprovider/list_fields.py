@@ -53,11 +53,11 @@ def _converse(messages: list, **fields: Any) -> Body:
     return "/model/plan/converse", {"messages": messages, **fields}
 
 
-def _converse_results(n: int) -> Body:
+def _converse_results(n: int, reverse: bool = False) -> Body:
     uses = [{"toolUse": {"toolUseId": f"c{i}", "name": "n", "input": {}}} for i in range(n)]
     results = [{"toolResult": {"toolUseId": f"c{i}", "content": [{"text": "r"}]}} for i in range(n)]
     return _converse([CONVERSE_USER, {"role": "assistant", "content": uses},
-                      {"role": "user", "content": results}])
+                      {"role": "user", "content": results[::-1] if reverse else results}])
 
 
 def _converse_inner(n: int) -> Body:
@@ -114,6 +114,7 @@ FIELDS: dict[str, Callable[[int], Body]] = {
     "converse tools": lambda n: _converse([CONVERSE_USER], toolConfig={"tools": [
         {"toolSpec": {"name": f"t{i}", "inputSchema": {"json": {"type": "object"}}}} for i in range(n)]}),
     "converse tool uses and results": _converse_results,
+    "converse tool results, the last call answered first": lambda n: _converse_results(n, reverse=True),
     "converse tool result content": _converse_inner,
     "ollama messages": lambda n: _ollama([USER] * n),
     "ollama tools": lambda n: _ollama([USER], tools=[
