@@ -197,3 +197,11 @@ def test_a_bug_in_the_mock_is_still_answered_in_aws_shape(monkeypatch, caplog):
     assert (response.status_code, response.headers["x-amzn-errortype"]) == (500, "InternalServerException")
     assert response.json() == {"message": "Internal error in the mock: RuntimeError"}
     assert "x-request-id" not in response.headers
+
+
+def test_a_model_id_no_route_matches_is_answered_in_aws_shape(in_process):
+    for path in ("/model/%0A/converse", "/model/plan%0Aplan/converse-stream", "/model/%0A/invoke"):
+        response = in_process.post(path, json=ok())
+        assert response.status_code == 404
+        assert response.headers["x-amzn-errortype"] == "ResourceNotFoundException"
+        assert set(response.json()) == {"message"}
