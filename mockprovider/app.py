@@ -24,6 +24,8 @@ import o200k
 from mockprovider.apis import (
     anthropic,
     azure,
+    bedrock,
+    bedrock_embed,
     chat,
     embeddings,
     gemini,
@@ -42,7 +44,7 @@ from mockprovider.apis.steps import (
     log,
 )
 from mockprovider.errors import APIError, ClientGone
-from mockprovider.journal import Journal, render_matching
+from mockprovider.journal import Journal, plain_path, render_matching
 from mockprovider.mcp import endpoint as mcp_endpoint
 from mockprovider.mcp.callable import CallableTool, McpOptions
 from mockprovider.mcp.host import TEST, McpHost
@@ -99,7 +101,16 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
     message = f"{request.method} {request.url.path}: {exc.detail}"
-    return APIError(exc.status_code, message, code=code, headers=dict(exc.headers or {})).response()
+    error = APIError(exc.status_code, message, code=code, headers=dict(exc.headers or {}))
+    if _bedrock_path(request.url.path):  # a model id no route matches (one holding a newline, say)
+        return bedrock.error_response(error, request)
+    return error.response()
+
+
+def _bedrock_path(path: str) -> bool:
+    """Under Bedrock's `/model/` or `/foundation-models`: answered in AWS's shape, whatever the
+    model id holds (checked before the other surfaces' tests, which a model id could pass)."""
+    return plain_path(path).startswith(("/model/", "/foundation-models"))
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
@@ -107,6 +118,8 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     error = APIError(500, f"Internal error in the mock: {type(exc).__name__}", type="server_error")
     # This handler answers outside ApiHeaders: the API's shape and headers are added here.
     path = request.url.path
+    if _bedrock_path(path):
+        return bedrock.error_response(error, request)  # AWS's own headers, none of OpenAI's
     if headers.anthropic_path(path):
         response = anthropic.error_response(error, request)
     elif "/api/" in path:
@@ -152,6 +165,8 @@ ROUTES = [
     *ollama_embed.ROUTES,
     *ollama.ROUTES,
     *azure.ROUTES,
+    *bedrock_embed.ROUTES,
+    *bedrock.ROUTES,
     *mcp_endpoint.ROUTES,
 ]
 

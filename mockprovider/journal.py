@@ -291,6 +291,7 @@ _LEADING_MODEL = re.compile(rb'\{\s*"model"\s*:\s*("(?:[^"\\]|\\.)*")')
 _GEMINI_MODEL = re.compile(
     r"/v1(?:beta1?)?/(?:projects/[^/]+/locations/[^/]+/publishers/google/)?models/([^/]+):[^/:]+")
 """A Gemini method's path, on the Gemini API or on Vertex AI: the model it names."""
+_BEDROCK_METHODS = frozenset({"converse", "converse-stream", "count-tokens", "invoke"})
 _GEMINI_VERSION = re.compile(r"^/v1(?:beta)?(?=/models/[^/]+:)")
 
 
@@ -337,7 +338,19 @@ def matches(entry: Entry, *, path: str | None = None, model: str | None = None,
     sent = body.get("model") if isinstance(body, dict) else None
     if sent is None and (named := _GEMINI_MODEL.match(plain_path(entry.path))):
         sent = named[1]  # Gemini and Vertex name the model in the URL, not the body
+    if sent is None:
+        sent = _bedrock_model(plain_path(entry.path))
     return isinstance(sent, str) and model in (sent, sent.partition("+")[0])
+
+
+def _bedrock_model(path: str) -> str | None:
+    """The model a Bedrock path names (`/model/{modelId}/converse`; an ARN by its last path
+    segment), read without a regex: a path is the client's, and may be long."""
+    head, _, method = path.rpartition("/")
+    if not path.startswith("/model/") or method not in _BEDROCK_METHODS:
+        return None
+    model_id = head.removeprefix("/model/")
+    return model_id.rpartition("/")[2] if model_id.startswith("arn:") else model_id
 
 
 def render_matching(journal: Journal, *, path: str | None = None, model: str | None = None,

@@ -18,9 +18,6 @@ Anthropic documents for that type.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,10 +29,13 @@ from mockprovider.apis.anthropic_request import messages_request
 from mockprovider.apis.shared import (
     as_json,
     json_response,
+    reasoning_signature,
     scripted_turn,
     sse_event,
     streamed,
+    streamed_input,
     suffix,
+    tool_input,
 )
 from mockprovider.apis.steps import config_of, read_json, resolve
 from mockprovider.errors import APIError, ScriptedError
@@ -78,27 +78,13 @@ def error_response(e: APIError, request: Request | None = None) -> Response:
 # --- the reply ------------------------------------------------------------------------------
 
 
-def _input(arguments: str) -> dict[str, Any]:
-    """A tool call's input; `{}` when a `max_tokens` cut left its JSON unfinished."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _signature(text: str) -> str:
-    """An opaque signature for a thinking block, as the API attaches one (the SDKs keep it)."""
-    return base64.b64encode(hashlib.sha256(f"mockprovider:{text}".encode()).digest()).decode()
-
-
 def _thinking(c: completions.Completion) -> list[dict[str, Any]]:
     """The thinking block a reasoning reply starts with (redacted when only a count was given)."""
     if not c.reasoning_tokens:
         return []
     if c.reasoning is None:
-        return [{"type": "redacted_thinking", "data": _signature(str(c.reasoning_tokens))}]
-    return [{"type": "thinking", "thinking": c.reasoning, "signature": _signature(c.reasoning)}]
+        return [{"type": "redacted_thinking", "data": reasoning_signature(str(c.reasoning_tokens))}]
+    return [{"type": "thinking", "thinking": c.reasoning, "signature": reasoning_signature(c.reasoning)}]
 
 
 def _content(c: completions.Completion) -> list[dict[str, Any]]:
@@ -111,7 +97,7 @@ def _reply_content(c: completions.Completion) -> list[dict[str, Any]]:
     shown = c.content is not None or not (c.tool_calls or c.reasoning_tokens)
     text = [{"type": "text", "text": c.content or ""}] if shown else []
     return text + [
-        {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(call.arguments)}
         for call in c.tool_calls
     ]
 
@@ -148,12 +134,6 @@ def _input_usage(c: completions.Completion) -> dict[str, int]:
     }
 
 
-def _streamed_input(arguments: str) -> str:
-    """The JSON the input_json_delta events carry: the arguments when they are an object, else
-    `{}`, the input `_content` gives (a client parses every delta as the prefix of an object)."""
-    return arguments if _input(arguments) else "{}"
-
-
 def _block_events(
     index: int, block: dict[str, Any], arguments: str, chunk: int
 ) -> Iterator[tuple[str, dict[str, Any], int]]:
@@ -161,7 +141,7 @@ def _block_events(
     if block["type"] == "tool_use":
         start = {**block, "input": {}}
         deltas = [({"type": "input_json_delta", "partial_json": p}, tokens)
-                  for p, tokens in completions.weighed_deltas(_streamed_input(arguments), chunk)]
+                  for p, tokens in completions.weighed_deltas(streamed_input(arguments), chunk)]
     elif block["type"] == "thinking":
         start = {"type": "thinking", "thinking": "", "signature": ""}
         deltas = [({"type": "thinking_delta", "thinking": p}, tokens)

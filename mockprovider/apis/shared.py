@@ -12,6 +12,8 @@ in every format, and token counts are the chat formula over the same conversatio
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -174,6 +176,30 @@ def chat_tool(
 
 def tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+# --- what Anthropic's and Bedrock's replies share ---------------------------------------------
+
+
+def tool_input(arguments: str) -> dict[str, Any]:
+    """A tool call's input object; `{}` when a `max_tokens` cut left its JSON unfinished (or the
+    script's arguments are no object)."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def streamed_input(arguments: str) -> str:
+    """The JSON a stream's input deltas carry: the arguments when they are an object, else `{}`, the
+    input `tool_input` gives (a client parses every delta as the prefix of an object)."""
+    return arguments if tool_input(arguments) else "{}"
+
+
+def reasoning_signature(text: str) -> str:
+    """An opaque signature for a reasoning block, as the APIs attach one (the SDKs keep it)."""
+    return base64.b64encode(hashlib.sha256(f"mockprovider:{text}".encode()).digest()).decode()
 
 
 # --- rendering -----------------------------------------------------------------------------

@@ -21,6 +21,9 @@ from mockprovider.reading.transcript import Transcript
 from mockprovider.reading.validation import check_depth, parse_body, parse_json, refuse_lone_surrogates
 
 
+SIGV4 = "AWS4-HMAC-SHA256 "
+
+
 class Rules(Protocol):
     """What reading a body needs of the server's settings (`apis.steps.Config` has it)."""
 
@@ -33,10 +36,13 @@ def authorize(request: Request, rules: Rules) -> None:
     if rules.api_key is None:
         return
     # Anthropic's clients send the key as x-api-key, Azure's as api-key, Google's as
-    # x-goog-api-key or ?key=; every other client as a bearer token.
+    # x-goog-api-key or ?key=; AWS's SDKs sign with it (SigV4, its access key id the key: the
+    # signature is not verified); every other client as a bearer token.
     key = (header(request, b"x-api-key") or header(request, b"api-key") or header(request, b"x-goog-api-key")
            or request.query_params.get("key"))
     given = f"Bearer {key}" if key is not None else header(request, b"authorization") or ""
+    if given.startswith(SIGV4):
+        given = "Bearer " + given.partition("Credential=")[2].partition("/")[0]
     if not given:
         raise APIError(
             401,

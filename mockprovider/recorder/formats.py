@@ -2,8 +2,8 @@
 turn, read with the mock's own translators), its error shape, and the reader of its reply.
 
 The OpenAI formats (Chat Completions, Responses) and Anthropic's Messages go under the
-upstream's base URL; Gemini's, Ollama's and Azure OpenAI's paths (Azure's chat and responses
-formats) are the client's own, under its root.
+upstream's base URL; Gemini's, Ollama's, Bedrock's and Azure OpenAI's paths (Azure's chat and
+responses formats) are the client's own, under its root.
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from typing import Any
 from starlette.responses import Response
 
 from mockprovider.apis import anthropic as anthropic_api
-from mockprovider.apis import gemini, ollama
+from mockprovider.apis import bedrock, gemini, ollama
+from mockprovider.apis.bedrock_request import converse_request
 from mockprovider.apis.gemini_request import generate_request
 from mockprovider.apis.responses import responses_request
 from mockprovider.errors import APIError
 from mockprovider.reading.transcript import conversation
+from mockprovider.recorder.bedrock import ConverseStream, converse_reply
 from mockprovider.recorder.gemini_ollama import GeminiStream, OllamaStream, gemini_reply, ollama_reply
 from mockprovider.recorder.replies import Format, Stream, reply_of
 from mockprovider.scripts.conditions import first_user
@@ -57,6 +59,10 @@ def asked_of(fmt: Format, raw: bytes, path: Mapping[str, Any]) -> Asked | str:
                 shaped = generate_request(body, model=path.get("model", ""), stream=stream)
             elif fmt == "ollama":
                 shaped = ollama.chat_request(body)
+            elif fmt == "converse":
+                # The scenario name the model id stands for, which its replay answers to.
+                model_id = bedrock.scenario_of(str(path.get("model_id", "")), {})
+                shaped = converse_request(body, model=model_id, stream=False)
             elif fmt == "messages":
                 shaped = anthropic_api.messages_request(body)
             else:
@@ -77,16 +83,22 @@ def error_in(fmt: Format, e: APIError) -> Response:
         return gemini.error_response(e)
     if fmt == "ollama":
         return ollama.error_response(e)
+    if fmt == "converse":
+        return bedrock.error_response(e)
     return anthropic_api.error_response(e) if fmt == "messages" else e.response()
 
 
 def whole_reply(fmt: Format, raw: bytes) -> dict[str, Any]:
     if fmt == "gemini":
         return gemini_reply(raw)
+    if fmt == "converse":
+        return converse_reply(raw)
     return ollama_reply(raw) if fmt == "ollama" else reply_of(fmt, raw)
 
 
 def stream_of(fmt: Format) -> Stream:
     if fmt == "gemini":
         return GeminiStream()
+    if fmt == "converse":
+        return ConverseStream()
     return OllamaStream() if fmt == "ollama" else Stream(fmt)

@@ -141,7 +141,7 @@ async def exchange(request: Request, fmt: Format) -> Response:
             404, f"Nothing is recorded in {rec.recording.out} for this request ({where}); "
             "--strict answers only recorded turns.", code="not_recorded"))
     query = request.scope.get("query_string", b"")
-    native = fmt in ("gemini", "ollama") or _azure(request.url.path)
+    native = fmt in ("gemini", "ollama", "converse") or _azure(request.url.path)
     target = rec.upstream.target(request.url.path if native else PATHS[fmt], query, from_root=native)
     if target is None:
         return error_in(fmt, APIError(404, f"{request.url.path}: the path leaves the upstream's base path.",
@@ -208,7 +208,7 @@ async def _forward(
     chunks = response.aiter_raw()
     close = BackgroundTask(_close, response, client)
     media = response.headers.get("content-type", "").lower()  # media types ignore case
-    if media.startswith(("text/event-stream", "application/x-ndjson")):
+    if media.startswith(("text/event-stream", "application/x-ndjson", "application/vnd.amazon.eventstream")):
         stream = stream_of(fmt) if recordable and fmt is not None and isinstance(asked, Asked) else None
         relay = _relay(chunks, rec, stream, asked, close)
         return _returned(StreamingResponse(relay, status_code=status, background=close), response)
@@ -376,10 +376,13 @@ def proxy_app(recorder: Recorder) -> Starlette:
               for version in ("v1beta", "v1")),
             Route("/api/chat", _route("ollama"), methods=["POST"]),
             *(Route(path, _route(fmt), methods=["POST"]) for path, fmt in AZURE_ROUTES),
+            *(Route(f"/model/{{model_id:path}}/{method}", _route("converse"), methods=["POST"])
+              for method in ("converse", "converse-stream")),
             Route("/v1/{path:path}", passthrough, methods=_ANY),
             Route("/openai/{path:path}", passthrough_root, methods=_ANY),
             Route("/v1beta/{path:path}", passthrough_root, methods=_ANY),
             Route("/api/{path:path}", passthrough_root, methods=_ANY),
+            Route("/model/{path:path}", passthrough_root, methods=_ANY),
             Route("/healthz", healthz, methods=["GET"]),
         ],
         exception_handlers={APIError: _api_error},

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from mockprovider.reading.validation import MAX_DEPTH
 from mockprovider.scripts.files import MAX_FILE_BYTES
 
-Format = Literal["chat", "responses", "messages", "gemini", "ollama"]
+Format = Literal["chat", "responses", "messages", "gemini", "ollama", "converse"]
 
 MAX_REPLY_BYTES = MAX_FILE_BYTES
 """A reply larger than this is passed through but not recorded: a recording that holds it could
@@ -210,16 +210,20 @@ class Stream:
             self.oversize = True
             self._stop(f"the reply is larger than {MAX_REPLY_BYTES} bytes, the limit of a scenario file")
             return
-        self._pending += data
-        *lines, self._pending = self._pending.split(b"\n")
         try:
-            for line in lines:
-                self._line(line.rstrip(b"\r"))
+            self._read(data)
         except NotRecordable as e:
             self._stop(str(e))
         except (ValueError, LookupError, TypeError, AttributeError) as e:
             # Valid SSE of an unexpected shape: the client gets it as it is; the recording skips it.
             self._stop(f"the stream holds what the recorder cannot read ({type(e).__name__}: {e})")
+
+    def _read(self, data: bytes) -> None:
+        """Read the next bytes of the stream: SSE, line by line (a format of other framing reads its own)."""
+        self._pending += data
+        *lines, self._pending = self._pending.split(b"\n")
+        for line in lines:
+            self._line(line.rstrip(b"\r"))
 
     def _stop(self, problem: str) -> None:
         self.problem = problem

@@ -49,10 +49,30 @@ def _ollama(messages: list, **fields: Any) -> Body:
     return "/api/chat", {"model": "plan", "stream": False, "messages": messages, **fields}
 
 
+def _converse(messages: list, **fields: Any) -> Body:
+    return "/model/plan/converse", {"messages": messages, **fields}
+
+
+def _converse_results(n: int, reverse: bool = False) -> Body:
+    uses = [{"toolUse": {"toolUseId": f"c{i}", "name": "n", "input": {}}} for i in range(n)]
+    results = [{"toolResult": {"toolUseId": f"c{i}", "content": [{"text": "r"}]}} for i in range(n)]
+    return _converse([CONVERSE_USER, {"role": "assistant", "content": uses},
+                      {"role": "user", "content": results[::-1] if reverse else results}])
+
+
+def _converse_inner(n: int) -> Body:
+    use = {"toolUse": {"toolUseId": "c", "name": "n", "input": {}}}
+    result = {"toolResult": {"toolUseId": "c", "content": [{"text": "x"}] * n}}
+    return _converse([CONVERSE_USER, {"role": "assistant", "content": [use]},
+                      {"role": "user", "content": [result]}])
+
+
 TEXT_BLOCK = {"type": "text", "text": "x"}
 MARKED = {**TEXT_BLOCK, "cache_control": {"type": "ephemeral"}}
 GEMINI_USER = {"role": "user", "parts": [{"text": "x"}]}
 OLLAMA_CALL = {"function": {"name": "n", "arguments": {}}}
+CONVERSE_USER = {"role": "user", "content": [{"text": "x"}]}
+CONVERSE_ASSISTANT = {"role": "assistant", "content": [{"text": "y"}]}
 
 FIELDS: dict[str, Callable[[int], Body]] = {
     "chat messages": lambda n: ("/v1/chat/completions", {"model": "plan", "messages": [USER] * n}),
@@ -83,6 +103,19 @@ FIELDS: dict[str, Callable[[int], Body]] = {
     "gemini calls and responses": lambda n: _gemini([
         GEMINI_USER, {"role": "model", "parts": [{"functionCall": {"name": "n", "args": {}}}] * n},
         {"role": "user", "parts": [{"functionResponse": {"name": "n", "response": {}}}] * n}]),
+    "converse messages": lambda n: _converse([CONVERSE_USER, CONVERSE_ASSISTANT] * n + [CONVERSE_USER]),
+    "converse content blocks": lambda n: _converse([{"role": "user", "content": [{"text": "x"}] * n}]),
+    "converse content blocks, the last a cachePoint": lambda n: _converse([
+        {"role": "user", "content": [{"text": "x"}] * n + [{"cachePoint": {"type": "default"}}]}]),
+    "converse content blocks, cachePoints between them": lambda n: _converse([
+        {"role": "user",
+         "content": [{"text": "x"}] * n + [{"cachePoint": {"type": "default"}}, {"text": "y"}] * 4}]),
+    "converse system blocks": lambda n: _converse([CONVERSE_USER], system=[{"text": "x"}] * n),
+    "converse tools": lambda n: _converse([CONVERSE_USER], toolConfig={"tools": [
+        {"toolSpec": {"name": f"t{i}", "inputSchema": {"json": {"type": "object"}}}} for i in range(n)]}),
+    "converse tool uses and results": _converse_results,
+    "converse tool results, the last call answered first": lambda n: _converse_results(n, reverse=True),
+    "converse tool result content": _converse_inner,
     "ollama messages": lambda n: _ollama([USER] * n),
     "ollama tools": lambda n: _ollama([USER], tools=[
         {"type": "function", "function": {"name": f"t{i}"}} for i in range(n)]),

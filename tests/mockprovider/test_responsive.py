@@ -169,8 +169,10 @@ def test_a_large_tool_call_id_on_a_non_tool_message_is_counted_on_a_worker_threa
          lambda r: r["usageMetadata"]["promptTokenCount"]),
         ("/api/chat", {"model": "plan", "stream": False, "messages": [{"role": "user", "content": LONG}]},
          lambda r: r["prompt_eval_count"]),
+        ("/model/plan/converse", {"messages": [{"role": "user", "content": [{"text": LONG}]}]},
+         lambda r: r["usage"]["inputTokens"]),
     ],
-    ids=["responses", "messages", "gemini", "ollama"],
+    ids=["responses", "messages", "gemini", "ollama", "bedrock"],
 )
 def test_a_large_prompt_in_another_wire_format_is_counted_on_a_worker_thread(
     counting_threads, path, body, prompt_tokens
@@ -205,8 +207,14 @@ CALL = {"id": "call_1", "type": "function", "function": {"name": "list_files", "
                 {"type": "tool_use", "id": "call_1", "name": "list_files", "input": {}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": LONG,
                                           "cache_control": {"type": "ephemeral"}}]}]}),
+        ("/model/plan/converse", {"messages": [
+            {"role": "user", "content": [{"text": "hi"}]},
+            {"role": "assistant", "content": [
+                {"toolUse": {"toolUseId": "call_1", "name": "list_files", "input": {}}}]},
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "call_1", "content": [{"text": LONG}]}},
+                                         {"cachePoint": {"type": "default"}}]}]}),
     ],
-    ids=["chat", "responses", "messages"],
+    ids=["chat", "responses", "messages", "bedrock"],
 )
 def test_a_large_tool_result_is_never_counted_on_the_event_loop_for_the_cache_either(monkeypatch, path, body):
     """The cache rules count the messages since the previous turn (OpenAI) or up to each

@@ -1,5 +1,5 @@
-"""One script, five wire formats (and Gemini on Vertex AI): `plan` gives the same turns through
-every official client.
+"""One script, every wire format (Gemini on Vertex AI and Bedrock's Converse too): `plan` gives the
+same turns through every official client.
 
 Each driver runs `plan` to its answer with one format's client, plain or streamed, feeding the
 same tool results back, and reduces every reply to the same `Turn`. The turns must agree in
@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import boto3
 import ollama
 import openai
 import pytest
+from botocore.config import Config
 from google import genai
 from google.genai import types
 from google.oauth2.credentials import Credentials
@@ -191,8 +193,44 @@ def _ollama(url: str, stream: bool) -> list[Turn]:
     return turns
 
 
+def _bedrock(url: str, stream: bool) -> list[Turn]:
+    client = boto3.client("bedrock-runtime", endpoint_url=url.removesuffix("/v1"), region_name="us-east-1",
+                          aws_access_key_id="unused", aws_secret_access_key="unused",
+                          config=Config(retries={"mode": "standard", "total_max_attempts": 1}))
+    tools = {"tools": [{"toolSpec": {"name": name, "description": d, "inputSchema": {"json": s}}}
+                       for name, (d, s) in SCHEMAS.items()]}
+    messages: list = [{"role": "user", "content": [{"text": QUESTION}]}]
+    turns = []
+    for _ in range(3):
+        kwargs = {"modelId": "plan", "system": [{"text": SYSTEM}], "messages": messages, "toolConfig": tools}
+        if stream:
+            events = list(client.converse_stream(**kwargs)["stream"])
+            deltas = [e["contentBlockDelta"]["delta"] for e in events if "contentBlockDelta" in e]
+            starts = [e["contentBlockStart"]["start"]["toolUse"] for e in events if "contentBlockStart" in e]
+            text = "".join(d.get("text", "") for d in deltas)
+            arguments = "".join(d["toolUse"]["input"] for d in deltas if "toolUse" in d)
+            uses = [{**start, "input": json.loads(arguments)} for start in starts]  # plan calls one at a time
+            stop, usage = events[-2]["messageStop"]["stopReason"], events[-1]["metadata"]["usage"]
+            content = [{"toolUse": u} for u in uses] or [{"text": text}]
+        else:
+            reply = client.converse(**kwargs)
+            content, stop, usage = reply["output"]["message"]["content"], reply["stopReason"], reply["usage"]
+            uses = [b["toolUse"] for b in content if "toolUse" in b]
+        text = None if uses else content[0]["text"]
+        finish = {"tool_use": "tool_calls", "end_turn": "stop"}[stop]
+        turns.append(Turn(tuple((u["name"], _json(u["input"])) for u in uses), text, finish,
+                          usage["inputTokens"], usage["outputTokens"]))
+        messages.append({"role": "assistant", "content": content})
+        messages.append({"role": "user", "content": [
+            {"toolResult": {"toolUseId": u["toolUseId"], "content": [{"text": RESULTS[u["name"]]}]}}
+            for u in uses] or [{"text": "go on"}]})
+    client.close()
+    return turns
+
+
 DRIVERS: dict[str, Callable[[str, bool], list[Turn]]] = {
     "chat": _chat, "responses": _responses, "anthropic": _anthropic, "gemini": _gemini, "ollama": _ollama,
+    "bedrock": _bedrock,
     "vertex": lambda url, stream: _gemini(url, stream, vertex=True),
 }
 
@@ -214,7 +252,7 @@ def _conversations(call_id: Callable[[int, int, str], str]) -> list[list[dict]]:
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
-def test_plan_gives_the_same_turns_in_all_five_formats(mock_url, stream):
+def test_plan_gives_the_same_turns_in_every_format(mock_url, stream):
     runs = {name: drive(mock_url, stream) for name, drive in DRIVERS.items()}
     scripted = [(("list_files", "{}"),), (("read_file", '{"path":"errors.log"}'),), ()]
     scripted_ids = _conversations(lambda turn, j, name: f"c{turn + 1}")
@@ -241,7 +279,7 @@ ANSWERING = [heading for heading in EXAMPLES if heading != "Embeddings"]
 
 def test_the_docs_show_one_example_per_format():
     assert list(EXAMPLES) == ["Chat Completions", "Responses", "Anthropic Messages", "Gemini", "Ollama",
-                              "Azure OpenAI", "Vertex AI", "Embeddings"]
+                              "Azure OpenAI", "Vertex AI", "Amazon Bedrock (Converse)", "Embeddings"]
 
 
 @pytest.mark.parametrize("heading", ANSWERING)
