@@ -42,6 +42,7 @@ from mockprovider.mcp.callable import CallableTool, McpOptions
 from mockprovider.mcp.host import TEST, McpHost
 from mockprovider.mcp.ledger import Ledger
 from mockprovider.metrics import CountRequests, Metrics, metrics_page, readyz
+from mockprovider.reading import attempts
 from mockprovider.reading.request_headers import test_id
 from mockprovider.replies import headers
 from mockprovider.replies.headers import ApiHeaders
@@ -194,6 +195,7 @@ def create_app(
         mcp=McpOptions(tools=tuple(mcp_tools), ledger=Ledger(mcp_ledger) if mcp_ledger else None,
                        page_size=mcp_page_size),
     )
+    app.state.attempts = attempts.Attempts()  # made here: two threads may count at once (`off_loop`)
     app.state.tests = {}  # test id -> Config: a shared mock's per-test set-up (`steps.config_of`)
     app.state.metrics = metrics
     # An MCP session serves its test's set-up on a shared mock (`mcp.host.TEST`), else the server's.

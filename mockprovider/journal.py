@@ -279,7 +279,8 @@ def _strict_and_model(raw: bytes) -> tuple[bytes, Any]:
 
     try:
         # The hook lets other threads in between objects: a long body is a long stretch of C.
-        value = json.loads(raw.decode("utf-8"), parse_float=number, parse_constant=constant, object_hook=_as_is)
+        value = json.loads(raw.decode("utf-8"), parse_float=number, parse_constant=constant,
+                           object_hook=_as_is)
     except (ValueError, RecursionError):
         # Nested deeper than the parser goes, the model is still read: it leads a client's body.
         leading = _LEADING_MODEL.match(raw)

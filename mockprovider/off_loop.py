@@ -28,6 +28,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mockprovider.reading.offload import LARGE_BYTES
 
+_Call = Callable[..., Awaitable[Any]]
+
 
 class _Worker:
     """One daemon thread running an event loop, started on first use, shared by the process."""
@@ -98,7 +100,7 @@ async def peeked(scope: Scope, receive: Receive) -> tuple[bool, Receive]:
     return size > LARGE_BYTES, replay
 
 
-def _on(loop: asyncio.AbstractEventLoop, call: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+def _on(loop: asyncio.AbstractEventLoop, call: _Call) -> _Call:
     """`call`, run on `loop` whichever loop awaits it (cancelled there when the awaiter is)."""
 
     async def hop(*args: Any) -> Any:
@@ -112,5 +114,5 @@ async def serve(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> Non
     here = asyncio.get_running_loop()
     with _FULL_COLLECTIONS:
         # Scheduled from this thread, so the request runs in a copy of this task's context.
-        task = asyncio.run_coroutine_threadsafe(app(scope, _on(here, receive), _on(here, send)), _WORKER.loop())
-        await asyncio.wrap_future(task)
+        request = app(scope, _on(here, receive), _on(here, send))
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(request, _WORKER.loop()))

@@ -7,12 +7,11 @@ import contextvars
 import dataclasses
 import json
 import threading
-import time
-from collections.abc import Callable
 
 import httpx
 import pytest
 from list_fields import FIELDS
+from mock_support import p99_while
 
 from experiments.lab.servers import mock_server
 from mockprovider import create_app
@@ -79,12 +78,14 @@ def test_a_large_body_is_served_off_the_loop_in_its_request_context_and_a_small_
                                     headers={**JSON, "x-request-name": "chunked"}))
     assert not small.startswith("mock-large-bodies") and small.endswith(" small")
     assert large == "mock-large-bodies large" and chunked == "mock-large-bodies chunked"
-    assert [e.headers["x-request-name"] for e in app.state.config.journal.entries()] == ["small", "large", "chunked"]
+    journalled = [e.headers["x-request-name"] for e in app.state.config.journal.entries()]
+    assert journalled == ["small", "large", "chunked"]
 
 
 def test_a_large_body_gets_its_tests_own_set_up_and_streams_as_a_small_one(mock):
     app, root = mock
-    app.state.tests["t1"] = dataclasses.replace(app.state.config, scenarios={"where": lambda c: Reply(content="t1")})
+    own = {"where": lambda c: Reply(content="t1")}
+    app.state.tests["t1"] = dataclasses.replace(app.state.config, scenarios=own)
     body = {"model": "where", "stream": True, "messages": [{"role": "user", "content": LARGE}]}
     with httpx.Client(base_url=root) as client:
         streamed = client.post("/v1/chat/completions", json=body, headers={"x-test-id": "t1"})
@@ -94,35 +95,6 @@ def test_a_large_body_gets_its_tests_own_set_up_and_streams_as_a_small_one(mock)
     assert "".join(json.loads(e)["choices"][0]["delta"].get("content") or "" for e in events[:-1]) == "t1"
 
 ITEMS = 100_000
-PROBE_EVERY_S = 0.01
-
-
-def healthz_latencies(probe: httpx.Client, busy: Callable[[], bool]) -> list[float]:
-    """/healthz latencies while `busy()`, as a client asking every PROBE_EVERY_S sees them: each
-    probe is timed from when it was due, so a loop held for a second counts every probe it held
-    up (a probe that waits counts a hundred times, not once)."""
-    latencies = []
-    due = time.perf_counter()
-    while busy():
-        if (wait := due - time.perf_counter()) > 0:
-            time.sleep(wait)
-        assert probe.get("/healthz").status_code == 200
-        latencies.append(time.perf_counter() - due)
-        due += PROBE_EVERY_S
-    return latencies
-
-
-def p99_while(url: str, send: Callable[[httpx.Client], None]) -> tuple[float, int]:
-    """/healthz's p99 latency (s) and its probes while `send(client)` runs on its own thread."""
-    root = url.removesuffix("/v1")
-    with httpx.Client(base_url=root, timeout=600) as client, httpx.Client(base_url=root, timeout=600) as probe:
-        sender = threading.Thread(target=send, args=(client,))
-        sender.start()
-        try:
-            latencies = healthz_latencies(probe, sender.is_alive)
-        finally:
-            sender.join()
-    return sorted(latencies)[int(len(latencies) * 0.99)], len(latencies)
 
 
 @pytest.mark.slow
