@@ -18,9 +18,9 @@ JSON = {"content-type": "application/json"}
 def _fill(client: httpx.Client) -> None:
     """Two requests for `plan`, then nearly MAX_BYTES of bodies of many small messages each (for
     a model the mock does not serve: refused at once, and journalled all the same)."""
+    hello = {"model": "plan", "messages": [{"role": "user", "content": "x"}]}
     for _ in range(2):
-        client.post("/v1/chat/completions", json={"model": "plan", "messages": [{"role": "user", "content": "x"}]},
-                    headers=JSON)
+        assert client.post("/v1/chat/completions", json=hello).status_code == 200
     messages = [{"role": "user", "content": f"message {i}"} for i in range(30_000)]
     body = json.dumps({"model": "other", "messages": messages}).encode()
     for _ in range(MAX_BYTES // len(body) - 2):
