@@ -111,7 +111,8 @@ def test_special_token_strings_count_as_ordinary_text():
 
 
 def test_a_long_text_counts_as_its_ordinary_encoding_however_it_is_counted():
-    pieces = ["the", " quick", "\n", "  ", "<|endoftext|>", "é", "日本", "12345", "'s", "/", ".\n", "\r\n", "🙂"]
+    pieces = ["the", " quick", "\n", "  ", "<|endoftext|>", "é", "日本", "12345", "'s", "/",
+              ".\n", "\r\n", "🙂"]
     rng = random.Random(7)
     text = "".join(rng.choice(pieces) for _ in range(tokens.LONG_CHARS))
     assert len(text) > tokens.LONG_CHARS
