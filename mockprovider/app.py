@@ -122,9 +122,7 @@ class MockApp(Starlette):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
-            large = off_loop.declared_large(scope)
-            if not large:
-                large, receive = await off_loop.peeked(scope, receive)
+            large, receive = await off_loop.large(scope, receive)
             # The MCP server stays on the loop its SDK's sessions run on.
             if large and not _MCP_PATH.match(scope["path"]):
                 await off_loop.serve(self._serve, scope, receive, send)

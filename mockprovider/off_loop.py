@@ -73,17 +73,13 @@ _WORKER = _Worker()
 _FULL_COLLECTIONS = _FullCollectionsWait()
 
 
-def declared_large(scope: Scope) -> bool:
-    """Whether the request says its body is over LARGE_BYTES (`content-length`)."""
+async def large(scope: Scope, receive: Receive) -> tuple[bool, Receive]:
+    """Whether the request's body is over LARGE_BYTES, and the `receive` that reads it: its own,
+    unless the body came in chunks of unknown total, read here that far (then the `receive`
+    gives the messages read first, and the rest after them)."""
     for name, value in scope["headers"]:
         if name == b"content-length":
-            return value.isdigit() and int(value) > LARGE_BYTES
-    return False
-
-
-async def peeked(scope: Scope, receive: Receive) -> tuple[bool, Receive]:
-    """For a body sent in chunks of unknown total: whether it is over LARGE_BYTES, read that far,
-    and a `receive` that gives the messages read first, then the rest."""
+            return value.isdigit() and int(value) > LARGE_BYTES, receive
     if not any(name == b"transfer-encoding" for name, _ in scope["headers"]):
         return False, receive
     read: list[Message] = []
