@@ -26,6 +26,10 @@ def serve_scripts(**scripts: Scenario) -> Iterator[str]:
 
 
 PROBE_EVERY_S = 0.01
+P99_BOUND_S = 0.5
+"""`/healthz` is meant to answer within 100 ms at p99 whatever else the mock serves; the tests hold
+it to five times that, room for a shared machine's noise (a mock that does a large request's
+work on its event loop misses it by orders of magnitude)."""
 
 
 def healthz_latencies(probe: httpx.Client, busy: Callable[[], bool]) -> list[float]:

@@ -6,7 +6,7 @@ import json
 
 import httpx
 import pytest
-from mock_support import p99_while
+from mock_support import P99_BOUND_S, p99_while
 
 from experiments.lab.servers import mock_server
 from mockprovider.journal import MAX_BYTES
@@ -28,7 +28,7 @@ def _fill(client: httpx.Client) -> None:
 
 
 @pytest.mark.slow
-def test_healthz_p99_stays_under_100_ms_while_a_full_journal_is_filtered():
+def test_healthz_keeps_answering_while_a_full_journal_is_filtered():
     pages: list[tuple[str, int, int]] = []
 
     def query(client: httpx.Client) -> None:
@@ -46,4 +46,4 @@ def test_healthz_p99_stays_under_100_ms_while_a_full_journal_is_filtered():
     assert {(query, status) for query, status, _ in pages} == {(query, 200) for query in FILTERS}
     assert {query: shown for query, _, shown in pages} == {query: 2 if query == "model=plan" else 0
                                                            for query in FILTERS}
-    assert p99 < 0.1, f"/healthz p99 {p99 * 1000:.0f} ms over {probes} probes"
+    assert p99 < P99_BOUND_S, f"/healthz p99 {p99 * 1000:.0f} ms over {probes} probes"

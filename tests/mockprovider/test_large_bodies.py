@@ -11,7 +11,7 @@ import threading
 import httpx
 import pytest
 from list_fields import FIELDS
-from mock_support import p99_while
+from mock_support import P99_BOUND_S, p99_while
 
 from experiments.lab.servers import mock_server
 from mockprovider import create_app
@@ -98,7 +98,7 @@ ITEMS = 100_000
 
 
 @pytest.mark.slow
-def test_healthz_p99_stays_under_100_ms_while_100k_item_bodies_of_every_format_are_served():
+def test_healthz_keeps_answering_while_100k_item_bodies_of_every_format_are_served():
     bodies = []
     for field, make in FIELDS.items():  # encoded first: the sender's own work is not the server's
         path, body = make(ITEMS)
@@ -114,4 +114,4 @@ def test_healthz_p99_stays_under_100_ms_while_100k_item_bodies_of_every_format_a
     with mock_server("--max-body-bytes", str(32_000_000)) as (url, _):
         p99, probes = p99_while(url, send)
     assert answered == [(field, 200) for field in FIELDS]
-    assert p99 < 0.1, f"/healthz p99 {p99 * 1000:.0f} ms over {probes} probes"
+    assert p99 < P99_BOUND_S, f"/healthz p99 {p99 * 1000:.0f} ms over {probes} probes"
