@@ -8,11 +8,14 @@ scenario table, the journal) is a frozen `Config` on `app.state.config`.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -21,6 +24,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import o200k
+from mockprovider import off_loop
 from mockprovider.apis import (
     anthropic,
     azure,
@@ -50,6 +54,7 @@ from mockprovider.mcp.callable import CallableTool, McpOptions
 from mockprovider.mcp.host import TEST, McpHost
 from mockprovider.mcp.ledger import Ledger
 from mockprovider.metrics import CountRequests, Metrics, metrics_page, readyz
+from mockprovider.reading import attempts
 from mockprovider.reading.request_headers import test_id
 from mockprovider.replies import embedding, headers
 from mockprovider.replies.headers import ApiHeaders
@@ -92,8 +97,9 @@ async def request_journal(request: Request) -> Response:
             code="journal_off",
         )
     query = request.query_params
-    body = render_matching(config.journal, **{name: query.get(name) for name in
-                                              ("path", "model", "test_id", "kind", "tool", "session")})
+    # A journal holds up to 64 MB: rendered on a worker thread, every other request goes on meanwhile.
+    body = await run_in_threadpool(functools.partial(render_matching, config.journal, **{
+        name: query.get(name) for name in ("path", "model", "test_id", "kind", "tool", "session")}))
     return Response(body, media_type="application/json")
 
 
@@ -132,6 +138,9 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return response
 
 
+_MCP_PATH = re.compile(r"(?:/o/[^/]*)?/mcp(?:/|$)")
+
+
 class MockApp(Starlette):
     """Starlette, with the chat request answered by `ChatLane` before any of Starlette's layers,
     unless the user added middleware of their own (`add_middleware`): that sees every request."""
@@ -142,6 +151,15 @@ class MockApp(Starlette):
         self.own_middleware = len(self.user_middleware)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            large, receive = await off_loop.large(scope, receive)
+            # The MCP server stays on the loop its SDK's sessions run on.
+            if large and not _MCP_PATH.match(scope["path"]):
+                await off_loop.serve(self._serve, scope, receive, send)
+                return
+        await self._serve(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if chat.serves(scope) and len(self.user_middleware) == self.own_middleware:
             scope["app"] = self
             await self.lane(scope, receive, send)
@@ -210,6 +228,7 @@ def create_app(
         mcp=McpOptions(tools=tuple(mcp_tools), ledger=Ledger(mcp_ledger) if mcp_ledger else None,
                        page_size=mcp_page_size),
     )
+    app.state.attempts = attempts.Attempts()  # made here: two threads may count at once (`off_loop`)
     app.state.tests = {}  # test id -> Config: a shared mock's per-test set-up (`steps.config_of`)
     app.state.metrics = metrics
     # An MCP session serves its test's set-up on a shared mock (`mcp.host.TEST`), else the server's.

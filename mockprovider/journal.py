@@ -123,6 +123,9 @@ class Entry:
     """The tool of an MCP `tools/call`, its answers and its notes."""
     status: int | None = None
     """The HTTP status an MCP answer went out with."""
+    model: str | None = None
+    """The model the request named (its body's `model`, or a Gemini URL's), read when it was
+    journalled: `GET /journal?model=` compares it and parses no body."""
 
     @property
     def body(self) -> Any:
@@ -193,7 +196,8 @@ class Journal:
         """Journal a body as the client sent it: strict JSON as it is, anything else as the JSON
         that stands for it (parsed once, only with the journal on). `mcp`: an MCP entry's `kind`,
         `direction`, `session`, `tool` and `status` (see `Entry`)."""
-        self._append(method, path, headers, strict_json(raw), test_id, mcp)
+        compact, model = _strict_and_model(raw)
+        self._append(method, path, headers, compact, test_id, {"model": model_named(path, model), **mcp})
 
     def _append(self, method: str, path: str, headers: Mapping[str, str], compact: bytes,
                 test_id: str | None, mcp: Mapping[str, Any]) -> None:
@@ -253,6 +257,11 @@ class Journal:
 def strict_json(raw: bytes) -> bytes:
     """`raw` when it is strict JSON in UTF-8; else JSON that stands for it: non-finite numbers
     (NaN, Infinity, 1e999) as strings, a body that is not JSON as a string of its text."""
+    return _strict_and_model(raw)[0]
+
+
+def _strict_and_model(raw: bytes) -> tuple[bytes, Any]:
+    """`strict_json(raw)`, and the body's `model` field (read as it is parsed), if any."""
     finite = True
 
     def number(text: str) -> Any:
@@ -269,13 +278,32 @@ def strict_json(raw: bytes) -> bytes:
         return name
 
     try:
-        value = json.loads(raw.decode("utf-8"), parse_float=number, parse_constant=constant)
-        if finite:
-            return raw
-        # ASCII-escaped: a lone surrogate the client escaped stays an escape, valid in UTF-8.
-        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+        # The hook lets other threads in between objects: a long body is a long stretch of C.
+        value = json.loads(raw.decode("utf-8"), parse_float=number, parse_constant=constant,
+                           object_hook=_as_is)
     except (ValueError, RecursionError):
-        return json.dumps(raw.decode("utf-8", errors="replace"), ensure_ascii=False).encode()
+        # Nested deeper than the parser goes, the model is still read: it leads a client's body.
+        leading = _LEADING_MODEL.match(raw)
+        return json.dumps(raw.decode("utf-8", errors="replace"), ensure_ascii=False).encode(), \
+            json.loads(leading[1]) if leading else None
+    model = value.get("model") if isinstance(value, dict) else None
+    if finite:
+        return raw, model
+    # ASCII-escaped: a lone surrogate the client escaped stays an escape, valid in UTF-8.
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).encode(), model
+
+
+def _as_is(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj
+
+
+def model_named(path: str, sent: Any) -> str | None:
+    """The model a request to `path` whose body's `model` is `sent` names, if any."""
+    if sent is None and (named := _GEMINI_MODEL.match(plain_path(path))):
+        sent = named[1]  # Gemini and Vertex name the model in the URL, not the body
+    if sent is None:
+        sent = _bedrock_model(plain_path(path))
+    return sent if isinstance(sent, str) else None
 
 
 def headers_of(items: list[tuple[str, str]]) -> dict[str, str]:
@@ -330,17 +358,8 @@ def matches(entry: Entry, *, path: str | None = None, model: str | None = None,
         return False
     if model is None:
         return True
-    try:
-        body = entry.body if b'"model"' in entry.compact else None
-    except RecursionError:  # kept, but nested deeper than parsing here can go: its leading model only
-        leading = _LEADING_MODEL.match(entry.compact)
-        body = {"model": json.loads(leading[1])} if leading else None
-    sent = body.get("model") if isinstance(body, dict) else None
-    if sent is None and (named := _GEMINI_MODEL.match(plain_path(entry.path))):
-        sent = named[1]  # Gemini and Vertex name the model in the URL, not the body
-    if sent is None:
-        sent = _bedrock_model(plain_path(entry.path))
-    return isinstance(sent, str) and model in (sent, sent.partition("+")[0])
+    sent = entry.model
+    return sent is not None and model in (sent, sent.partition("+")[0])
 
 
 def _bedrock_model(path: str) -> str | None:

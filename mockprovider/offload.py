@@ -36,3 +36,23 @@ def text_chars(messages: Sequence[Mapping[str, Any]]) -> int:
             fn = call["function"]
             chars += len(call["id"]) + len(fn["name"]) + len(fn["arguments"])
     return chars
+
+
+LARGE_BYTES = 256 * 1024
+"""A request body over this many bytes is served off the server's event loop (`mockprovider.off_loop`)
+and parsed by `parse_yielding`: a few milliseconds of work at least."""
+
+
+def _as_is(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj
+
+
+YIELDING = json.JSONDecoder(object_hook=_as_is)
+"""A decoder that calls back into Python once per object it reads: the interpreter may switch
+threads there, which it never does inside one call of the C parser (a 10 MB body is a quarter of
+a second of C, holding every other thread all that time, the server's loop too)."""
+
+
+def parse_yielding(raw: bytes) -> Any:
+    """`json.loads(raw)`, letting other threads in as it goes: for a body over LARGE_BYTES."""
+    return json.loads(raw, object_hook=_as_is)

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from mockprovider.journal import Entry, Headers
+from mockprovider.journal import Entry, Headers, model_named
 
 URL_ENV = "MOCK_LLM_URL"
 """The shared mock's URL when `--mock-llm-url` is not given."""
@@ -56,8 +56,10 @@ class RemoteJournal:
 
 
 def _entry(shown: dict[str, Any]) -> Entry:
+    body = shown["body"]
     return Entry(seq=shown["seq"], method=shown["method"], path=shown["path"], test_id=shown.get("test_id"),
-                 headers=Headers(shown["headers"]), compact=json.dumps(shown["body"]).encode())
+                 headers=Headers(shown["headers"]), compact=json.dumps(body).encode(),
+                 model=model_named(shown["path"], body.get("model") if isinstance(body, dict) else None))
 
 
 def root_of(url: str) -> str:

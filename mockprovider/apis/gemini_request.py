@@ -34,7 +34,7 @@ INT32_MAX = 2**31 - 1
 DATA = ("text", "functionCall", "functionResponse")
 """The part kinds this mock reads; a part holds exactly one."""
 OTHER_DATA = ("inlineData", "fileData", "executableCode", "codeExecutionResult")
-_SNAKE = {
+_SNAKE: dict[str, str] = {
     "systemInstruction": "system_instruction",
     "generationConfig": "generation_config",
     "functionDeclarations": "function_declarations",
@@ -49,6 +49,11 @@ _SNAKE = {
     "executableCode": "executable_code",
     "codeExecutionResult": "code_execution_result",
 }
+
+
+_KIND = {spelling: kind for kind in DATA for spelling in (kind, _SNAKE.get(kind, kind))}
+"""Each spelling of a part kind this mock reads, to the kind."""
+_OTHER = {spelling for kind in OTHER_DATA for spelling in (kind, _SNAKE.get(kind, kind))}
 
 
 def field(obj: dict[str, Any], name: str) -> Any:
@@ -77,8 +82,10 @@ def _parts(content: dict[str, Any], p: str) -> list[tuple[str, Any, str]]:
     for j, part in enumerate(parts):
         q = f"{p}.parts[{j}]"
         part = _object(part, q)
-        kinds = [kind for kind in DATA if field(part, kind) is not None]
-        if any(field(part, kind) is not None for kind in OTHER_DATA):
+        # The part's own keys looked up, not every kind's two spellings: a body holds 100,000s of parts.
+        kinds = list(dict.fromkeys(_KIND[key] for key, value in part.items()
+                                   if key in _KIND and value is not None))
+        if any(key in _OTHER and value is not None for key, value in part.items()):
             raise invalid(f"Invalid value at '{q}': this mock reads {', '.join(DATA)} parts only.", param=q)
         if len(kinds) != 1:
             raise invalid(
@@ -103,7 +110,7 @@ def system_text(value: Any) -> str:
 
 def _arguments(call: Any, q: str) -> str:
     args = _object(call, q).get("args")
-    if args is None:
+    if args is None or args == {}:
         return "{}"
     # Compact and unescaped, as the chat route sends a call's arguments, so the same call fed
     # back counts the same tokens in every format.

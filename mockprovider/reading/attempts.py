@@ -24,6 +24,7 @@ that address's own oldest.
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections import OrderedDict
 
@@ -56,21 +57,24 @@ class Attempts:
 
     def __init__(self) -> None:
         self._clients: OrderedDict[Client, OrderedDict[bytes, tuple[int, float]]] = OrderedDict()
+        self._lock = threading.Lock()  # a large request is counted on another thread (`off_loop`)
 
     def count(self, client: Client, key: bytes, now: float) -> int:
         """0 the first time `client` sends `key` (or when its last sighting is stale), then 1, 2, …"""
-        seen = self._seen_by(client)
-        count, last = seen.pop(key, (0, now))
-        attempt = count if now - last <= RECENT_S else 0
-        seen[key] = (attempt + 1, now)
-        while len(seen) > MAX_ENTRIES:
-            seen.popitem(last=False)
-        return attempt
+        with self._lock:
+            seen = self._seen_by(client)
+            count, last = seen.pop(key, (0, now))
+            attempt = count if now - last <= RECENT_S else 0
+            seen[key] = (attempt + 1, now)
+            while len(seen) > MAX_ENTRIES:
+                seen.popitem(last=False)
+            return attempt
 
     def forget(self, client: Client, key: bytes) -> None:
-        seen = self._clients.get(client)
-        if seen is not None:
-            seen.pop(key, None)
+        with self._lock:
+            seen = self._clients.get(client)
+            if seen is not None:
+                seen.pop(key, None)
 
     def _seen_by(self, client: Client) -> OrderedDict[bytes, tuple[int, float]]:
         seen = self._clients.pop(client, None)

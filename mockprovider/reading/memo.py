@@ -29,15 +29,18 @@ from typing import Any
 
 import orjson
 
+from mockprovider import offload
 from mockprovider.reading.transcript import Known, Summary
 
 _scan = make_scanner(json.JSONDecoder())  # json.loads' own scanner (C), one value per call
+_scan_yielding = make_scanner(offload.YIELDING)  # the same, for a large body: other threads get turns
 _WHITESPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, as json.decoder defines it
 
 _DIGITS = bytes(48 if 48 <= b < 58 else 32 for b in range(256))
 """Every digit as `0`, every other byte as a space: `_LONG` in a body so mapped is a run of 19
 digits, which an integer past 64 bits has and which orjson would read as a float."""
 _LONG = b"0" * 19
+Scanner = Callable[[str, int], tuple[Any, int]]
 
 KEY_CHARS = 2048
 """Transcripts shorter than this are cheap to read and are not remembered (nor are bodies this
@@ -148,7 +151,7 @@ def _ws(s: str, i: int) -> int:
     return _WHITESPACE.match(s, i).end()  # type: ignore[union-attr]
 
 
-def _messages(s: str, i: int, memory: Memory) -> tuple[list[Any], Known, int]:
+def _messages(s: str, i: int, memory: Memory, _scan: Scanner) -> tuple[list[Any], Known, int]:
     """The array at `s[i] == "["`: its messages, what memory knew of them, and the index after it."""
     start = i + 1
     entry = memory.find(s, start)
@@ -179,7 +182,7 @@ def _remember(memory: Memory, s: str, start: int, end: int, messages: list[Any])
     return lambda summary: memory.remember(Entry(text=s[start:end], messages=messages, summary=summary))
 
 
-def _object(s: str, memory: Memory) -> tuple[dict[str, Any], Known | None]:
+def _object(s: str, memory: Memory, _scan: Scanner = _scan) -> tuple[dict[str, Any], Known | None]:
     i = _ws(s, 0)
     if s[i] != "{":
         raise _Unusual
@@ -195,7 +198,7 @@ def _object(s: str, memory: Memory) -> tuple[dict[str, Any], Known | None]:
             raise _Unusual
         i = _ws(s, i + 1)
         if key == "messages" and s[i] == "[":
-            body[key], known, i = _messages(s, i, memory)
+            body[key], known, i = _messages(s, i, memory, _scan)
         else:
             body[key], i = _scan(s, i)
             known = None if key == "messages" else known
@@ -227,9 +230,10 @@ def parse(raw: bytes, memory: Memory = MEMORY) -> tuple[Any, Known | None]:
             except orjson.JSONDecodeError:
                 pass
         return json.loads(raw), None
+    large = len(raw) > offload.LARGE_BYTES
     try:
         if json.detect_encoding(raw) != "utf-8":
             raise _Unusual
-        return _object(raw.decode("utf-8", "surrogatepass"), memory)
+        return _object(raw.decode("utf-8", "surrogatepass"), memory, _scan_yielding if large else _scan)
     except (_Unusual, ValueError, StopIteration, IndexError, RecursionError):
-        return json.loads(raw), None
+        return (offload.parse_yielding if large else json.loads)(raw), None

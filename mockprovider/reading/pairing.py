@@ -34,7 +34,7 @@ class Calls:
         # the first live one.
         self.pending: OrderedDict[int, tuple[str, str]] = OrderedDict()
         """Each unanswered call by its position in the request: (id, name), in order."""
-        self.of_id: dict[str, list[int]] = {}
+        self.of_id: dict[str, OrderedDict[int, None]] = {}
         self.of_name: dict[str, OrderedDict[int, None]] = {}
         """The positions of the unanswered calls of each id and of each name, in order."""
 
@@ -43,12 +43,12 @@ class Calls:
         k = self.added
         self.added += 1
         self.pending[k] = (call_id, name)
-        self.of_id.setdefault(call_id, []).append(k)
+        self.of_id.setdefault(call_id, OrderedDict())[k] = None
         self.of_name.setdefault(name, OrderedDict())[k] = None
 
     def _take(self, k: int) -> str:
         call_id, name = self.pending.pop(k)
-        self.of_id[call_id].remove(k)  # as many positions as calls sharing the id: one, mostly
+        del self.of_id[call_id][k]
         del self.of_name[name][k]
         return call_id
 
@@ -61,8 +61,8 @@ class Calls:
                     f"{self.call} in the request has as its id.",
                     param=param,
                 )
-            for k in list(self.of_id[call_id]):
-                self._take(k)
+            for k in self.of_id.pop(call_id, ()):  # every call sharing the id, answered at once
+                del self.of_name[self.pending.pop(k)[1]][k]
             return call_id
         waiting = self.pending if name is None else self.of_name.get(name, OrderedDict())
         if waiting:

@@ -42,6 +42,7 @@ from mockprovider.recorder.formats import (
     stream_of,
     whole_reply,
 )
+from mockprovider.recorder.presence import GONE, while_present
 from mockprovider.recorder.recording import Recording
 from mockprovider.recorder.replies import MAX_REPLY_BYTES, Format, NotRecordable, Stream
 from mockprovider.recorder.upstream import Upstream
@@ -146,7 +147,8 @@ async def exchange(request: Request, fmt: Format) -> Response:
     if target is None:
         return error_in(fmt, APIError(404, f"{request.url.path}: the path leaves the upstream's base path.",
                                     code="not_found"))
-    return await _forward(request, rec, target, raw, asked, fmt)
+    forward = functools.partial(_forward, request, rec, target, raw, asked, fmt)
+    return await while_present(request, rec.log, forward)
 
 
 def _journal(rec: Recorder, request: Request, raw: bytes) -> None:
@@ -186,8 +188,11 @@ async def _send(rec: Recorder, request: Request, target: httpx.URL, raw: bytes
     upstream = client.build_request(request.method, target, content=raw, headers=_forwarded(request))
     try:
         return client, await client.send(upstream, stream=True)
-    except httpx.HTTPError as e:
-        await client.aclose()
+    except BaseException as e:
+        with anyio.CancelScope(shield=True):  # cancelled (the client left) too
+            await client.aclose()
+        if not isinstance(e, httpx.HTTPError):
+            raise
         why = f"{type(e).__name__}: {e}"
         message = rec.upstream.scrub(f"The upstream {rec.upstream.shown} could not be reached: {why}")
         raise APIError(502, message, type="server_error", code="upstream_unreachable") from None
@@ -198,6 +203,19 @@ async def _forward(
     fmt: Format | None,
 ) -> Response:
     client, response = await _send(rec, request, target, raw)
+    try:
+        return await _answer(request, rec, client, response, asked, fmt)
+    except BaseException:  # cancelled: the client left before the reply was whole
+        with anyio.CancelScope(shield=True):
+            await _close(response, client)
+        raise
+
+
+async def _answer(
+    request: Request, rec: Recorder, client: httpx.AsyncClient, response: httpx.Response,
+    asked: Asked | str | None, fmt: Format | None,
+) -> Response:
+    """The upstream's `response` relayed: streamed as it comes, or read whole and recorded."""
     status = response.status_code
     recordable = status == 200 and fmt is not None
     if recordable and isinstance(asked, str):
@@ -272,6 +290,7 @@ async def _relay(
 ) -> AsyncIterator[bytes]:
     ended = False
     warned = False
+    left = False
     try:
         async for chunk in chunks:
             if stream is not None:
@@ -282,6 +301,9 @@ async def _relay(
                             "scenario file); it is passed through and not recorded")
             yield chunk
         ended = True
+    except BaseException as e:
+        left = not isinstance(e, Exception)  # cancelled, or closed: the client is gone
+        raise
     finally:
         # Recorded before any await here: a client that hangs up once it has read the end (the
         # openai client does) cancels this generator at its next await. A reply cut off before
@@ -289,6 +311,8 @@ async def _relay(
         whole = stream is not None and (ended or stream.finished) and not stream.oversize
         if stream is not None and whole and isinstance(asked, Asked):
             _record(rec, asked, stream.reply)
+        elif left and stream is not None:
+            rec.log(GONE)
         with anyio.CancelScope(shield=True):  # a client gone mid-stream cancels us; close all the same
             await close()
 
@@ -318,7 +342,8 @@ async def _pass(request: Request, path: str, *, from_root: bool) -> Response:
     if target is None:
         raise APIError(404, f"{request.method} {request.url.path}: the path leaves the upstream's base path.",
                        code="not_found")
-    return await _forward(request, rec, target, raw, None, None)
+    forward = functools.partial(_forward, request, rec, target, raw, None, None)
+    return await while_present(request, rec.log, forward)
 
 
 async def gemini_method(request: Request) -> Response:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from mockprovider.errors import APIError
@@ -70,3 +72,23 @@ def test_pairing_n_results_does_work_linear_in_n(by):
         else:
             calls.answer(None, _Counted(f"f{k}"), "r")
     assert _Counted.compared <= 10 * n
+
+
+def _answering_seconds(n: int, *, by_id: bool) -> float:
+    """CPU time to pair `n` calls that share one id with their `n` results (by id, or by name)."""
+    calls = Calls(result="functionResponse", call="functionCall part")
+    started = time.process_time()
+    for _ in range(n):
+        calls.add("same", "read_file")
+    for i in range(n):
+        calls.answer("same" if by_id else None, "read_file", f"r[{i}]")
+    return time.process_time() - started
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("by_id", [True, False], ids=["by id", "by name"])
+def test_calls_sharing_one_id_are_answered_in_linear_time(by_id):
+    # A client may send one id for every call; each answer still costs the same (linear fields
+    # measure about ten times at ten times the calls, quadratic ones a hundred).
+    small, large = _answering_seconds(10_000, by_id=by_id), _answering_seconds(100_000, by_id=by_id)
+    assert large < 40 * small, f"{small:.3f} s at 10,000 calls, {large:.3f} s at 100,000"

