@@ -29,11 +29,11 @@ from typing import Any
 
 import orjson
 
-from mockprovider import offload
+from mockprovider.offload import LARGE_BYTES, YIELDING, parse_yielding
 from mockprovider.reading.transcript import Known, Summary
 
 _scan = make_scanner(json.JSONDecoder())  # json.loads' own scanner (C), one value per call
-_scan_yielding = make_scanner(offload.YIELDING)  # the same, for a large body: other threads get turns
+_scan_yielding = make_scanner(YIELDING)  # the same, for a large body: other threads get turns
 _WHITESPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, as json.decoder defines it
 
 _DIGITS = bytes(48 if 48 <= b < 58 else 32 for b in range(256))
@@ -230,10 +230,10 @@ def parse(raw: bytes, memory: Memory = MEMORY) -> tuple[Any, Known | None]:
             except orjson.JSONDecodeError:
                 pass
         return json.loads(raw), None
-    large = len(raw) > offload.LARGE_BYTES
+    large = len(raw) > LARGE_BYTES
     try:
         if json.detect_encoding(raw) != "utf-8":
             raise _Unusual
         return _object(raw.decode("utf-8", "surrogatepass"), memory, _scan_yielding if large else _scan)
     except (_Unusual, ValueError, StopIteration, IndexError, RecursionError):
-        return (offload.parse_yielding if large else json.loads)(raw), None
+        return (parse_yielding if large else json.loads)(raw), None

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mockprovider.errors import APIError, invalid
-from mockprovider import offload
+from mockprovider.offload import LARGE_BYTES, parse_yielding
 from mockprovider.reading.transcript import ROLES, Known
 
 __all__ = ["MAX_DEPTH", "MAX_INT", "ROLES", "check_depth", "is_int", "lone_surrogate", "number_in",
@@ -43,8 +43,8 @@ OPENAI_UNPARSABLE = (
 def parse_json(raw: bytes, loads: Callable[[bytes], Any] = json.loads, *,
                unparsable: str = OPENAI_UNPARSABLE) -> Any:
     """`loads(raw)`, its errors worded for the client (`memo.parse` is a faster `json.loads`)."""
-    if loads is json.loads and len(raw) > offload.LARGE_BYTES:
-        loads = offload.parse_yielding
+    if loads is json.loads and len(raw) > LARGE_BYTES:
+        loads = parse_yielding
     try:
         return loads(raw)
     except RecursionError:  # far deeper than MAX_DEPTH: the parser gave up first

@@ -44,6 +44,7 @@ from mockprovider.recorder.formats import (
 )
 from mockprovider.recorder.presence import GONE, while_present
 from mockprovider.recorder.recording import Recording
+from mockprovider.recorder.relay import close_both, read_up_to, rest
 from mockprovider.recorder.replies import MAX_REPLY_BYTES, Format, NotRecordable, Stream
 from mockprovider.recorder.upstream import Upstream
 from mockprovider.scripts.files import compile_scenario
@@ -207,7 +208,7 @@ async def _forward(
         return await _answer(request, rec, client, response, asked, fmt)
     except BaseException:  # cancelled: the client left before the reply was whole
         with anyio.CancelScope(shield=True):
-            await _close(response, client)
+            await close_both(response, client)
         raise
 
 
@@ -224,18 +225,18 @@ async def _answer(
         rec.log(f"not recorded: the reply is {response.headers['content-encoding']}-encoded; passed through")
         recordable = False
     chunks = response.aiter_raw()
-    close = BackgroundTask(_close, response, client)
+    close = BackgroundTask(close_both, response, client)
     media = response.headers.get("content-type", "").lower()  # media types ignore case
     if media.startswith(("text/event-stream", "application/x-ndjson", "application/vnd.amazon.eventstream")):
         stream = stream_of(fmt) if recordable and fmt is not None and isinstance(asked, Asked) else None
         relay = _relay(chunks, rec, stream, asked, close)
         return _returned(StreamingResponse(relay, status_code=status, background=close), response)
     try:
-        head, ended = await _read_up_to(chunks, response, MAX_REPLY_BYTES)
+        head, ended = await read_up_to(chunks, response, MAX_REPLY_BYTES)
     except httpx.HTTPError as e:
         # Nothing has reached the client yet: a whole reply the upstream broke off is a 502, as
         # for an upstream that cannot be reached, not the framework's plain-text 500.
-        await _close(response, client)
+        await close_both(response, client)
         why = rec.upstream.scrub(f"{type(e).__name__}: {e}")
         rec.log(f"the upstream {rec.upstream.shown} failed before its reply was whole ({why}); a 502 sent")
         raise APIError(502, f"The upstream {rec.upstream.shown} failed before its reply was whole: {why}",
@@ -244,9 +245,9 @@ async def _answer(
         if recordable:
             rec.log(f"warning: a reply larger than {MAX_REPLY_BYTES} bytes (the limit of a scenario file) "
                     "was passed through and not recorded")
-        rest = StreamingResponse(_rest(head, chunks), status_code=status, background=close)
-        return _returned(rest, response)
-    await _close(response, client)
+        passed = StreamingResponse(rest(head, chunks), status_code=status, background=close)
+        return _returned(passed, response)
+    await close_both(response, client)
     if recordable and isinstance(asked, Asked) and fmt is not None:
         read = functools.partial(whole_reply, fmt, head)
         if len(head) > OFF_LOOP_BYTES:  # parsing and saving it would stall every other exchange
@@ -254,34 +255,6 @@ async def _answer(
         else:
             _record(rec, asked, read)
     return _returned(Response(head, status_code=status), response)
-
-
-async def _read_up_to(
-    chunks: AsyncIterator[bytes], response: httpx.Response, limit: int
-) -> tuple[bytes, bool]:
-    """The reply's bytes, whole (True) or the first ones past `limit` (False)."""
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        return b"", False
-    parts, size = [], 0
-    async for chunk in chunks:
-        parts.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            return b"".join(parts), False
-    return b"".join(parts), True
-
-
-async def _rest(head: bytes, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    if head:
-        yield head
-    async for chunk in chunks:
-        yield chunk
-
-
-async def _close(response: httpx.Response, client: httpx.AsyncClient) -> None:
-    await response.aclose()
-    await client.aclose()
 
 
 async def _relay(
