@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 import o200k
-from harness.cancel import Cancel, Cancelled
+from harness.cancel import Cancel
 from harness.model import Completion, ProviderError
 from harness.usage import Usage
 

@@ -395,10 +395,9 @@ class _Loop:
         s.turns += 1
         s.turn_usage.append(usage)
         s.messages.append(message)
-        if self.trace is not None:  # the event's fields cost more than the rest of this step
-            self.emit("turn", turn=s.turns, prompt_tokens=usage.prompt_tokens,
-                      completion_tokens=usage.completion_tokens, total_tokens=usage.total_tokens,
-                      **usage_details(usage), costUsd=money(s.cost_usd), finish=finish)
+        self.emit("turn", turn=s.turns, prompt_tokens=usage.prompt_tokens,
+                  completion_tokens=usage.completion_tokens, total_tokens=usage.total_tokens,
+                  **usage_details(usage), costUsd=money(s.cost_usd), finish=finish)
 
 
 def _ms(t0: float) -> float:

@@ -34,20 +34,11 @@ def _pg(sql: str) -> str:
 
 
 class _PgTx:
-    def __init__(self, conn, pipeline=None) -> None:
+    def __init__(self, conn) -> None:
         self.conn = conn
-        self.pipeline = pipeline
-        """A write's statements are pipelined: each waits for the server only when its result
-        is read, so BEGIN rides with the first read and a save's inserts with the next."""
 
     def execute(self, sql: str, params: tuple = ()) -> int:
-        cursor = self.conn.execute(_pg(sql), params)
-        if self.pipeline is not None:
-            self.pipeline.sync()  # the row count is known once the server has answered
-        return cursor.rowcount
-
-    def send(self, sql: str, params: tuple = ()) -> None:
-        self.conn.execute(_pg(sql), params)
+        return self.conn.execute(_pg(sql), params).rowcount
 
     def executemany(self, sql: str, rows: list[tuple]) -> None:
         with self.conn.cursor() as cur:
@@ -124,10 +115,10 @@ class PostgresStore(SqlStore):
     @contextlib.contextmanager
     def _transaction(self, *, write: bool = True, synced: bool = False) -> Iterator[Tx]:
         try:
-            with self._pool.connection() as conn, _pipelined(conn, write) as pipeline, conn.transaction():
+            with self._pool.connection() as conn, conn.transaction():
                 if synced and self.durability != "power-loss":
                     conn.execute("SET LOCAL synchronous_commit = on")
-                yield _PgTx(conn, pipeline)
+                yield _PgTx(conn)
         except self._errors as e:
             # 25P03: the server ended a session left idle inside a transaction past a lease.
             kind = TransactionExpired if getattr(e, "sqlstate", None) == "25P03" else StoreError
@@ -145,11 +136,6 @@ class PostgresStore(SqlStore):
         (with what it chains) masked too, as it stays reachable from the store's own error."""
         scrub_exception(error, self._secrets)
         return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
-
-def _pipelined(conn, write: bool) -> contextlib.AbstractContextManager:
-    """Pipeline mode for a write (a save: a few round trips instead of one per statement)."""
-    return conn.pipeline() if write else contextlib.nullcontext()
 
 
 class _MaskPasswords(logging.Filter):

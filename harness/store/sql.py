@@ -76,8 +76,6 @@ class Tx(Protocol):
     """One open transaction: `?` placeholders, rows as tuples."""
 
     def execute(self, sql: str, params: tuple = ()) -> int: ...
-    def send(self, sql: str, params: tuple = ()) -> None:
-        """`execute` whose row count nobody reads: the engine may send it with the next statement."""
     def executemany(self, sql: str, rows: list[tuple]) -> None: ...
     def fetchall(self, sql: str, params: tuple = ()) -> list[tuple]: ...
     def now(self) -> float: ...
@@ -292,7 +290,7 @@ class SqlStore:
         for n in range(0, len(rows), ROWS_PER_INSERT):
             # One statement for a turn's few rows: cheaper than a statement per row (executemany).
             chunk = rows[n:n + ROWS_PER_INSERT]
-            tx.send(_insert_items(len(chunk)), tuple(v for row in chunk for v in row))
+            tx.execute(_insert_items(len(chunk)), tuple(v for row in chunk for v in row))
         waiting = state.stop if isinstance(state.stop, Approval) else None
         # Written only beside the table layout this harness knows, so that a database a newer
         # harness changed under a live run is refused by the save's own write (no extra read).

@@ -43,9 +43,6 @@ class _SqliteTx:
     def execute(self, sql: str, params: tuple = ()) -> int:
         return self.conn.execute(sql, params).rowcount
 
-    def send(self, sql: str, params: tuple = ()) -> None:
-        self.conn.execute(sql, params)
-
     def executemany(self, sql: str, rows: list[tuple]) -> None:
         self.conn.executemany(sql, rows)
 
