@@ -8,22 +8,16 @@ the rows on results/bench.md, and `make bench-check` fails if one stops saving a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import itertools
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from experiments.bench.tricks import Batch, Trick, measure, repeat
-from harness import MemoryStore, new_run
 from harness.cancel import Cancel, Cancelled
-from harness.chapter import SYSTEM
-from harness.codec import dumps
+from harness.codec import _field_names, dumps
 from harness.state import ToolRun
-from harness.store import sql
 from harness.usage import Usage
 
 
@@ -32,8 +26,6 @@ class Lever:
     trick: Trick
     uses: int
     """Times one turn of `runaway` (a model call, a `list_files` call, one save) uses it."""
-    close: Callable[[], None] = lambda: None
-    """Releases what the two sides hold (a database's connections)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +52,7 @@ def _turn_items() -> list[Any]:
 
 def _fields_copied(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        return {name: getattr(obj, name) for name in _field_names(type(obj))}
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
@@ -125,75 +117,14 @@ def cancel_lever() -> Lever:
         with_=_on_a_loop(scoped), without=_on_a_loop(lambda cancel: _raced(_reply(), cancel)), batch=200))
 
 
-@contextmanager
-def _one_row_per_statement() -> Iterator[None]:
-    """The store's save as it was: the layout read first, each item row its own statement."""
-    kept_write, kept_fence = sql.SqlStore._write, sql.SqlStore._fence
-
-    def fence(self: sql.SqlStore, tx: sql.Tx, run_id: str) -> int:
-        self._check_schema(tx)
-        return kept_fence(self, tx, run_id)
-
-    def write(self: sql.SqlStore, tx: sql.Tx, state: Any, delta: Any, epoch: int) -> None:
-        if delta.rewrite:  # a run's first save: the same either way
-            return kept_write(self, tx, state, delta, epoch)
-        rows = [(state.run_id, f, start + i, body) for f in sql.APPEND_ONLY
-                for start, bodies in [delta.items[f]] for i, body in enumerate(bodies)]
-        tx.executemany("INSERT INTO run_items (run_id, field, seq, body) VALUES (?, ?, ?, ?)", rows)
-        delta.items = {f: (start, []) for f, (start, _) in delta.items.items()}
-        kept_write(self, tx, state, delta, epoch)
-
-    sql.SqlStore._write, sql.SqlStore._fence = write, fence  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        sql.SqlStore._write, sql.SqlStore._fence = kept_write, kept_fence  # type: ignore[method-assign]
-
-
-def _saves(store: Any, plain: bool) -> Batch:
-    """n saves of a new run that grows by one `runaway` turn before each; the output is what a
-    load of the run gives back (the same on both sides)."""
-    runs = itertools.count()
-
-    def batch(n: int) -> Callable[[], Any]:
-        state = new_run("Which file mentions a timeout?", system=SYSTEM, run_id=f"lever-{next(runs)}")
-
-        def go() -> Any:
-            with _one_row_per_statement() if plain else contextlib.nullcontext():
-                for _ in range(n):
-                    k = state.turns
-                    call, result, usage, tool_run = _turn_items()
-                    call["tool_calls"][0]["id"] = result["tool_call_id"] = f"call_{k}"
-                    state.messages += [call, result]
-                    state.turn_usage.append(usage)
-                    state.tool_runs.append(dataclasses.replace(tool_run, call_id=f"call_{k}"))
-                    state.turns += 1
-                    store.save(state)
-            loaded = store.load(state.run_id)
-            return (len(loaded.messages), loaded.turns, loaded.messages[-1])
-        return go
-    return batch
-
-
-def save_lever() -> Lever:
-    """A save's new item rows in one INSERT and the table layout checked by the head's own write,
-    against a statement per row and a read of the layout first (MemoryStore: statements, no disk)."""
-    return Lever(uses=1, trick=Trick(
-        name="a save's rows in one INSERT, the layout checked by its write", where="sql.SqlStore._write",
-        turn=1, with_=_saves(MemoryStore(), False), without=_saves(MemoryStore(), True), batch=20))
-
-
 def levers() -> list[Lever]:
-    return [cancel_lever(), encoder_lever(), save_lever()]
+    return [cancel_lever(), encoder_lever()]
 
 
 def lever_rows(chosen: list[Lever], *, rounds: int) -> list[LeverRow]:
     rows = []
     for lever in chosen:
-        try:
-            with_us, without_us, ratio = measure(lever.trick, rounds=rounds)
-        finally:
-            lever.close()
+        with_us, without_us, ratio = measure(lever.trick, rounds=rounds)
         rows.append(LeverRow(lever=lever.trick.name, where=lever.trick.where, with_us=with_us,
                              without_us=without_us, ratio=ratio,
                              saved_per_turn_us=(without_us - with_us) * lever.uses, rounds=rounds))
