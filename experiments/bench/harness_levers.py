@@ -8,16 +8,23 @@ the rows on results/bench.md, and `make bench-check` fails if one stops saving a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import functools
+import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from experiments.bench.tricks import Batch, Trick, measure, repeat
+from harness import new_run
 from harness.cancel import Cancel, Cancelled
+from harness.chapter import SYSTEM
 from harness.codec import _field_names, dumps
 from harness.state import ToolRun
+from harness.store import sql
 from harness.usage import Usage
 
 
@@ -26,6 +33,8 @@ class Lever:
     trick: Trick
     uses: int
     """Times one turn of `runaway` (a model call, a `list_files` call, one save) uses it."""
+    close: Callable[[], object] = lambda: None
+    """Releases what the two sides hold (a database's connections)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,14 +126,87 @@ def cancel_lever() -> Lever:
         with_=_on_a_loop(scoped), without=_on_a_loop(lambda cancel: _raced(_reply(), cancel)), batch=200))
 
 
-def levers() -> list[Lever]:
-    return [cancel_lever(), encoder_lever()]
+@contextmanager
+def _one_row_per_statement() -> Iterator[None]:
+    """The store's save as it was: the layout read first, each item row its own statement."""
+    kept_write, kept_fence = sql.SqlStore._write, sql.SqlStore._fence
+
+    def fence(self: sql.SqlStore, tx: sql.Tx, run_id: str) -> int:
+        self._check_schema(tx)
+        return kept_fence(self, tx, run_id)
+
+    def write(self: sql.SqlStore, tx: sql.Tx, state: Any, delta: Any, epoch: int) -> None:
+        if delta.rewrite:  # a run's first save: the same either way
+            return kept_write(self, tx, state, delta, epoch)
+        rows = [(state.run_id, f, start + i, body) for f in sql.APPEND_ONLY
+                for start, bodies in [delta.items[f]] for i, body in enumerate(bodies)]
+        tx.executemany("INSERT INTO run_items (run_id, field, seq, body) VALUES (?, ?, ?, ?)", rows)
+        delta.items = {f: (start, []) for f, (start, _) in delta.items.items()}
+        kept_write(self, tx, state, delta, epoch)
+
+    sql.SqlStore._write, sql.SqlStore._fence = write, fence  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        sql.SqlStore._write, sql.SqlStore._fence = kept_write, kept_fence  # type: ignore[method-assign]
+
+
+def _saves(store: Any, plain: bool) -> Batch:
+    """n saves of a new run that grows by one `runaway` turn before each; the output reads the run
+    back (`_loaded`: the same on both sides)."""
+    runs = itertools.count()
+
+    def batch(n: int) -> Callable[[], Any]:
+        state = new_run("Which file mentions a timeout?", system=SYSTEM, run_id=f"lever-{next(runs)}")
+
+        def go() -> Any:
+            with _one_row_per_statement() if plain else contextlib.nullcontext():
+                for _ in range(n):
+                    k = state.turns
+                    call, result, usage, tool_run = _turn_items()
+                    call["tool_calls"][0]["id"] = result["tool_call_id"] = f"call_{k}"
+                    state.messages += [call, result]
+                    state.turn_usage.append(usage)
+                    state.tool_runs.append(dataclasses.replace(tool_run, call_id=f"call_{k}"))
+                    state.turns += 1
+                    store.save(state)
+            return functools.partial(store.load, state.run_id)  # read back outside the timing
+        return go
+    return batch
+
+
+def _loaded(load: Callable[[], Any]) -> Any:
+    state = load()
+    return (len(state.messages), state.turns, state.messages[-1])
+
+
+def save_lever(url: str) -> Lever:
+    """A PostgreSQL save's new item rows in one INSERT and the table layout checked by the head's
+    own write, against a statement per row (psycopg's `executemany`) and a read of the layout
+    first: two round trips fewer per save, in the same database (`url`)."""
+    from harness.store.postgres import PostgresStore
+
+    stores = PostgresStore(url), PostgresStore(url)
+    return Lever(uses=1, close=lambda: [s.close() for s in stores], trick=Trick(
+        name="a save's rows in one INSERT, the layout checked by its write (PostgreSQL)",
+        where="sql.SqlStore._write", turn=1, with_=_saves(stores[0], False),
+        without=_saves(stores[1], True), key=_loaded, batch=10))
+
+
+def levers(postgres: str | None = None) -> list[Lever]:
+    """Every lever; the PostgreSQL one only given a database URL (`make bench` gives the test
+    server's; `make bench-check` times the in-process ones)."""
+    chosen = [cancel_lever(), encoder_lever()]
+    return chosen + [save_lever(postgres)] if postgres else chosen
 
 
 def lever_rows(chosen: list[Lever], *, rounds: int) -> list[LeverRow]:
     rows = []
     for lever in chosen:
-        with_us, without_us, ratio = measure(lever.trick, rounds=rounds)
+        try:
+            with_us, without_us, ratio = measure(lever.trick, rounds=rounds)
+        finally:
+            lever.close()
         rows.append(LeverRow(lever=lever.trick.name, where=lever.trick.where, with_us=with_us,
                              without_us=without_us, ratio=ratio,
                              saved_per_turn_us=(without_us - with_us) * lever.uses, rounds=rounds))

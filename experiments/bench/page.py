@@ -258,8 +258,9 @@ SECTIONS = {
         "Each lever of the harness's per-turn cost timed against the plain code it replaced, on the "
         "same input with the same output (checked), in-process, round by round, interleaved; the ratio "
         "is the median of the per-round ratios (tests/benchmarks/test_harness_levers.py, "
-        "experiments/bench/harness_levers.py). A use is one model call, or the rows one `runaway` turn "
-        "adds to a run encoded for a save. "
+        "experiments/bench/harness_levers.py). A use is one model call, the rows one `runaway` turn "
+        "adds to a run encoded for a save, or one save of a run growing by such a turn into "
+        "PostgreSQL (the test server). "
         "`make bench-check` fails if an in-process lever's ratio falls to about 1.",
         _lever_rows,
     ),
