@@ -305,7 +305,7 @@ class SqlStore:
             (rid, delta.head, state.status, state.turns, state.cost_usd,
              waiting.call_id if waiting else None, waiting.tool_name if waiting else None, time.time(),
              DB_SCHEMA_VERSION),
-        ) != 1:
+        ) == 0:
             self._check_schema(tx)
             raise StoreError(f"{self.label} has no table layout version; nothing was written")
         for call_id, tool, args in delta.started:
