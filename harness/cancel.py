@@ -8,6 +8,8 @@ object, so one Stop cancels the tree.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Callable, Iterator
 
 
 class Cancelled(Exception):
@@ -24,6 +26,7 @@ class Cancel:
     def __init__(self) -> None:
         self._event = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._callbacks: list[Callable[[], object]] = []
         self.reason: str | None = None
 
     def set(self, reason: str = "cancelled") -> None:
@@ -35,9 +38,14 @@ class Cancel:
         except RuntimeError:
             here = None
         if self._loop is not None and here is not self._loop and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._event.set)
+            self._loop.call_soon_threadsafe(self._fire)
         else:
-            self._event.set()
+            self._fire()
+
+    def _fire(self) -> None:
+        self._event.set()
+        for callback in list(self._callbacks):
+            callback()
 
     def is_set(self) -> bool:
         return self.reason is not None
@@ -45,6 +53,33 @@ class Cancel:
     async def wait(self) -> None:
         self._loop = asyncio.get_running_loop()
         await self._event.wait()
+
+    @contextlib.contextmanager
+    def cancels_this_task(self) -> Iterator[None]:
+        """Inside the block, the signal cancels the running task and the block raises
+        `Cancelled`; a cancellation from elsewhere passes through as it came (as
+        `asyncio.timeout` does, with no second task to race against)."""
+        self.raise_if_set()
+        self._loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None, "cancels_this_task needs a running task"
+        fired = False
+
+        def cancel() -> None:
+            nonlocal fired
+            if not fired:
+                fired = True
+                task.cancel()
+
+        self._callbacks.append(cancel)
+        try:
+            yield
+        except asyncio.CancelledError:
+            if fired and task.uncancel() == 0:
+                raise Cancelled(self.reason or "cancelled") from None
+            raise
+        finally:
+            self._callbacks.remove(cancel)
 
     def raise_if_set(self) -> None:
         if self.is_set():

@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 import o200k
-from harness.cancel import Cancel, Cancelled
+from harness.cancel import Cancel
 from harness.model import Completion, ProviderError
 from harness.usage import Usage
 
@@ -158,6 +158,7 @@ class ModelClient:
         self.base_url = (base_url or os.environ.get("LLM_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         key = api_key or _env_key(self.base_url)
         headers = {"authorization": f"Bearer {key}"} if key else {}
+        self._url = httpx.URL(f"{self.base_url}/chat/completions")  # parsed once, not per request
         self.deadline_s = deadline_s
         """Longest one attempt may take, from sending to the last byte of the body."""
         self.max_retries = max_retries
@@ -194,9 +195,8 @@ class ModelClient:
         cancel = cancel or Cancel()
         for attempt in range(self.max_retries + 1):
             try:
-                message, finish, usage = await _race(
-                    self._attempt(body, attempt, headers or {}), cancel
-                )
+                with cancel.cancels_this_task():
+                    message, finish, usage = await self._attempt(body, attempt, headers or {})
                 return Completion(message=message, finish_reason=finish, usage=usage, attempts=attempt + 1)
             except _Retryable as e:
                 if attempt == self.max_retries:
@@ -224,7 +224,7 @@ class ModelClient:
         try:
             async with asyncio.timeout(self.deadline_s):
                 response = await self._http.post(
-                    f"{self.base_url}/chat/completions",
+                    self._url,
                     json=body,
                     headers={**headers, "x-lab-attempt": str(attempt)},
                 )
@@ -260,22 +260,6 @@ def _env_key(base_url: str) -> str | None:
     if url.scheme == "https" and url.host == OPENAI_HOST:
         return os.environ.get("OPENAI_API_KEY") or None
     return None
-
-
-async def _race(work: Any, cancel: Cancel) -> Any:
-    """Await `work`, abandoning it (and closing its connection) the moment `cancel` is set."""
-    task = asyncio.ensure_future(work)
-    waiter = asyncio.ensure_future(cancel.wait())
-    try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for t in (task, waiter):
-            if not t.done():
-                t.cancel()
-        await asyncio.gather(task, waiter, return_exceptions=True)
-    if task.cancelled():
-        raise Cancelled(cancel.reason or "cancelled")
-    return task.result()
 
 
 class OpenAIChat:

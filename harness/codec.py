@@ -18,6 +18,7 @@ import re
 import types
 from functools import cache
 from itertools import accumulate
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from harness import state as st
@@ -61,18 +62,30 @@ def _field_names(cls: type) -> tuple[str, ...]:
 def _plain(obj: Any) -> Any:
     """What the encoder calls for a value it does not know: a dataclass becomes its fields."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {name: getattr(obj, name) for name in _field_names(type(obj))}
+        names = _field_names(type(obj))
+        # A dataclass's __init__ sets its fields in order, so its __dict__ is that object already
+        # when it holds nothing else: no copy per value saved.
+        own = getattr(obj, "__dict__", None)
+        if own is not None and len(own) == len(names):
+            return own
+        return {name: getattr(obj, name) for name in names}
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
 # ASCII-escaped, so a lone surrogate (an undecodable byte from argv, say) round-trips too.
-_ENCODE = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_plain).encode
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_plain)
+# The C encoder `JSONEncoder.encode` builds on every call, built once: a save encodes each item
+# it adds on its own. No circular check (a structure holding itself fails as a RecursionError).
+_C_ENCODE = c_make_encoder and c_make_encoder(None, _plain, encode_basestring_ascii, None, ":", ",",
+                                              False, False, False)
 
 
 def dumps(obj: Any) -> str:
     """The JSON of `to_dict(obj)`, written by the C encoder, which asks `_plain` only about the
     dataclasses it meets instead of a Python walk over every value first."""
-    return _ENCODE(obj)
+    if _C_ENCODE is None:
+        return _ENCODER.encode(obj)
+    return "".join(_C_ENCODE(obj, 0))
 
 
 def dumps_data(data: Any) -> str:

@@ -193,6 +193,21 @@ def _trick_rows(rows: list[dict]) -> list[dict]:
     ]
 
 
+def _lever_rows(rows: list[dict]) -> list[dict]:
+    return [
+        {
+            "lever": r["lever"],
+            "where it lives": f"`{r['where']}`",
+            "with, µs": f"{r['with_us']:,.2f}",
+            "without, µs": f"{r['without_us']:,.2f}",
+            "without / with": f"{r['ratio']:.2f}×",
+            "saved per turn, µs": f"{r['saved_per_turn_us']:,.1f}",
+            "rounds": r["rounds"],
+        }
+        for r in rows
+    ]
+
+
 def _memory_rows(figures: dict) -> list[dict]:
     return [{"figure": k, "value": f"{v:,}"} for k, v in figures.items()]
 
@@ -237,6 +252,17 @@ SECTIONS = {
         "app called directly); — where the chat route's JSON reply does not use it (streams, errors "
         "and the router do). `make bench-check` fails if any ratio falls to about 1.",
         _trick_rows,
+    ),
+    "harness levers": (
+        "Harness levers: what each one saves per turn",
+        "Each lever of the harness's per-turn cost timed against the plain code it replaced, on the "
+        "same input with the same output (checked), in-process, round by round, interleaved; the ratio "
+        "is the median of the per-round ratios (tests/benchmarks/test_harness_levers.py, "
+        "experiments/bench/harness_levers.py). A use is one model call, the rows one `runaway` turn "
+        "adds to a run encoded for a save, or one save of a run growing by such a turn into "
+        "PostgreSQL (the test server). "
+        "`make bench-check` fails if an in-process lever's ratio falls to about 1.",
+        _lever_rows,
     ),
     "memory soak": (
         "Memory under 10,000 distinct 1 MB prompts",

@@ -23,6 +23,7 @@ The engine-specific parts (how to connect, placeholders, the database's clock) l
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -258,8 +259,7 @@ class SqlStore:
         try:
             # An open intent is what stops a write from running twice: it is on disk before the tool runs.
             with self._transaction(synced=bool(state.intents)) as tx:
-                self._check_schema(tx)
-                epoch = self._fence(tx, state.run_id)
+                epoch = self._fence(tx, state.run_id)  # the layout is checked by the head's write
                 open_intents = None
                 if not self._tracker.follows(state):
                     # A call in doubt because the ledger shows it done (`load`) stays done.
@@ -287,19 +287,27 @@ class SqlStore:
         rows = [(rid, f, start + i, body) for f in APPEND_ONLY
                 for start, bodies in [delta.items[f]] for i, body in enumerate(bodies)]
         rows += [(rid, CACHE, delta.cache[0] + i, body) for i, body in enumerate(delta.cache[1])]
-        if rows:
-            tx.executemany("INSERT INTO run_items (run_id, field, seq, body) VALUES (?, ?, ?, ?)", rows)
+        for n in range(0, len(rows), ROWS_PER_INSERT):
+            # One statement for a turn's few rows: cheaper than a statement per row (executemany).
+            chunk = rows[n:n + ROWS_PER_INSERT]
+            tx.execute(_insert_items(len(chunk)), tuple(v for row in chunk for v in row))
         waiting = state.stop if isinstance(state.stop, Approval) else None
-        tx.execute(
+        # Written only beside the table layout this harness knows, so that a database a newer
+        # harness changed under a live run is refused by the save's own write (no extra read).
+        if tx.execute(
             "INSERT INTO runs (run_id, head, status, turns, cost_usd, waiting_call, waiting_tool, "
-            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+            "updated_at) SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM harness_schema WHERE version = ? "
+            "ON CONFLICT (run_id) DO UPDATE SET "
             "head = excluded.head, status = excluded.status, turns = excluded.turns, "
             "cost_usd = excluded.cost_usd, waiting_call = excluded.waiting_call, "
             "waiting_tool = excluded.waiting_tool, "
             "updated_at = excluded.updated_at",
             (rid, delta.head, state.status, state.turns, state.cost_usd,
-             waiting.call_id if waiting else None, waiting.tool_name if waiting else None, time.time()),
-        )
+             waiting.call_id if waiting else None, waiting.tool_name if waiting else None, time.time(),
+             DB_SCHEMA_VERSION),
+        ) == 0:
+            self._check_schema(tx)
+            raise StoreError(f"{self.label} has no table layout version; nothing was written")
         for call_id, tool, args in delta.started:
             # Only a call a person decided again (abandoned) starts again; one the ledger shows
             # started or done never does, whatever an older copy of the run says.
@@ -419,6 +427,15 @@ class SqlStore:
         with self._transaction(write=False) as tx:
             rows = tx.fetchall("SELECT count(*), max(updated_at), sum(updated_at) FROM runs" + where, params)
         return tuple(rows[0])
+
+
+ROWS_PER_INSERT = 200
+"""Item rows per INSERT: 800 placeholders, far below either engine's limit."""
+
+
+@functools.cache
+def _insert_items(rows: int) -> str:
+    return "INSERT INTO run_items (run_id, field, seq, body) VALUES " + ", ".join(["(?, ?, ?, ?)"] * rows)
 
 
 def _in_doubt_by_the_ledger(state: RunState, started: dict[str, tuple[str, str]]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from experiments.bench import check as bench_check
 from experiments.bench.check import Ratio
+from experiments.bench.harness_levers import LeverRow
 
 
 def _sequence(*values: float):
@@ -52,6 +53,15 @@ def test_a_speed_up_ratio_fails_at_or_below_its_bound_and_says_so():
 
 def test_the_speed_tricks_check_is_registered():
     assert bench_check.speed_tricks_earn_their_lines in bench_check.CHECKS
+
+
+def test_the_harness_levers_check_names_the_least_lever_and_fails_at_about_1(monkeypatch):
+    rows = [LeverRow(lever=name, where="here", with_us=1.0, without_us=ratio, ratio=ratio,
+                     saved_per_turn_us=ratio - 1, rounds=3) for name, ratio in (("a", 1.5), ("b", 1.01))]
+    monkeypatch.setattr(bench_check, "lever_rows", lambda chosen, rounds: rows)
+    ratio = bench_check.harness_levers_earn_their_lines()
+    assert not ratio.ok and "(b, here)" in ratio.name and ratio.value == 1.01
+    assert bench_check.harness_levers_earn_their_lines in bench_check.CHECKS
 
 
 def test_a_check_of_several_ratios_is_measured_again_whole_when_one_is_past_its_bound(capsys):

@@ -183,6 +183,23 @@ def test_a_database_of_a_newer_layout_is_refused_and_not_written(tmp_path):
     assert db.read_bytes() == before
 
 
+def test_a_save_into_a_database_a_newer_harness_changed_under_the_run_is_refused(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "harness.db"
+    store, state = SQLiteStore(db), new_run("t", run_id="r1")
+    store.save(state)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE harness_schema SET version = 7")
+    state.messages.append({"role": "assistant", "content": "done"})
+    state.turns = 1
+    with pytest.raises(StoreError, match="layout version 7"):
+        store.save(state)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT turns FROM runs").fetchall() == [(0,)]
+        assert conn.execute("SELECT count(*) FROM run_items WHERE field = 'messages'").fetchall() == [(1,)]
+
+
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "folder"])
 def test_a_special_file_in_place_of_the_database_is_refused_without_blocking(tmp_path, kind):
     import os

@@ -1,0 +1,213 @@
+"""Each lever of the harness's per-turn cost beside the plain code it replaced: same input, same
+output (checked), timed round by round, interleaved, as the mock's speed tricks are
+(`experiments.bench.tricks`). A lever's row says what one use costs with and without it and
+what it saves per turn of `runaway` (its uses per turn times the difference); `make bench` puts
+the rows on results/bench.md, and `make bench-check` fails if one stops saving anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from experiments.bench.tricks import Batch, Trick, measure, repeat
+from harness import new_run
+from harness.cancel import Cancel, Cancelled
+from harness.chapter import SYSTEM
+from harness.codec import _field_names, dumps
+from harness.state import ToolRun
+from harness.store import sql
+from harness.usage import Usage
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lever:
+    trick: Trick
+    uses: int
+    """Times one turn of `runaway` (a model call, a `list_files` call, one save) uses it."""
+    close: Callable[[], object] = lambda: None
+    """Releases what the two sides hold (a database's connections)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeverRow:
+    lever: str
+    where: str
+    with_us: float
+    without_us: float
+    ratio: float
+    saved_per_turn_us: float
+    rounds: int
+
+
+def _turn_items() -> list[Any]:
+    """What a turn of `runaway` adds to a run, as a save encodes it."""
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_7", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_7", "name": "list_files", "content": "notes.txt\nsrc/\n"},
+        Usage(prompt_tokens=1234, completion_tokens=12),
+        ToolRun(tool="list_files", args={}, call_id="call_7", ok=True, ms=0.25, details={}),
+    ]
+
+
+def _fields_copied(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {name: getattr(obj, name) for name in _field_names(type(obj))}
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def encoder_lever() -> Lever:
+    """`codec.dumps`: one C encoder for the process, dataclasses read through their `__dict__`;
+    plainly, `JSONEncoder.encode` (a new C encoder per call) and a dict of the fields copied."""
+    items, plain = _turn_items(), json.JSONEncoder(separators=(",", ":"), allow_nan=False,
+                                                    default=_fields_copied).encode
+    return Lever(uses=1, trick=Trick(
+        name="a turn's rows encoded by one kept encoder", where="codec.dumps", turn=1,
+        with_=repeat(lambda: [dumps(x) for x in items]), without=repeat(lambda: [plain(x) for x in items])))
+
+
+async def _raced(work: Any, cancel: Cancel) -> Any:
+    """The plain way: the call and a waiter on the signal as two tasks, whichever ends first."""
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in (task, waiter):
+            if not t.done():
+                t.cancel()
+        await asyncio.gather(task, waiter, return_exceptions=True)
+    if task.cancelled():
+        raise Cancelled(cancel.reason or "cancelled")
+    return task.result()
+
+
+async def _reply() -> int:
+    await asyncio.sleep(0)  # a model call waits on its socket at least once
+    return 1
+
+
+def _on_a_loop(one: Callable[[Cancel], Any]) -> Batch:
+    def batch(n: int) -> Callable[[], Any]:
+        async def many() -> Any:
+            cancel = Cancel()
+            for _ in range(n):
+                out = await one(cancel)
+            return out
+
+        def go() -> Any:
+            loop = asyncio.new_event_loop()
+            try:
+                return loop.run_until_complete(many())
+            finally:
+                loop.close()
+        return go
+    return batch
+
+
+def cancel_lever() -> Lever:
+    """The model call cancelled by the run's signal from inside its own task
+    (`Cancel.cancels_this_task`), against racing it with a waiter task."""
+    async def scoped(cancel: Cancel) -> int:
+        with cancel.cancels_this_task():
+            return await _reply()
+
+    return Lever(uses=1, trick=Trick(
+        name="the model call cancelled without a second task", where="Cancel.cancels_this_task", turn=1,
+        with_=_on_a_loop(scoped), without=_on_a_loop(lambda cancel: _raced(_reply(), cancel)), batch=200))
+
+
+@contextmanager
+def _one_row_per_statement() -> Iterator[None]:
+    """The store's save as it was: the layout read first, each item row its own statement."""
+    kept_write, kept_fence = sql.SqlStore._write, sql.SqlStore._fence
+
+    def fence(self: sql.SqlStore, tx: sql.Tx, run_id: str) -> int:
+        self._check_schema(tx)
+        return kept_fence(self, tx, run_id)
+
+    def write(self: sql.SqlStore, tx: sql.Tx, state: Any, delta: Any, epoch: int) -> None:
+        if delta.rewrite:  # a run's first save: the same either way
+            return kept_write(self, tx, state, delta, epoch)
+        rows = [(state.run_id, f, start + i, body) for f in sql.APPEND_ONLY
+                for start, bodies in [delta.items[f]] for i, body in enumerate(bodies)]
+        tx.executemany("INSERT INTO run_items (run_id, field, seq, body) VALUES (?, ?, ?, ?)", rows)
+        delta.items = {f: (start, []) for f, (start, _) in delta.items.items()}
+        kept_write(self, tx, state, delta, epoch)
+
+    sql.SqlStore._write, sql.SqlStore._fence = write, fence  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        sql.SqlStore._write, sql.SqlStore._fence = kept_write, kept_fence  # type: ignore[method-assign]
+
+
+def _saves(store: Any, plain: bool) -> Batch:
+    """n saves of a new run that grows by one `runaway` turn before each; the output reads the run
+    back (`_loaded`: the same on both sides)."""
+    runs = itertools.count()
+
+    def batch(n: int) -> Callable[[], Any]:
+        state = new_run("Which file mentions a timeout?", system=SYSTEM, run_id=f"lever-{next(runs)}")
+
+        def go() -> Any:
+            with _one_row_per_statement() if plain else contextlib.nullcontext():
+                for _ in range(n):
+                    k = state.turns
+                    call, result, usage, tool_run = _turn_items()
+                    call["tool_calls"][0]["id"] = result["tool_call_id"] = f"call_{k}"
+                    state.messages += [call, result]
+                    state.turn_usage.append(usage)
+                    state.tool_runs.append(dataclasses.replace(tool_run, call_id=f"call_{k}"))
+                    state.turns += 1
+                    store.save(state)
+            return functools.partial(store.load, state.run_id)  # read back outside the timing
+        return go
+    return batch
+
+
+def _loaded(load: Callable[[], Any]) -> Any:
+    state = load()
+    return (len(state.messages), state.turns, state.messages[-1])
+
+
+def save_lever(url: str) -> Lever:
+    """A PostgreSQL save's new item rows in one INSERT and the table layout checked by the head's
+    own write, against a statement per row (psycopg's `executemany`) and a read of the layout
+    first: two round trips fewer per save, in the same database (`url`)."""
+    from harness.store.postgres import PostgresStore
+
+    stores = PostgresStore(url), PostgresStore(url)
+    return Lever(uses=1, close=lambda: [s.close() for s in stores], trick=Trick(
+        name="a save's rows in one INSERT, the layout checked by its write (PostgreSQL)",
+        where="sql.SqlStore._write", turn=1, with_=_saves(stores[0], False),
+        without=_saves(stores[1], True), key=_loaded, batch=10))
+
+
+def levers(postgres: str | None = None) -> list[Lever]:
+    """Every lever; the PostgreSQL one only given a database URL (`make bench` gives the test
+    server's; `make bench-check` times the in-process ones)."""
+    chosen = [cancel_lever(), encoder_lever()]
+    return chosen + [save_lever(postgres)] if postgres else chosen
+
+
+def lever_rows(chosen: list[Lever], *, rounds: int) -> list[LeverRow]:
+    rows = []
+    for lever in chosen:
+        try:
+            with_us, without_us, ratio = measure(lever.trick, rounds=rounds)
+        finally:
+            lever.close()
+        rows.append(LeverRow(lever=lever.trick.name, where=lever.trick.where, with_us=with_us,
+                             without_us=without_us, ratio=ratio,
+                             saved_per_turn_us=(without_us - with_us) * lever.uses, rounds=rounds))
+    return rows
