@@ -236,7 +236,8 @@ def served_tools(setup: Setup) -> Iterator[Served]:
     routed.attach([logging.lastResort, *logging.getLogger().handlers])
     try:
         tools = setup.toolbox(ledger=ledger, crash=run.kill).tools()
-        with served(tuple(run.counted(t) for t in tools)) as url:
+        # The ledger too: how each call arrived and what carried Stop to it, as for a Python adapter's.
+        with served(tuple(run.counted(t) for t in tools), ledger) as url:
             run.url = url
             routed.threads |= {t.ident for t in threading.enumerate()} - before
             # uvicorn's own handlers, replaced by every server it configures: this run's are now in place.
