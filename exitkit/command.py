@@ -211,7 +211,11 @@ class _ToFile(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.thread not in self.threads:
             return True
-        with self.path.open("a") as log:
+        try:  # not through a symlink the command put in the log's place
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        except OSError:
+            return False
+        with os.fdopen(fd, "a") as log:
             log.write(logging.Formatter().format(record) + "\n")
         return False
 

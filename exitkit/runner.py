@@ -31,7 +31,7 @@ from exitkit.contract import Decision, Outcome, decision_to_json
 from exitkit.forks import ForkServer
 from exitkit.journal import CHAT, RUN_PREFIX, Entry, Journal
 from exitkit.ledger import Event, Ledger
-from exitkit.process import Exit, fork, launch, supervise
+from exitkit.process import Exit, created, fork, launch, supervise
 from exitkit.setup import Setup
 
 RUN_TIMEOUT_S = 120.0
@@ -167,7 +167,8 @@ class Kit:
 
     def replay(self, setup: Setup, bodies: list[dict[str, Any]]) -> Run:
         """The bare `httpx` floor: the same bodies, sent one after another from a new process."""
-        (setup.folder / "bodies.json").write_text(json.dumps(bodies))
+        with created(setup.folder / "bodies.json") as f:
+            f.write(json.dumps(bodies).encode())
         return self.child("-", setup, "raw")
 
     def child(self, spec: str, setup: Setup, command: str = "resume", decision: Decision | None = None,
@@ -213,7 +214,8 @@ class Kit:
         stop_when = None if stop is None else _once_started(setup.ledger, *stop)
         with served_tools(setup) as tools, self.journal.window(guard=guard, run=setup.folder.name) as seen:
             job = job_file(setup, action, decision, tools.url)
-            path.write_text(json.dumps(job))
+            with created(path) as f:
+                f.write(json.dumps(job).encode())
             started = launch(argv, self.env | environment(job, path), logs)
             tools.started(started.pid)
             done = supervise(started, logs, timeout_s=self.timeout_s, stop_when=stop_when,

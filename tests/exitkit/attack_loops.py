@@ -286,3 +286,24 @@ class DisarmsTheAlarm(FileLoop):
 
         signal.setitimer(signal.ITIMER_REAL, 0)
         threading.Event().wait()
+
+
+class Plants:
+    """Puts symlinks where the kit writes next in its run's folder (the next process's job file and
+    output), each to a file outside it (`EXITKIT_TEST_VICTIM`)."""
+
+    name = "plants symlinks"
+    limits = frozenset({"resume"})
+
+    async def run(self, job):
+        import os
+
+        folder = job.state_dir.parent
+        n = max(int(p.stem.removeprefix("job-")) for p in folder.glob("job-*.json"))
+        for name in (f"job-{n + 1}.json", f"job-{n + 1}.out", f"job-{n + 1}.err"):
+            (folder / name).unlink(missing_ok=True)
+            (folder / name).symlink_to(os.environ["EXITKIT_TEST_VICTIM"])
+        return Outcome(status="planted")
+
+    async def resume(self, job, decision):
+        return await self.run(job)

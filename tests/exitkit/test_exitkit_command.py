@@ -182,3 +182,17 @@ def test_the_cancellation_case_says_what_carried_stop_to_a_commands_tool(kit: Ki
     result = run_case(on(kit, line), describe(line, os.environ), "cancellation", fast=True)
     assert result.verdict == "pass", result.summary
     assert result.figures["cancel reached the tool"] == NOTIFIED
+
+
+def test_symlinks_a_command_plants_in_its_runs_folder_are_never_written_through(kit: Kit, tmp_path: Path,
+                                                                                monkeypatch) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("the user's own file\n")
+    monkeypatch.setenv("EXITKIT_TEST_VICTIM", str(victim))
+    line = command("odd.py", "plants")
+    planting = replace(on(kit, line), env=dict(os.environ))
+    setup = planting.setup("destructive", needs_approval=("delete_file",))
+    assert planting.measure(line, setup).outcome.status == "planted"
+    # The next process of the same command: its job file and logs, its tools' log and ledger.
+    assert planting.child(line, setup, decision=Approve()).outcome.status == "planted"
+    assert victim.read_text() == "the user's own file\n"

@@ -39,6 +39,16 @@ elif MODE == "hostile":
     leave_a_helper()
     sys.stdout.write("x" * 3_000_000 + "\n" + "\x00\x1b" * 1000 + "\n")
     print(json.dumps({"status": f"done{HOSTILE}", "answer": f"red{HOSTILE}", "transcript_messages": "many"}))
+elif MODE == "plants":
+    # Symlinks where the kit writes next (the next run's job file and logs, the tools' log, the
+    # ledger), each pointing at a file outside the run's folder.
+    job = os.environ["EXITKIT_JOB"]
+    folder, n = os.path.dirname(job), int(os.path.basename(job)[len("job-"):-len(".json")])
+    victim = os.environ["EXITKIT_TEST_VICTIM"]
+    for name in (f"job-{n + 1}.json", f"job-{n + 1}.out", f"job-{n + 1}.err", "tools.log", "ledger.jsonl"):
+        os.remove(os.path.join(folder, name)) if os.path.lexists(os.path.join(folder, name)) else None
+        os.symlink(victim, os.path.join(folder, name))
+    print(json.dumps({"status": "planted"}))
 elif MODE == "stubborn":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     leave_a_helper()
