@@ -33,7 +33,7 @@ from exitkit.journal import PRICE_IN_PER_M, PRICE_OUT_PER_M
 from exitkit.ledger import Ledger
 from exitkit.loader import AdapterError, check_limits
 from exitkit.mcp import served
-from exitkit.process import launch, supervise
+from exitkit.process import kill_marked, launch, supervise
 from exitkit.report import printable
 from exitkit.setup import Setup
 from exitkit.tools import SYSTEM, TASKS
@@ -167,8 +167,11 @@ class Served:
     running: int = 0
     """Tool calls under way on the server."""
 
-    def started(self, pid: int) -> None:
-        self.pid = pid
+    marker: str = ""
+    """A variable only this run's processes have (`EXITKIT_JOB=...`): finds those it detached."""
+
+    def started(self, pid: int, marker: str) -> None:
+        self.pid, self.marker = pid, marker
         self.known.set()
 
     def kill(self) -> None:
@@ -179,6 +182,7 @@ class Served:
                 os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):  # it had ended already
                 pass
+            kill_marked(self.marker)
 
     def counted(self, tool: Tool) -> Tool:
         async def call(**arguments: Any) -> str:

@@ -31,7 +31,7 @@ from exitkit.contract import Decision, Outcome, decision_to_json
 from exitkit.forks import ForkServer
 from exitkit.journal import CHAT, RUN_PREFIX, Entry, Journal
 from exitkit.ledger import Event, Ledger
-from exitkit.process import Exit, created, fork, launch, supervise
+from exitkit.process import Exit, created, fork, kill_marked, launch, supervise
 from exitkit.setup import Setup
 
 RUN_TIMEOUT_S = 120.0
@@ -216,10 +216,12 @@ class Kit:
             job = job_file(setup, action, decision, tools.url)
             with created(path) as f:
                 f.write(json.dumps(job).encode())
-            started = launch(argv, self.env | environment(job, path), logs)
-            tools.started(started.pid)
+            env = self.env | environment(job, path)
+            started = launch(argv, env, logs)
+            tools.started(started.pid, marker := f"EXITKIT_JOB={env['EXITKIT_JOB']}")
             done = supervise(started, logs, timeout_s=self.timeout_s, stop_when=stop_when,
                              stop_signal=COMMAND_STOP, stop_group=True)
+            kill_marked(marker)  # what it started outside its process group, detached
             left = tools.left_running()
         got = outcome_line(done.stdout)
         outcome = self._outcome(None if got is None else {"outcome": got}, done, action)

@@ -196,3 +196,16 @@ def test_symlinks_a_command_plants_in_its_runs_folder_are_never_written_through(
     # The next process of the same command: its job file and logs, its tools' log and ledger.
     assert planting.child(line, setup, decision=Approve()).outcome.status == "planted"
     assert victim.read_text() == "the user's own file\n"
+
+
+def test_a_helper_the_command_detached_from_its_group_ends_with_its_run(kit: Kit, tmp_path: Path,
+                                                                         monkeypatch) -> None:
+    helpers = tmp_path / "helpers"
+    monkeypatch.setenv("EXITKIT_TEST_HELPERS", str(helpers))
+    line = command("odd.py", "detaches")
+    detaching = replace(on(kit, line), env=dict(os.environ))
+    try:
+        assert detaching.measure(line, detaching.setup("plan")).outcome.status == "done"
+        assert helpers.exists() and _alive(helpers, within_s=5) == []
+    finally:
+        _kill(helpers)
