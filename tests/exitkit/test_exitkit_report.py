@@ -167,7 +167,8 @@ def test_a_lone_surrogate_an_agent_sent_as_a_json_escape_does_not_lose_the_card(
 
     name, said = json.loads('"agent \\ud800"'), json.loads('"done \\udfff"')
     who = Declared(spec="m:A", name=name, limits=frozenset({"max_turns"}))
-    figures = {"caller gets": said, "per run": [{"run": "plan", "× bare httpx": 1.0}], "RSS × bare httpx": 1.0}
+    figures = {"caller gets": said, "per run": [{"run": "plan", "× bare httpx": 1.0}],
+               "RSS × bare httpx": 1.0}
     results = [Result(case=case, adapter=name, verdict="pass", summary=said, figures=figures)
                for case in ("turn_cap", "overhead")]
     write([who], results, tmp_path)
