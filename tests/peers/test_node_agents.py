@@ -18,6 +18,7 @@ import pytest
 
 from exitkit.card import check
 from exitkit.command import describe
+from exitkit.mcp import CLOSED, NOTIFIED
 from exitkit.verdict import CASES, Result
 from experiments.peers import COMMANDS, node
 
@@ -77,6 +78,7 @@ def test_the_plain_node_loop_passes_every_exit(cards: dict[str, dict[str, Result
     assert loop["crash"].figures["surfaced as in doubt"]
     # The official MCP client sends notifications/cancelled when Stop aborts the call: the tool sees it.
     assert loop["cancellation"].figures["tool saw it"]
+    assert loop["cancellation"].figures["cancel reached the tool"] == NOTIFIED
     assert loop["cancellation"].figures["dangling tool calls"] == []
 
 
@@ -91,6 +93,7 @@ def test_the_vercel_ai_sdk_holds_its_limits_and_approvals(cards: dict[str, dict[
     assert "audit" in vercel["approval"].figures["text sent back on rejection"]
     # Its MCP client sends no notifications/cancelled: the tool ends with the session its close ends.
     assert vercel["cancellation"].figures["tool saw it"]
+    assert vercel["cancellation"].figures["cancel reached the tool"] == CLOSED
 
 
 @pytest.mark.slow
@@ -114,6 +117,7 @@ def test_the_openai_agents_sdk_for_js_holds_its_cap_approvals_and_stop_and_rerun
     agents = _card(cards, "OpenAI Agents SDK (JS)")
     for case in ("turn_cap", "tool_error", "approval", "cancellation"):
         assert agents[case].verdict == "pass", (case, agents[case].summary)
+    assert agents["cancellation"].figures["cancel reached the tool"] == NOTIFIED
     # No budget of its own: the outside cap of 60 turns ends the run.
     assert agents["budget"].verdict == "none exists"
     assert agents["budget"].figures["requests"] == 60
