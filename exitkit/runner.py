@@ -183,7 +183,8 @@ class Kit:
         stop_when = None if stop is None else _once_started(setup.ledger, *stop)
         server = self._server(spec)
         with self.journal.window(guard=guard, run=setup.folder.name) as seen:
-            env = self._child_env()
+            # The job's path marks every process of this run, those it detaches from its group too.
+            env = self._child_env() | {"EXITKIT_JOB": str(job_file)}
             try:
                 started = fork(server, args, env, logs) if server is not None else None
             except EOFError:  # the server died (out of memory, killed): new interpreters from now on
@@ -193,6 +194,7 @@ class Kit:
                 started = launch([sys.executable, "-m", "exitkit.child", *args], env, logs)
             done = supervise(started, logs, timeout_s=self.timeout_s, stop_when=stop_when,
                              stop_signal=STOP_SIGNAL)
+            kill_marked(f"EXITKIT_JOB={job_file}")
         got = _last_json(done.stdout)
         if got is None and done.returncode == CANNOT_LOAD:
             raise ChildLoadError(f"could not load the adapter in a new process: {done.stderr.strip()[-300:]}")

@@ -232,14 +232,14 @@ class Lies(SwallowsErrors):
                        "denied. Deleted access.log.", transcript_messages=8)
 
 
-def _helper(job):
+def _helper(job, **how):
     """A process of the agent's own (a language server, an MCP server) that outlives the agent,
     holding the standard output and error it inherited; its pid goes where the test says."""
     import os
     import subprocess
     import sys
 
-    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(40)"])
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(40)"], **how)
     with open(os.environ["EXITKIT_TEST_HELPERS"], "a") as pids:
         pids.write(f"{helper.pid}\n")
 
@@ -251,6 +251,16 @@ class LeavesAHelper(FileLoop):
 
     async def run(self, job):
         _helper(job)
+        return await super().run(job)
+
+
+class DetachesAHelper(FileLoop):
+    """Starts a helper in a session of its own, out of the run's process group, and returns."""
+
+    name = "detaches a helper"
+
+    async def run(self, job):
+        _helper(job, start_new_session=True)
         return await super().run(job)
 
 

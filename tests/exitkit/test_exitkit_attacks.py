@@ -330,3 +330,17 @@ def test_symlinks_an_adapter_plants_in_its_runs_folder_are_never_written_through
         assert kit.measure("attack_loops:Plants", setup).outcome.status == "planted"
         assert kit.child("attack_loops:Plants", setup).outcome.status == "planted"
     assert victim.read_text() == "the user's own file\n"
+
+
+def test_a_helper_an_adapter_detached_from_its_process_group_ends_with_its_run(tmp_path: Path,
+                                                                               monkeypatch) -> None:
+    from test_exitkit_processes import _alive, _kill
+
+    helpers = tmp_path / "helpers"
+    monkeypatch.setenv("EXITKIT_TEST_HELPERS", str(helpers))
+    try:
+        with Kit.serve(tmp_path / "kit") as kit:
+            assert kit.measure("attack_loops:DetachesAHelper", kit.setup("plan")).outcome.status == "completed"
+            assert helpers.exists() and _alive(helpers, within_s=5) == []
+    finally:
+        _kill(helpers)
