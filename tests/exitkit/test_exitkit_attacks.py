@@ -340,7 +340,8 @@ def test_a_helper_an_adapter_detached_from_its_process_group_ends_with_its_run(t
     monkeypatch.setenv("EXITKIT_TEST_HELPERS", str(helpers))
     try:
         with Kit.serve(tmp_path / "kit") as kit:
-            assert kit.measure("attack_loops:DetachesAHelper", kit.setup("plan")).outcome.status == "completed"
+            run = kit.measure("attack_loops:DetachesAHelper", kit.setup("plan"))
+            assert run.outcome.status == "completed"
             assert helpers.exists() and _alive(helpers, within_s=5) == []
     finally:
         _kill(helpers)
