@@ -33,7 +33,7 @@ from exitkit.journal import PRICE_IN_PER_M, PRICE_OUT_PER_M
 from exitkit.ledger import Ledger
 from exitkit.loader import AdapterError, check_limits
 from exitkit.mcp import served
-from exitkit.process import launch, supervise
+from exitkit.process import kill_marked, launch, supervise
 from exitkit.report import printable
 from exitkit.setup import Setup
 from exitkit.tools import SYSTEM, TASKS
@@ -167,8 +167,11 @@ class Served:
     running: int = 0
     """Tool calls under way on the server."""
 
-    def started(self, pid: int) -> None:
-        self.pid = pid
+    marker: str = ""
+    """A variable only this run's processes have (`EXITKIT_JOB=...`): finds those it detached."""
+
+    def started(self, pid: int, marker: str) -> None:
+        self.pid, self.marker = pid, marker
         self.known.set()
 
     def kill(self) -> None:
@@ -179,6 +182,7 @@ class Served:
                 os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):  # it had ended already
                 pass
+            kill_marked(self.marker)
 
     def counted(self, tool: Tool) -> Tool:
         async def call(**arguments: Any) -> str:
@@ -211,7 +215,11 @@ class _ToFile(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.thread not in self.threads:
             return True
-        with self.path.open("a") as log:
+        try:  # not through a symlink the command put in the log's place
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        except OSError:
+            return False
+        with os.fdopen(fd, "a") as log:
             log.write(logging.Formatter().format(record) + "\n")
         return False
 
@@ -236,7 +244,8 @@ def served_tools(setup: Setup) -> Iterator[Served]:
     routed.attach([logging.lastResort, *logging.getLogger().handlers])
     try:
         tools = setup.toolbox(ledger=ledger, crash=run.kill).tools()
-        with served(tuple(run.counted(t) for t in tools)) as url:
+        # The ledger too: how each call arrived and what carried Stop to it, as for a Python adapter's.
+        with served(tuple(run.counted(t) for t in tools), ledger) as url:
             run.url = url
             routed.threads |= {t.ident for t in threading.enumerate()} - before
             # uvicorn's own handlers, replaced by every server it configures: this run's are now in place.

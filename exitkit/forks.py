@@ -154,6 +154,10 @@ def _copy(request: dict[str, Any], run: Callable[[list[str]], int]) -> int:
     os.setsid()
     for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, request["out"], os.O_WRONLY | os.O_CREAT),
                             (2, request["err"], os.O_WRONLY | os.O_CREAT)):
+        if flags & os.O_CREAT:  # a symlink an earlier run left at that name: removed, not written through
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            flags |= os.O_EXCL
         opened = os.open(path, flags, 0o644)
         os.dup2(opened, fd)
         os.close(opened)

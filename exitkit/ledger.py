@@ -67,7 +67,8 @@ class Ledger:
     def note(self, tool: str, event: str, args: dict[str, Any], detail: str = "") -> None:
         line = json.dumps({"tool": tool, "event": event, "args": args, "t": time.time(), "pid": os.getpid(),
                            "detail": detail[:500]}) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # Never through a symlink a run put in its place: the kit's own process writes here too.
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, line.encode())
         finally:

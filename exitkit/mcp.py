@@ -3,24 +3,17 @@ own process, so an adapter may hand `job.mcp_url` to its framework's MCP client.
 
 The server runs in the agent's process (on a thread of its own, on a loopback port), so a tool
 called over MCP runs where a wrapped one runs: its ledger lines carry the same pid, a crash after
-<<<<<<< HEAD
-its effect kills the same process, and the client's `notifications/cancelled` cancels the tool's
-task, which the ledger records as `cancelled` as it does for a wrapped call the framework cancels.
-A tool that raises answers `isError: true` with the error's text (what the SDKs' own tool wrappers
-hand the model). A command adapter's tools are served the same way from the kit's own process
-(`exitkit.command`), since its process may be in any language.
-=======
 its effect kills the same process, and a cancellation of the call cancels the tool's task, which
 the ledger records as `cancelled` as it does for a wrapped call the framework cancels. A tool that
 raises answers `isError: true` with the error's text (what the SDKs' own tool wrappers hand the
-model).
+model). A command adapter's tools are served the same way from the kit's own process
+(`exitkit.command`), since its process may be in any language.
 
 Given the run's ledger, the server also writes there how each call arrived and what stopped a
 cancelled one: `called over MCP`, then `cancelled over MCP` with the detail `notifications/cancelled`
 (the client named the call in one) or `connection closed` (no notification named it: the client
 ended its session, and the server cancelled the call with it). A request whose connection the
 client only drops is no cancellation (the spec says so): its call runs on to its end.
->>>>>>> mcp-rest
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from exitkit.forks import ForkServer
 
@@ -68,11 +69,18 @@ class Exit:
         return self.returncode is None
 
 
+def created(path: Path) -> BinaryIO:
+    """`path` as a new file, open for writing. An earlier run may have left a symlink at that name
+    in its folder, to a file of the user's: it is removed, never written through."""
+    path.unlink(missing_ok=True)
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb")
+
+
 def launch(argv: list[str], env: dict[str, str], logs: Path) -> Launched:
     """`argv` as a new process; its output goes to `logs`.out and `.err`."""
     # Files, not pipes: a process that inherits them can hold nothing the kit waits on. No stdin:
     # an agent that prompts on the terminal gets end-of-file, not the user's keys.
-    with logs.with_suffix(".out").open("wb") as stdout, logs.with_suffix(".err").open("wb") as stderr:
+    with created(logs.with_suffix(".out")) as stdout, created(logs.with_suffix(".err")) as stderr:
         started = time.monotonic()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env,
                                 start_new_session=True)
@@ -121,6 +129,24 @@ def _tail(path: Path) -> str:
     with path.open("rb") as f:
         f.seek(max(path.stat().st_size - TAIL_BYTES, 0))
         return f.read().decode("utf-8", errors="replace")
+
+
+def kill_marked(marker: str) -> None:
+    """SIGKILL every process whose environment holds `marker` (a variable one run's processes alone
+    have): what a run started in a session of its own is out of its process group, not out of reach.
+    Nothing where the system has no /proc."""
+    wanted = marker.encode()
+    try:
+        pids = [int(entry.name) for entry in os.scandir("/proc") if entry.name.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                if pid != os.getpid() and wanted in environ.read().split(b"\0"):
+                    os.kill(pid, signal.SIGKILL)
+        except OSError:  # gone, or not ours to read
+            continue
 
 
 def _kill_group(pid: int) -> None:

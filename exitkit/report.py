@@ -57,7 +57,8 @@ def to_json(adapters: Sequence[Declared], results: Sequence[Result]) -> dict[str
 
 
 _BREAKS = re.compile(r"\r\n|[\r\n\v\f\x85\u2028\u2029]")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+"""Control characters, and lone surrogates (valid in a JSON escape, never in UTF-8)."""
 _MARKUP = re.compile(r"([\\`*\[\]<>|])")
 
 
@@ -170,7 +171,7 @@ def markdown(adapters: Sequence[Declared], results: Sequence[Result], *, title: 
 
 def _literal(name: str) -> str:
     """An agent's name as matplotlib text: a pair of `$` would be parsed as math (and may not parse)."""
-    return name.replace("$", r"\$")
+    return printable(name).replace("$", r"\$")
 
 
 def chart(results: Sequence[Result], path: Path) -> bool:
@@ -244,9 +245,10 @@ def write(adapters: Sequence[Declared], results: Sequence[Result], out: Path, *,
     out.mkdir(parents=True, exist_ok=True)
     data, md, png = out / f"{name}.json", out / f"{name}.md", out / f"{name}.png"
     body = json.dumps(to_json(adapters, results), indent=1, ensure_ascii=False) + "\n"
-    _put(data, lambda tmp: tmp.write_text(body))
+    # A lone surrogate an agent sent as a JSON escape is written back as one, not lost with the card.
+    _put(data, lambda tmp: tmp.write_text(body, errors="backslashreplace"))
     drawn = _put(png, lambda tmp: chart(results, tmp))
     text = markdown(adapters, results, title=title, command=command, chart=png.name if drawn else None,
                     preface=preface)
-    _put(md, lambda tmp: tmp.write_text(text))
+    _put(md, lambda tmp: tmp.write_text(text, errors="backslashreplace"))
     return [data, md] + ([png] if drawn else [])

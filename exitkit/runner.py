@@ -31,7 +31,7 @@ from exitkit.contract import Decision, Outcome, decision_to_json
 from exitkit.forks import ForkServer
 from exitkit.journal import CHAT, RUN_PREFIX, Entry, Journal
 from exitkit.ledger import Event, Ledger
-from exitkit.process import Exit, fork, launch, supervise
+from exitkit.process import Exit, created, fork, kill_marked, launch, supervise
 from exitkit.setup import Setup
 
 RUN_TIMEOUT_S = 120.0
@@ -167,7 +167,8 @@ class Kit:
 
     def replay(self, setup: Setup, bodies: list[dict[str, Any]]) -> Run:
         """The bare `httpx` floor: the same bodies, sent one after another from a new process."""
-        (setup.folder / "bodies.json").write_text(json.dumps(bodies))
+        with created(setup.folder / "bodies.json") as f:
+            f.write(json.dumps(bodies).encode())
         return self.child("-", setup, "raw")
 
     def child(self, spec: str, setup: Setup, command: str = "resume", decision: Decision | None = None,
@@ -182,7 +183,8 @@ class Kit:
         stop_when = None if stop is None else _once_started(setup.ledger, *stop)
         server = self._server(spec)
         with self.journal.window(guard=guard, run=setup.folder.name) as seen:
-            env = self._child_env()
+            # The job's path marks every process of this run, those it detaches from its group too.
+            env = self._child_env() | {"EXITKIT_JOB": str(job_file)}
             try:
                 started = fork(server, args, env, logs) if server is not None else None
             except EOFError:  # the server died (out of memory, killed): new interpreters from now on
@@ -192,6 +194,7 @@ class Kit:
                 started = launch([sys.executable, "-m", "exitkit.child", *args], env, logs)
             done = supervise(started, logs, timeout_s=self.timeout_s, stop_when=stop_when,
                              stop_signal=STOP_SIGNAL)
+            kill_marked(f"EXITKIT_JOB={job_file}")
         got = _last_json(done.stdout)
         if got is None and done.returncode == CANNOT_LOAD:
             raise ChildLoadError(f"could not load the adapter in a new process: {done.stderr.strip()[-300:]}")
@@ -213,11 +216,14 @@ class Kit:
         stop_when = None if stop is None else _once_started(setup.ledger, *stop)
         with served_tools(setup) as tools, self.journal.window(guard=guard, run=setup.folder.name) as seen:
             job = job_file(setup, action, decision, tools.url)
-            path.write_text(json.dumps(job))
-            started = launch(argv, self.env | environment(job, path), logs)
-            tools.started(started.pid)
+            with created(path) as f:
+                f.write(json.dumps(job).encode())
+            env = self.env | environment(job, path)
+            started = launch(argv, env, logs)
+            tools.started(started.pid, marker := f"EXITKIT_JOB={env['EXITKIT_JOB']}")
             done = supervise(started, logs, timeout_s=self.timeout_s, stop_when=stop_when,
                              stop_signal=COMMAND_STOP, stop_group=True)
+            kill_marked(marker)  # what it started outside its process group, detached
             left = tools.left_running()
         got = outcome_line(done.stdout)
         outcome = self._outcome(None if got is None else {"outcome": got}, done, action)

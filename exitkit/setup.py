@@ -11,6 +11,7 @@ from typing import Any
 
 from exitkit.contract import Job, Limits
 from exitkit.ledger import Ledger
+from exitkit.process import created
 from exitkit.tools import SYSTEM, TASKS, Toolbox, make_sandbox
 
 
@@ -61,7 +62,8 @@ class Setup:
         return replace(self, **changes)
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self) | {"folder": str(self.folder)}))
+        with created(path) as f:
+            f.write(json.dumps(asdict(self) | {"folder": str(self.folder)}).encode())
 
     @classmethod
     def load(cls, path: Path) -> Setup:

@@ -74,22 +74,42 @@ export function stopOnSigint() {
  * @param {string} dir @param {string} name
  */
 export function load(dir, name) {
+  let text;
   try {
-    return JSON.parse(readFileSync(join(dir, name), "utf8"));
+    text = readFileSync(join(dir, name), "utf8");
   } catch (error) {
     if (/** @type {NodeJS.ErrnoException} */ (error).code === "ENOENT") return null;
     throw error;
   }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new Error(`the saved state ${join(dir, name)} is not JSON (${error.message}): `
+      + "not written by this agent");
+  }
 }
 
 /**
- * What the run before saved as `name`: null for a `run`; a `resume` with nothing saved ends here.
- * @param {Job} job @param {string} name
+ * What the run before saved as `name`: null for a `run`; a `resume` with nothing saved ends here,
+ * and so does one whose state is not an object holding each of `fields`, saying which file.
+ * @param {Job} job @param {string} name @param {string[]} fields
  */
-export function previous(job, name) {
+export function previous(job, name, fields) {
   if (job.action !== "resume") return null;
-  const found = load(job.state_dir, name);
+  let found;
+  try {
+    found = load(job.state_dir, name);
+  } catch (error) {
+    finish({ status: "error", error: String(error?.message ?? error) }, 1);
+  }
   if (found === null) finish({ status: "error", error: "nothing saved to resume" }, 1);
+  const object = typeof found === "object" && !Array.isArray(found);
+  const missing = fields.filter((field) => !object || !(field in found));
+  if (missing.length) {
+    const path = join(job.state_dir, name);
+    const error = `the saved state ${path} has no ${missing.join(", ")}: not written by this agent`;
+    finish({ status: "error", error }, 1);
+  }
   return found;
 }
 

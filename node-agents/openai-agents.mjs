@@ -80,7 +80,7 @@ async function runOnce(agent, input, /** @type {State|null} */ before) {
 
 async function main() {
   /** @type {State|null} */
-  const saved = previous(job, STATE);
+  const saved = previous(job, STATE, ["items", "state"]);
   if (saved?.outcome?.status === "completed") return finish(saved.outcome);  // finished: nothing to resume
   if (saved?.state && !job.decision) return finish(saved.outcome);  // still waiting for a decision
   const server = new MCPServerStreamableHttp({ url: job.mcp_url, name: "kit" });

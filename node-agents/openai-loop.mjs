@@ -213,7 +213,7 @@ async function loop(state, mcp, tools) {
 const FINAL = new Set(["completed", "failed"]);
 
 async function main() {
-  const saved = previous(job, STATE);
+  const saved = previous(job, STATE, ["messages", "pending", "marks", "failed"]);
   /** @type {State} */
   const state = saved ?? fresh();
   if (FINAL.has(state.outcome?.status ?? "")) return finish(state.outcome);  // finished: nothing to resume

@@ -90,7 +90,7 @@ async function run(state, mcp) {
 }
 
 async function main() {
-  const saved = previous(job, STATE);
+  const saved = previous(job, STATE, ["messages"]);
   /** @type {State} */
   const state = saved ?? { messages: [{ role: "user", content: job.task }], outcome: null };
   if (state.outcome?.status === "stop") return finish(state.outcome);  // answered: nothing to resume

@@ -232,14 +232,14 @@ class Lies(SwallowsErrors):
                        "denied. Deleted access.log.", transcript_messages=8)
 
 
-def _helper(job):
+def _helper(job, **how):
     """A process of the agent's own (a language server, an MCP server) that outlives the agent,
     holding the standard output and error it inherited; its pid goes where the test says."""
     import os
     import subprocess
     import sys
 
-    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(40)"])
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(40)"], **how)
     with open(os.environ["EXITKIT_TEST_HELPERS"], "a") as pids:
         pids.write(f"{helper.pid}\n")
 
@@ -251,6 +251,16 @@ class LeavesAHelper(FileLoop):
 
     async def run(self, job):
         _helper(job)
+        return await super().run(job)
+
+
+class DetachesAHelper(FileLoop):
+    """Starts a helper in a session of its own, out of the run's process group, and returns."""
+
+    name = "detaches a helper"
+
+    async def run(self, job):
+        _helper(job, start_new_session=True)
         return await super().run(job)
 
 
@@ -286,3 +296,24 @@ class DisarmsTheAlarm(FileLoop):
 
         signal.setitimer(signal.ITIMER_REAL, 0)
         threading.Event().wait()
+
+
+class Plants:
+    """Puts symlinks where the kit writes next in its run's folder (the next process's job file and
+    output), each to a file outside it (`EXITKIT_TEST_VICTIM`)."""
+
+    name = "plants symlinks"
+    limits = frozenset({"resume"})
+
+    async def run(self, job):
+        import os
+
+        folder = job.state_dir.parent
+        n = max(int(p.stem.removeprefix("job-")) for p in folder.glob("job-*.json"))
+        for name in (f"job-{n + 1}.json", f"job-{n + 1}.out", f"job-{n + 1}.err"):
+            (folder / name).unlink(missing_ok=True)
+            (folder / name).symlink_to(os.environ["EXITKIT_TEST_VICTIM"])
+        return Outcome(status="planted")
+
+    async def resume(self, job, decision):
+        return await self.run(job)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from exitkit.runner import Kit
 from exitkit.verdict import Result
 
 HERE = Path(__file__).parent  # as the conftest beside it: "conftest" names several modules
@@ -317,3 +318,30 @@ def test_the_regenerate_line_shows_an_out_with_backticks_pipes_and_a_newline_in_
     fence, command = span[1], span[2]
     assert "`" * len(fence) not in command  # the fence is longer than any run of backticks inside
     assert "a`b|c" in command and "\\n" in command and command.startswith(" python -m exitkit run ")
+
+
+def test_symlinks_an_adapter_plants_in_its_runs_folder_are_never_written_through(tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("the user's own file\n")
+    monkeypatch.setenv("EXITKIT_TEST_VICTIM", str(victim))
+    with Kit.serve(tmp_path / "kit") as kit:  # a kit started with the variable set: its runs get it
+        setup = kit.setup("plan")
+        assert kit.measure("attack_loops:Plants", setup).outcome.status == "planted"
+        assert kit.child("attack_loops:Plants", setup).outcome.status == "planted"
+    assert victim.read_text() == "the user's own file\n"
+
+
+def test_a_helper_an_adapter_detached_from_its_process_group_ends_with_its_run(tmp_path: Path,
+                                                                               monkeypatch) -> None:
+    from test_exitkit_processes import _alive, _kill
+
+    helpers = tmp_path / "helpers"
+    monkeypatch.setenv("EXITKIT_TEST_HELPERS", str(helpers))
+    try:
+        with Kit.serve(tmp_path / "kit") as kit:
+            run = kit.measure("attack_loops:DetachesAHelper", kit.setup("plan"))
+            assert run.outcome.status == "completed"
+            assert helpers.exists() and _alive(helpers, within_s=5) == []
+    finally:
+        _kill(helpers)

@@ -16,8 +16,10 @@ import pytest
 from test_exitkit_processes import _alive, _kill
 
 from exitkit.__main__ import main
+from exitkit.card import run_case
 from exitkit.command import argv_of, describe
 from exitkit.contract import Approve, Reject
+from exitkit.mcp import CALLED, NOTIFIED
 from exitkit.runner import Kit
 
 AGENTS = Path(__file__).parent / "command_agents"
@@ -94,7 +96,8 @@ def test_the_crash_case_kills_the_commands_whole_group_right_after_the_effect(ki
     killed = on(kit, line).child(line, setup.but(crash_after_effect=True), decision=Approve())
     assert killed.returncode == -9
     assert killed.said() == "process ended without a result · killed (SIGKILL)"
-    assert [(e.tool, e.event) for e in killed.events] == [("delete_file", "start"), ("delete_file", "effect")]
+    assert [(e.tool, e.event) for e in killed.events] == [("delete_file", CALLED), ("delete_file", "start"),
+                                                          ("delete_file", "effect")]
     assert not (setup.sandbox / "notes.txt").exists()
     helper = setup.folder / "state" / "helper"
     assert _alive(helper, within_s=5) == []
@@ -111,7 +114,8 @@ def test_a_call_a_command_abandons_at_stop_is_left_running_not_cancelled_by_the_
     assert run.outcome.status == "stopped" and run.stop_pressed is not None
     assert run.left_running == 1
     # The kit stopped the tools' server after the run: no cancellation of its own reads as the agent's.
-    assert [(e.tool, e.event) for e in setup.ledger.events()] == [("scan_archive", "start")]
+    assert [(e.tool, e.event) for e in setup.ledger.events()] == [("scan_archive", CALLED),
+                                                                  ("scan_archive", "start")]
 
 
 def test_a_command_without_a_result_line_is_reported_with_its_exit_status_and_stderr(kit: Kit) -> None:
@@ -170,3 +174,38 @@ def test_the_docs_show_the_minimal_command_agent_as_it_is() -> None:
     docs = (Path(__file__).parents[2] / "docs" / "exitkit.md").read_text()
     assert f"```python\n{source}```" in docs
     assert "exitkit" not in source  # nothing of the kit: the same steps in any language
+
+
+def test_the_cancellation_case_says_what_carried_stop_to_a_commands_tool(kit: Kit) -> None:
+    # A command's tools are always over MCP: the card says how its client's Stop reached the tool.
+    line = command("minimal.py")
+    result = run_case(on(kit, line), describe(line, os.environ), "cancellation", fast=True)
+    assert result.verdict == "pass", result.summary
+    assert result.figures["cancel reached the tool"] == NOTIFIED
+
+
+def test_symlinks_a_command_plants_in_its_runs_folder_are_never_written_through(kit: Kit, tmp_path: Path,
+                                                                                monkeypatch) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("the user's own file\n")
+    monkeypatch.setenv("EXITKIT_TEST_VICTIM", str(victim))
+    line = command("odd.py", "plants")
+    planting = replace(on(kit, line), env=dict(os.environ))
+    setup = planting.setup("destructive", needs_approval=("delete_file",))
+    assert planting.measure(line, setup).outcome.status == "planted"
+    # The next process of the same command: its job file and logs, its tools' log and ledger.
+    assert planting.child(line, setup, decision=Approve()).outcome.status == "planted"
+    assert victim.read_text() == "the user's own file\n"
+
+
+def test_a_helper_the_command_detached_from_its_group_ends_with_its_run(kit: Kit, tmp_path: Path,
+                                                                         monkeypatch) -> None:
+    helpers = tmp_path / "helpers"
+    monkeypatch.setenv("EXITKIT_TEST_HELPERS", str(helpers))
+    line = command("odd.py", "detaches")
+    detaching = replace(on(kit, line), env=dict(os.environ))
+    try:
+        assert detaching.measure(line, detaching.setup("plan")).outcome.status == "done"
+        assert helpers.exists() and _alive(helpers, within_s=5) == []
+    finally:
+        _kill(helpers)

@@ -165,3 +165,13 @@ def test_the_docs_show_the_shipped_mcp_adapters_as_they_are(module: str) -> None
     source = (ROOT / f"exitkit/adapters/{module}.py").read_text()
     assert source[source.index("class "):] in (ROOT / "docs/exitkit.md").read_text()
     assert len(source.splitlines()) <= 40 and len(source[source.index("class "):].splitlines()) <= 30
+
+
+def test_the_kits_sources_hold_no_unresolved_merge() -> None:
+    # A conflict left inside a docstring still imports: only reading the text finds it.
+    marked = [f"{path.relative_to(ROOT)}:{n}" for folder in ("exitkit", "node-agents", "experiments/peers")
+              for path in sorted((ROOT / folder).rglob("*")) if path.suffix in (".py", ".mjs", ".md")
+              and "node_modules" not in path.parts
+              for n, line in enumerate(path.read_text().splitlines(), 1)
+              if re.match(r"(<{7}|={7}|>{7})( |$)", line)]
+    assert marked == []

@@ -157,3 +157,22 @@ def test_report_json_gives_every_adapter_the_same_figure_keys_per_case_as_docume
     assert [list(f) for f in figures] == [["limit", "deletions after approval", "resumed"]] * 2
     assert figures[0] == {"limit": "none exists", "deletions after approval": None, "resumed": None}
     assert [r.figures for r in results][0] == {"limit": "none exists"}  # the results themselves untouched
+
+
+def test_a_lone_surrogate_an_agent_sent_as_a_json_escape_does_not_lose_the_card(tmp_path: Path) -> None:
+    # `"\ud800"` is valid JSON (a command's outcome line, a child's result) but no UTF-8 can hold it.
+    from exitkit.contract import Declared
+    from exitkit.report import write
+    from exitkit.verdict import Result
+
+    name, said = json.loads('"agent \\ud800"'), json.loads('"done \\udfff"')
+    who = Declared(spec="m:A", name=name, limits=frozenset({"max_turns"}))
+    figures = {"caller gets": said, "per run": [{"run": "plan", "× bare httpx": 1.0}],
+               "RSS × bare httpx": 1.0}
+    results = [Result(case=case, adapter=name, verdict="pass", summary=said, figures=figures)
+               for case in ("turn_cap", "overhead")]
+    write([who], results, tmp_path)
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["adapters"][0]["name"] == name and data["results"][0]["figures"]["caller gets"] == said
+    card = (tmp_path / "report.md").read_text()
+    assert "agent \\\\ud800" in card and "done \\\\udfff" in card

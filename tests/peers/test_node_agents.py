@@ -8,14 +8,17 @@ skips, and says so.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from exitkit.card import check
 from exitkit.command import describe
+from exitkit.mcp import CLOSED, NOTIFIED
 from exitkit.verdict import CASES, Result
 from experiments.peers import COMMANDS, node
 
@@ -75,6 +78,7 @@ def test_the_plain_node_loop_passes_every_exit(cards: dict[str, dict[str, Result
     assert loop["crash"].figures["surfaced as in doubt"]
     # The official MCP client sends notifications/cancelled when Stop aborts the call: the tool sees it.
     assert loop["cancellation"].figures["tool saw it"]
+    assert loop["cancellation"].figures["cancel reached the tool"] == NOTIFIED
     assert loop["cancellation"].figures["dangling tool calls"] == []
 
 
@@ -89,6 +93,7 @@ def test_the_vercel_ai_sdk_holds_its_limits_and_approvals(cards: dict[str, dict[
     assert "audit" in vercel["approval"].figures["text sent back on rejection"]
     # Its MCP client sends no notifications/cancelled: the tool ends with the session its close ends.
     assert vercel["cancellation"].figures["tool saw it"]
+    assert vercel["cancellation"].figures["cancel reached the tool"] == CLOSED
 
 
 @pytest.mark.slow
@@ -112,6 +117,7 @@ def test_the_openai_agents_sdk_for_js_holds_its_cap_approvals_and_stop_and_rerun
     agents = _card(cards, "OpenAI Agents SDK (JS)")
     for case in ("turn_cap", "tool_error", "approval", "cancellation"):
         assert agents[case].verdict == "pass", (case, agents[case].summary)
+    assert agents["cancellation"].figures["cancel reached the tool"] == NOTIFIED
     # No budget of its own: the outside cap of 60 turns ends the run.
     assert agents["budget"].verdict == "none exists"
     assert agents["budget"].figures["requests"] == 60
@@ -121,3 +127,26 @@ def test_the_openai_agents_sdk_for_js_holds_its_cap_approvals_and_stop_and_rerun
     # The RunState saved at the approval is all a new process has: the approved call runs again.
     assert agents["crash"].verdict == "fail"
     assert agents["crash"].figures["delete_file runs"] == 2
+
+
+@pytest.mark.parametrize("saved", ['{"messages": [', "[]", "{}"])
+@pytest.mark.parametrize(("agent", "state"), [("openai-loop", "openai-loop.json"),
+                                              ("vercel-ai", "vercel-ai.json"),
+                                              ("openai-agents", "openai-agents.json")])
+def test_a_resume_on_a_state_file_the_agent_did_not_write_ends_saying_which_file(
+        installed: None, tmp_path: Path, agent: str, state: str, saved: str) -> None:
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / state).write_text(saved)
+    job = {"action": "resume", "decision": {"approve": True}, "base_url": "http://127.0.0.1:9/v1",
+           "api_key": "k", "model": "destructive", "task": "t", "system": "s",
+           "mcp_url": "http://127.0.0.1:9/mcp",
+           "limits": {"max_turns": 8, "max_budget_usd": None, "needs_approval": ["delete_file"]},
+           "state_dir": str(tmp_path / "state")}
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    env = os.environ | {"EXITKIT_ACTION": "resume", "EXITKIT_JOB": str(tmp_path / "job.json"),
+                        "EXITKIT_DECISION": '{"approve": true}'}
+    done = subprocess.run(["node", str(FOLDER / f"{agent}.mjs")], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+    outcome = json.loads(done.stdout.splitlines()[-1])
+    assert (done.returncode, outcome["status"]) == (1, "error")
+    assert outcome["error"].startswith(f"the saved state {tmp_path / 'state' / state} "), outcome["error"]

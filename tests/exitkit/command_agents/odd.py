@@ -14,9 +14,9 @@ HOSTILE = "\x1b[2J\x1b]0;owned\x07\r"
 """Clears the screen, sets the terminal's title, rewrites the line: shown as escapes, never sent."""
 
 
-def leave_a_helper():
+def leave_a_helper(**how):
     """A process that holds this one's standard output and error, and would sleep for ten minutes."""
-    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], **how)
     if "EXITKIT_TEST_HELPERS" in os.environ:
         with open(os.environ["EXITKIT_TEST_HELPERS"], "a") as pids:
             pids.write(f"{helper.pid}\n")
@@ -39,6 +39,19 @@ elif MODE == "hostile":
     leave_a_helper()
     sys.stdout.write("x" * 3_000_000 + "\n" + "\x00\x1b" * 1000 + "\n")
     print(json.dumps({"status": f"done{HOSTILE}", "answer": f"red{HOSTILE}", "transcript_messages": "many"}))
+elif MODE == "detaches":
+    leave_a_helper(start_new_session=True)  # out of the command's process group: `detached: true` in Node
+    print(json.dumps({"status": "done"}))
+elif MODE == "plants":
+    # Symlinks where the kit writes next (the next run's job file and logs, the tools' log, the
+    # ledger), each pointing at a file outside the run's folder.
+    job = os.environ["EXITKIT_JOB"]
+    folder, n = os.path.dirname(job), int(os.path.basename(job)[len("job-"):-len(".json")])
+    victim = os.environ["EXITKIT_TEST_VICTIM"]
+    for name in (f"job-{n + 1}.json", f"job-{n + 1}.out", f"job-{n + 1}.err", "tools.log", "ledger.jsonl"):
+        os.remove(os.path.join(folder, name)) if os.path.lexists(os.path.join(folder, name)) else None
+        os.symlink(victim, os.path.join(folder, name))
+    print(json.dumps({"status": "planted"}))
 elif MODE == "stubborn":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     leave_a_helper()
