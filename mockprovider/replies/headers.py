@@ -125,10 +125,11 @@ def from_google_genai(scope: Scope) -> bool:
 
 
 def _gemini(scope: Scope) -> bool:
-    """A Gemini method call (`…/v1/models/{model}:{method}`), or google-genai's listing at /v1/models:
+    """A Gemini method call (`…/v1/models/{model}:{method}`), a path under Vertex AI's /v1/projects or
+    /v1/publishers, or google-genai's listing at /v1/models:
     Google sends none of these headers."""
     path = scope["path"]
-    if gemini_method(path):
+    if gemini_method(path) or "/v1/projects/" in path or "/v1/publishers/" in path:  # Vertex AI's
         return True
     return "/models" in path and from_google_genai(scope)
 
