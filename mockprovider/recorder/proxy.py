@@ -142,7 +142,10 @@ async def exchange(request: Request, fmt: Format) -> Response:
             "--strict answers only recorded turns.", code="not_recorded"))
     query = request.scope.get("query_string", b"")
     native = fmt in ("gemini", "ollama", "converse") or _azure(request.url.path)
-    target = rec.upstream.target(request.url.path if native else PATHS[fmt], query, from_root=native)
+    if fmt == "converse":
+        target = rec.upstream.target(_sent_path(request), query, from_root=True, encoded=True)
+    else:
+        target = rec.upstream.target(request.url.path if native else PATHS[fmt], query, from_root=native)
     if target is None:
         return error_in(fmt, APIError(404, f"{request.url.path}: the path leaves the upstream's base path.",
                                     code="not_found"))
@@ -301,11 +304,20 @@ async def passthrough(request: Request) -> Response:
 
 async def passthrough_root(request: Request) -> Response:
     """Anything else of Gemini's, Ollama's and Azure's (`GET /api/tags`, a `countTokens`, Azure's
-    embeddings), the same way, under the upstream's root."""
+    embeddings), the same way, under the upstream's root; Bedrock's as the client sent it."""
+    if request.url.path.startswith("/model/"):
+        return await _pass(request, _sent_path(request), from_root=True, encoded=True)
     return await _pass(request, request.url.path, from_root=True)
 
 
-async def _pass(request: Request, path: str, *, from_root: bool) -> Response:
+def _sent_path(request: Request) -> str:
+    """The path as the client sent it, escapes and all: a Bedrock model id (an ARN) holds an escaped
+    '/' that must stay inside its segment."""
+    raw = request.scope.get("raw_path")
+    return raw.decode("latin-1") if raw else request.url.path
+
+
+async def _pass(request: Request, path: str, *, from_root: bool, encoded: bool = False) -> Response:
     rec: Recorder = request.app.state.recorder
     raw = await _body(request)
     _journal(rec, request, raw)
@@ -314,7 +326,8 @@ async def _pass(request: Request, path: str, *, from_root: bool) -> Response:
         raise APIError(
             404, f"{request.method} {request.url.path} is not recorded; --strict forwards nothing.",
                        code="not_recorded")
-    target = rec.upstream.target(path, request.scope.get("query_string", b""), from_root=from_root)
+    target = rec.upstream.target(path, request.scope.get("query_string", b""), from_root=from_root,
+                                 encoded=encoded)
     if target is None:
         raise APIError(404, f"{request.method} {request.url.path}: the path leaves the upstream's base path.",
                        code="not_found")

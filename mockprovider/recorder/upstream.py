@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import httpx
 
@@ -71,22 +71,26 @@ class Upstream:
                 text = re.sub(rf"(?<=[:/=]){re.escape(secret)}(?=[@&#'\"\s]|$)", MASK, text)
         return text
 
-    def target(self, path: str, query: bytes = b"", *, from_root: bool = False) -> httpx.URL | None:
+    def target(self, path: str, query: bytes = b"", *, from_root: bool = False,
+               encoded: bool = False) -> httpx.URL | None:
         """The upstream URL for `path` (the client's, after `/v1/`, percent-decoded), or None when
         its dot segments would leave the upstream's base path. `from_root`: `path` is the client's
-        whole path (Gemini's `/v1beta/...`, Ollama's `/api/...`), under the base URL less its `/v1`."""
+        whole path (Gemini's `/v1beta/...`, Ollama's `/api/...`), under the base URL less its `/v1`.
+        `encoded`: `path` is the client's raw path (latin-1), its escapes kept as sent (an escaped
+        '/' stays inside its segment, as in a Bedrock model id's ARN)."""
         kept: list[str] = []
         for segment in path.split("/"):
-            if segment in ("", "."):
+            name = unquote(segment, encoding="latin-1") if encoded else segment
+            if name in ("", "."):
                 continue
-            if segment != ".." and ".." in _DOTTED.split(segment):
+            if name != ".." and ".." in _DOTTED.split(name.replace("/", ";")):
                 return None  # '..;' and '..\' climb on servers that read ';' or a backslash as a boundary
-            if segment == "..":
+            if name == "..":
                 if not kept:
                     return None
                 kept.pop()
                 continue
-            kept.append(quote(segment, safe=_PATH_SAFE))
+            kept.append(quote(segment, safe=_PATH_SAFE + "%" * encoded, encoding="latin-1" if encoded else None))
         base = self.url.raw_path.split(b"?", 1)[0].rstrip(b"/")
         if from_root:
             base = base.removesuffix(b"/v1")
