@@ -182,8 +182,16 @@ def adding(scope: Scope, send: Send, defaults: Options, rid: str, started: float
 
 
 def _openai_shaped(path: str) -> bool:
-    """Under /v1 (every surface but Gemini's and Ollama's), or Azure's /openai."""
-    return "/v1/" in path or path.startswith("/openai/")
+    """Under /v1 (every surface but Gemini's and Ollama's), or Azure's /openai; never under
+    Bedrock's /model/, whose model id may hold '/v1/' or end in '/messages'."""
+    return ("/v1/" in path or path.startswith("/openai/")) and not _bedrock(path)
+
+
+def _bedrock(path: str) -> bool:
+    """Under Bedrock's `/model/`, with or without an `/o/{options}` prefix."""
+    if path.startswith("/o/"):
+        path = path[path.find("/", 3):]
+    return path.startswith("/model/")
 
 
 class ApiHeaders:

@@ -205,3 +205,19 @@ def test_a_model_id_no_route_matches_is_answered_in_aws_shape(in_process):
         assert response.status_code == 404
         assert response.headers["x-amzn-errortype"] == "ResourceNotFoundException"
         assert set(response.json()) == {"message"}
+
+
+@pytest.mark.parametrize("prefix", ["", "/o/latency=0"])
+def test_a_model_id_holding_another_apis_path_still_gets_only_aws_headers(mock_url, prefix):
+    # '/v1/' in the model id once drew OpenAI's headers (and a retry-after AWS never sends) onto
+    # a ThrottlingException; '/messages' at the end drew Anthropic's onto a 404.
+    arn = quote("arn:aws:bedrock:us-east-1:123456789012:custom-model/v1/plan+fault=429", safe="")
+    root = mock_url.removesuffix("/v1") + prefix
+    throttled = httpx.post(f"{root}/model/{arn}/converse", json=ok())
+    unknown = httpx.post(f"{root}/model/{quote('x/v1/plan', safe='')}/messages", json=ok())
+    assert (throttled.status_code, throttled.headers["x-amzn-errortype"]) == (429, "ThrottlingException")
+    assert (unknown.status_code, unknown.headers["x-amzn-errortype"]) == (404, "ResourceNotFoundException")
+    for response in (throttled, unknown):
+        names = set(response.headers)
+        assert not names & {"retry-after", "x-request-id", "request-id", "x-ratelimit-remaining-tokens",
+                            "anthropic-ratelimit-tokens-remaining"}, names
