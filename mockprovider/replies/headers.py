@@ -150,7 +150,7 @@ def of(scope: Scope, defaults: Options) -> list[tuple[bytes, bytes]]:
     options = scope.get(OPTIONS) or defaults
     if anthropic_path(scope["path"]):
         return anthropic_headers(options, rid)
-    return openai_headers(options, rid, scope[STARTED])
+    return openai_headers(options, rid, scope.get(STARTED, time.perf_counter()))
 
 
 def adding(scope: Scope, send: Send, defaults: Options, rid: str, started: float) -> Send:
@@ -187,6 +187,12 @@ def _openai_shaped(path: str) -> bool:
     return ("/v1/" in path or path.startswith("/openai/")) and not _bedrock(path)
 
 
+def _routed(scope: Scope) -> str:
+    """The path the router matches: the scope's, less its root path (a proxy's prefix, a Mount)."""
+    path, root = scope["path"], scope.get("root_path")
+    return path[len(root):] if root and path.startswith(root) else path
+
+
 def _bedrock(path: str) -> bool:
     """Under Bedrock's `/model/`, with or without an `/o/{options}` prefix."""
     if path.startswith("/o/"):
@@ -202,7 +208,7 @@ class ApiHeaders:
         self.defaults = defaults or Options()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _openai_shaped(scope["path"]) or _gemini(scope):
+        if scope["type"] != "http" or not _openai_shaped(_routed(scope)) or _gemini(scope):
             await self.app(scope, receive, send)
             return
         rid, started = start(scope)

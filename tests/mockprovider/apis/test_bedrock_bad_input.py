@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mockprovider.apis import bedrock_eventstream
+from mockprovider.server import serve_in_thread
 
 USER = {"role": "user", "content": [{"text": "hi"}]}
 USE = {"toolUse": {"toolUseId": "c1", "name": "list_files", "input": {}}}
@@ -221,3 +222,11 @@ def test_a_model_id_holding_another_apis_path_still_gets_only_aws_headers(mock_u
         names = set(response.headers)
         assert not names & {"retry-after", "x-request-id", "request-id", "x-ratelimit-remaining-tokens",
                             "anthropic-ratelimit-tokens-remaining"}, names
+
+
+def test_behind_a_proxys_root_path_a_bedrock_reply_still_gets_only_aws_headers():
+    arn = quote("arn:aws:bedrock:us-east-1:123456789012:custom-model/v1/plan+fault=429", safe="")
+    with serve_in_thread(uvicorn_options={"root_path": "/proxy"}) as url:
+        throttled = httpx.post(f"{url.removesuffix('/v1')}/model/{arn}/converse", json=ok())
+    assert (throttled.status_code, throttled.headers["x-amzn-errortype"]) == (429, "ThrottlingException")
+    assert not set(throttled.headers) & {"retry-after", "x-request-id", "x-ratelimit-remaining-tokens"}
