@@ -90,7 +90,8 @@ class Upstream:
                     return None
                 kept.pop()
                 continue
-            kept.append(quote(segment, safe=_PATH_SAFE + "%" * encoded, encoding="latin-1" if encoded else None))
+            kept.append(quote(segment, safe=_PATH_SAFE + "%" * encoded,
+                              encoding="latin-1" if encoded else None))
         base = self.url.raw_path.split(b"?", 1)[0].rstrip(b"/")
         if from_root:
             base = base.removesuffix(b"/v1")

@@ -187,7 +187,7 @@ def _openai_shaped(path: str) -> bool:
     return ("/v1/" in path or path.startswith("/openai/")) and not _bedrock(path)
 
 
-def _routed(scope: Scope) -> str:
+def routed(scope: Scope) -> str:
     """The path the router matches: the scope's, less its root path (a proxy's prefix, a Mount)."""
     path, root = scope["path"], scope.get("root_path")
     return path[len(root):] if root and path.startswith(root) else path
@@ -208,7 +208,7 @@ class ApiHeaders:
         self.defaults = defaults or Options()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _openai_shaped(_routed(scope)) or _gemini(scope):
+        if scope["type"] != "http" or not _openai_shaped(routed(scope)) or _gemini(scope):
             await self.app(scope, receive, send)
             return
         rid, started = start(scope)

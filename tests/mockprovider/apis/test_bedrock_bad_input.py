@@ -193,11 +193,14 @@ def test_a_bug_in_the_mock_is_still_answered_in_aws_shape(monkeypatch, caplog):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(bedrock, "converse_request", broken)
-    with TestClient(create_app(), raise_server_exceptions=False) as client:
-        response = client.post("/model/arn:aws:bedrock:x::foundation-model/api/plan/converse", json=ok())
-    assert (response.status_code, response.headers["x-amzn-errortype"]) == (500, "InternalServerException")
-    assert response.json() == {"message": "Internal error in the mock: RuntimeError"}
-    assert "x-request-id" not in response.headers
+    for root_path in ("", "/proxy"):  # behind a proxy's prefix too
+        with TestClient(create_app(), raise_server_exceptions=False, root_path=root_path) as client:
+            response = client.post(f"{root_path}/model/arn:aws:bedrock:x::foundation-model/api/plan/converse",
+                                   json=ok())
+        assert response.status_code == 500
+        assert response.headers["x-amzn-errortype"] == "InternalServerException"
+        assert response.json() == {"message": "Internal error in the mock: RuntimeError"}
+        assert "x-request-id" not in response.headers
 
 
 def test_a_model_id_no_route_matches_is_answered_in_aws_shape(in_process):
