@@ -118,8 +118,8 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error")
     error = APIError(500, f"Internal error in the mock: {type(exc).__name__}", type="server_error")
     # This handler answers outside ApiHeaders: the API's shape and headers are added here.
-    path = request.url.path
-    if _bedrock_path(headers.routed(request.scope)):  # the path less a proxy's prefix
+    path = headers.routed(request.scope)  # the path less a proxy's prefix, which may hold '/api/'
+    if _bedrock_path(path):
         return bedrock.error_response(error, request)  # AWS's own headers, none of OpenAI's
     if headers.anthropic_path(path):
         response = anthropic.error_response(error, request)
