@@ -44,7 +44,7 @@ from mockprovider.recorder.formats import (
 )
 from mockprovider.recorder.recording import Recording
 from mockprovider.recorder.replies import MAX_REPLY_BYTES, Format, NotRecordable, Stream
-from mockprovider.recorder.upstream import Upstream
+from mockprovider.recorder.upstream import Upstream, sent_path
 from mockprovider.scripts.files import compile_scenario
 
 Mode = Literal["record", "proxy-on-miss", "strict"]
@@ -142,10 +142,9 @@ async def exchange(request: Request, fmt: Format) -> Response:
             "--strict answers only recorded turns.", code="not_recorded"))
     query = request.scope.get("query_string", b"")
     native = fmt in ("gemini", "ollama", "converse") or _azure(request.url.path)
-    if fmt == "converse":
-        target = rec.upstream.target(_sent_path(request), query, from_root=True, encoded=True)
-    else:
-        target = rec.upstream.target(request.url.path if native else PATHS[fmt], query, from_root=native)
+    converse = fmt == "converse"  # its path as sent: an ARN's escaped '/' stays inside the model id
+    path = sent_path(request.scope) if converse else request.url.path if native else PATHS[fmt]
+    target = rec.upstream.target(path, query, from_root=native, encoded=converse)
     if target is None:
         return error_in(fmt, APIError(404, f"{request.url.path}: the path leaves the upstream's base path.",
                                     code="not_found"))
@@ -306,15 +305,8 @@ async def passthrough_root(request: Request) -> Response:
     """Anything else of Gemini's, Ollama's and Azure's (`GET /api/tags`, a `countTokens`, Azure's
     embeddings), the same way, under the upstream's root; Bedrock's as the client sent it."""
     if request.url.path.startswith("/model/"):
-        return await _pass(request, _sent_path(request), from_root=True, encoded=True)
+        return await _pass(request, sent_path(request.scope), from_root=True, encoded=True)
     return await _pass(request, request.url.path, from_root=True)
-
-
-def _sent_path(request: Request) -> str:
-    """The path as the client sent it, escapes and all: a Bedrock model id (an ARN) holds an escaped
-    '/' that must stay inside its segment."""
-    raw = request.scope.get("raw_path")
-    return raw.decode("latin-1") if raw else request.url.path
 
 
 async def _pass(request: Request, path: str, *, from_root: bool, encoded: bool = False) -> Response:

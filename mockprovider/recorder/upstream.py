@@ -10,7 +10,9 @@ that quotes the URL).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote, unquote
 
 import httpx
@@ -99,6 +101,13 @@ class Upstream:
         upstream_query = self.url.query
         joined = b"&".join(q for q in (upstream_query, query) if q)
         return self.url.copy_with(raw_path=raw_path + (b"?" + joined if joined else b""))
+
+
+def sent_path(scope: Mapping[str, Any]) -> str:
+    """The request's path as the client sent it (latin-1), escapes and all, for `target(encoded=True)`:
+    a Bedrock model id (an ARN) holds an escaped '/' that must stay inside its segment."""
+    raw = scope.get("raw_path")
+    return raw.decode("latin-1") if raw else scope["path"]
 
 
 def _secret_param(name: str) -> bool:
