@@ -108,7 +108,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
     message = f"{request.method} {request.url.path}: {exc.detail}"
     error = APIError(exc.status_code, message, code=code, headers=dict(exc.headers or {}))
-    if _bedrock_path(request.url.path):  # a model id no route matches (one holding a newline, say)
+    # A model id no route matches (one holding a newline, say), behind a proxy's prefix or not.
+    if _bedrock_path(headers.routed(request.scope)):
         return bedrock.error_response(error, request)
     return error.response()
 
@@ -123,7 +124,7 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error")
     error = APIError(500, f"Internal error in the mock: {type(exc).__name__}", type="server_error")
     # This handler answers outside ApiHeaders: the API's shape and headers are added here.
-    path = request.url.path
+    path = headers.routed(request.scope)  # the path less a proxy's prefix, which may hold '/api/'
     if _bedrock_path(path):
         return bedrock.error_response(error, request)  # AWS's own headers, none of OpenAI's
     if headers.anthropic_path(path):

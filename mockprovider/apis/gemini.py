@@ -270,7 +270,8 @@ async def get_model_v1(request: Request) -> Response:
 
 
 async def not_found(request: Request) -> Response:
-    """Any other path under /v1beta: a 404 in Google's shape, naming what is served."""
+    """Any other path under /v1beta, or Vertex AI's (/v1beta1, /v1/projects, /v1/publishers): a 404
+    in Google's shape, naming what is served."""
     return error_response(APIError(
         404, f"{request.method} {request.url.path}: not served here; this mock serves "
              "models/{model}:generateContent, :streamGenerateContent, :countTokens and models.",
@@ -291,5 +292,6 @@ ROUTES = [
     *(Route(f"{prefix}/v1beta/models", list_models, methods=["GET"]) for prefix in PREFIXES),
     *(Route(f"{prefix}/v1beta/models/{{model}}", get_model, methods=["GET"]) for prefix in PREFIXES),
     *(Route(f"{prefix}/v1/models/{{model}}", get_model_v1, methods=["GET"]) for prefix in PREFIXES),
-    *(Route(f"{prefix}/v1beta/{{path:path}}", not_found, methods=_ANY) for prefix in PREFIXES),
+    *(Route(f"{prefix}/{root}/{{path:path}}", not_found, methods=_ANY)
+      for prefix in PREFIXES for root in ("v1beta", "v1beta1", "v1/projects", "v1/publishers")),
 ]

@@ -120,7 +120,7 @@ async def embedding_body(
     """The JSON reply `render` makes of the vectors of (text, dimensions) pairs (`replies.embedding`);
     many or long texts are embedded and written out on a worker thread, so others get answers meanwhile."""
     def work() -> bytes:
-        return _dumps(render([embedding.vector(text, n) for text, n in items])).encode()
+        return _dumps_in_pieces(render([embedding.vector(text, n) for text, n in items])).encode()
 
     body = await off_the_loop_if_large(sum(len(text) + n for text, n in items), work)
     return Response(body, media_type="application/json")
@@ -205,10 +205,21 @@ def reasoning_signature(text: str) -> str:
 # --- rendering -----------------------------------------------------------------------------
 
 
-def _dumps(data: dict[str, Any]) -> str:
+def _dumps(data: Any) -> str:
     # ASCII-escaped: a body may echo the client's own strings, lone surrogates included, which
     # UTF-8 cannot encode (Starlette's JSONResponse would fail on them with a 500).
     return json.dumps(data, separators=(",", ":"))
+
+
+def _dumps_in_pieces(value: Any) -> str:
+    """`_dumps(value)`, each object's members and each array of objects or arrays written by a
+    call of its own: one call holds the GIL throughout, so a worker thread writing a large body
+    in one would stop the event loop until it is done."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_dumps(k)}:{_dumps_in_pieces(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list) and value and isinstance(value[0], dict | list):
+        return "[" + ",".join(map(_dumps_in_pieces, value)) + "]"
+    return _dumps(value)
 
 
 def streamed(

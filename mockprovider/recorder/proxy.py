@@ -46,7 +46,7 @@ from mockprovider.recorder.presence import GONE, while_present
 from mockprovider.recorder.recording import Recording
 from mockprovider.recorder.relay import close_both, read_up_to, rest
 from mockprovider.recorder.replies import MAX_REPLY_BYTES, Format, NotRecordable, Stream
-from mockprovider.recorder.upstream import Upstream
+from mockprovider.recorder.upstream import Upstream, sent_path
 from mockprovider.scripts.files import compile_scenario
 
 Mode = Literal["record", "proxy-on-miss", "strict"]
@@ -144,7 +144,9 @@ async def exchange(request: Request, fmt: Format) -> Response:
             "--strict answers only recorded turns.", code="not_recorded"))
     query = request.scope.get("query_string", b"")
     native = fmt in ("gemini", "ollama", "converse") or _azure(request.url.path)
-    target = rec.upstream.target(request.url.path if native else PATHS[fmt], query, from_root=native)
+    converse = fmt == "converse"  # its path as sent: an ARN's escaped '/' stays inside the model id
+    path = sent_path(request.scope) if converse else request.url.path if native else PATHS[fmt]
+    target = rec.upstream.target(path, query, from_root=native, encoded=converse)
     if target is None:
         return error_in(fmt, APIError(404, f"{request.url.path}: the path leaves the upstream's base path.",
                                     code="not_found"))
@@ -298,11 +300,13 @@ async def passthrough(request: Request) -> Response:
 
 async def passthrough_root(request: Request) -> Response:
     """Anything else of Gemini's, Ollama's and Azure's (`GET /api/tags`, a `countTokens`, Azure's
-    embeddings), the same way, under the upstream's root."""
+    embeddings), the same way, under the upstream's root; Bedrock's as the client sent it."""
+    if request.url.path.startswith("/model/"):
+        return await _pass(request, sent_path(request.scope), from_root=True, encoded=True)
     return await _pass(request, request.url.path, from_root=True)
 
 
-async def _pass(request: Request, path: str, *, from_root: bool) -> Response:
+async def _pass(request: Request, path: str, *, from_root: bool, encoded: bool = False) -> Response:
     rec: Recorder = request.app.state.recorder
     raw = await _body(request)
     _journal(rec, request, raw)
@@ -311,7 +315,8 @@ async def _pass(request: Request, path: str, *, from_root: bool) -> Response:
         raise APIError(
             404, f"{request.method} {request.url.path} is not recorded; --strict forwards nothing.",
                        code="not_recorded")
-    target = rec.upstream.target(path, request.scope.get("query_string", b""), from_root=from_root)
+    target = rec.upstream.target(path, request.scope.get("query_string", b""), from_root=from_root,
+                                 encoded=encoded)
     if target is None:
         raise APIError(404, f"{request.method} {request.url.path}: the path leaves the upstream's base path.",
                        code="not_found")

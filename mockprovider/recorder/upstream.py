@@ -10,8 +10,10 @@ that quotes the URL).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import quote
+from typing import Any
+from urllib.parse import quote, unquote
 
 import httpx
 
@@ -71,22 +73,27 @@ class Upstream:
                 text = re.sub(rf"(?<=[:/=]){re.escape(secret)}(?=[@&#'\"\s]|$)", MASK, text)
         return text
 
-    def target(self, path: str, query: bytes = b"", *, from_root: bool = False) -> httpx.URL | None:
+    def target(self, path: str, query: bytes = b"", *, from_root: bool = False,
+               encoded: bool = False) -> httpx.URL | None:
         """The upstream URL for `path` (the client's, after `/v1/`, percent-decoded), or None when
         its dot segments would leave the upstream's base path. `from_root`: `path` is the client's
-        whole path (Gemini's `/v1beta/...`, Ollama's `/api/...`), under the base URL less its `/v1`."""
+        whole path (Gemini's `/v1beta/...`, Ollama's `/api/...`), under the base URL less its `/v1`.
+        `encoded`: `path` is the client's raw path (latin-1), its escapes kept as sent (an escaped
+        '/' stays inside its segment, as in a Bedrock model id's ARN)."""
         kept: list[str] = []
         for segment in path.split("/"):
-            if segment in ("", "."):
+            name = unquote(segment, encoding="latin-1") if encoded else segment
+            if name in ("", "."):
                 continue
-            if segment != ".." and ".." in _DOTTED.split(segment):
+            if name != ".." and ".." in _DOTTED.split(name.replace("/", ";")):
                 return None  # '..;' and '..\' climb on servers that read ';' or a backslash as a boundary
-            if segment == "..":
+            if name == "..":
                 if not kept:
                     return None
                 kept.pop()
                 continue
-            kept.append(quote(segment, safe=_PATH_SAFE))
+            kept.append(quote(segment, safe=_PATH_SAFE + "%" * encoded,
+                              encoding="latin-1" if encoded else None))
         base = self.url.raw_path.split(b"?", 1)[0].rstrip(b"/")
         if from_root:
             base = base.removesuffix(b"/v1")
@@ -94,6 +101,13 @@ class Upstream:
         upstream_query = self.url.query
         joined = b"&".join(q for q in (upstream_query, query) if q)
         return self.url.copy_with(raw_path=raw_path + (b"?" + joined if joined else b""))
+
+
+def sent_path(scope: Mapping[str, Any]) -> str:
+    """The request's path as the client sent it (latin-1), escapes and all, for `target(encoded=True)`:
+    a Bedrock model id (an ARN) holds an escaped '/' that must stay inside its segment."""
+    raw = scope.get("raw_path")
+    return raw.decode("latin-1") if raw else scope["path"]
 
 
 def _secret_param(name: str) -> bool:

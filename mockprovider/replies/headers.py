@@ -125,10 +125,11 @@ def from_google_genai(scope: Scope) -> bool:
 
 
 def _gemini(scope: Scope) -> bool:
-    """A Gemini method call (`…/v1/models/{model}:{method}`), or google-genai's listing at /v1/models:
+    """A Gemini method call (`…/v1/models/{model}:{method}`), a path under Vertex AI's /v1/projects or
+    /v1/publishers, or google-genai's listing at /v1/models:
     Google sends none of these headers."""
     path = scope["path"]
-    if gemini_method(path):
+    if gemini_method(path) or "/v1/projects/" in path or "/v1/publishers/" in path:  # Vertex AI's
         return True
     return "/models" in path and from_google_genai(scope)
 
@@ -149,7 +150,7 @@ def of(scope: Scope, defaults: Options) -> list[tuple[bytes, bytes]]:
     options = scope.get(OPTIONS) or defaults
     if anthropic_path(scope["path"]):
         return anthropic_headers(options, rid)
-    return openai_headers(options, rid, scope[STARTED])
+    return openai_headers(options, rid, scope.get(STARTED, time.perf_counter()))
 
 
 def adding(scope: Scope, send: Send, defaults: Options, rid: str, started: float) -> Send:
@@ -181,8 +182,22 @@ def adding(scope: Scope, send: Send, defaults: Options, rid: str, started: float
 
 
 def _openai_shaped(path: str) -> bool:
-    """Under /v1 (every surface but Gemini's and Ollama's), or Azure's /openai."""
-    return "/v1/" in path or path.startswith("/openai/")
+    """Under /v1 (every surface but Gemini's and Ollama's), or Azure's /openai; never under
+    Bedrock's /model/, whose model id may hold '/v1/' or end in '/messages'."""
+    return ("/v1/" in path or path.startswith("/openai/")) and not _bedrock(path)
+
+
+def routed(scope: Scope) -> str:
+    """The path the router matches: the scope's, less its root path (a proxy's prefix, a Mount)."""
+    path, root = scope["path"], scope.get("root_path")
+    return path[len(root):] if root and path.startswith(root) else path
+
+
+def _bedrock(path: str) -> bool:
+    """Under Bedrock's `/model/`, with or without an `/o/{options}` prefix."""
+    if path.startswith("/o/"):
+        path = path[path.find("/", 3):]
+    return path.startswith("/model/")
 
 
 class ApiHeaders:
@@ -193,7 +208,7 @@ class ApiHeaders:
         self.defaults = defaults or Options()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _openai_shaped(scope["path"]) or _gemini(scope):
+        if scope["type"] != "http" or not _openai_shaped(routed(scope)) or _gemini(scope):
             await self.app(scope, receive, send)
             return
         rid, started = start(scope)

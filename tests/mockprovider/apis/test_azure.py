@@ -280,3 +280,20 @@ def test_the_listing_and_journal_still_answer_beside_azure(root):
     entries = httpx.get(f"{root}/journal", params={"path": "/openai/deployments/plan/chat/completions"},
                         headers={"api-key": KEY}).json()["data"]
     assert entries[-1]["body"]["messages"][0]["content"] == "journal me"
+
+
+def test_behind_a_proxys_root_path_azure_replies_keep_their_headers():
+    # A root path (uvicorn --root-path, a Mount) prefixes the scope's path: Azure's /openai routes
+    # still carry the request id and the rate limits, as without one.
+    body = {"messages": [QUESTION]}
+    with serve_in_thread(api_key=KEY, uvicorn_options={"root_path": "/proxy"}) as url:
+        root = url.removesuffix("/v1")
+        ok = httpx.post(f"{root}/openai/deployments/plan/chat/completions", params={"api-version": VERSION},
+                        headers={"api-key": KEY}, json=body)
+        limited = httpx.post(f"{root}/openai/deployments/plan+fault=429/chat/completions",
+                             params={"api-version": VERSION}, headers={"api-key": KEY}, json=body)
+    assert (ok.status_code, limited.status_code) == (200, 429)
+    for reply in (ok, limited):
+        assert reply.headers["x-request-id"] == reply.headers["apim-request-id"]
+        assert reply.headers["x-ratelimit-limit-requests"].isdigit()
+    assert limited.headers["x-ratelimit-remaining-tokens"] == "0"

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mockprovider.apis import bedrock_eventstream
+from mockprovider.server import serve_in_thread
 
 USER = {"role": "user", "content": [{"text": "hi"}]}
 USE = {"toolUse": {"toolUseId": "c1", "name": "list_files", "input": {}}}
@@ -192,11 +193,14 @@ def test_a_bug_in_the_mock_is_still_answered_in_aws_shape(monkeypatch, caplog):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(bedrock, "converse_request", broken)
-    with TestClient(create_app(), raise_server_exceptions=False) as client:
-        response = client.post("/model/arn:aws:bedrock:x::foundation-model/api/plan/converse", json=ok())
-    assert (response.status_code, response.headers["x-amzn-errortype"]) == (500, "InternalServerException")
-    assert response.json() == {"message": "Internal error in the mock: RuntimeError"}
-    assert "x-request-id" not in response.headers
+    for root_path in ("", "/proxy"):  # behind a proxy's prefix too
+        with TestClient(create_app(), raise_server_exceptions=False, root_path=root_path) as client:
+            response = client.post(f"{root_path}/model/arn:aws:bedrock:x::foundation-model/api/plan/converse",
+                                   json=ok())
+        assert response.status_code == 500
+        assert response.headers["x-amzn-errortype"] == "InternalServerException"
+        assert response.json() == {"message": "Internal error in the mock: RuntimeError"}
+        assert "x-request-id" not in response.headers
 
 
 def test_a_model_id_no_route_matches_is_answered_in_aws_shape(in_process):
@@ -205,3 +209,27 @@ def test_a_model_id_no_route_matches_is_answered_in_aws_shape(in_process):
         assert response.status_code == 404
         assert response.headers["x-amzn-errortype"] == "ResourceNotFoundException"
         assert set(response.json()) == {"message"}
+
+
+@pytest.mark.parametrize("prefix", ["", "/o/latency=0"])
+def test_a_model_id_holding_another_apis_path_still_gets_only_aws_headers(mock_url, prefix):
+    # '/v1/' in the model id once drew OpenAI's headers (and a retry-after AWS never sends) onto
+    # a ThrottlingException; '/messages' at the end drew Anthropic's onto a 404.
+    arn = quote("arn:aws:bedrock:us-east-1:123456789012:custom-model/v1/plan+fault=429", safe="")
+    root = mock_url.removesuffix("/v1") + prefix
+    throttled = httpx.post(f"{root}/model/{arn}/converse", json=ok())
+    unknown = httpx.post(f"{root}/model/{quote('x/v1/plan', safe='')}/messages", json=ok())
+    assert (throttled.status_code, throttled.headers["x-amzn-errortype"]) == (429, "ThrottlingException")
+    assert (unknown.status_code, unknown.headers["x-amzn-errortype"]) == (404, "ResourceNotFoundException")
+    for response in (throttled, unknown):
+        names = set(response.headers)
+        assert not names & {"retry-after", "x-request-id", "request-id", "x-ratelimit-remaining-tokens",
+                            "anthropic-ratelimit-tokens-remaining"}, names
+
+
+def test_behind_a_proxys_root_path_a_bedrock_reply_still_gets_only_aws_headers():
+    arn = quote("arn:aws:bedrock:us-east-1:123456789012:custom-model/v1/plan+fault=429", safe="")
+    with serve_in_thread(uvicorn_options={"root_path": "/proxy"}) as url:
+        throttled = httpx.post(f"{url.removesuffix('/v1')}/model/{arn}/converse", json=ok())
+    assert (throttled.status_code, throttled.headers["x-amzn-errortype"]) == (429, "ThrottlingException")
+    assert not set(throttled.headers) & {"retry-after", "x-request-id", "x-ratelimit-remaining-tokens"}

@@ -105,3 +105,15 @@ def test_middleware_the_user_adds_sees_the_chat_request_too(path):
         reply = client.post(path, json={"model": "plan", "messages": MESSAGES},
                             headers={"origin": "http://agent.test"})
     assert reply.status_code == 200 and reply.headers["access-control-allow-origin"] == "*"
+
+
+def test_a_crash_behind_a_root_path_holding_api_is_still_openai_shaped(monkeypatch):
+    # A proxy's prefix is no part of the route: '/api' in it does not make the reply Ollama's.
+    def broken(completion):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(chat, "render", broken)
+    with TestClient(create_app(), raise_server_exceptions=False, root_path="/api") as client:
+        reply = client.post("/api/v1/chat/completions", json={"model": "plan", "messages": MESSAGES})
+    assert reply.status_code == 500 and reply.json()["error"]["type"] == "server_error"
+    assert reply.headers["x-request-id"].startswith("req_")

@@ -221,3 +221,25 @@ def test_the_model_listing_names_the_embedding_models(url):
     with _client(url) as client:
         names = {m.id for m in client.models.list()}
     assert {"plan", "text-embedding-3-small", "text-embedding-3-large", "nomic-embed-text"} <= names
+
+
+def test_a_large_embedding_body_is_written_a_vector_at_a_time(url, monkeypatch):
+    # One json.dumps call holds the GIL throughout: 2,048 vectors of 3,072 numbers written in one
+    # call held the event loop (and /healthz) for about a second from the worker thread.
+    from mockprovider.apis import shared
+
+    longest = [0]
+    dumps = shared._dumps
+
+    def measured(data):
+        text = dumps(data)
+        longest[0] = max(longest[0], len(text))
+        return text
+
+    monkeypatch.setattr(shared, "_dumps", measured)
+    texts = [f"text {i}" for i in range(300)]
+    with openai.OpenAI(base_url=url, api_key="k", max_retries=0) as client:
+        reply = client.embeddings.create(model="text-embedding-3-large", input=texts, encoding_format="float")
+    assert [d.embedding for d in reply.data[:2]] == [vector("text 0", 3072), vector("text 1", 3072)]
+    assert reply.usage.prompt_tokens == sum(o200k.count(t) for t in texts)
+    assert longest[0] < 3072 * 25  # a piece is one vector at most, never the whole body

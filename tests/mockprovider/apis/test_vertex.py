@@ -114,3 +114,22 @@ def test_bad_input_on_vertex_gets_a_google_400_never_a_500(root, body):
                           headers={**BEARER, "content-type": "application/json"})
     assert response.status_code == 400
     assert response.json()["error"]["status"] == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize("path", [
+    "/v1beta1/publishers/google/models/plan",  # google-genai's models.get in Vertex mode
+    "/v1beta1/publishers/google/models",  # its models.list
+    f"/v1beta1/{VERTEX}/plan",
+    f"/v1/{VERTEX}/plan",
+])
+def test_a_path_vertex_does_not_serve_is_a_404_in_googles_shape(root, path):
+    response = httpx.get(f"{root}{path}", headers=BEARER)
+    assert response.status_code == 404
+    assert response.json()["error"]["status"] == "NOT_FOUND"
+    assert "x-request-id" not in response.headers  # none of OpenAI's headers on Google's reply
+
+
+def test_describing_a_model_in_vertex_mode_is_refused_in_googles_shape(root):
+    with _vertex(root) as client, pytest.raises(errors.ClientError) as caught:
+        client.models.get(model="plan")
+    assert caught.value.code == 404 and caught.value.details["error"]["status"] == "NOT_FOUND"

@@ -13,6 +13,7 @@ import pytest
 from botocore.config import Config
 
 from mockprovider.apis import bedrock_eventstream
+from mockprovider.app import create_app
 from mockprovider.recorder import record
 from mockprovider.recorder.bedrock import ConverseStream, converse_reply
 from mockprovider.recorder.replies import NotRecordable
@@ -71,6 +72,25 @@ def test_a_recording_made_with_another_client_replays_through_boto3(tmp_path):
     assert whole["output"]["message"]["content"][0]["toolUse"]["name"] == "list_files"
     assert events[1]["contentBlockStart"]["start"]["toolUse"]["name"] == "list_files"
     assert missed.status_code == 404 and missed.headers["x-amzn-errortype"] == "ResourceNotFoundException"
+
+
+def test_the_model_id_reaches_the_upstream_encoded_as_boto3_signed_it(tmp_path):
+    # An ARN's '/' travels escaped inside the one modelId segment; decoded, it would split the path
+    # the real service routes by, so the path goes upstream as the client sent it.
+    mock = create_app()
+    seen: list[bytes] = []
+
+    async def upstream(scope, receive, send):
+        if scope["type"] == "http":
+            seen.append(scope["raw_path"])
+        await mock(scope, receive, send)
+
+    arn = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.plan"
+    with serve_in_thread(upstream) as url, record(url, tmp_path / "arn.json") as proxy:
+        _client(proxy.root_url).converse(modelId=arn, messages=[_user(QUESTION)])
+        list(_client(proxy.root_url).converse_stream(modelId=arn, messages=[_user(QUESTION)])["stream"])
+    sent = b"/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fus.plan"
+    assert seen == [sent + b"/converse", sent + b"/converse-stream"]
 
 
 def test_count_tokens_passes_through_unrecorded(tmp_path):
