@@ -29,7 +29,8 @@ TIMED: dict[ModuleType, tuple[str, ...]] = {
     completions: ("Completion", "complete", "_completion", "getrandbits"),
     faults: ("delay_or_fault", "log"),
     headers: ("OPTIONS", "adding", "anthropic_path", "anthropic_headers", "openai_headers",
-              "json_head", "openai_limits", "start", "STARTED", "REQUEST_ID", "_openai_limits", "getrandbits"),
+              "json_head", "openai_limits", "start", "STARTED", "REQUEST_ID", "_openai_limits",
+              "getrandbits"),
     tool_choice: ("AUTO", "chat_choice", "check", "constrain"),
     options: ("Options", "attempt_of"),
     scenarios: ("SCENARIOS", "Conversation", "_asked", "_reply"),
@@ -41,5 +42,5 @@ if _missing:
     raise ImportError(f"the benchmarks' hooks into the mock moved: {', '.join(_missing)} no longer exist; "
                       "update mockprovider/bench_hooks.py and experiments/bench together")
 
-__all__ = ["attempt_of", "body", "chat", "completions", "faults", "headers", "memo", "options", "request_headers",
-           "scenarios", "steps", "tool_choice", "transcript", "validation"]
+__all__ = ["attempt_of", "body", "chat", "completions", "faults", "headers", "memo", "options",
+           "request_headers", "scenarios", "steps", "tool_choice", "transcript", "validation"]

@@ -26,12 +26,13 @@ from experiments.bench.tricks import LANE, Batch, Trick, drive, patched_batch, r
 from mockprovider import create_app
 from mockprovider.bench_hooks import (
     body as reading_body,
+)
+from mockprovider.bench_hooks import (
     chat,
     completions,
     memo,
     request_headers,
     scenarios,
-    steps,
     transcript,
 )
 

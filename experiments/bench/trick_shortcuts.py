@@ -19,7 +19,6 @@ from experiments.bench.tricks import Trick, drive, patched_batch, repeat
 from mockprovider import Options
 from mockprovider.bench_hooks import (
     attempt_of,
-    body as reading_body,
     chat,
     completions,
     faults,
@@ -28,8 +27,10 @@ from mockprovider.bench_hooks import (
     scenarios,
     steps,
     tool_choice,
-    transcript,
     validation,
+)
+from mockprovider.bench_hooks import (
+    body as reading_body,
 )
 
 # --- the reply's headers ---------------------------------------------------------------------

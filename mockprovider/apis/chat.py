@@ -32,8 +32,8 @@ from mockprovider.reading.transcript import Transcript
 from mockprovider.reading.validation import flag, is_int, number_in, positive_int
 from mockprovider.replies import headers, midstream, tool_choice
 from mockprovider.replies.completions import Completion, weighed_deltas
-from mockprovider.replies.finished import finish
 from mockprovider.replies.faults import delay_or_fault, injected
+from mockprovider.replies.finished import finish
 from mockprovider.replies.tool_choice import AUTO, ToolChoice
 from mockprovider.scripts.options import Options
 from mockprovider.scripts.scenarios import ToolCall

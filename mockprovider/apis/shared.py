@@ -25,8 +25,8 @@ from starlette.responses import Response, StreamingResponse
 import o200k
 from mockprovider.apis.steps import Config, resolve, resolve_embedding, scripted, scripted_reply
 from mockprovider.errors import APIError, invalid, missing
-from mockprovider.reading import transcript
 from mockprovider.offload import off_the_loop_if_large
+from mockprovider.reading import transcript
 from mockprovider.replies import caching, completions, embedding, midstream
 from mockprovider.replies.caching import prompt_cache
 from mockprovider.replies.faults import delay_or_fault, injected

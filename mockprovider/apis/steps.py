@@ -16,7 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mockprovider.errors import APIError, ClientGone, ScriptedError
+from mockprovider.errors import APIError, ScriptedError
 from mockprovider.journal import Journal
 from mockprovider.metrics import SCENARIO
 from mockprovider.reading.body import authorize, read_json, read_raw

@@ -20,7 +20,6 @@ from mockprovider.reading.request_headers import header, header_map, test_id
 from mockprovider.reading.transcript import Transcript
 from mockprovider.reading.validation import check_depth, parse_body, parse_json, refuse_lone_surrogates
 
-
 SIGV4 = "AWS4-HMAC-SHA256 "
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from starlette.types import Scope
 
-from mockprovider.replies import headers
 from mockprovider.offload import off_the_loop_if_large, text_chars
+from mockprovider.replies import headers
 from mockprovider.replies.caching import NO_CACHE, openai_read, openai_since
 from mockprovider.replies.completions import Completion, complete
 from mockprovider.scripts.options import Options

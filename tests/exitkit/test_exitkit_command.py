@@ -145,7 +145,8 @@ def test_a_card_mixes_python_adapters_and_commands_and_returns_though_a_command_
     """Hostile output too: 3 MB of junk, control sequences in its name, status and answer."""
     helpers = tmp_path / "helpers"
     env = os.environ | {"EXITKIT_TEST_HELPERS": str(helpers),
-                        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[2]),
+                        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent),
+                                                      str(Path(__file__).parents[2]),
                                                       *filter(None, [os.environ.get("PYTHONPATH")])])}
     hostile = command("odd.py", "hostile")
     try:

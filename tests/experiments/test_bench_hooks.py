@@ -59,7 +59,8 @@ def test_a_benchmark_reaching_past_the_hooks_is_seen(tmp_path):
                        "from mockprovider.bench_hooks import body as reading_body\n"
                        "transcript.read\ntranscript._gone\npatch(transcript, 'also_gone', None)\n"
                        "reading_body._read_body\nreading_body._renamed\n")
-    assert reaches(planted) == ["mockprovider.reading", "transcript._gone", "transcript.also_gone", "body._renamed"]
+    assert reaches(planted) == ["mockprovider.reading", "transcript._gone", "transcript.also_gone",
+                                "body._renamed"]
 
 
 def test_a_rename_inside_the_mock_fails_at_import_naming_what_moved(monkeypatch):

@@ -68,15 +68,17 @@ def traced(body: dict[str, Any]) -> tuple[list[tuple[str | None, str]], dict[str
 
 
 def agent_turn(turn: int) -> dict[str, Any]:
-    tools = [{"type": "function", "function": {"name": name, "parameters": {
-        "type": "object", "properties": {"path": {"type": "string"}}}}} for name in ("list_files", "read_file")]
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    tools = [{"type": "function", "function": {"name": name, "parameters": schema}}
+             for name in ("list_files", "read_file")]
     messages: list[dict[str, Any]] = [{"role": "system", "content": "You are careful."},
                                       {"role": "user", "content": "Which file mentions a timeout?"}]
     for i in range(turn - 1):
         call = {"id": f"c{i}", "type": "function",
                 "function": {"name": "read_file", "arguments": json.dumps({"path": f"f{i}.py"})}}
         messages += [{"role": "assistant", "content": None, "tool_calls": [call]},
-                     {"role": "tool", "tool_call_id": f"c{i}", "content": f"contents of f{i}.py: " + "x = 1\n" * 20}]
+                     {"role": "tool", "tool_call_id": f"c{i}",
+                      "content": f"contents of f{i}.py: " + "x = 1\n" * 20}]
     return {"model": "plan", "messages": messages, "tools": tools}
 
 
