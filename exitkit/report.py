@@ -21,6 +21,7 @@ so an unchanged agent gives an unchanged file except for the timings and overhea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -207,10 +208,12 @@ def chart(results: Sequence[Result], path: Path) -> bool:
 
 def unusable(out: Path, name: str = "report") -> str | None:
     """Why the report cannot be written in `out`, or None. Asked before any case runs, so a card
-    is never lost after an hour of cases: the folder is made (it would be anyway) and a file is
-    created in it and removed again, so whatever the file system says is found out now."""
-    there = out
+    is never lost after an hour of cases: the folder is made and a file is created in it and
+    removed again, so whatever the file system says is found out now; the folders made for the
+    probe are removed too, so a run refused later (an adapter that does not load) leaves none."""
+    there, made = out, []
     while not there.exists() and not there.is_symlink() and there != there.parent:
+        made.append(there)
         there = there.parent
     if not there.is_dir():
         return f"{there} is not a folder"
@@ -222,6 +225,10 @@ def unusable(out: Path, name: str = "report") -> str | None:
         _put(out / f"{name}.probe", lambda tmp: False)
     except OSError as e:
         return f"cannot write there: {e.strerror or e}"
+    finally:
+        for folder in made:  # innermost first; one that something else filled meanwhile stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
     return None
 
 

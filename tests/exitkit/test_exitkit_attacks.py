@@ -345,3 +345,12 @@ def test_a_helper_an_adapter_detached_from_its_process_group_ends_with_its_run(t
             assert helpers.exists() and _alive(helpers, within_s=5) == []
     finally:
         _kill(helpers)
+
+
+def test_a_run_refused_at_load_leaves_no_out_folder_behind(tmp_path, capsys) -> None:
+    # `--out` is probed before the adapter loads; the folders the probe made go with it.
+    from exitkit.__main__ import main
+
+    assert main(["run", "nowhere:Adapter", "--out", str(tmp_path / "new" / "card")]) == 2
+    assert "cannot import 'nowhere'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
