@@ -153,19 +153,22 @@ class MockApp(Starlette):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
-            large, receive = await off_loop.large(scope, receive)
+            large = off_loop.declared_large(scope)
+            if large is None:  # chunked: read that far to know
+                large, receive = await off_loop.large(scope, receive)
             # The MCP server stays on the loop its SDK's sessions run on.
             if large and not _MCP_PATH.match(scope["path"]):
-                await off_loop.serve(self._serve, scope, receive, send)
+                await off_loop.serve(self._app_for(scope), scope, receive, send)
                 return
-        await self._serve(scope, receive, send)
+        # The app picked, not a coroutine of its own: one fewer per request.
+        await self._app_for(scope)(scope, receive, send)
 
-    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def _app_for(self, scope: Scope) -> ASGIApp:
+        """The chat lane for a chat request (when no user middleware must see it), else Starlette."""
         if chat.serves(scope) and len(self.user_middleware) == self.own_middleware:
             scope["app"] = self
-            await self.lane(scope, receive, send)
-        else:
-            await super().__call__(scope, receive, send)
+            return self.lane
+        return super().__call__
 
 
 ROUTES = [

@@ -73,15 +73,21 @@ _WORKER = _Worker()
 _FULL_COLLECTIONS = _FullCollectionsWait()
 
 
+def declared_large(scope: Scope) -> bool | None:
+    """Whether the request's declared body is over LARGE_BYTES; None when it declares no length
+    (chunked: `large` reads that far to know). No coroutine: nearly every request ends here."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return value.isdigit() and int(value) > LARGE_BYTES
+    return None if any(name == b"transfer-encoding" for name, _ in scope["headers"]) else False
+
+
 async def large(scope: Scope, receive: Receive) -> tuple[bool, Receive]:
     """Whether the request's body is over LARGE_BYTES, and the `receive` that reads it: its own,
     unless the body came in chunks of unknown total, read here that far (then the `receive`
     gives the messages read first, and the rest after them)."""
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            return value.isdigit() and int(value) > LARGE_BYTES, receive
-    if not any(name == b"transfer-encoding" for name, _ in scope["headers"]):
-        return False, receive
+    if (declared := declared_large(scope)) is not None:
+        return declared, receive
     read: list[Message] = []
     size, more = 0, True
     while more and size <= LARGE_BYTES:
