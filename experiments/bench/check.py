@@ -84,13 +84,18 @@ def speed_tricks_earn_their_lines() -> Ratio:
     finally:
         loop.close()
     least = min(rows, key=lambda r: r.ratio)
+    return _least("speed trick", f"{least.trick}, {least.where}, turn {least.turn}", "tricks",
+                  [r.ratio for r in rows])
+
+
+def _least(kind: str, which: str, plural: str, ratios: list[float]) -> Ratio:
+    """The least of `ratios` (without / with), bounded below by TRICK_MARGIN."""
     return Ratio(
-        name=f"least speed trick, without / with ({least.trick}, {least.where}, turn {least.turn})",
-        value=least.ratio,
+        name=f"least {kind}, without / with ({which})",
+        value=min(ratios),
         bound=TRICK_MARGIN,
         at_least=True,
-        detail=f"({len(rows)} tricks, all ratios {min(r.ratio for r in rows):.2f}x to "
-               f"{max(r.ratio for r in rows):.2f}x)",
+        detail=f"({len(ratios)} {plural}, all ratios {min(ratios):.2f}x to {max(ratios):.2f}x)",
     )
 
 
@@ -98,13 +103,7 @@ def harness_levers_earn_their_lines() -> Ratio:
     """The least of the in-process harness levers' ratios without / with (a few seconds)."""
     rows = lever_rows(levers(), rounds=15)
     least = min(rows, key=lambda r: r.ratio)
-    return Ratio(
-        name=f"least harness lever, without / with ({least.lever}, {least.where})",
-        value=least.ratio,
-        bound=TRICK_MARGIN,
-        at_least=True,
-        detail=f"({len(rows)} levers, all ratios {least.ratio:.2f}x to {max(r.ratio for r in rows):.2f}x)",
-    )
+    return _least("harness lever", f"{least.lever}, {least.where}", "levers", [r.ratio for r in rows])
 
 
 CHECKS: list[Callable[[], Ratio | list[Ratio]]] = [

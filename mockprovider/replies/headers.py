@@ -77,8 +77,8 @@ def json_head(scope: Scope, options: Options) -> list[tuple[bytes, bytes]]:
     tricks: "the defaults' header block kept")."""
     global _KEPT
     rid = scope.get(REQUEST_ID)
-    if rid is None:
-        rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"  # unique, not secret
+    if rid is None:  # `new_id` written in: every chat reply comes here
+        rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"
     ms = b"%d" % int((time.perf_counter() - scope[STARTED]) * 1000)
     kept, limits = _KEPT
     if kept is not options:
@@ -136,7 +136,7 @@ def _gemini(scope: Scope) -> bool:
 
 def start(scope: Scope) -> tuple[str, float]:
     """Give the request its id (kept in the scope) and start its processing clock."""
-    rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"  # unique, not secret
+    rid = new_id(scope)
     started = scope[STARTED] = time.perf_counter()
     return rid, started
 
