@@ -29,7 +29,6 @@ from harness import (
     reject,
 )
 from harness import run as run_harness
-from harness.cancel import Cancelled
 from harness.state import Approval, reason_of
 from harness.tools import ErrorPolicy
 
@@ -60,15 +59,10 @@ class _Tool:
         return self.tool.read_only
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        work = asyncio.ensure_future(self.tool.call(**args))
-        stop = asyncio.ensure_future(ctx.cancel.wait())
-        await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
-        stop.cancel()
-        if not work.done():
-            work.cancel()
-            await asyncio.gather(work, return_exceptions=True)
-            raise Cancelled(ctx.cancel.reason or "cancelled")
-        return work.result()
+        # Stop cancels the task running the tool, as it does the model call: no second task to
+        # race it against on every call.
+        with ctx.cancel.cancels_this_task():
+            return await self.tool.call(**args)
 
 
 def _outcome(state: RunState) -> Outcome:
