@@ -33,7 +33,7 @@ from exitkit.journal import PRICE_IN_PER_M, PRICE_OUT_PER_M
 from exitkit.ledger import Ledger
 from exitkit.loader import AdapterError, check_limits
 from exitkit.mcp import served
-from exitkit.process import kill_marked, launch, supervise
+from exitkit.process import excerpt, kill_marked, launch, supervise
 from exitkit.report import printable
 from exitkit.setup import Setup
 from exitkit.tools import SYSTEM, TASKS
@@ -61,6 +61,10 @@ def _tail(text: str, limit: int = 300) -> str:
     return printable(text.strip()[-limit:]) or "(nothing)"
 
 
+def _ends(stderr: str) -> str:
+    return printable(excerpt(stderr, 600)) or "(nothing)"
+
+
 def describe(line: str, env: Mapping[str, str]) -> Declared:
     """The command's name and limits, from the one JSON line it prints for `describe`; a command
     that cannot start or prints no such line is a usage error (`AdapterError`), one line long."""
@@ -78,7 +82,7 @@ def describe(line: str, env: Mapping[str, str]) -> Declared:
     if done.timed_out:
         raise AdapterError(f"{said} printed no description within {DESCRIBE_TIMEOUT_S:g} s")
     if done.returncode != 0:
-        raise AdapterError(f"{said} exited {done.returncode}; its stderr ends: {_tail(done.stderr)}")
+        raise AdapterError(f"{said} exited {done.returncode}; its stderr: {_ends(done.stderr)}")
     data = _last_object(done.stdout, lambda d: "limits" in d)
     if data is None:
         example = json.dumps({"name": "my agent", "limits": ["max_turns", "cancel"]})

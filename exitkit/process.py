@@ -123,6 +123,16 @@ def fork(server: ForkServer, argv: list[str], env: dict[str, str], logs: Path) -
     return Launched(pid=pid, wait=lambda seconds: server.wait(pid, seconds), started=started)
 
 
+def excerpt(text: str, limit: int) -> str:
+    """`text` stripped, or its start and its end when it is longer than `limit`: Python prints an
+    uncaught error's message after its traceback, Node (and Go, Java, Rust) before its stack."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return f"{text[:head].rstrip()} … {text[head - limit:].lstrip()}"
+
+
 def _tail(path: Path) -> str:
     if not path.exists():
         return ""

@@ -31,7 +31,7 @@ from exitkit.contract import Decision, Outcome, decision_to_json
 from exitkit.forks import ForkServer
 from exitkit.journal import CHAT, RUN_PREFIX, Entry, Journal
 from exitkit.ledger import Event, Ledger
-from exitkit.process import Exit, created, fork, kill_marked, launch, supervise
+from exitkit.process import Exit, created, excerpt, fork, kill_marked, launch, supervise
 from exitkit.setup import Setup
 
 RUN_TIMEOUT_S = 120.0
@@ -263,7 +263,7 @@ class Kit:
         if got is None:
             rc = done.returncode
             # SIGKILL: the crash case's tool killed the process (a Python adapter's own, a command's group).
-            why = "killed (SIGKILL)" if rc == -9 else f"exited {rc}: {done.stderr.strip()[-600:]}"
+            why = "killed (SIGKILL)" if rc == -9 else f"exited {rc}: {excerpt(done.stderr, 600)}"
             return Outcome(status="process ended without a result", error=why)
         return Outcome(**got["outcome"])
 

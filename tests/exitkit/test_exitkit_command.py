@@ -47,7 +47,10 @@ def test_describe_reads_the_name_and_the_limits_a_command_prints() -> None:
     (str(AGENTS / "odd.py"), "cannot start command"),  # a script without its interpreter: not executable
     ("'unbalanced", "does not split into words: No closing quotation"),
     (command("odd.py", "garbage"), "printed no JSON line with `limits`"),
-    (command("odd.py", "fails"), "exited 3; its stderr ends: no config here\\x1b[2J\\x1b]0;owned\\x07"),
+    (command("odd.py", "fails"), "exited 3; its stderr: no config here\\x1b[2J\\x1b]0;owned\\x07"),
+    # Node prints an uncaught error's message before its stack: the end of stderr alone loses it.
+    (command("odd.py", "throws"), 'SyntaxError: "undefined" is not valid JSON'),
+    (command("odd.py", "throws"), "Node.js v20.20.2"),
     (command("odd.py", "approval-only"), "declares 'approval' without 'resume'"),
     (command("odd.py", "unknown"), "declares unknown limits ['max_turn']"),
 ])
@@ -124,6 +127,15 @@ def test_a_command_without_a_result_line_is_reported_with_its_exit_status_and_st
     assert run.outcome.status == "process ended without a result"
     assert run.outcome.error == "exited 3: dying: the model is unreachable"
     assert run.returncode == 3
+
+
+def test_a_command_that_dies_shows_the_start_and_the_end_of_its_stderr(kit: Kit) -> None:
+    line = command("odd.py", "throws")
+    run = on(kit, line).measure(line, kit.setup("plan"))
+    assert run.outcome.status == "process ended without a result" and run.returncode == 1
+    said = run.outcome.error
+    assert said.startswith("exited 1: file:///agent/agent.ts:1\n") and said.endswith("Node.js v20.20.2")
+    assert 'SyntaxError: "undefined" is not valid JSON' in said and " … " in said
 
 
 def test_a_command_that_ignores_stop_is_killed_with_its_group_at_the_timeout(kit: Kit, tmp_path: Path,

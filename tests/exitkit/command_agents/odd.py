@@ -22,6 +22,13 @@ def leave_a_helper(**how):
             pids.write(f"{helper.pid}\n")
 
 
+if MODE == "throws":  # as Node dies of an uncaught error: the message first, then a long stack
+    print("file:///agent/agent.ts:1\nconst job = JSON.parse(process.env.EXITKIT_JOB);\n      ^\n\n"
+          'SyntaxError: "undefined" is not valid JSON', file=sys.stderr)
+    for depth in range(20):
+        print(f"    at ModuleJob.run (node:internal/modules/esm/module_job:{depth}:25)", file=sys.stderr)
+    print("\nNode.js v20.20.2", file=sys.stderr)
+    sys.exit(1)
 if ACTION == "describe":
     if MODE == "garbage":
         print("starting up…\n{not json")
