@@ -1,9 +1,16 @@
-"""One request per list-shaped field of every format, with `n` items in that field."""
+"""One request per list-shaped field of every format, with `n` items in that field, and `/healthz`
+timed while a mock in its own process serves them all."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
+
+import httpx
+from mock_support import p99_while
+
+from experiments.lab.servers import mock_server
 
 Body = tuple[str, dict[str, Any]]
 USER = {"role": "user", "content": "x"}
@@ -123,3 +130,24 @@ FIELDS: dict[str, Callable[[int], Body]] = {
         USER, {"role": "assistant", "content": "", "tool_calls": [OLLAMA_CALL] * n},
         *[{"role": "tool", "content": "r"}] * n]),
 }
+
+
+def p99_while_every_field_is_served(items: int) -> tuple[float, int, list[tuple[str, int]]]:
+    """`/healthz`'s p99 (s) and its probes while one request per field of FIELDS, each with `items`
+    items, is sent to a mock in its own process (a probe is timed against the server, never
+    against this process); and each field with the status its request got."""
+    bodies = []
+    for field, make in FIELDS.items():  # encoded first: the sender's own work is not the server's
+        path, body = make(items)
+        bodies.append((field, path, json.dumps(body).encode()))
+        del body
+    answered: list[tuple[str, int]] = []
+
+    def send(client: httpx.Client) -> None:
+        for field, path, data in bodies:
+            response = client.post(path, content=data, headers={"content-type": "application/json"})
+            answered.append((field, response.status_code))
+
+    with mock_server("--max-body-bytes", str(32_000_000)) as (url, _):
+        p99, probes = p99_while(url, send)
+    return p99, probes, answered
