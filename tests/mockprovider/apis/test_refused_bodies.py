@@ -10,6 +10,7 @@ from formats_support import FUZZ
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mockprovider.reading import settings
 from mockprovider.reading.validation import MAX_INT, lone_surrogate
 
 USER = {"role": "user", "content": "hi"}
@@ -164,9 +165,9 @@ def test_only_a_lone_surrogate_is_found_and_its_path_named():
 
 SURROGATE = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
 FORMATS = {
-    "chat": lambda text, **f: chat(messages=[{"role": "user", "content": text}], **f),
-    "responses": lambda text, **f: responses(input=[{"role": "user", "content": text}], **f),
-    "messages": lambda text, **f: messages(messages=[{"role": "user", "content": text}], **f),
+    "chat": lambda said, **f: chat(messages=[{"role": "user", "content": said}], **f),
+    "responses": lambda said, **f: responses(input=[{"role": "user", "content": said}], **f),
+    "messages": lambda said, **f: messages(messages=[{"role": "user", "content": said}], **f),
 }
 TOKENS_FIELD = {"chat": "max_completion_tokens", "responses": "max_output_tokens", "messages": "max_tokens"}
 
@@ -188,3 +189,14 @@ def test_out_of_range_tokens_and_a_temperature_not_a_number_are_refused(in_proce
         path, body = FORMATS[fmt]("hi", **{field: value})
         response = _post(in_process, path, body)
         assert response.status_code == 400 and field in response.text, (field, value, response.text)
+
+
+SETTINGS = {"chat": settings.CHAT, "responses": settings.RESPONSES, "messages": settings.MESSAGES}
+
+
+@pytest.mark.parametrize(("fmt", "key"), [(fmt, key) for fmt, table in SETTINGS.items() for key in table])
+def test_every_checked_setting_of_another_json_type_is_refused_naming_it(in_process, fmt, key):
+    # An array of objects is no setting's type (an array of strings, a number or an object at most).
+    path, body = FORMATS[fmt]("hi", **{key: [{"a": 1}]})
+    response = _post(in_process, path, body)
+    assert response.status_code == 400 and key in response.json()["error"]["message"], response.text
