@@ -170,3 +170,18 @@ MESSAGES = {
                         "budget_tokens": integer(1024)}),
 }
 """Anthropic's Messages settings (the SDK's `MessageCreateParamsBase`)."""
+
+_GENERATION = {
+    "temperature": number(0, 2),
+    "topP": number(0, 1),
+    "topK": integer(1),
+    "seed": integer(-(2**31), 2**31 - 1),
+    "presencePenalty": number(-2, 2),
+    "frequencyPenalty": number(-2, 2),
+    "stopSequences": strings(5),
+    "responseMimeType": text,
+    "responseLogprobs": boolean,
+}
+GENERATION_CONFIG = fields({**_GENERATION, **{
+    "".join(f"_{c.lower()}" if c.isupper() else c for c in key): rule for key, rule in _GENERATION.items()}})
+"""Gemini's `generationConfig` (the API reads either spelling of a member: `topK`, `top_k`)."""

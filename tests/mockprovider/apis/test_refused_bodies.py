@@ -29,6 +29,11 @@ def messages(**fields) -> tuple[str, dict]:
     return "/v1/messages", {"model": "plan", "max_tokens": 50, "messages": [USER], **fields}
 
 
+def gemini(**config) -> tuple[str, dict]:
+    return "/v1beta/models/plan:generateContent", {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}], "generationConfig": config}
+
+
 REFUSED = {
     "chat lone surrogate": (chat(messages=[{"role": "user", "content": "h\ud800"}]), "messages[0].content"),
     "chat lone low surrogate in a tool": (chat(tools=[{"type": "function", "function": {"name": "f\udc00"}}]),
@@ -92,6 +97,10 @@ REFUSED = {
         messages(max_tokens=2000, thinking={"type": "enabled", "budget_tokens": 100}), "thinking.budget_tokens"),
     "messages budget_tokens not below max_tokens": (
         messages(max_tokens=2000, thinking={"type": "enabled", "budget_tokens": 5000}), "max_tokens"),
+    "gemini temperature above 2": (gemini(temperature=3), "generationConfig.temperature"),
+    "gemini topK a string": (gemini(topK="x"), "generationConfig.topK"),
+    "gemini top_p above 1": (gemini(top_p=2), "generationConfig.top_p"),
+    "gemini six stopSequences": (gemini(stopSequences=["a"] * 6), "generationConfig.stopSequences"),
     "count_tokens with max_tokens": (("/v1/messages/count_tokens", {"model": "plan", "messages": [USER],
                                                                     "max_tokens": 10}), "max_tokens"),
 }
@@ -107,7 +116,9 @@ def test_a_body_the_real_api_refuses_is_its_own_400_naming_the_parameter(in_proc
     response = _post(in_process, path, body)
     assert response.status_code == 400, response.text
     error = response.json()["error"]
-    if path.startswith("/v1/messages"):  # Anthropic's shape has no param: the message names it
+    if path.startswith("/v1beta/"):  # Google's shape: the message names the field
+        assert error["status"] == "INVALID_ARGUMENT" and param in error["message"]
+    elif path.startswith("/v1/messages"):  # Anthropic's shape has no param: the message names it
         assert response.json()["type"] == "error" and error["type"] == "invalid_request_error"
         assert param.split(".")[0] in error["message"]
     else:
@@ -140,6 +151,8 @@ ACCEPTED = {
                                                   service_tier="standard_only", metadata={"user_id": None},
                                                   thinking={"type": "enabled", "budget_tokens": 1024}),
     "messages thinking adaptive": messages(thinking={"type": "adaptive"}),
+    "Gemini settings at their bounds": gemini(temperature=2, top_p=1, topK=1, seed=-(2**31),
+                                              stopSequences=["a"] * 5, responseMimeType="application/json"),
     "Gemini keeps a lone surrogate": ("/v1beta/models/plan:generateContent",
                                       {"contents": [{"role": "user", "parts": [{"text": "h\ud800"}]}]}),
     "Ollama keeps a lone surrogate": ("/api/chat", {"model": "plan", "stream": False,
