@@ -16,6 +16,7 @@ Body = tuple[str, dict[str, Any]]
 USER = {"role": "user", "content": "x"}
 MESSAGES = "/v1/messages"
 GEMINI = "/v1beta/models/plan:generateContent"
+VERTEX = "/v1/projects/p/locations/us-central1/publishers/google/models/plan:generateContent"
 
 
 def _chat_results(n: int) -> Body:
@@ -88,6 +89,8 @@ FIELDS: dict[str, Callable[[int], Body]] = {
     "chat tools": lambda n: ("/v1/chat/completions", {"model": "plan", "messages": [USER], "tools": [
         {"type": "function", "function": {"name": f"t{i}"}} for i in range(n)]}),
     "chat tool calls and results": _chat_results,
+    "chat messages, streamed": lambda n: ("/v1/chat/completions", {"model": "plan", "stream": True,
+                                                                   "messages": [USER] * n}),
     "responses input items": lambda n: ("/v1/responses", {"model": "plan", "input": [USER] * n}),
     "responses content parts": lambda n: ("/v1/responses", {"model": "plan", "input": [
         {"role": "user", "content": [{"type": "input_text", "text": "x"}] * n}]}),
@@ -103,7 +106,12 @@ FIELDS: dict[str, Callable[[int], Body]] = {
         {"name": f"t{i}", "input_schema": {"type": "object"}} for i in range(n)]),
     "messages tool uses and results": _messages_results,
     "messages tool result content": _messages_inner,
+    "messages content blocks, counted": lambda n: ("/v1/messages/count_tokens", {"model": "plan", "messages": [
+        {"role": "user", "content": [TEXT_BLOCK] * n}]}),
     "gemini contents": lambda n: _gemini([GEMINI_USER] * n),
+    "gemini contents, counted": lambda n: ("/v1beta/models/plan:countTokens", {"contents": [GEMINI_USER] * n}),
+    "vertex contents": lambda n: (VERTEX, {"contents": [GEMINI_USER] * n}),
+    "gemini system parts": lambda n: _gemini([GEMINI_USER], systemInstruction={"parts": [{"text": "x"}] * n}),
     "gemini parts": lambda n: _gemini([{"role": "user", "parts": [{"text": "x"}] * n}]),
     "gemini function declarations": lambda n: _gemini([GEMINI_USER], tools=[
         {"functionDeclarations": [{"name": f"t{i}"} for i in range(n)]}]),
@@ -123,6 +131,8 @@ FIELDS: dict[str, Callable[[int], Body]] = {
     "converse tool uses and results": _converse_results,
     "converse tool results, the last call answered first": lambda n: _converse_results(n, reverse=True),
     "converse tool result content": _converse_inner,
+    "converse content blocks, counted": lambda n: ("/model/plan/count-tokens", {"input": {"converse": {
+        "messages": [{"role": "user", "content": [{"text": "x"}] * n}]}}}),
     "ollama messages": lambda n: _ollama([USER] * n),
     "ollama tools": lambda n: _ollama([USER], tools=[
         {"type": "function", "function": {"name": f"t{i}"}} for i in range(n)]),
