@@ -106,10 +106,11 @@ FIELDS: dict[str, Callable[[int], Body]] = {
         {"name": f"t{i}", "input_schema": {"type": "object"}} for i in range(n)]),
     "messages tool uses and results": _messages_results,
     "messages tool result content": _messages_inner,
-    "messages content blocks, counted": lambda n: ("/v1/messages/count_tokens", {"model": "plan", "messages": [
-        {"role": "user", "content": [TEXT_BLOCK] * n}]}),
+    "messages content blocks, counted": lambda n: ("/v1/messages/count_tokens", {
+        "model": "plan", "messages": [{"role": "user", "content": [TEXT_BLOCK] * n}]}),
     "gemini contents": lambda n: _gemini([GEMINI_USER] * n),
-    "gemini contents, counted": lambda n: ("/v1beta/models/plan:countTokens", {"contents": [GEMINI_USER] * n}),
+    "gemini contents, counted": lambda n: ("/v1beta/models/plan:countTokens",
+                                           {"contents": [GEMINI_USER] * n}),
     "vertex contents": lambda n: (VERTEX, {"contents": [GEMINI_USER] * n}),
     "gemini system parts": lambda n: _gemini([GEMINI_USER], systemInstruction={"parts": [{"text": "x"}] * n}),
     "gemini parts": lambda n: _gemini([{"role": "user", "parts": [{"text": "x"}] * n}]),

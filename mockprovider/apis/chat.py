@@ -26,10 +26,9 @@ from starlette.types import Message, Receive, Scope, Send
 
 from mockprovider.apis.steps import api_error, client_gone, config_of, resolve, scripted_reply
 from mockprovider.errors import APIError, ClientGone, invalid, json_bytes, missing
-from mockprovider.reading import transcript
+from mockprovider.reading import settings, transcript
 from mockprovider.reading.body import read_chat
 from mockprovider.reading.transcript import Transcript
-from mockprovider.reading import settings
 from mockprovider.reading.validation import flag, is_int, positive_int
 from mockprovider.replies import headers, midstream, tool_choice
 from mockprovider.replies.completions import Completion, weighed_deltas
@@ -121,8 +120,9 @@ def chat_request(body: Any, messages: Transcript | APIError, deployment: str | N
     if not settings.CHAT.keys().isdisjoint(body):  # most bodies carry none: no call into reading/
         settings.check(body, settings.CHAT)
     form = body.get("response_format")
-    if form is not None and form.get("type") == "json_schema" and not isinstance(form.get("json_schema"), dict):
-        raise missing("response_format.json_schema")
+    if form is not None and form.get("type") == "json_schema":
+        if not isinstance(form.get("json_schema"), dict):
+            raise missing("response_format.json_schema")
     n = body.get("n")
     if n is not None and (not is_int(n) or n != 1):
         raise APIError(400, "This scripted provider produces exactly one choice; 'n' must be 1.", param="n")

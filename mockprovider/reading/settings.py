@@ -42,12 +42,12 @@ def integer(low: int, high: int = MAX_INT) -> Rule:
         if not is_int(value):
             raise _type_error(key, "an integer")
         if value < low:
-            raise invalid(f"Invalid '{key}': integer below minimum value. Expected a value >= {low}, but got "
-                          f"{value} instead.", param=key, code="integer_below_min_value")
+            raise invalid(f"Invalid '{key}': integer below minimum value. Expected a value >= {low}, "
+                          f"but got {value} instead.", param=key, code="integer_below_min_value")
         if value > high:
             shown = value if value < 10**15 else f"{value:.0e}"
-            raise invalid(f"Invalid '{key}': integer above maximum value. Expected a value <= {high}, but got "
-                          f"{shown} instead.", param=key, code="integer_above_max_value")
+            raise invalid(f"Invalid '{key}': integer above maximum value. Expected a value <= {high}, "
+                          f"but got {shown} instead.", param=key, code="integer_above_max_value")
     return rule
 
 
@@ -78,8 +78,8 @@ def strings(max_items: int | None = None, *, alone: bool = False) -> Rule:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise _type_error(key, "a string or an array of strings" if alone else "an array of strings")
         if max_items is not None and len(value) > max_items:
-            raise invalid(f"Invalid '{key}': array too long. Expected an array with maximum length {max_items}, "
-                          f"but got an array with length {len(value)} instead.", param=key,
+            raise invalid(f"Invalid '{key}': array too long. Expected an array with maximum length "
+                          f"{max_items}, but got an array with length {len(value)} instead.", param=key,
                           code="array_above_max_length")
     return rule
 
@@ -174,7 +174,7 @@ MESSAGES = {
 _GENERATION = {
     "temperature": number(0, 2),
     "topP": number(0, 1),
-    "topK": integer(1),
+    "topK": integer(0),
     "seed": integer(-(2**31), 2**31 - 1),
     "presencePenalty": number(-2, 2),
     "frequencyPenalty": number(-2, 2),

@@ -94,7 +94,8 @@ REFUSED = {
     "messages service_tier unknown": (messages(service_tier="bogus"), "service_tier"),
     "messages thinking type unknown": (messages(thinking={"type": "bogus"}), "thinking.type"),
     "messages budget_tokens below 1024": (
-        messages(max_tokens=2000, thinking={"type": "enabled", "budget_tokens": 100}), "thinking.budget_tokens"),
+        messages(max_tokens=2000, thinking={"type": "enabled", "budget_tokens": 100}),
+        "thinking.budget_tokens"),
     "messages budget_tokens not below max_tokens": (
         messages(max_tokens=2000, thinking={"type": "enabled", "budget_tokens": 5000}), "max_tokens"),
     "gemini temperature above 2": (gemini(temperature=3), "generationConfig.temperature"),
@@ -138,7 +139,8 @@ ACCEPTED = {
     "every setting at its bound": chat(top_p=1, presence_penalty=-2, frequency_penalty=2, seed=-(2**63),
                                        logprobs=True, top_logprobs=20, stop=["a", "b", "c", "d"],
                                        service_tier="flex", reasoning_effort="max", modalities=["text"],
-                                       user="u", metadata={"k": "v"}, verbosity="low", parallel_tool_calls=False,
+                                       user="u", metadata={"k": "v"}, verbosity="low",
+                                       parallel_tool_calls=False,
                                        response_format={"type": "json_schema", "json_schema": {"name": "x"}}),
     "null settings, as SDKs send them": chat(top_p=None, stop=None, seed=None, stream_options=None,
                                              service_tier=None, response_format=None),

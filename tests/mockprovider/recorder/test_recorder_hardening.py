@@ -431,9 +431,10 @@ def test_an_upstreams_control_characters_reach_the_log_as_escapes(tmp_path: Path
     # A tool's name, an error's text: an upstream's words in a log line must not drive the terminal
     # (clear the screen, set its title, forge a line).
     name = "ls\x1b]0;pwned\x07\x1b[2J\nrecorded turn 9\x9b\u2028"
-    reply = {"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": [
-        {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": name, "arguments": "{}"}}]}}]}
+    call = {"id": "c", "type": "function", "function": {"name": name, "arguments": "{}"}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    reply = {"id": "x", "object": "chat.completion", "created": 1, "model": "m",
+             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
 
     async def chat(request: Request) -> JSONResponse:
         return JSONResponse(reply)
