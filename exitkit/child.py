@@ -117,7 +117,8 @@ def main(argv: list[str]) -> int:
     # read those cancellations as the agent's own. The process ends instead.
     loop = asyncio.new_event_loop()
     result = loop.run_until_complete(_measured(command, adapter, Path(job_file), decision_json))
-    print(json.dumps(result | {"peak_rss_kib": peak_rss_kib()}), flush=True)
+    # On a line of its own: an agent that streams tokens leaves its output mid-line.
+    print("\n" + json.dumps(result | {"peak_rss_kib": peak_rss_kib()}), flush=True)
     return 0
 
 

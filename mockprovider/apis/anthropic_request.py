@@ -9,7 +9,8 @@ from typing import Any
 
 from mockprovider.apis.shared import ChatShaped, body_object, chat_tool, model_of, string, tool_call
 from mockprovider.errors import APIError, invalid, missing
-from mockprovider.reading.validation import flag, is_int, number_in, positive_int
+from mockprovider.reading import settings
+from mockprovider.reading.validation import flag, is_int, positive_int
 from mockprovider.replies import caching, tool_choice
 
 BLOCKS = {"user": ("text", "tool_result"), "assistant": ("text", "tool_use", "thinking", "redacted_thinking")}
@@ -162,11 +163,9 @@ def _tools(value: Any) -> list[dict[str, Any]]:
     return tools
 
 
-def _check_settings(body: dict[str, Any]) -> None:
-    """The optional settings Anthropic checks and this mock otherwise ignores: `temperature`
-    (0 to 1) and `thinking.budget_tokens` (each looked at only when present)."""
-    if "temperature" in body:
-        number_in(body, "temperature", 0, 1)
+def _check_settings(body: dict[str, Any], max_tokens: int | None) -> None:
+    """The optional settings Anthropic checks and this mock otherwise ignores (`settings.MESSAGES`,
+    in Anthropic's words where it has its own), each looked at only when present."""
     thinking = body.get("thinking")
     if isinstance(thinking, dict) and thinking.get("type") == "enabled":
         budget = thinking.get("budget_tokens")
@@ -175,6 +174,11 @@ def _check_settings(body: dict[str, Any]) -> None:
         if not is_int(budget):
             raise invalid("thinking.enabled.budget_tokens: Input should be a valid integer",
                           param="thinking.budget_tokens")
+        if max_tokens is not None and budget >= max_tokens:
+            raise invalid("`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
+                          "documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+                          "#max-tokens-and-context-window-size", param="max_tokens")
+    settings.check(body, settings.MESSAGES)
 
 
 def messages_request(raw: Any, *, counting: bool = False) -> ChatShaped:
@@ -182,10 +186,12 @@ def messages_request(raw: Any, *, counting: bool = False) -> ChatShaped:
     `counting`: a count_tokens request, which has no `max_tokens`."""
     body = body_object(raw)
     model = model_of(body)
+    if counting and "max_tokens" in body:  # count_tokens takes no more than it counts
+        raise invalid("max_tokens: Extra inputs are not permitted", param="max_tokens")
     max_tokens = None if counting else positive_int(body, "max_tokens")
     if max_tokens is None and not counting:
         raise missing("max_tokens")
-    _check_settings(body)
+    _check_settings(body, max_tokens)
     system = body.get("system")
     messages = [] if system is None else [{"role": "system", "content": _text_blocks(system, "system")}]
     tools = _tools(body.get("tools"))

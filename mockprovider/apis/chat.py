@@ -26,10 +26,10 @@ from starlette.types import Message, Receive, Scope, Send
 
 from mockprovider.apis.steps import api_error, client_gone, config_of, resolve, scripted_reply
 from mockprovider.errors import APIError, ClientGone, invalid, json_bytes, missing
-from mockprovider.reading import transcript
+from mockprovider.reading import settings, transcript
 from mockprovider.reading.body import read_chat
 from mockprovider.reading.transcript import Transcript
-from mockprovider.reading.validation import flag, is_int, number_in, positive_int
+from mockprovider.reading.validation import flag, is_int, positive_int
 from mockprovider.replies import headers, midstream, tool_choice
 from mockprovider.replies.completions import Completion, weighed_deltas
 from mockprovider.replies.faults import delay_or_fault, injected
@@ -114,8 +114,15 @@ def chat_request(body: Any, messages: Transcript | APIError, deployment: str | N
     if options and not isinstance(options.get("include_usage", False), bool | None):
         raise invalid("Invalid 'stream_options.include_usage': expected a boolean.",
                       param="stream_options.include_usage")
-    if "temperature" in body:
-        number_in(body, "temperature", 0, 2)
+    if options is not None and not stream:
+        raise invalid("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                      param="stream_options")
+    if not settings.CHAT.keys().isdisjoint(body):  # most bodies carry none: no call into reading/
+        settings.check(body, settings.CHAT)
+    form = body.get("response_format")
+    if form is not None and form.get("type") == "json_schema":
+        if not isinstance(form.get("json_schema"), dict):
+            raise missing("response_format.json_schema")
     n = body.get("n")
     if n is not None and (not is_int(n) or n != 1):
         raise APIError(400, "This scripted provider produces exactly one choice; 'n' must be 1.", param="n")

@@ -25,6 +25,7 @@ from typing import Any
 
 from mockprovider.apis.shared import ChatShaped, body_object, chat_tool, string, tool_call
 from mockprovider.errors import invalid, missing
+from mockprovider.reading import settings
 from mockprovider.reading.pairing import Calls
 from mockprovider.replies import tool_choice
 
@@ -249,6 +250,7 @@ def _max_output_tokens(body: dict[str, Any]) -> int | None:
     if config is None:
         return None
     config = _object(config, "generationConfig")
+    settings.GENERATION_CONFIG(config, "generationConfig")
     count = field(config, "candidateCount")
     if count is not None and (count != 1 or isinstance(count, bool)):  # True == 1 in Python
         raise invalid("Invalid value at 'generationConfig.candidateCount': this scripted provider "

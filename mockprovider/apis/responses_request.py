@@ -9,7 +9,8 @@ from typing import Any
 
 from mockprovider.apis.shared import ChatShaped, body_object, chat_tool, model_of, string, tool_call
 from mockprovider.errors import APIError, invalid, missing
-from mockprovider.reading.validation import flag, number_in, positive_int
+from mockprovider.reading import settings
+from mockprovider.reading.validation import flag, positive_int
 from mockprovider.replies import tool_choice
 
 ROLES = ("user", "assistant", "system", "developer")
@@ -160,20 +161,10 @@ def _max_output_tokens(body: dict[str, Any]) -> int | None:
     return positive_int(body, "max_output_tokens")
 
 
-EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-"""`reasoning.effort`'s values in the spec (its `ReasoningEffort`) and the official SDK's types."""
-
-
 def _check_settings(body: dict[str, Any]) -> None:
-    """The optional settings the real API checks and this mock otherwise ignores: `temperature`,
-    `reasoning.effort`, a `text.format` json_schema's `schema` (each looked at only when present)."""
-    if "temperature" in body:
-        number_in(body, "temperature", 0, 2)
-    reasoning = body.get("reasoning")
-    if isinstance(reasoning, dict) and reasoning.get("effort") not in (None, *EFFORTS):
-        supported = ", ".join(f"'{e}'" for e in EFFORTS)
-        raise invalid(f"Invalid value: {reasoning['effort']!r}. Supported values are: {supported}.",
-                      param="reasoning.effort", code="invalid_value")
+    """The optional settings the real API checks and this mock otherwise ignores (`settings.RESPONSES`)
+    and a `text.format` json_schema's `schema`."""
+    settings.check(body, settings.RESPONSES)
     text = body.get("text")
     form = text.get("format") if isinstance(text, dict) else None
     if isinstance(form, dict) and form.get("type") == "json_schema":

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import ssl
 import sys
 from collections import deque
@@ -62,6 +63,8 @@ _NOT_FORWARDED = HOP_BY_HOP | {"accept-encoding"}
 OFF_LOOP_BYTES = 1024 * 1024
 """A whole reply larger than this is parsed and recorded on a worker thread."""
 LOG_LINES = 1000
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+"""What a log line shows as an escape: control characters, line separators, lone surrogates."""
 
 
 @dataclass(kw_only=True)
@@ -80,7 +83,8 @@ class Recorder:
     the test with them)."""
 
     def log(self, line: str) -> None:
-        line = self.upstream.scrub(line)
+        # An upstream's words (a tool's name, an error) may carry terminal control sequences.
+        line = _CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode(), self.upstream.scrub(line))
         self.lines.append(line)
         print(line, file=sys.stderr, flush=True)
 

@@ -317,3 +317,13 @@ class Plants:
 
     async def resume(self, job, decision):
         return await self.run(job)
+
+
+class StreamsTokens(FileLoop):
+    """Shows its progress as agents stream tokens: text on standard output, no newline after it."""
+
+    name = "streams tokens"
+
+    async def run(self, job):
+        print("thinking…", end="")
+        return await super().run(job)

@@ -354,3 +354,9 @@ def test_a_run_refused_at_load_leaves_no_out_folder_behind(tmp_path, capsys) -> 
     assert main(["run", "nowhere:Adapter", "--out", str(tmp_path / "new" / "card")]) == 2
     assert "cannot import 'nowhere'" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_that_leaves_its_standard_output_mid_line_still_returns_its_outcome(judge: Judge) -> None:
+    plain, streams = judge("file_loop:FileLoop", "turn_cap"), judge("attack_loops:StreamsTokens", "turn_cap")
+    assert streams.figures["caller gets"] == plain.figures["caller gets"] != "process ended without a result"
+    assert (streams.verdict, streams.summary) == (plain.verdict, plain.summary)

@@ -10,10 +10,9 @@ import threading
 
 import httpx
 import pytest
-from list_fields import FIELDS
-from mock_support import P99_BOUND_S, p99_while
+from list_fields import FIELDS, p99_while_every_field_is_served
+from mock_support import P99_BOUND_S
 
-from experiments.lab.servers import mock_server
 from mockprovider import create_app
 from mockprovider.offload import LARGE_BYTES
 from mockprovider.scripts.scenarios import Conversation, Reply
@@ -99,19 +98,6 @@ ITEMS = 100_000
 
 @pytest.mark.slow
 def test_healthz_keeps_answering_while_100k_item_bodies_of_every_format_are_served():
-    bodies = []
-    for field, make in FIELDS.items():  # encoded first: the sender's own work is not the server's
-        path, body = make(ITEMS)
-        bodies.append((field, path, json.dumps(body).encode()))
-        del body
-    answered: list[tuple[str, int]] = []
-
-    def send(client: httpx.Client) -> None:
-        for field, path, data in bodies:
-            answered.append((field, client.post(path, content=data, headers=JSON).status_code))
-
-    # The mock in its own process: a probe is timed against the server, never against this process.
-    with mock_server("--max-body-bytes", str(32_000_000)) as (url, _):
-        p99, probes = p99_while(url, send)
+    p99, probes, answered = p99_while_every_field_is_served(ITEMS)
     assert answered == [(field, 200) for field in FIELDS]
     assert p99 < P99_BOUND_S, f"/healthz p99 {p99 * 1000:.0f} ms over {probes} probes"

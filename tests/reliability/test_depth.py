@@ -46,7 +46,7 @@ FORMATS: dict[str, tuple[str, dict]] = {
         "tools": [{"type": "function", "function": {"name": "list_files", "parameters": "@nest@"}}],
     }),
     "chat_unread_field": ("/v1/chat/completions", {
-        "model": "plan", "messages": [QUESTION], "metadata": "@nest@",
+        "model": "plan", "messages": [QUESTION], "x_unread": "@nest@",  # no reader looks at it
         "tools": [{"type": "function", "function": {"name": "list_files"}}],
     }),
     "responses_tools": ("/v1/responses", {

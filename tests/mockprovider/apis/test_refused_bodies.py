@@ -10,6 +10,7 @@ from formats_support import FUZZ
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mockprovider.reading import settings
 from mockprovider.reading.validation import MAX_INT, lone_surrogate
 
 USER = {"role": "user", "content": "hi"}
@@ -26,6 +27,11 @@ def responses(**fields) -> tuple[str, dict]:
 
 def messages(**fields) -> tuple[str, dict]:
     return "/v1/messages", {"model": "plan", "max_tokens": 50, "messages": [USER], **fields}
+
+
+def gemini(**config) -> tuple[str, dict]:
+    return "/v1beta/models/plan:generateContent", {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}], "generationConfig": config}
 
 
 REFUSED = {
@@ -56,6 +62,48 @@ REFUSED = {
         responses(text={"format": {"type": "json_schema", "name": "x"}}), "text.format.schema"),
     "messages budget_tokens": (messages(thinking={"type": "enabled", "budget_tokens": "x"}),
                                "thinking.budget_tokens"),
+    "chat top_p above 1": (chat(top_p=2), "top_p"),
+    "chat top_p a string": (chat(top_p="x"), "top_p"),
+    "chat presence_penalty above 2": (chat(presence_penalty=5), "presence_penalty"),
+    "chat frequency_penalty a string": (chat(frequency_penalty="x"), "frequency_penalty"),
+    "chat seed a string": (chat(seed="x"), "seed"),
+    "chat seed past 64 bits": (chat(seed=10**30), "seed"),
+    "chat logprobs a string": (chat(logprobs="x"), "logprobs"),
+    "chat top_logprobs above 20": (chat(logprobs=True, top_logprobs=21), "top_logprobs"),
+    "chat five stop sequences": (chat(stop=["a"] * 5), "stop"),
+    "chat stop a number": (chat(stop=5), "stop"),
+    "chat service_tier unknown": (chat(service_tier="bogus"), "service_tier"),
+    "chat reasoning_effort unknown": (chat(reasoning_effort="maximum"), "reasoning_effort"),
+    "chat modalities unknown": (chat(modalities=["smell"]), "modalities[0]"),
+    "chat user a number": (chat(user=5), "user"),
+    "chat metadata a number": (chat(metadata=5), "metadata"),
+    "chat response_format type unknown": (chat(response_format={"type": "bogus"}), "response_format.type"),
+    "chat response_format a string": (chat(response_format="json"), "response_format"),
+    "chat json_schema format without json_schema": (chat(response_format={"type": "json_schema"}),
+                                                    "response_format.json_schema"),
+    "chat stream_options without stream": (chat(stream_options={"include_usage": True}), "stream_options"),
+    "responses top_p above 1": (responses(top_p=2), "top_p"),
+    "responses truncation unknown": (responses(truncation="bogus"), "truncation"),
+    "responses text.format type unknown": (responses(text={"format": {"type": "bogus"}}), "text.format.type"),
+    "responses parallel_tool_calls a string": (responses(parallel_tool_calls="x"), "parallel_tool_calls"),
+    "messages top_p above 1": (messages(top_p=2), "top_p"),
+    "messages top_k negative": (messages(top_k=-1), "top_k"),
+    "messages top_k a string": (messages(top_k="x"), "top_k"),
+    "messages stop_sequences a string": (messages(stop_sequences="x"), "stop_sequences"),
+    "messages metadata.user_id a number": (messages(metadata={"user_id": 5}), "metadata.user_id"),
+    "messages service_tier unknown": (messages(service_tier="bogus"), "service_tier"),
+    "messages thinking type unknown": (messages(thinking={"type": "bogus"}), "thinking.type"),
+    "messages budget_tokens below 1024": (
+        messages(max_tokens=2000, thinking={"type": "enabled", "budget_tokens": 100}),
+        "thinking.budget_tokens"),
+    "messages budget_tokens not below max_tokens": (
+        messages(max_tokens=2000, thinking={"type": "enabled", "budget_tokens": 5000}), "max_tokens"),
+    "gemini temperature above 2": (gemini(temperature=3), "generationConfig.temperature"),
+    "gemini topK a string": (gemini(topK="x"), "generationConfig.topK"),
+    "gemini top_p above 1": (gemini(top_p=2), "generationConfig.top_p"),
+    "gemini six stopSequences": (gemini(stopSequences=["a"] * 6), "generationConfig.stopSequences"),
+    "count_tokens with max_tokens": (("/v1/messages/count_tokens", {"model": "plan", "messages": [USER],
+                                                                    "max_tokens": 10}), "max_tokens"),
 }
 
 
@@ -69,7 +117,9 @@ def test_a_body_the_real_api_refuses_is_its_own_400_naming_the_parameter(in_proc
     response = _post(in_process, path, body)
     assert response.status_code == 400, response.text
     error = response.json()["error"]
-    if path == "/v1/messages":  # Anthropic's shape has no param: the message names it
+    if path.startswith("/v1beta/"):  # Google's shape: the message names the field
+        assert error["status"] == "INVALID_ARGUMENT" and param in error["message"]
+    elif path.startswith("/v1/messages"):  # Anthropic's shape has no param: the message names it
         assert response.json()["type"] == "error" and error["type"] == "invalid_request_error"
         assert param.split(".")[0] in error["message"]
     else:
@@ -86,6 +136,25 @@ ACCEPTED = {
     "effort max, in the spec's ReasoningEffort": responses(reasoning={"effort": "max"}),
     "json_schema with a schema": responses(
         text={"format": {"type": "json_schema", "name": "x", "schema": {}}}),
+    "every setting at its bound": chat(top_p=1, presence_penalty=-2, frequency_penalty=2, seed=-(2**63),
+                                       logprobs=True, top_logprobs=20, stop=["a", "b", "c", "d"],
+                                       service_tier="flex", reasoning_effort="max", modalities=["text"],
+                                       user="u", metadata={"k": "v"}, verbosity="low",
+                                       parallel_tool_calls=False,
+                                       response_format={"type": "json_schema", "json_schema": {"name": "x"}}),
+    "null settings, as SDKs send them": chat(top_p=None, stop=None, seed=None, stream_options=None,
+                                             service_tier=None, response_format=None),
+    "stop one string": chat(stop="\n"),
+    "stream_options with stream": chat(stream=True, stream_options={"include_usage": True}),
+    "responses settings at their bounds": responses(top_p=0, truncation="disabled", service_tier="ultrafast",
+                                                    include=["reasoning.encrypted_content"], max_tool_calls=1,
+                                                    text={"format": {"type": "text"}, "verbosity": "high"}),
+    "messages settings at their bounds": messages(max_tokens=2048, top_p=1, top_k=0, stop_sequences=["x"],
+                                                  service_tier="standard_only", metadata={"user_id": None},
+                                                  thinking={"type": "enabled", "budget_tokens": 1024}),
+    "messages thinking adaptive": messages(thinking={"type": "adaptive"}),
+    "Gemini settings at their bounds": gemini(temperature=2, top_p=1, topK=1, seed=-(2**31),
+                                              stopSequences=["a"] * 5, responseMimeType="application/json"),
     "Gemini keeps a lone surrogate": ("/v1beta/models/plan:generateContent",
                                       {"contents": [{"role": "user", "parts": [{"text": "h\ud800"}]}]}),
     "Ollama keeps a lone surrogate": ("/api/chat", {"model": "plan", "stream": False,
@@ -111,9 +180,9 @@ def test_only_a_lone_surrogate_is_found_and_its_path_named():
 
 SURROGATE = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
 FORMATS = {
-    "chat": lambda text, **f: chat(messages=[{"role": "user", "content": text}], **f),
-    "responses": lambda text, **f: responses(input=[{"role": "user", "content": text}], **f),
-    "messages": lambda text, **f: messages(messages=[{"role": "user", "content": text}], **f),
+    "chat": lambda said, **f: chat(messages=[{"role": "user", "content": said}], **f),
+    "responses": lambda said, **f: responses(input=[{"role": "user", "content": said}], **f),
+    "messages": lambda said, **f: messages(messages=[{"role": "user", "content": said}], **f),
 }
 TOKENS_FIELD = {"chat": "max_completion_tokens", "responses": "max_output_tokens", "messages": "max_tokens"}
 
@@ -135,3 +204,14 @@ def test_out_of_range_tokens_and_a_temperature_not_a_number_are_refused(in_proce
         path, body = FORMATS[fmt]("hi", **{field: value})
         response = _post(in_process, path, body)
         assert response.status_code == 400 and field in response.text, (field, value, response.text)
+
+
+SETTINGS = {"chat": settings.CHAT, "responses": settings.RESPONSES, "messages": settings.MESSAGES}
+
+
+@pytest.mark.parametrize(("fmt", "key"), [(fmt, key) for fmt, table in SETTINGS.items() for key in table])
+def test_every_checked_setting_of_another_json_type_is_refused_naming_it(in_process, fmt, key):
+    # An array of objects is no setting's type (an array of strings, a number or an object at most).
+    path, body = FORMATS[fmt]("hi", **{key: [{"a": 1}]})
+    response = _post(in_process, path, body)
+    assert response.status_code == 400 and key in response.json()["error"]["message"], response.text

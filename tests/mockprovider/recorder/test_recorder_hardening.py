@@ -425,3 +425,23 @@ def test_a_recording_reached_through_a_symlink_is_written_where_the_link_points(
     assert link.is_symlink()
     users = {alt["if"]["user_contains"] for alt in json.loads(real.read_text())["turns"][0]}
     assert users == {"first", "second"}
+
+
+def test_an_upstreams_control_characters_reach_the_log_as_escapes(tmp_path: Path):
+    # A tool's name, an error's text: an upstream's words in a log line must not drive the terminal
+    # (clear the screen, set its title, forge a line).
+    name = "ls\x1b]0;pwned\x07\x1b[2J\nrecorded turn 9\x9b\u2028"
+    call = {"id": "c", "type": "function", "function": {"name": name, "arguments": "{}"}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    reply = {"id": "x", "object": "chat.completion", "created": 1, "model": "m",
+             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
+
+    async def chat(request: Request) -> JSONResponse:
+        return JSONResponse(reply)
+
+    upstream_app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with serve_in_thread(upstream_app) as upstream, record(upstream, tmp_path / "c.json") as proxy:
+        httpx.post(f"{proxy.base_url}/chat/completions", json={"model": "m", "messages": HELLO})
+    (line,) = [line for line in proxy.log if "recorded turn 0" in line]
+    assert not any(c in line for c in "\x1b\x07\n\x9b\u2028"), repr(line)
+    assert "ls\\x1b]0;pwned\\x07\\x1b[2J\\nrecorded turn 9\\x9b\\u2028" in line

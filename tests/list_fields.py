@@ -1,14 +1,22 @@
-"""One request per list-shaped field of every format, with `n` items in that field."""
+"""One request per list-shaped field of every format, with `n` items in that field, and `/healthz`
+timed while a mock in its own process serves them all."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
+
+import httpx
+from mock_support import p99_while
+
+from experiments.lab.servers import mock_server
 
 Body = tuple[str, dict[str, Any]]
 USER = {"role": "user", "content": "x"}
 MESSAGES = "/v1/messages"
 GEMINI = "/v1beta/models/plan:generateContent"
+VERTEX = "/v1/projects/p/locations/us-central1/publishers/google/models/plan:generateContent"
 
 
 def _chat_results(n: int) -> Body:
@@ -81,6 +89,8 @@ FIELDS: dict[str, Callable[[int], Body]] = {
     "chat tools": lambda n: ("/v1/chat/completions", {"model": "plan", "messages": [USER], "tools": [
         {"type": "function", "function": {"name": f"t{i}"}} for i in range(n)]}),
     "chat tool calls and results": _chat_results,
+    "chat messages, streamed": lambda n: ("/v1/chat/completions", {"model": "plan", "stream": True,
+                                                                   "messages": [USER] * n}),
     "responses input items": lambda n: ("/v1/responses", {"model": "plan", "input": [USER] * n}),
     "responses content parts": lambda n: ("/v1/responses", {"model": "plan", "input": [
         {"role": "user", "content": [{"type": "input_text", "text": "x"}] * n}]}),
@@ -96,7 +106,13 @@ FIELDS: dict[str, Callable[[int], Body]] = {
         {"name": f"t{i}", "input_schema": {"type": "object"}} for i in range(n)]),
     "messages tool uses and results": _messages_results,
     "messages tool result content": _messages_inner,
+    "messages content blocks, counted": lambda n: ("/v1/messages/count_tokens", {
+        "model": "plan", "messages": [{"role": "user", "content": [TEXT_BLOCK] * n}]}),
     "gemini contents": lambda n: _gemini([GEMINI_USER] * n),
+    "gemini contents, counted": lambda n: ("/v1beta/models/plan:countTokens",
+                                           {"contents": [GEMINI_USER] * n}),
+    "vertex contents": lambda n: (VERTEX, {"contents": [GEMINI_USER] * n}),
+    "gemini system parts": lambda n: _gemini([GEMINI_USER], systemInstruction={"parts": [{"text": "x"}] * n}),
     "gemini parts": lambda n: _gemini([{"role": "user", "parts": [{"text": "x"}] * n}]),
     "gemini function declarations": lambda n: _gemini([GEMINI_USER], tools=[
         {"functionDeclarations": [{"name": f"t{i}"} for i in range(n)]}]),
@@ -116,6 +132,8 @@ FIELDS: dict[str, Callable[[int], Body]] = {
     "converse tool uses and results": _converse_results,
     "converse tool results, the last call answered first": lambda n: _converse_results(n, reverse=True),
     "converse tool result content": _converse_inner,
+    "converse content blocks, counted": lambda n: ("/model/plan/count-tokens", {"input": {"converse": {
+        "messages": [{"role": "user", "content": [{"text": "x"}] * n}]}}}),
     "ollama messages": lambda n: _ollama([USER] * n),
     "ollama tools": lambda n: _ollama([USER], tools=[
         {"type": "function", "function": {"name": f"t{i}"}} for i in range(n)]),
@@ -123,3 +141,24 @@ FIELDS: dict[str, Callable[[int], Body]] = {
         USER, {"role": "assistant", "content": "", "tool_calls": [OLLAMA_CALL] * n},
         *[{"role": "tool", "content": "r"}] * n]),
 }
+
+
+def p99_while_every_field_is_served(items: int) -> tuple[float, int, list[tuple[str, int]]]:
+    """`/healthz`'s p99 (s) and its probes while one request per field of FIELDS, each with `items`
+    items, is sent to a mock in its own process (a probe is timed against the server, never
+    against this process); and each field with the status its request got."""
+    bodies = []
+    for field, make in FIELDS.items():  # encoded first: the sender's own work is not the server's
+        path, body = make(items)
+        bodies.append((field, path, json.dumps(body).encode()))
+        del body
+    answered: list[tuple[str, int]] = []
+
+    def send(client: httpx.Client) -> None:
+        for field, path, data in bodies:
+            response = client.post(path, content=data, headers={"content-type": "application/json"})
+            answered.append((field, response.status_code))
+
+    with mock_server("--max-body-bytes", str(32_000_000)) as (url, _):
+        p99, probes = p99_while(url, send)
+    return p99, probes, answered
