@@ -70,7 +70,8 @@ class _FullCollectionsWait:
 
 
 _WORKER = _Worker()
-_FULL_COLLECTIONS = _FullCollectionsWait()
+FULL_COLLECTIONS_WAIT = _FullCollectionsWait()
+"""`with FULL_COLLECTIONS_WAIT:` while a large body is served (also by `/mcp`, on the loop)."""
 
 
 def declared_large(scope: Scope) -> bool | None:
@@ -114,7 +115,7 @@ def _on(loop: asyncio.AbstractEventLoop, call: _Call) -> _Call:
 async def serve(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
     """`app(scope, receive, send)` on the worker's loop; its `receive` and `send` on this one."""
     here = asyncio.get_running_loop()
-    with _FULL_COLLECTIONS:
+    with FULL_COLLECTIONS_WAIT:
         # Scheduled from this thread, so the request runs in a copy of this task's context.
         request = app(scope, _on(here, receive), _on(here, send))
         await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(request, _WORKER.loop()))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from functools import partial
 from importlib import metadata
 from typing import Any
@@ -43,6 +44,8 @@ from mockprovider.mcp import server
 from mockprovider.mcp.catalog import UnknownName
 from mockprovider.mcp.host import McpHost, Where
 from mockprovider.mcp.tap import Tap
+from mockprovider.off_loop import FULL_COLLECTIONS_WAIT
+from mockprovider.offload import LARGE_BYTES, parse_yielding
 
 VERSION_HEADER = "mcp-protocol-version"
 SESSION_HEADER = "mcp-session-id"
@@ -125,21 +128,35 @@ async def serve(host: McpHost, scope: Scope, receive: Receive, send: Send) -> No
 
 async def _exchange(host: McpHost, scope: Scope, receive: Receive, send: Send) -> None:
     """One request, journalled both ways (its body arrives whole: the size limit read it first)."""
-    body, more = b"", True
+    chunks, more = [], True
     while more:
         message = await receive()
         if message["type"] != "http.request":
             return  # the client left before its body arrived
-        body += message.get("body", b"")
+        chunks.append(message.get("body", b""))
         more = message.get("more_body", False)
+    body = b"".join(chunks)
+    if len(body) <= LARGE_BYTES:
+        await _answer(host, scope, body, _read(body, scope["method"]), receive, send)
+        return
+    # A large body's own parse and check on a thread, letting the loop in as they go; the SDK's
+    # parse stays on the loop its sessions run on, with the collector's full passes held.
+    with FULL_COLLECTIONS_WAIT:
+        read = await asyncio.to_thread(_read, body, scope["method"], parse_yielding)
+        await _answer(host, scope, body, read, receive, send)
+
+
+async def _answer(host: McpHost, scope: Scope, body: bytes, read: tuple[Any, bool],
+                  receive: Receive, send: Send) -> None:
+    assert host.http is not None
+    parsed, is_message = read
     headers = _headers(scope)
     where = Where(path=scope["path"], selection=scope.get("path_params", {}).get("scenario"),
                   session=headers.get(SESSION_HEADER))
-    parsed = _parsed(body) if scope["method"] == "POST" else NOT_JSON
     manager = await host.http.running()
     tap = Tap(host, where, scope["method"], parsed, send, host.http.end)
     tap.arrived(headers, body)
-    refusal = _refusal(host, where, headers, parsed)
+    refusal = _refusal(host, where, headers, parsed, is_message)
     if refusal is None and tap.flight is not None and tap.flight in host.in_flight:
         # MCP: an id is never reused in a session; the SDK would overwrite the first request's streams.
         refusal = _error(400, INVALID_REQUEST, f"Invalid Request: the id {json.dumps(parsed['id'])[:40]} is "
@@ -164,7 +181,8 @@ async def _exchange(host: McpHost, scope: Scope, receive: Receive, send: Send) -
         host.in_flight.discard(tap.flight)
 
 
-def _refusal(host: McpHost, where: Where, headers: dict[str, str], parsed: Any) -> Response | None:
+def _refusal(host: McpHost, where: Where, headers: dict[str, str], parsed: Any,
+             is_message: bool) -> Response | None:
     """What the tap answers itself: an unknown scenario, another era's request, a non-message."""
     if where.selection is not None:
         try:
@@ -177,7 +195,7 @@ def _refusal(host: McpHost, where: Where, headers: dict[str, str], parsed: Any) 
         return _error(400, UNSUPPORTED_PROTOCOL_VERSION,
                       f"Bad Request: Unsupported protocol version: {version[:40]}; this server speaks "
                       f"{', '.join(supported)}", {"supported": supported, "requested": version[:40]})
-    if parsed is not NOT_JSON and not (isinstance(parsed, dict) and _is_message(parsed)):
+    if parsed is not NOT_JSON and not is_message:
         return _error(400, INVALID_REQUEST,
                       "Invalid Request: the body is JSON but not one JSON-RPC 2.0 message")
     return None
@@ -190,12 +208,16 @@ def _headers(scope: Scope) -> dict[str, str]:
 NOT_JSON = object()
 
 
-def _parsed(body: bytes) -> Any:
-    """The JSON of a POST body, or NOT_JSON (the SDK answers that one: -32700)."""
+def _read(body: bytes, method: str, parse: Callable[[bytes], Any] = json.loads) -> tuple[Any, bool]:
+    """The JSON of a POST body, or NOT_JSON (the SDK answers that one: -32700); and whether it is
+    one JSON-RPC message."""
+    if method != "POST":
+        return NOT_JSON, False
     try:
-        return json.loads(body)
+        parsed = parse(body)
     except (ValueError, RecursionError):
-        return NOT_JSON
+        return NOT_JSON, False
+    return parsed, isinstance(parsed, dict) and _is_message(parsed)
 
 
 def _is_message(value: dict[str, Any]) -> bool:
