@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from mockprovider import metrics
 from mockprovider.apis import chat, steps
 from mockprovider.reading import body, memo, request_headers, transcript, validation
 from mockprovider.replies import completions, faults, headers, tool_choice
@@ -18,7 +19,8 @@ from mockprovider.scripts.options import attempt_of
 
 TIMED: dict[ModuleType, tuple[str, ...]] = {
     chat: ("ChatLane", "ChatRequest", "body", "chat_request", "check_tools", "render", "_max_tokens"),
-    steps: ("scripted_reply",),
+    steps: ("config_of", "scripted_reply", "test_id"),
+    metrics: ("Metrics", "CountRequests"),
     body: ("_check_content_type", "_read_body", "_too_large"),
     memo: ("MEMORY", "Entry", "Memory", "parse"),
     request_headers: ("header", "header_map"),
@@ -42,5 +44,5 @@ if _missing:
     raise ImportError(f"the benchmarks' hooks into the mock moved: {', '.join(_missing)} no longer exist; "
                       "update mockprovider/bench_hooks.py and experiments/bench together")
 
-__all__ = ["attempt_of", "body", "chat", "completions", "faults", "headers", "memo", "options",
+__all__ = ["attempt_of", "body", "chat", "completions", "faults", "headers", "memo", "metrics", "options",
            "request_headers", "scenarios", "steps", "tool_choice", "transcript", "validation"]

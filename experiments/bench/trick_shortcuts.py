@@ -16,13 +16,14 @@ from typing import Any
 from starlette.requests import Request
 
 from experiments.bench.tricks import Trick, drive, patched_batch, repeat
-from mockprovider import Options
+from mockprovider import Options, create_app
 from mockprovider.bench_hooks import (
     attempt_of,
     chat,
     completions,
     faults,
     headers,
+    metrics,
     request_headers,
     scenarios,
     steps,
@@ -221,6 +222,44 @@ def _ids(c: completions.Completion) -> Trick:
                  key=lambda ids: tuple(map(len, ids)), with_=both, without=from_os)
 
 
+def _metric_series() -> Trick:
+    """A request's count and time recorded in its series, found by their labels once, against
+    `labels()` on every request, as the Prometheus client's docs write it."""
+    kept, plain = metrics.Metrics(), metrics.Metrics()
+    route, scenario = "/v1/chat/completions", "runaway"
+
+    def series() -> tuple[Any, Any]:
+        counter, histogram = kept.series(route, 200, scenario)
+        counter.inc()
+        histogram.observe(0.0003)
+        return counter._value.get() > 0, histogram._sum.get() > 0
+
+    def labelled() -> tuple[Any, Any]:
+        counter, histogram = plain.requests.labels(route, "200", scenario), plain.seconds.labels(route)
+        counter.inc()
+        histogram.observe(0.0003)
+        return counter._value.get() > 0, histogram._sum.get() > 0
+
+    return Trick(name="metric series kept", where="metrics.Metrics.series", turn=1,
+                 with_=repeat(series), without=repeat(labelled))
+
+
+def _plain_config_of(request: Request) -> steps.Config:
+    """`steps.config_of` reading the app's state by attribute, as Starlette's docs show."""
+    state = request.app.state
+    tests = getattr(state, "tests", None)
+    if tests and (config := tests.get(steps.test_id(request))) is not None:
+        return config
+    return state.config
+
+
+def _state_dict(scope: dict[str, Any]) -> Trick:
+    scope = {**scope, "app": create_app()}
+    return Trick(name="app state read from its dict", where="steps.config_of", turn=1,
+                 with_=repeat(lambda: steps.config_of(Request(dict(scope)))),
+                 without=repeat(lambda: _plain_config_of(Request(dict(scope)))))
+
+
 def shortcut_tricks(raw: bytes, req: chat.ChatRequest, completion: completions.Completion,
                     scope: dict[str, Any]) -> list[Trick]:
     body = json.loads(raw)
@@ -234,4 +273,6 @@ def shortcut_tricks(raw: bytes, req: chat.ChatRequest, completion: completions.C
         _optional_fields(body, req),
         _attempt_skip(scope),
         _ids(completion),
+        _metric_series(),
+        _state_dict(scope),
     ]

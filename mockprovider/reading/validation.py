@@ -76,15 +76,21 @@ def check_depth(raw: bytes, body: Any, known: Known | None = None) -> None:
 
     A body with at most MAX_DEPTH brackets cannot nest deeper (nearly every short request: two
     byte counts). Otherwise the parsed body is walked, except the messages `known` covers, which
-    were walked when the request they came in was served.
+    were walked when the request they came in was served. A body whose messages `known` covers
+    is walked without counting: counting reads every byte of a long transcript, twice, to skip a
+    walk of the few messages after it (results/bench.md, speed tricks: "brackets of a
+    remembered transcript not counted").
     """
-    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH or type(body) is not dict:
+    if type(body) is not dict:
+        return
+    remembered = known is not None and known.count
+    if not remembered and raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
         return
     items: list[tuple[Any, int]] = []
     for key, value in body.items():
         if type(value) is not dict and type(value) is not list:
             continue
-        if key == "messages" and known is not None and known.count and type(value) is list:
+        if key == "messages" and remembered and type(value) is list:
             items.extend((m, 3) for m in value[known.count :] if type(m) is dict or type(m) is list)
         else:
             items.append((value, 2))
