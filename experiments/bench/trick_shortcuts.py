@@ -13,6 +13,7 @@ from dataclasses import replace
 from itertools import repeat as repeat_
 from typing import Any
 
+import orjson
 from starlette.requests import Request
 
 from experiments.bench.tricks import Trick, drive, patched_batch, repeat
@@ -23,11 +24,13 @@ from mockprovider.bench_hooks import (
     completions,
     faults,
     headers,
+    memo,
     metrics,
     request_headers,
     scenarios,
     steps,
     tool_choice,
+    transcript,
     validation,
 )
 from mockprovider.bench_hooks import (
@@ -260,6 +263,22 @@ def _state_dict(scope: dict[str, Any]) -> Trick:
                  without=repeat(lambda: _plain_config_of(Request(dict(scope)))))
 
 
+def _searched_with_in(raw: bytes, tools: Any) -> tuple[Any, Any]:
+    """`memo.parse` of a short body and `transcript.tools_key`, their byte searches written with `in`."""
+    parsed = (orjson.loads(raw), None) if memo._LONG not in raw.translate(memo._DIGITS) else memo.parse(raw)
+    key = orjson.dumps(tools)
+    nulls = transcript._NULLS
+    if nulls[0] in key or nulls[1] in key or nulls[2] in key:
+        key = repr(tools)
+    return parsed, key
+
+
+def _find_trick(raw: bytes, tools: Any) -> Trick:
+    return Trick(name="bytes searched with find", where="memo.parse, transcript.tools_key", turn=1,
+                 with_=repeat(lambda: (memo.parse(raw), transcript.tools_key(tools))),
+                 without=repeat(lambda: _searched_with_in(raw, tools)))
+
+
 def shortcut_tricks(raw: bytes, req: chat.ChatRequest, completion: completions.Completion,
                     scope: dict[str, Any]) -> list[Trick]:
     body = json.loads(raw)
@@ -275,4 +294,5 @@ def shortcut_tricks(raw: bytes, req: chat.ChatRequest, completion: completions.C
         _ids(completion),
         _metric_series(),
         _state_dict(scope),
+        _find_trick(raw, req.tools),
     ]

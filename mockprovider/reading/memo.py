@@ -223,8 +223,8 @@ def parse(raw: bytes, memory: Memory = MEMORY) -> tuple[Any, Known | None]:
         # orjson reads every body it accepts as json.loads does, except integers past 64 bits
         # (floats to it: `_LONG` keeps those bodies away); what it refuses (NaN, 1e400, a lone
         # surrogate, a BOM, every error) is read below, as before (results/bench.md, speed
-        # tricks: "short body parsed by orjson").
-        if _LONG not in raw.translate(_DIGITS):
+        # tricks: "short body parsed by orjson"). Searched with find, as `transcript.tools_key` does.
+        if raw.translate(_DIGITS).find(_LONG) < 0:
             try:
                 return orjson.loads(raw), None
             except orjson.JSONDecodeError:

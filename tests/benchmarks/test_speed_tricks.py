@@ -15,7 +15,7 @@ from mockprovider import create_app
 from mockprovider.apis import chat, steps
 from mockprovider.apis.chat import chat_completions
 from mockprovider.metrics import Metrics
-from mockprovider.reading import validation
+from mockprovider.reading import transcript, validation
 from mockprovider.replies import completions, faults, headers
 
 
@@ -87,6 +87,7 @@ def test_speed_tricks(benchmark, tricks):
         ("metric series kept", Metrics, "series"),
         ("app state read from its dict", steps, "config_of"),
         ("brackets of a remembered transcript not counted", validation, "check_depth"),
+        ("bytes searched with find", transcript, "tools_key"),
     ],
 )
 def test_a_shortcut_is_timed_in_the_mocks_own_code_not_in_a_copy_of_its_test(
