@@ -18,7 +18,8 @@ from mockprovider.scripts import options, scenarios
 from mockprovider.scripts.options import attempt_of
 
 TIMED: dict[ModuleType, tuple[str, ...]] = {
-    chat: ("ChatLane", "ChatRequest", "body", "chat_request", "check_tools", "render", "_max_tokens"),
+    chat: ("ChatLane", "ChatRequest", "body", "chat_request", "check_tools", "render", "_max_tokens",
+           "_usage"),
     steps: ("config_of", "scripted_reply", "test_id"),
     metrics: ("Metrics", "CountRequests"),
     body: ("_check_content_type", "_read_body", "_too_large"),

@@ -279,6 +279,26 @@ def _find_trick(raw: bytes, tools: Any) -> Trick:
                  without=repeat(lambda: _searched_with_in(raw, tools)))
 
 
+USAGE = (
+    '"usage":{{"prompt_tokens":{},"completion_tokens":{},"total_tokens":{},'
+    '"prompt_tokens_details":{{"cached_tokens":{},"audio_tokens":0}},'
+    '"completion_tokens_details":{{"reasoning_tokens":{},"audio_tokens":0,'
+    '"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}}'
+)
+"""The `usage` member as a `str.format` template, as `chat.render` wrote it before."""
+
+
+def _formatted_usage(c: completions.Completion) -> str:
+    total = c.prompt_tokens + c.completion_tokens
+    return USAGE.format(c.prompt_tokens, c.completion_tokens, total, c.cache.read, c.reasoning_tokens)
+
+
+def _usage_trick(completion: completions.Completion) -> Trick:
+    rendered = repeat(lambda: chat.render(completion))
+    return Trick(name="usage written by an f-string", where="chat._usage", turn=1, with_=rendered,
+                 without=patched_batch(rendered, chat, "_usage", _formatted_usage))
+
+
 def shortcut_tricks(raw: bytes, req: chat.ChatRequest, completion: completions.Completion,
                     scope: dict[str, Any]) -> list[Trick]:
     body = json.loads(raw)
@@ -295,4 +315,5 @@ def shortcut_tricks(raw: bytes, req: chat.ChatRequest, completion: completions.C
         _metric_series(),
         _state_dict(scope),
         _find_trick(raw, req.tools),
+        _usage_trick(completion),
     ]

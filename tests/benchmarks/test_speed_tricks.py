@@ -88,6 +88,7 @@ def test_speed_tricks(benchmark, tricks):
         ("app state read from its dict", steps, "config_of"),
         ("brackets of a remembered transcript not counted", validation, "check_depth"),
         ("bytes searched with find", transcript, "tools_key"),
+        ("usage written by an f-string", chat, "_usage"),
     ],
 )
 def test_a_shortcut_is_timed_in_the_mocks_own_code_not_in_a_copy_of_its_test(
