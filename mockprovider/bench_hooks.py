@@ -21,7 +21,7 @@ TIMED: dict[ModuleType, tuple[str, ...]] = {
     chat: ("ChatLane", "ChatRequest", "body", "chat_request", "check_tools", "render", "_max_tokens",
            "_usage"),
     steps: ("config_of", "scripted_reply", "test_id"),
-    metrics: ("Metrics", "CountRequests"),
+    metrics: ("Metrics",),
     body: ("_check_content_type", "_read_body", "_too_large"),
     memo: ("MEMORY", "Entry", "Memory", "parse", "_DIGITS", "_LONG"),
     request_headers: ("header", "header_map"),

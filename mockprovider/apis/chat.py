@@ -156,6 +156,7 @@ def body(c: Completion) -> dict[str, Any]:
 _STR = encode_basestring
 """A string as JSON, as JSONResponse's encoder (ensure_ascii=False) writes it."""
 
+
 def _usage(c: Completion) -> str:
     """The `usage` member's JSON. An f-string: `str.format` parses its template on every call and
     costs twice as much (results/bench.md, speed tricks: "usage written by an f-string")."""

@@ -223,7 +223,7 @@ def parse(raw: bytes, memory: Memory = MEMORY) -> tuple[Any, Known | None]:
         # orjson reads every body it accepts as json.loads does, except integers past 64 bits
         # (floats to it: `_LONG` keeps those bodies away); what it refuses (NaN, 1e400, a lone
         # surrogate, a BOM, every error) is read below, as before (results/bench.md, speed
-        # tricks: "short body parsed by orjson"). Searched with find, as `transcript.tools_key` does.
+        # tricks: "short body parsed by orjson"). Found with find, not `in` (`transcript.tools_key` says why).
         if raw.translate(_DIGITS).find(_LONG) < 0:
             try:
                 return orjson.loads(raw), None
