@@ -28,7 +28,7 @@ TIMED: dict[ModuleType, tuple[str, ...]] = {
     transcript: ("EMPTY", "INLINE_CHARS", "Transcript", "conversation", "prompt_tokens", "read",
                  "read_message", "unanswered", "_read_new", "_short_tokens", "_keep_tools_count", "tools_key",
                  "_TOOLS_COUNTED", "_NULLS"),
-    validation: ("MAX_DEPTH", "check_depth", "flag", "number_in", "_deeper_than"),
+    validation: ("MAX_DEPTH", "check_depth", "flag", "number_in", "refuse_lone_surrogates", "_deeper_than"),
     completions: ("Completion", "complete", "_completion", "getrandbits"),
     faults: ("delay_or_fault", "log"),
     headers: ("OPTIONS", "adding", "anthropic_path", "anthropic_headers", "openai_headers",

@@ -172,7 +172,8 @@ def _messages(s: str, i: int, memory: Memory, _scan: Scanner) -> tuple[list[Any]
     if s[j] != "]":
         raise _Unusual
     known = Known(
-        count=len(entry.messages), summary=entry.summary, remember=_remember(memory, s, start, end, messages)
+        count=len(entry.messages), summary=entry.summary, remember=_remember(memory, s, start, end, messages),
+        span=(start, start + len(entry.text)) if s.isascii() else None,
     )
     return messages, known, j + 1
 

@@ -67,6 +67,9 @@ class Known:
     """That transcript's summary."""
     remember: Callable[[Summary], None]
     """Remember these messages with their summary, once counted."""
+    span: tuple[int, int] | None = None
+    """Where the remembered messages' text lies in the body's bytes, when the body is ASCII (its
+    characters are then its bytes); None otherwise."""
 
 
 class Transcript(NamedTuple):

@@ -88,6 +88,7 @@ def test_speed_tricks(benchmark, tricks):
         ("app state read from its dict", steps, "config_of"),
         ("brackets of a remembered transcript not counted", validation, "check_depth"),
         ("bytes searched with find", transcript, "tools_key"),
+        ("remembered transcript not searched for escapes", validation, "refuse_lone_surrogates"),
         ("usage written by an f-string", chat, "_usage"),
     ],
 )
