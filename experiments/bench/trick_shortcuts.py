@@ -247,7 +247,7 @@ def _metric_series() -> Trick:
                  with_=repeat(series), without=repeat(labelled))
 
 
-def _plain_config_of(request: Request) -> steps.Config:
+def _plain_config_of(request: Request) -> Any:
     """`steps.config_of` reading the app's state by attribute, as Starlette's docs show."""
     state = request.app.state
     tests = getattr(state, "tests", None)
