@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from mockprovider import metrics
 from mockprovider.apis import chat, steps
 from mockprovider.reading import body, memo, request_headers, transcript, validation
 from mockprovider.replies import completions, faults, headers, tool_choice
@@ -17,15 +18,17 @@ from mockprovider.scripts import options, scenarios
 from mockprovider.scripts.options import attempt_of
 
 TIMED: dict[ModuleType, tuple[str, ...]] = {
-    chat: ("ChatLane", "ChatRequest", "body", "chat_request", "check_tools", "render", "_max_tokens"),
-    steps: ("scripted_reply",),
+    chat: ("ChatLane", "ChatRequest", "body", "chat_request", "check_tools", "render", "_max_tokens",
+           "_usage"),
+    steps: ("config_of", "scripted_reply", "test_id"),
+    metrics: ("Metrics",),
     body: ("_check_content_type", "_read_body", "_too_large"),
-    memo: ("MEMORY", "Entry", "Memory", "parse"),
+    memo: ("MEMORY", "Entry", "Memory", "parse", "_DIGITS", "_LONG"),
     request_headers: ("header", "header_map"),
     transcript: ("EMPTY", "INLINE_CHARS", "Transcript", "conversation", "prompt_tokens", "read",
                  "read_message", "unanswered", "_read_new", "_short_tokens", "_keep_tools_count", "tools_key",
-                 "_TOOLS_COUNTED"),
-    validation: ("MAX_DEPTH", "check_depth", "flag", "number_in", "_deeper_than"),
+                 "_TOOLS_COUNTED", "_NULLS"),
+    validation: ("MAX_DEPTH", "check_depth", "flag", "number_in", "refuse_lone_surrogates", "_deeper_than"),
     completions: ("Completion", "complete", "_completion", "getrandbits"),
     faults: ("delay_or_fault", "log"),
     headers: ("OPTIONS", "adding", "anthropic_path", "anthropic_headers", "openai_headers",
@@ -42,5 +45,5 @@ if _missing:
     raise ImportError(f"the benchmarks' hooks into the mock moved: {', '.join(_missing)} no longer exist; "
                       "update mockprovider/bench_hooks.py and experiments/bench together")
 
-__all__ = ["attempt_of", "body", "chat", "completions", "faults", "headers", "memo", "options",
+__all__ = ["attempt_of", "body", "chat", "completions", "faults", "headers", "memo", "metrics", "options",
            "request_headers", "scenarios", "steps", "tool_choice", "transcript", "validation"]

@@ -11,6 +11,7 @@ size. Labels come from bounded sets only, so no client can grow the registry.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import choose_encoder
@@ -39,6 +40,18 @@ class Metrics:
                                      registry=self.registry)
         self.journal_bytes = Gauge("mockprovider_journal_bytes", "Bytes the journal's entries count.",
                                    registry=self.registry)
+        self._series: dict[tuple[str, int, str], tuple[Any, Any]] = {}
+
+    def series(self, route: str, status: int, scenario: str) -> tuple[Any, Any]:
+        """The request counter and the time histogram of one (route, status, scenario), looked up
+        by labels once: `labels()` checks and joins its arguments under a lock on every call
+        (results/bench.md, speed tricks: "metric series kept"). The labels come from bounded
+        sets (see the module doc), so this dict is bounded too."""
+        found = self._series.get((route, status, scenario))
+        if found is None:
+            found = (self.requests.labels(route, str(status), scenario), self.seconds.labels(route))
+            self._series[(route, status, scenario)] = found
+        return found
 
 
 _LANE = "/v1/chat/completions"
@@ -67,10 +80,13 @@ class CountRequests:
         try:
             await self.app(scope, receive, sending)
         finally:
-            route = getattr(scope.get("route"), "path", None)
-            template = route or (scope["path"] if scope["path"] == _LANE else "unmatched")
-            self.metrics.requests.labels(template, str(status[0]), scope.get(SCENARIO, "")).inc()
-            self.metrics.seconds.labels(template).observe(time.perf_counter() - started)
+            # None on the chat lane, whose getattr would raise (and catch) an AttributeError.
+            route = scope.get("route")
+            template = getattr(route, "path", None) if route is not None else None
+            template = template or (_LANE if scope["path"] == _LANE else "unmatched")
+            counter, histogram = self.metrics.series(template, status[0], scope.get(SCENARIO, ""))
+            counter.inc()
+            histogram.observe(time.perf_counter() - started)
 
 
 def fault_injected(request: Request, kind: str) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -139,13 +139,18 @@ def servers() -> Iterator[Servers]:
         yield Servers(*clients, reply_app)
 
 
-def _timed(client: httpx.Client, body: bytes) -> tuple[float, float]:
-    """Wall and process CPU seconds of one request."""
+def _ok(response: httpx.Response) -> None:
+    if response.status_code != 200:
+        raise RuntimeError(f"{response.request.url} answered {response.status_code}: {response.text[:300]}")
+
+
+def timed(client: httpx.Client, body: bytes, *,
+          check: Callable[[httpx.Response], None] = _ok) -> tuple[float, float]:
+    """Wall and process CPU seconds of one request; `check` raises on a reply that does not count."""
     wall, cpu = time.perf_counter(), time.process_time()
     response = client.post("/chat/completions", content=body)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    if response.status_code != 200:
-        raise RuntimeError(f"{client.base_url} answered {response.status_code}: {response.text[:300]}")
+    check(response)
     return wall, cpu
 
 
@@ -161,17 +166,17 @@ def compare(s: Servers, turn: int, *, samples: int, retry: bool = False) -> Floo
     imitated = s.mock.post("/chat/completions", content=request_body(turn, task="a reply to imitate"))
     teach(s.reply_app, imitated)
     for body in warm[:8]:  # the connection and the caches of the floors' stack
-        _timed(s.floor, body)
-        _timed(s.reply_floor, body)
+        timed(s.floor, body)
+        timed(s.reply_floor, body)
     for body in warm:
-        _timed(s.mock, body)
+        timed(s.mock, body)
     clients = (s.mock, s.floor, s.reply_floor)
     rows = []
     for k, body in enumerate(bodies):
-        timed: dict[int, tuple[float, float]] = {}
+        times: dict[int, tuple[float, float]] = {}
         for j in (k % 3, (k + 1) % 3, (k + 2) % 3):  # each server goes first, second and third in turn
-            timed[j] = _timed(clients[j], body)
-        rows.append((timed[0], timed[1], timed[2]))
+            times[j] = timed(clients[j], body)
+        rows.append((times[0], times[1], times[2]))
     return FloorComparison(
         turn=turn,
         samples=samples,

@@ -34,6 +34,7 @@ from mockprovider.bench_hooks import (
     request_headers,
     scenarios,
     transcript,
+    validation,
 )
 
 
@@ -175,6 +176,31 @@ def memory_trick() -> Trick:
 
     return Trick(name="transcript memory", where="memo.py", turn=100, with_=with_memory,
                  without=repeat(lambda: _read_and_count(raw100, None)))
+
+
+def remembered_tricks() -> list[Trick]:
+    """Turn 100's checks with turn 99's transcript remembered: only the bytes and messages past it
+    looked at, against the whole body (as a body nothing covers is checked)."""
+    raw = request_body(100)
+    memory = memo.Memory()
+    memory.remember(_entry(request_body(99)))
+    body, known = memo.parse(raw, memory)
+    if known is None or known.span is None:
+        raise RuntimeError("turn 99's transcript is not remembered")
+
+    def counted_first() -> Any:
+        if raw.count(b"[") + raw.count(b"{") <= validation.MAX_DEPTH:
+            return None
+        return validation.check_depth(raw, body, known)
+
+    return [
+        Trick(name="brackets of a remembered transcript not counted", where="validation.check_depth",
+              turn=100, with_=repeat(lambda: validation.check_depth(raw, body, known)),
+              without=repeat(counted_first)),
+        Trick(name="remembered transcript not searched for escapes", where="validation.lone_surrogate",
+              turn=100, with_=repeat(lambda: validation.refuse_lone_surrogates(raw, body, known)),
+              without=repeat(lambda: validation.refuse_lone_surrogates(raw, body))),
+    ]
 
 
 def short_parse_trick(raw: bytes) -> Trick:
@@ -339,6 +365,7 @@ def all_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
     return [
         *lane_tricks(loop),
         memory_trick(),
+        *remembered_tricks(),
         short_parse_trick(raw),
         body_read_trick(scope, raw),
         header_trick(scope),

@@ -13,20 +13,24 @@ from dataclasses import replace
 from itertools import repeat as repeat_
 from typing import Any
 
+import orjson
 from starlette.requests import Request
 
 from experiments.bench.tricks import Trick, drive, patched_batch, repeat
-from mockprovider import Options
+from mockprovider import Options, create_app
 from mockprovider.bench_hooks import (
     attempt_of,
     chat,
     completions,
     faults,
     headers,
+    memo,
+    metrics,
     request_headers,
     scenarios,
     steps,
     tool_choice,
+    transcript,
     validation,
 )
 from mockprovider.bench_hooks import (
@@ -221,6 +225,80 @@ def _ids(c: completions.Completion) -> Trick:
                  key=lambda ids: tuple(map(len, ids)), with_=both, without=from_os)
 
 
+def _metric_series() -> Trick:
+    """A request's count and time recorded in its series, found by their labels once, against
+    `labels()` on every request, as the Prometheus client's docs write it."""
+    kept, plain = metrics.Metrics(), metrics.Metrics()
+    route, scenario = "/v1/chat/completions", "runaway"
+
+    def series() -> tuple[Any, Any]:
+        counter, histogram = kept.series(route, 200, scenario)
+        counter.inc()
+        histogram.observe(0.0003)
+        return counter._value.get() > 0, histogram._sum.get() > 0
+
+    def labelled() -> tuple[Any, Any]:
+        counter, histogram = plain.requests.labels(route, "200", scenario), plain.seconds.labels(route)
+        counter.inc()
+        histogram.observe(0.0003)
+        return counter._value.get() > 0, histogram._sum.get() > 0
+
+    return Trick(name="metric series kept", where="metrics.Metrics.series", turn=1,
+                 with_=repeat(series), without=repeat(labelled))
+
+
+def _plain_config_of(request: Request) -> Any:
+    """`steps.config_of` reading the app's state by attribute, as Starlette's docs show."""
+    state = request.app.state
+    tests = getattr(state, "tests", None)
+    if tests and (config := tests.get(steps.test_id(request))) is not None:
+        return config
+    return state.config
+
+
+def _state_dict(scope: dict[str, Any]) -> Trick:
+    scope = {**scope, "app": create_app()}
+    return Trick(name="app state read from its dict", where="steps.config_of", turn=1,
+                 with_=repeat(lambda: steps.config_of(Request(dict(scope)))),
+                 without=repeat(lambda: _plain_config_of(Request(dict(scope)))))
+
+
+def _searched_with_in(raw: bytes, tools: Any) -> tuple[Any, Any]:
+    """`memo.parse` of a short body and `transcript.tools_key`, their byte searches written with `in`."""
+    parsed = (orjson.loads(raw), None) if memo._LONG not in raw.translate(memo._DIGITS) else memo.parse(raw)
+    key = orjson.dumps(tools)
+    nulls = transcript._NULLS
+    if nulls[0] in key or nulls[1] in key or nulls[2] in key:
+        key = repr(tools)
+    return parsed, key
+
+
+def _find_trick(raw: bytes, tools: Any) -> Trick:
+    return Trick(name="bytes searched with find", where="memo.parse, transcript.tools_key", turn=1,
+                 with_=repeat(lambda: (memo.parse(raw), transcript.tools_key(tools))),
+                 without=repeat(lambda: _searched_with_in(raw, tools)))
+
+
+USAGE = (
+    '"usage":{{"prompt_tokens":{},"completion_tokens":{},"total_tokens":{},'
+    '"prompt_tokens_details":{{"cached_tokens":{},"audio_tokens":0}},'
+    '"completion_tokens_details":{{"reasoning_tokens":{},"audio_tokens":0,'
+    '"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}}'
+)
+"""The `usage` member as a `str.format` template, as `chat.render` wrote it before."""
+
+
+def _formatted_usage(c: completions.Completion) -> str:
+    total = c.prompt_tokens + c.completion_tokens
+    return USAGE.format(c.prompt_tokens, c.completion_tokens, total, c.cache.read, c.reasoning_tokens)
+
+
+def _usage_trick(completion: completions.Completion) -> Trick:
+    rendered = repeat(lambda: chat.render(completion))
+    return Trick(name="usage written by an f-string", where="chat._usage", turn=1, with_=rendered,
+                 without=patched_batch(rendered, chat, "_usage", _formatted_usage))
+
+
 def shortcut_tricks(raw: bytes, req: chat.ChatRequest, completion: completions.Completion,
                     scope: dict[str, Any]) -> list[Trick]:
     body = json.loads(raw)
@@ -234,4 +312,8 @@ def shortcut_tricks(raw: bytes, req: chat.ChatRequest, completion: completions.C
         _optional_fields(body, req),
         _attempt_skip(scope),
         _ids(completion),
+        _metric_series(),
+        _state_dict(scope),
+        _find_trick(raw, req.tools),
+        _usage_trick(completion),
     ]

@@ -137,7 +137,7 @@ async def read_chat(request: Request, rules: Rules) -> tuple[Any, Transcript | A
     _kept(request, rules, raw)
     body, known = parse_json(raw, memo.parse)
     check_depth(raw, body, known)
-    refuse_lone_surrogates(raw, body)
+    refuse_lone_surrogates(raw, body, known)
     if type(body) is not dict:  # refused by the route before it looks at messages
         return body, missing("messages")
     try:

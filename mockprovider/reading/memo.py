@@ -172,7 +172,8 @@ def _messages(s: str, i: int, memory: Memory, _scan: Scanner) -> tuple[list[Any]
     if s[j] != "]":
         raise _Unusual
     known = Known(
-        count=len(entry.messages), summary=entry.summary, remember=_remember(memory, s, start, end, messages)
+        count=len(entry.messages), summary=entry.summary, remember=_remember(memory, s, start, end, messages),
+        span=(start, start + len(entry.text)) if s.isascii() else None,
     )
     return messages, known, j + 1
 
@@ -223,8 +224,8 @@ def parse(raw: bytes, memory: Memory = MEMORY) -> tuple[Any, Known | None]:
         # orjson reads every body it accepts as json.loads does, except integers past 64 bits
         # (floats to it: `_LONG` keeps those bodies away); what it refuses (NaN, 1e400, a lone
         # surrogate, a BOM, every error) is read below, as before (results/bench.md, speed
-        # tricks: "short body parsed by orjson").
-        if _LONG not in raw.translate(_DIGITS):
+        # tricks: "short body parsed by orjson"). Found with find, not `in` (`transcript.tools_key` says why).
+        if raw.translate(_DIGITS).find(_LONG) < 0:
             try:
                 return orjson.loads(raw), None
             except orjson.JSONDecodeError:

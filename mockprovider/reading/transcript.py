@@ -67,6 +67,9 @@ class Known:
     """That transcript's summary."""
     remember: Callable[[Summary], None]
     """Remember these messages with their summary, once counted."""
+    span: tuple[int, int] | None = None
+    """Where the remembered messages' text lies in the body's bytes, when the body is ASCII (its
+    characters are then its bytes); None otherwise."""
 
 
 class Transcript(NamedTuple):
@@ -327,7 +330,9 @@ def tools_key(tools: Sequence[Mapping[str, Any]]) -> str | bytes:
         key = orjson.dumps(tools)
     except TypeError:  # orjson.JSONEncodeError
         return repr(tools)
-    if _NULLS[0] in key or _NULLS[1] in key or _NULLS[2] in key:
+    # find, not `in`: `bytes in bytes` first tries the needle as an integer and formats the
+    # TypeError that fails (results/bench.md, speed tricks: "bytes searched with find").
+    if key.find(_NULLS[0]) >= 0 or key.find(_NULLS[1]) >= 0 or key.find(_NULLS[2]) >= 0:
         return repr(tools)
     return key
 

@@ -76,15 +76,21 @@ def check_depth(raw: bytes, body: Any, known: Known | None = None) -> None:
 
     A body with at most MAX_DEPTH brackets cannot nest deeper (nearly every short request: two
     byte counts). Otherwise the parsed body is walked, except the messages `known` covers, which
-    were walked when the request they came in was served.
+    were walked when the request they came in was served. A body whose messages `known` covers
+    is walked without counting: counting reads every byte of a long transcript, twice, to skip a
+    walk of the few messages after it (results/bench.md, speed tricks: "brackets of a
+    remembered transcript not counted").
     """
-    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH or type(body) is not dict:
+    if type(body) is not dict:
+        return
+    remembered = known is not None and known.count
+    if not remembered and raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
         return
     items: list[tuple[Any, int]] = []
     for key, value in body.items():
         if type(value) is not dict and type(value) is not list:
             continue
-        if key == "messages" and known is not None and known.count and type(value) is list:
+        if key == "messages" and remembered and type(value) is list:
             items.extend((m, 3) for m in value[known.count :] if type(m) is dict or type(m) is list)
         else:
             items.append((value, 2))
@@ -153,14 +159,22 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 """What the parser leaves of a lone surrogate escape (it joins a valid pair into one character)."""
 
 
-def lone_surrogate(raw: bytes, body: Any) -> str | None:
+def lone_surrogate(raw: bytes, body: Any, known: Known | None = None) -> str | None:
     """The path of the first string in `body` (parsed from `raw`) holding a lone surrogate, which
     the real OpenAI and Anthropic APIs refuse as invalid Unicode; None when none does.
 
     Only a `\\ud8xx`-`\\udfxx` escape can put one there (raw UTF-8 surrogates do not decode), so
     nearly every body is settled by one byte search (clients write non-ASCII text as UTF-8, and a
-    `\\u` escape is rare), the rest by a regex from the first escape on."""
-    first = raw.find(b"\\u")
+    `\\u` escape is rare), the rest by a regex from the first escape on. The bytes of messages
+    `known` remembers (`known.span`) are not searched: they passed this check in the request that
+    brought them, before they were remembered, and a long transcript is most of a body's bytes
+    (results/bench.md, speed tricks: "remembered transcript not searched for escapes")."""
+    span = known.span if known is not None else None
+    if span is None:
+        first = raw.find(b"\\u")
+    else:
+        first = raw.find(b"\\u", 0, span[0])
+        first = raw.find(b"\\u", span[1]) if first < 0 else first
     if first < 0 or not _SURROGATE_ESCAPE.search(raw, first):
         return None
     items: list[tuple[Any, str]] = [(body, "")]
@@ -179,9 +193,9 @@ def lone_surrogate(raw: bytes, body: Any) -> str | None:
     return None
 
 
-def refuse_lone_surrogates(raw: bytes, body: Any) -> None:
+def refuse_lone_surrogates(raw: bytes, body: Any, known: Known | None = None) -> None:
     """A 400 naming the string if `body` holds a lone surrogate (see `lone_surrogate`)."""
-    if (path := lone_surrogate(raw, body)) is not None:
+    if (path := lone_surrogate(raw, body, known)) is not None:
         raise invalid(f"Invalid '{path}': the string holds a lone surrogate, which is not valid Unicode; "
                       "the request body is not valid JSON (no low surrogate in string).",
                       param=path, code="invalid_value")

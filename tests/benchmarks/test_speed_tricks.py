@@ -14,6 +14,8 @@ from experiments.bench.tricks import LANE, Trick, check_same, savings
 from mockprovider import create_app
 from mockprovider.apis import chat, steps
 from mockprovider.apis.chat import chat_completions
+from mockprovider.metrics import Metrics
+from mockprovider.reading import transcript, validation
 from mockprovider.replies import completions, faults, headers
 
 
@@ -82,6 +84,12 @@ def test_speed_tricks(benchmark, tricks):
         ("attempt read only for a fault or the log", faults, "delay_or_fault"),
         ("ids from getrandbits", completions, "getrandbits"),
         ("ids from getrandbits", headers, "getrandbits"),
+        ("metric series kept", Metrics, "series"),
+        ("app state read from its dict", steps, "config_of"),
+        ("brackets of a remembered transcript not counted", validation, "check_depth"),
+        ("bytes searched with find", transcript, "tools_key"),
+        ("remembered transcript not searched for escapes", validation, "refuse_lone_surrogates"),
+        ("usage written by an f-string", chat, "_usage"),
     ],
 )
 def test_a_shortcut_is_timed_in_the_mocks_own_code_not_in_a_copy_of_its_test(

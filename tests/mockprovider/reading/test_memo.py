@@ -161,3 +161,58 @@ def test_server_bills_exact_prompt_tokens_as_long_conversations_grow(mock_url):
                     assert response.status_code == 200, response.text
                     expected = o200k.prompt_tokens(messages, body.get("tools"))
                     assert response.json()["usage"]["prompt_tokens"] == expected
+
+
+def _deep(levels: int) -> dict:
+    value: dict = {}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize("where", ["new message", "other field"])
+def test_a_grown_transcript_nesting_too_deep_after_its_remembered_part_is_refused(mock_url, where):
+    """Past a remembered transcript the nesting is walked, not counted: too deep is still a 400."""
+    tools = [{"type": "function", "function": {"name": "list_files", "parameters": {}}}]
+    first = {"model": "runaway", "messages": runaway_messages(30), "tools": tools}
+    grown = {"model": "runaway", "messages": runaway_messages(31), "tools": tools}
+    if where == "new message":
+        grown["messages"][-1]["content"] = [{"type": "text", "text": "x", "extra": _deep(70)}]
+    else:
+        grown["metadata"] = _deep(70)
+    with httpx.Client(base_url=mock_url) as client:
+        assert client.post("/chat/completions", json=first).status_code == 200
+        refused = client.post("/chat/completions", json=grown)
+        shallow = client.post("/chat/completions", json={**grown, "metadata": _deep(60)}
+                              if where == "other field" else first)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["code"] == "too_deep"
+    assert shallow.status_code == 200, shallow.text
+
+
+@pytest.mark.parametrize("where", ["new message", "field before the messages", "field after them"])
+def test_a_lone_surrogate_past_a_remembered_transcript_is_refused_naming_its_string(mock_url, where):
+    """The remembered messages' bytes are not searched again; every other byte still is."""
+    tools = [{"type": "function", "function": {"name": "list_files", "parameters": {}}}]
+    messages = runaway_messages(30)
+    messages[1]["content"] += " (caf\u00e9 \U0001f600)"  # valid escapes in the remembered part
+    first = {"model": "runaway", "messages": messages, "tools": tools}
+    grown_messages = [*messages, *runaway_messages(31)[len(messages):]]
+    lone, param = "x \ud800 y", {"new message": f"messages[{len(grown_messages) - 1}].content",
+                                 "field before the messages": "user", "field after them": "user"}[where]
+    if where == "new message":
+        grown_messages[-1] = {**grown_messages[-1], "content": lone}
+        grown = {"model": "runaway", "messages": grown_messages, "tools": tools}
+    elif where == "field before the messages":
+        grown = {"model": "runaway", "user": lone, "messages": grown_messages, "tools": tools}
+    else:
+        grown = {"model": "runaway", "messages": grown_messages, "tools": tools, "user": lone}
+    raw = json.dumps(grown).encode()  # ensure_ascii: the lone surrogate as a \ud800 escape
+    with httpx.Client(base_url=mock_url) as client:
+        assert client.post("/chat/completions", json=first).status_code == 200
+        refused = client.post("/chat/completions", content=raw, headers={"content-type": "application/json"})
+        grown_ok = client.post("/chat/completions", json={**grown, "user": "ok"} if where != "new message"
+                               else {**grown, "messages": [*messages, *runaway_messages(31)[len(messages):]]})
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["param"] == param
+    assert grown_ok.status_code == 200, grown_ok.text
