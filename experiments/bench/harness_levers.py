@@ -25,6 +25,7 @@ from harness.chapter import SYSTEM
 from harness.codec import _field_names, dumps
 from harness.state import ToolRun
 from harness.store import sql
+from harness.store.rows import APPEND_ONLY
 from harness.usage import Usage
 
 
@@ -138,7 +139,7 @@ def _one_row_per_statement() -> Iterator[None]:
     def write(self: sql.SqlStore, tx: sql.Tx, state: Any, delta: Any, epoch: int) -> None:
         if delta.rewrite:  # a run's first save: the same either way
             return kept_write(self, tx, state, delta, epoch)
-        rows = [(state.run_id, f, start + i, body) for f in sql.APPEND_ONLY
+        rows = [(state.run_id, f, start + i, body) for f in APPEND_ONLY
                 for start, bodies in [delta.items[f]] for i, body in enumerate(bodies)]
         tx.executemany("INSERT INTO run_items (run_id, field, seq, body) VALUES (?, ?, ?, ?)", rows)
         delta.items = {f: (start, []) for f, (start, _) in delta.items.items()}
