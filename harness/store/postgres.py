@@ -3,6 +3,9 @@
 The same tables and transactions as SQLite (`harness.store.sql`); what differs: a lease read
 inside a save locks its row (`FOR UPDATE`), so a takeover waits for a save in flight and then
 sees it; and lease times come from the database's clock, so hosts need not agree on the time.
+A save that only appends (a read-only turn's) is one statement on a connection in autocommit, a
+transaction of its own: one round trip, where BEGIN, the lease, the rows, the head and COMMIT
+were five, and no transaction of it is ever open while this process could be paused.
 Durability (`harness.store.durability`): `power-loss` sets `synchronous_commit=on` for every
 session; `process-crash` keeps the server's setting, except for a save that opens an intent.
 """
@@ -26,6 +29,7 @@ from harness.store.sql import (
     Tx,
     fenced_error,
     head_params,
+    renew,
 )
 
 # The pool logs what it already told us through an exception (a connection the server ended,
@@ -59,9 +63,7 @@ def _append_sql(lease: str) -> str:
         "SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM head)")
 
 
-_APPEND_CLAIMED = _append_sql(
-    f"lease AS (UPDATE leases SET until = {CLOCK} + ? WHERE run_id = ? AND owner = ? AND epoch = ? "
-    "RETURNING epoch)")
+_APPEND_CLAIMED = _append_sql(f"lease AS ({renew(CLOCK)} RETURNING epoch)")
 """Under this process's claim: the lease renewed, as `SqlStore._fence` renews it."""
 _APPEND_UNCLAIMED = _append_sql(
     "locked AS (SELECT owner, until FROM leases WHERE run_id = ? FOR UPDATE), "

@@ -16,8 +16,9 @@ process holds a live lease.
 **The tool ledger** is written in the same transaction as the run: an intent opens a row (a
 second open intent for the same call is refused: `LedgerConflict`); its result closes it.
 
-The engine-specific parts (how to connect, placeholders, the database's clock) live in
-`sqlite.py` and `postgres.py`; `Engine` is what they provide.
+The engine-specific parts (how to connect, placeholders, the database's clock, a save that
+only appends as one statement where the engine has one: `_append`) live in `sqlite.py` and
+`postgres.py`, behind the engine seam of `SqlStore`.
 """
 
 from __future__ import annotations
@@ -226,8 +227,7 @@ class SqlStore:
         while not claim.stop.wait(self.lease_seconds / 3):
             with contextlib.suppress(Exception):  # a blip: the next beat, or fencing, decides
                 with self._transaction() as tx:
-                    tx.execute("UPDATE leases SET until = ? WHERE run_id = ? AND owner = ? AND epoch = ?",
-                               (tx.now() + self.lease_seconds, run_id, claim.owner, claim.epoch))
+                    tx.execute(renew(tx.clock), (self.lease_seconds, run_id, claim.owner, claim.epoch))
 
     def _paused_out(self, run_id: str) -> Fenced:
         """This process sat paused inside a save past its lease and the database ended the save:
@@ -248,9 +248,7 @@ class SqlStore:
         if claim is not None and claim.stop.is_set():
             raise Fenced(run_id, claim.epoch, None, paused=True)
         if claim is not None:
-            # The database's clock inside the statement: no round trip to read it first.
-            if tx.execute(f"UPDATE leases SET until = {tx.clock} + ? WHERE run_id = ? AND owner = ? "
-                          "AND epoch = ?", (self.lease_seconds, run_id, claim.owner, claim.epoch)) != 1:
+            if tx.execute(renew(tx.clock), (self.lease_seconds, run_id, claim.owner, claim.epoch)) != 1:
                 raise fenced_error(tx, run_id, claim.epoch)
             return claim.epoch
         rows = tx.fetchall(
@@ -422,6 +420,13 @@ class SqlStore:
         with self._transaction(write=False) as tx:
             rows = tx.fetchall("SELECT count(*), max(updated_at), sum(updated_at) FROM runs" + where, params)
         return tuple(rows[0])
+
+
+@functools.cache
+def renew(clock: str) -> str:
+    """The statement renewing a claim's lease, `clock` the database's (inside the statement: no
+    round trip to read it first)."""
+    return f"UPDATE leases SET until = {clock} + ? WHERE run_id = ? AND owner = ? AND epoch = ?"
 
 
 HEAD_INSERT = (
