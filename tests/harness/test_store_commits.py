@@ -93,3 +93,18 @@ def test_a_read_only_turn_is_one_sqlite_commit(drive, tmp_path: Path, claimed):
         store.close()
     # BEGIN, the lease renewed (claimed) or read, the item rows, the head, COMMIT.
     assert (commits, per_turn) == (1, 5)
+
+
+def test_a_write_turn_commits_its_intent_before_the_tool_and_its_result_after_on_postgresql(
+        drive, pg_url, traced_postgres):
+    store = PostgresStore(pg_url)
+    try:
+        state = new_run("t", run_id="w")
+        store.save(state)
+        before = traced_postgres()
+        s = drive("double_delete", state=state, store=store, auto_approve={"delete_file"})
+        _, commits = (b - a for a, b in zip(before, traced_postgres(), strict=True))
+        assert [row["state"] for row in store.ledger("w")] == ["done", "done"]
+    finally:
+        store.close()
+    assert (s.status, commits) == ("completed", 5)  # per delete: its intent, its result; the answer
