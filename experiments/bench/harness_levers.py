@@ -25,6 +25,7 @@ from harness.chapter import SYSTEM
 from harness.codec import _field_names, dumps
 from harness.state import ToolRun
 from harness.store import sql
+from harness.store.rows import APPEND_ONLY
 from harness.usage import Usage
 
 
@@ -138,7 +139,7 @@ def _one_row_per_statement() -> Iterator[None]:
     def write(self: sql.SqlStore, tx: sql.Tx, state: Any, delta: Any, epoch: int) -> None:
         if delta.rewrite:  # a run's first save: the same either way
             return kept_write(self, tx, state, delta, epoch)
-        rows = [(state.run_id, f, start + i, body) for f in sql.APPEND_ONLY
+        rows = [(state.run_id, f, start + i, body) for f in APPEND_ONLY
                 for start, bodies in [delta.items[f]] for i, body in enumerate(bodies)]
         tx.executemany("INSERT INTO run_items (run_id, field, seq, body) VALUES (?, ?, ?, ?)", rows)
         delta.items = {f: (start, []) for f, (start, _) in delta.items.items()}
@@ -180,24 +181,45 @@ def _loaded(load: Callable[[], Any]) -> Any:
     return (len(state.messages), state.turns, state.messages[-1])
 
 
+def _in_transactions(store: Any) -> Any:
+    """`store` saving every run in a transaction of several statements, never in one statement
+    (`PostgresStore._append`): as a save that opens or closes an intent still is."""
+    store._append = lambda state: False
+    return store
+
+
 def save_lever(url: str) -> Lever:
     """A PostgreSQL save's new item rows in one INSERT and the table layout checked by the head's
     own write, against a statement per row (psycopg's `executemany`) and a read of the layout
-    first: two round trips fewer per save, in the same database (`url`)."""
+    first: two round trips fewer per save, in the same database (`url`). Both sides save in a
+    transaction of several statements, as a save that opens or closes an intent does."""
     from harness.store.postgres import PostgresStore
 
-    stores = PostgresStore(url), PostgresStore(url)
+    stores = _in_transactions(PostgresStore(url)), _in_transactions(PostgresStore(url))
     return Lever(uses=1, close=lambda: [s.close() for s in stores], trick=Trick(
         name="a save's rows in one INSERT, the layout checked by its write (PostgreSQL)",
         where="sql.SqlStore._write", turn=1, with_=_saves(stores[0], False),
         without=_saves(stores[1], True), key=_loaded, batch=10))
 
 
+def append_lever(url: str) -> Lever:
+    """A PostgreSQL save that only appends (every save of a read-only turn) as one statement, a
+    transaction of its own (one round trip), against the same save as a transaction of several
+    statements (BEGIN, the lease read, the rows, the head, COMMIT: five), in the same database."""
+    from harness.store.postgres import PostgresStore
+
+    stores = PostgresStore(url), _in_transactions(PostgresStore(url))
+    return Lever(uses=1, close=lambda: [s.close() for s in stores], trick=Trick(
+        name="a save that only appends as one statement (PostgreSQL)",
+        where="PostgresStore._append", turn=1, with_=_saves(stores[0], False),
+        without=_saves(stores[1], False), key=_loaded, batch=10))
+
+
 def levers(postgres: str | None = None) -> list[Lever]:
-    """Every lever; the PostgreSQL one only given a database URL (`make bench` gives the test
+    """Every lever; the PostgreSQL ones only given a database URL (`make bench` gives the test
     server's; `make bench-check` times the in-process ones)."""
     chosen = [cancel_lever(), encoder_lever()]
-    return chosen + [save_lever(postgres)] if postgres else chosen
+    return chosen + [save_lever(postgres), append_lever(postgres)] if postgres else chosen
 
 
 def lever_rows(chosen: list[Lever], *, rounds: int) -> list[LeverRow]:

@@ -3,6 +3,9 @@
 The same tables and transactions as SQLite (`harness.store.sql`); what differs: a lease read
 inside a save locks its row (`FOR UPDATE`), so a takeover waits for a save in flight and then
 sees it; and lease times come from the database's clock, so hosts need not agree on the time.
+A save that only appends (a read-only turn's) is one statement on a connection in autocommit, a
+transaction of its own: one round trip, where BEGIN, the lease, the rows, the head and COMMIT
+were five, and no transaction of it is ever open while this process could be paused.
 Durability (`harness.store.durability`): `power-loss` sets `synchronous_commit=on` for every
 session; `process-crash` keeps the server's setting, except for a save that opens an intent.
 """
@@ -14,10 +17,20 @@ import logging
 from collections.abc import Iterator
 from functools import cache
 
+from harness.state import RunState
 from harness.store.durability import Durability, durability_of
 from harness.store.errors import StoreError, TransactionExpired
 from harness.store.masking import check_password, mask_url, passwords, scrub, scrub_exception
-from harness.store.sql import IDLE_FLOOR_SECONDS, SqlStore, Tx
+from harness.store.sql import (
+    HEAD_CONFLICT,
+    HEAD_INSERT,
+    IDLE_FLOOR_SECONDS,
+    SqlStore,
+    Tx,
+    fenced_error,
+    head_params,
+    renew,
+)
 
 # The pool logs what it already told us through an exception (a connection the server ended,
 # one that failed to open); with no logging set up, Python would print those records raw on
@@ -31,6 +44,33 @@ SCHEMA_LOCK = int.from_bytes(b"harness", "big")
 @cache
 def _pg(sql: str) -> str:
     return sql.replace("?", "%s")  # the store's statements carry no literal question marks
+
+
+CLOCK = "EXTRACT(EPOCH FROM clock_timestamp())"
+"""The database's clock in seconds: lease times never depend on the clocks of the hosts."""
+
+
+def _append_sql(lease: str) -> str:
+    """A save that only appends, as one statement (`PostgresStore._append`): `lease` yields a row
+    when this save may write, and the head and the item rows are written only then. The item
+    rows are one INSERT whatever their number (arrays), so the text never changes and psycopg
+    keeps it prepared on the server."""
+    return _pg(
+        f"WITH {lease}, "
+        f"head AS ({HEAD_INSERT} AND EXISTS (SELECT FROM lease){HEAD_CONFLICT} RETURNING run_id), "
+        "items AS (INSERT INTO run_items (run_id, field, seq, body) SELECT ?, f, s, b "
+        "FROM unnest(?::text[], ?::integer[], ?::text[]) AS t(f, s, b) WHERE EXISTS (SELECT FROM head)) "
+        "SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM head)")
+
+
+_APPEND_CLAIMED = _append_sql(f"lease AS ({renew(CLOCK)} RETURNING epoch)")
+"""Under this process's claim: the lease renewed, as `SqlStore._fence` renews it."""
+_APPEND_UNCLAIMED = _append_sql(
+    "locked AS (SELECT owner, until FROM leases WHERE run_id = ? FOR UPDATE), "
+    "lease AS (SELECT WHERE NOT EXISTS "
+    f"(SELECT FROM locked WHERE owner IS NOT NULL AND NOT until < {CLOCK}))")
+"""Outside a claim: only while no lease is held (its row locked, as `SqlStore._fence` reads it, so
+a claim in flight is waited for); a held one may be a process gone, which the full save tells."""
 
 
 class _PgTx:
@@ -47,8 +87,10 @@ class _PgTx:
     def fetchall(self, sql: str, params: tuple = ()) -> list[tuple]:
         return self.conn.execute(_pg(sql), params).fetchall()
 
+    clock = CLOCK
+
     def now(self) -> float:
-        return float(self.conn.execute("SELECT EXTRACT(EPOCH FROM clock_timestamp())").fetchone()[0])
+        return float(self.conn.execute(f"SELECT {self.clock}").fetchone()[0])
 
 
 class PostgresStore(SqlStore):
@@ -102,6 +144,9 @@ class PostgresStore(SqlStore):
         if self.durability == "power-loss":
             conn.execute("SET synchronous_commit = on")
         conn.commit()
+        # A statement outside `transaction()` is a transaction of its own, without a BEGIN sent
+        # first (psycopg sends it as a round trip of its own): what lets `_append` be one.
+        conn.autocommit = True
 
     def _tables(self, tx: Tx) -> set[str]:
         return {r[0] for r in tx.fetchall(
@@ -114,11 +159,45 @@ class PostgresStore(SqlStore):
 
     @contextlib.contextmanager
     def _transaction(self, *, write: bool = True, synced: bool = False) -> Iterator[Tx]:
+        with self._mapped(), self._pool.connection() as conn, conn.transaction():
+            if synced and self.durability != "power-loss":
+                conn.execute("SET LOCAL synchronous_commit = on")
+            yield _PgTx(conn)
+
+    def _append(self, state: RunState) -> bool:
+        """A save that only appends (the run followed, no intent open or closed, the cache only
+        grown) as ONE statement, a transaction of its own: one round trip in all. No transaction
+        stays open across a pause of this process, so none holds the run's rows."""
+        rid, claim = state.run_id, self._claims.get(state.run_id)
+        if (claim is not None and claim.stop.is_set()) or state.intents or not self._tracker.follows(state):
+            return False
+        delta = self._tracker.delta(state)
+        if delta.cache_rewrite or delta.started or delta.finished or delta.abandoned:
+            return False
+        fields, seqs, bodies = ([row[i] for row in delta.rows()] for i in range(3))  # arrays: columns
+        sql, lease = ((_APPEND_UNCLAIMED, (rid,)) if claim is None
+                      else (_APPEND_CLAIMED, (self.lease_seconds, rid, claim.owner, claim.epoch)))
+        if self.checkpoint is not None:
+            self.checkpoint("mid_save")  # the last instant at which nothing of this save is written
+        with self._mapped(), self._pool.connection() as conn:
+            free, written = conn.execute(
+                sql, (*lease, *head_params(state, delta), rid, fields, seqs, bodies)).fetchone()
+        if not free and claim is None:
+            return False  # a lease is held: the full save decides whether its holder is gone
+        if not free:
+            with self._transaction(write=False) as tx:
+                raise fenced_error(tx, rid, claim.epoch)
+        if not written:
+            with self._transaction(write=False) as tx:
+                self._check_schema(tx)
+            raise StoreError(f"{self.label} has no table layout version; nothing was written")
+        return True
+
+    @contextlib.contextmanager
+    def _mapped(self) -> Iterator[None]:
+        """psycopg's and the pool's errors as the store's, one line each, the password masked."""
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                if synced and self.durability != "power-loss":
-                    conn.execute("SET LOCAL synchronous_commit = on")
-                yield _PgTx(conn)
+            yield
         except self._errors as e:
             # 25P03: the server ended a session left idle inside a transaction past a lease.
             kind = TransactionExpired if getattr(e, "sqlstate", None) == "25P03" else StoreError

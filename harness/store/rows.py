@@ -50,6 +50,12 @@ class Delta:
     abandoned: list[str] = field(default_factory=list)
     """Intents dropped without a result (a person decided the in-doubt call again)."""
 
+    def rows(self) -> list[tuple[str, int, str]]:
+        """The new item rows: (list or `CACHE`, index, JSON)."""
+        rows = [(f, start + i, body) for f in APPEND_ONLY
+                for start, bodies in [self.items[f]] for i, body in enumerate(bodies)]
+        return rows + [(CACHE, self.cache[0] + i, body) for i, body in enumerate(self.cache[1])]
+
 
 @dataclass(kw_only=True)
 class _Cursor:

@@ -16,8 +16,9 @@ process holds a live lease.
 **The tool ledger** is written in the same transaction as the run: an intent opens a row (a
 second open intent for the same call is refused: `LedgerConflict`); its result closes it.
 
-The engine-specific parts (how to connect, placeholders, the database's clock) live in
-`sqlite.py` and `postgres.py`; `Engine` is what they provide.
+The engine-specific parts (how to connect, placeholders, the database's clock, a save that
+only appends as one statement where the engine has one: `_append`) live in `sqlite.py` and
+`postgres.py`, behind the engine seam of `SqlStore`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from harness.codec import StateFileError
 from harness.state import Approval, Intent, RunState, check_run_id, pending
 from harness.store.errors import Fenced, LedgerConflict, RunOwned, StoreError, TransactionExpired
 from harness.store.masking import mask_command
-from harness.store.rows import APPEND_ONLY, CACHE, Delta, Tracker, assemble
+from harness.store.rows import CACHE, Delta, Tracker, assemble
 
 DB_SCHEMA_VERSION = 1
 """The layout of the tables; a database written by a newer layout is refused, not guessed at."""
@@ -79,6 +80,8 @@ class Tx(Protocol):
     def executemany(self, sql: str, rows: list[tuple]) -> None: ...
     def fetchall(self, sql: str, params: tuple = ()) -> list[tuple]: ...
     def now(self) -> float: ...
+    clock: str
+    """The database's clock in seconds since the epoch, as an SQL expression."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,6 +145,11 @@ class SqlStore:
         """One transaction; `synced`: its commit reaches the disk before it returns, whatever the
         store's durability (`harness.store.durability`)."""
         raise NotImplementedError
+
+    def _append(self, state: RunState) -> bool:
+        """Save `state` another way than one transaction of several statements, when the engine
+        has one for this save; False: it has not, and nothing was written."""
+        return False
 
     def close(self) -> None:
         """Release connections (claims end with their `with` blocks)."""
@@ -219,8 +227,7 @@ class SqlStore:
         while not claim.stop.wait(self.lease_seconds / 3):
             with contextlib.suppress(Exception):  # a blip: the next beat, or fencing, decides
                 with self._transaction() as tx:
-                    tx.execute("UPDATE leases SET until = ? WHERE run_id = ? AND owner = ? AND epoch = ?",
-                               (tx.now() + self.lease_seconds, run_id, claim.owner, claim.epoch))
+                    tx.execute(renew(tx.clock), (self.lease_seconds, run_id, claim.owner, claim.epoch))
 
     def _paused_out(self, run_id: str) -> Fenced:
         """This process sat paused inside a save past its lease and the database ended the save:
@@ -241,10 +248,8 @@ class SqlStore:
         if claim is not None and claim.stop.is_set():
             raise Fenced(run_id, claim.epoch, None, paused=True)
         if claim is not None:
-            if tx.execute("UPDATE leases SET until = ? WHERE run_id = ? AND owner = ? AND epoch = ?",
-                          (tx.now() + self.lease_seconds, run_id, claim.owner, claim.epoch)) != 1:
-                rows = tx.fetchall("SELECT epoch, owner FROM leases WHERE run_id = ?", (run_id,))
-                raise Fenced(run_id, claim.epoch, rows[0][0] if rows and rows[0][1] else None)
+            if tx.execute(renew(tx.clock), (self.lease_seconds, run_id, claim.owner, claim.epoch)) != 1:
+                raise fenced_error(tx, run_id, claim.epoch)
             return claim.epoch
         rows = tx.fetchall(
             "SELECT epoch, owner, holder, until FROM leases WHERE run_id = ?" + self.for_update, (run_id,))
@@ -257,6 +262,10 @@ class SqlStore:
     def save(self, state: RunState) -> None:
         check_run_id(state.run_id)
         try:
+            if self._append(state):
+                self._tracker.written(state)
+                self.saves += 1
+                return
             # An open intent is what stops a write from running twice: it is on disk before the tool runs.
             with self._transaction(synced=bool(state.intents)) as tx:
                 epoch = self._fence(tx, state.run_id)  # the layout is checked by the head's write
@@ -284,28 +293,12 @@ class SqlStore:
             tx.execute("DELETE FROM run_items WHERE run_id = ?", (rid,))
         if delta.cache_rewrite and not delta.rewrite:
             tx.execute("DELETE FROM run_items WHERE run_id = ? AND field = ?", (rid, CACHE))
-        rows = [(rid, f, start + i, body) for f in APPEND_ONLY
-                for start, bodies in [delta.items[f]] for i, body in enumerate(bodies)]
-        rows += [(rid, CACHE, delta.cache[0] + i, body) for i, body in enumerate(delta.cache[1])]
+        rows = [(rid, *row) for row in delta.rows()]
         for n in range(0, len(rows), ROWS_PER_INSERT):
             # One statement for a turn's few rows: cheaper than a statement per row (executemany).
             chunk = rows[n:n + ROWS_PER_INSERT]
             tx.execute(_insert_items(len(chunk)), tuple(v for row in chunk for v in row))
-        waiting = state.stop if isinstance(state.stop, Approval) else None
-        # Written only beside the table layout this harness knows, so that a database a newer
-        # harness changed under a live run is refused by the save's own write (no extra read).
-        if tx.execute(
-            "INSERT INTO runs (run_id, head, status, turns, cost_usd, waiting_call, waiting_tool, "
-            "updated_at) SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM harness_schema WHERE version = ? "
-            "ON CONFLICT (run_id) DO UPDATE SET "
-            "head = excluded.head, status = excluded.status, turns = excluded.turns, "
-            "cost_usd = excluded.cost_usd, waiting_call = excluded.waiting_call, "
-            "waiting_tool = excluded.waiting_tool, "
-            "updated_at = excluded.updated_at",
-            (rid, delta.head, state.status, state.turns, state.cost_usd,
-             waiting.call_id if waiting else None, waiting.tool_name if waiting else None, time.time(),
-             DB_SCHEMA_VERSION),
-        ) == 0:
+        if tx.execute(HEAD_INSERT + HEAD_CONFLICT, head_params(state, delta)) == 0:
             self._check_schema(tx)
             raise StoreError(f"{self.label} has no table layout version; nothing was written")
         for call_id, tool, args in delta.started:
@@ -427,6 +420,38 @@ class SqlStore:
         with self._transaction(write=False) as tx:
             rows = tx.fetchall("SELECT count(*), max(updated_at), sum(updated_at) FROM runs" + where, params)
         return tuple(rows[0])
+
+
+@functools.cache
+def renew(clock: str) -> str:
+    """The statement renewing a claim's lease, `clock` the database's (inside the statement: no
+    round trip to read it first)."""
+    return f"UPDATE leases SET until = {clock} + ? WHERE run_id = ? AND owner = ? AND epoch = ?"
+
+
+HEAD_INSERT = (
+    "INSERT INTO runs (run_id, head, status, turns, cost_usd, waiting_call, waiting_tool, updated_at) "
+    "SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM harness_schema WHERE version = ?")
+"""A save's head row, written only beside the table layout this harness knows, so that a database
+a newer harness changed under a live run is refused by the save's own write (no extra read)."""
+HEAD_CONFLICT = (
+    " ON CONFLICT (run_id) DO UPDATE SET head = excluded.head, status = excluded.status, "
+    "turns = excluded.turns, cost_usd = excluded.cost_usd, waiting_call = excluded.waiting_call, "
+    "waiting_tool = excluded.waiting_tool, updated_at = excluded.updated_at")
+
+
+def head_params(state: RunState, delta: Delta) -> tuple:
+    """The values of `HEAD_INSERT`."""
+    waiting = state.stop if isinstance(state.stop, Approval) else None
+    return (state.run_id, delta.head, state.status, state.turns, state.cost_usd,
+            waiting.call_id if waiting else None, waiting.tool_name if waiting else None, time.time(),
+            DB_SCHEMA_VERSION)
+
+
+def fenced_error(tx: Tx, run_id: str, epoch: int) -> Fenced:
+    """The error for a save whose lease renewal matched no row: who holds the run now, if anyone."""
+    rows = tx.fetchall("SELECT epoch, owner FROM leases WHERE run_id = ?", (run_id,))
+    return Fenced(run_id, epoch, rows[0][0] if rows and rows[0][1] else None)
 
 
 ROWS_PER_INSERT = 200

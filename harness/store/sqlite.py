@@ -32,6 +32,8 @@ from harness.store.stuck import held_runs, stuck_message, write_lock_holder
 
 DEFAULT_FILE = "harness.db"
 """The database's name inside a state folder."""
+CLOCK = "harness_now"
+"""This process's clock as an SQL function of its connections (`_SqliteTx.clock`)."""
 _LEVEL = {False: "NORMAL", True: "FULL"}
 """`PRAGMA synchronous` for a commit that need not / must reach the disk before it returns."""
 
@@ -51,6 +53,8 @@ class _SqliteTx:
 
     def now(self) -> float:
         return time.time()  # one machine: its clock is the database's
+
+    clock = CLOCK + "()"
 
 
 class SQLiteStore(SqlStore):
@@ -88,6 +92,7 @@ class SQLiteStore(SqlStore):
             conn = sqlite3.connect(self.path, timeout=busy_seconds, isolation_level=None,
                                    check_same_thread=False)
             _refuse_foreign(conn, self.path)  # before WAL mode, which would rewrite its header
+            conn.create_function(CLOCK, 0, time.time)
             conn.execute("PRAGMA journal_mode=WAL")
             self._synced = self.durability == "power-loss"
             conn.execute(f"PRAGMA synchronous={_LEVEL[self._synced]}")
@@ -188,5 +193,6 @@ class MemoryStore(SQLiteStore):
         self.label = "memory"
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._conn.create_function(CLOCK, 0, time.time)
         self.durability, self._synced = "process-crash", False  # nothing reaches a disk either way
         self._create_schema()

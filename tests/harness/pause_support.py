@@ -9,6 +9,7 @@ import time
 PAUSED_MID_SAVE = """
 import os, signal, sys
 from harness import new_run, open_store
+from harness.state import Intent
 from harness.store import Fenced, StoreError
 store = open_store(sys.argv[1], lease_seconds=float(sys.argv[2]))
 state = new_run("first holder", run_id="r1")
@@ -17,13 +18,17 @@ with store.claim("r1"):
     print("saved", flush=True)
     store.checkpoint = lambda where: os.kill(os.getpid(), signal.SIGSTOP)  # paused inside the save
     state.messages.append({"role": "assistant", "content": "written after waking up"})
+    # An intent: the save is a transaction of several statements on every engine (one that only
+    # appends may be a single statement, with no transaction open to pause inside).
+    state.intents["c1"] = Intent(call_id="c1", tool="write_file", args={"path": "a"})
     try:
         store.save(state)
         print("written", flush=True)
     except (Fenced, StoreError) as e:
         print("refused:", e, flush=True)
 """
-"""A child that saves run r1, then SIGSTOPs itself inside its second save's transaction."""
+"""A child that saves run r1, then SIGSTOPs itself inside its second save's transaction (one that
+opens an intent)."""
 
 
 def stopped(pid: int) -> bool:

@@ -170,8 +170,10 @@ def _idle_in_transaction(url: str) -> int:
 @pytest.mark.slow
 def test_a_worker_paused_inside_a_save_past_the_servers_timeout_wakes_fenced_exit_4(pg_url, mock_url,
                                                                                     tmp_path):
+    # The second save opens delete_file's intent: a transaction of several statements, which the
+    # worker pauses inside (a save that only appends is one statement, no transaction to pause in).
     argv = ["--store", pg_url, "--state-dir", str(tmp_path), "--base-url", mock_url,
-            "run", "--scenario", "plan", "--run-id", "p1"]
+            "run", "--scenario", "destructive", "--auto-approve", "delete_file", "--run-id", "p1"]
     child = subprocess.Popen([sys.executable, "-c", PAUSED_CLI, *argv], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True,
                              env={**os.environ, "HARNESS_LEASE_SECONDS": "1"})
@@ -190,5 +192,6 @@ def test_a_worker_paused_inside_a_save_past_the_servers_timeout_wakes_fenced_exi
     store = open_store(pg_url)
     try:
         assert store.load("p1").turns == 1  # the save the server rolled back left nothing behind
+        assert (tmp_path / "sandboxes" / "p1" / "access.log").exists()  # and its tool never ran
     finally:
         store.close()
