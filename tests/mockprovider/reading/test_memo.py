@@ -179,11 +179,11 @@ def test_a_grown_transcript_nesting_too_deep_after_its_remembered_part_is_refuse
     if where == "new message":
         grown["messages"][-1]["content"] = [{"type": "text", "text": "x", "extra": _deep(70)}]
     else:
-        grown["metadata"] = _deep(70)
+        grown["x_unread"] = _deep(70)
     with httpx.Client(base_url=mock_url) as client:
         assert client.post("/chat/completions", json=first).status_code == 200
         refused = client.post("/chat/completions", json=grown)
-        shallow = client.post("/chat/completions", json={**grown, "metadata": _deep(60)}
+        shallow = client.post("/chat/completions", json={**grown, "x_unread": _deep(60)}
                               if where == "other field" else first)
     assert refused.status_code == 400, refused.text
     assert refused.json()["error"]["code"] == "too_deep"
