@@ -8,8 +8,8 @@ tool waits for the person's event itself), no Stop hook (a task waits for the ki
 run) and no "waiting for approval" result (the event stream is read until `InputRequiredEvent`).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: LlamaIndex finds the tool parameter that takes the run's
+# `Context` by its annotation, read at run time.
 import asyncio
 import json
 from typing import Any
@@ -35,7 +35,7 @@ def _tool(tool: Tool, gated: bool) -> FunctionTool:
             return f"Rejected by the user: {answer.response}"
         return await inner(**arguments)
 
-    # LlamaIndex hands the run's context to a parameter typed `Context`; the model sees `inner`'s schema.
+    # The model sees `inner`'s schema; LlamaIndex hands `ask_first` the run's context.
     return FunctionTool(async_fn=ask_first, metadata=plain.metadata) if gated else plain
 
 
@@ -48,9 +48,9 @@ class LlamaIndex:
                          is_function_calling_model=True, context_window=128_000)
         agent = FunctionAgent(llm=llm, system_prompt=job.system,
                               tools=[_tool(t, t.name in job.limits.needs_approval) for t in job.tools])
-        ctx = None if saved is None else Context.from_dict(agent, saved, serializer=JsonSerializer())
-        handler = agent.run(user_msg=job.task if ctx is None else None, ctx=ctx,
-                            max_iterations=job.limits.max_turns or 50)
+        start = {"user_msg": job.task} if saved is None else {
+            "ctx": Context.from_dict(agent, saved, serializer=JsonSerializer())}
+        handler = agent.run(**start, max_iterations=job.limits.max_turns or 50)
         if reply is not None:
             handler.ctx.send_event(HumanResponseEvent(response=reply))
 
