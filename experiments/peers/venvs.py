@@ -68,10 +68,10 @@ def _build(folder: Path, wanted: str) -> Venv:
                        capture_output=True, text=True, timeout=120)
         reqs.write_text(wanted)
         # The lab's own pip, aimed at the new interpreter: no pip to bootstrap in every virtualenv.
-        # --no-compile: byte-compiling every module was two thirds of an install's CPU time (agno:
-        # 12 s of 19 s); a card imports a fraction of them, compiled once, when first imported.
+        # Byte-compiled here (two thirds of an install's CPU: agno 12 s of 19 s), as nowhere later:
+        # where PYTHONDONTWRITEBYTECODE is set, every run of a card would compile its imports again.
         done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-                               "--no-compile", "--disable-pip-version-check", "--no-input", "-r", str(reqs)],
+                               "--disable-pip-version-check", "--no-input", "-r", str(reqs)],
                               capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False)
     except (subprocess.SubprocessError, OSError) as e:
         return Venv(python=None, error=f"could not make the virtualenv: {e}"[:300], built=True)
