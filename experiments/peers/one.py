@@ -1,5 +1,6 @@
-"""`python -m experiments.peers.one NAME OUT.json [--fast]`: one framework's card, run in its own
-virtualenv by `make peers` (`experiments.peers.__main__`), written as JSON for the merge.
+"""`python -m experiments.peers.one NAME OUT.json [--fast] [--cases CASE,...]`: one framework's card
+(or the part of it in `--cases`), run in its own virtualenv by `make peers`
+(`experiments.peers.__main__`), written as JSON for the merge.
 
 OUT.json holds the framework's name, the versions of its packages as installed here, and the
 kit's `report.json` of its adapters.
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from exitkit.card import check
 from exitkit.report import to_json
+from exitkit.verdict import CASES
 from experiments.lab.paths import ROOT
 from experiments.peers import FRAMEWORKS, node
 
@@ -34,12 +36,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", choices=[f.name for f in FRAMEWORKS])
     parser.add_argument("out", type=Path)
     parser.add_argument("--fast", action="store_true", help="one overhead pair, on plan only")
+    parser.add_argument("--cases", default=",".join(CASES), metavar="CASE,...",
+                        help="run only these of each adapter's cases (an adapter with none left is not run)")
     args = parser.parse_args(argv)
     framework = next(f for f in FRAMEWORKS if f.name == args.name)
+    part = args.cases.split(",")
     adapters, results = [], []
-    for cases in dict.fromkeys(framework.agents.values()):
-        specs = [spec for spec, wanted in framework.adapters.items() if wanted == cases]
-        lines = [line for line, wanted in framework.commands.items() if wanted == cases]
+    for wanted in dict.fromkeys(framework.agents.values()):
+        if not (cases := [c for c in wanted or CASES if c in part]):
+            continue
+        specs = [spec for spec, its in framework.adapters.items() if its == wanted]
+        lines = [line for line, its in framework.commands.items() if its == wanted]
         got = check(specs, commands=lines, cases=cases, fast=args.fast,
                     log=lambda line: print(line, flush=True))
         adapters += got[0]
