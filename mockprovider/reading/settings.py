@@ -51,6 +51,20 @@ def integer(low: int, high: int = MAX_INT) -> Rule:
     return rule
 
 
+def proto_integer(low: int, high: int) -> Rule:
+    """Google's integer: protobuf's JSON reads an integral number (`40.0`, which google-genai
+    sends for `top_k=40`, its type being a float) or a string of digits as the integer it is."""
+    exact = integer(low, high)
+
+    def rule(value: Any, key: str) -> None:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif isinstance(value, str) and value.lstrip("-").isdecimal() and value.isascii():
+            value = int(value)
+        exact(value, key)
+    return rule
+
+
 def boolean(value: Any, key: str) -> None:
     if not isinstance(value, bool):
         raise _type_error(key, "a boolean")
@@ -174,8 +188,8 @@ MESSAGES = {
 _GENERATION = {
     "temperature": number(0, 2),
     "topP": number(0, 1),
-    "topK": integer(0),
-    "seed": integer(-(2**31), 2**31 - 1),
+    "topK": proto_integer(0, MAX_INT),
+    "seed": proto_integer(-(2**31), 2**31 - 1),
     "presencePenalty": number(-2, 2),
     "frequencyPenalty": number(-2, 2),
     "stopSequences": strings(5),
