@@ -37,6 +37,17 @@ def number(low: float, high: float) -> Rule:
     return lambda value, key: number_in({key: value}, key, low, high)
 
 
+def _shown(value: int) -> str:
+    """A large integer as the API shows it (`1e+30`); past a float's range (1e308) from its digits,
+    which float formatting would overflow on."""
+    if value < 10**15:
+        return str(value)
+    if value < 10**300:
+        return f"{value:.0e}"
+    digits = str(value)  # the parser reads no integer longer than Python prints
+    return f"{digits[0]}e+{len(digits) - 1}"
+
+
 def integer(low: int, high: int = MAX_INT) -> Rule:
     def rule(value: Any, key: str) -> None:
         if not is_int(value):
@@ -45,9 +56,8 @@ def integer(low: int, high: int = MAX_INT) -> Rule:
             raise invalid(f"Invalid '{key}': integer below minimum value. Expected a value >= {low}, "
                           f"but got {value} instead.", param=key, code="integer_below_min_value")
         if value > high:
-            shown = value if value < 10**15 else f"{value:.0e}"
             raise invalid(f"Invalid '{key}': integer above maximum value. Expected a value <= {high}, "
-                          f"but got {shown} instead.", param=key, code="integer_above_max_value")
+                          f"but got {_shown(value)} instead.", param=key, code="integer_above_max_value")
     return rule
 
 
@@ -59,8 +69,9 @@ def proto_integer(low: int, high: int) -> Rule:
     def rule(value: Any, key: str) -> None:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        elif isinstance(value, str) and value.lstrip("-").isdecimal() and value.isascii():
-            value = int(value)
+        elif isinstance(value, str) and 0 < len(value.lstrip("-")) <= 20 and value.lstrip("-").isdecimal() \
+                and value.isascii():
+            value = int(value)  # longer: no 64-bit integer; refused as a string
         exact(value, key)
     return rule
 
