@@ -176,6 +176,15 @@ def test_what_the_real_apis_take_is_still_answered(in_process, case):
     assert _post(in_process, path, body).status_code == 200
 
 
+def test_interleaved_thinkings_budget_may_exceed_max_tokens(in_process):
+    # Anthropic: with interleaved thinking the budget is the whole turn's, across its thinking
+    # blocks, and may exceed max_tokens; without the beta it must stay below it.
+    path, body = messages(max_tokens=2000, thinking={"type": "enabled", "budget_tokens": 5000})
+    beta = {**JSON, "anthropic-beta": "files-api-2025-04-14,interleaved-thinking-2025-05-14"}
+    assert in_process.post(path, content=json.dumps(body).encode(), headers=beta).status_code == 200
+    assert _post(in_process, path, body).status_code == 400
+
+
 def test_only_a_lone_surrogate_is_found_and_its_path_named():
     def found(value):
         raw = json.dumps(value).encode()  # a pair is written as two escapes, parsed as one character
