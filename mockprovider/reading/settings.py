@@ -10,6 +10,7 @@ optional, and the APIs read null as absent.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -61,6 +62,10 @@ def integer(low: int, high: int = MAX_INT) -> Rule:
     return rule
 
 
+_DIGITS = re.compile("-?[0-9]{1,20}")
+"""An integer as a string, as protobuf's JSON takes it (longer: no 64-bit integer; refused)."""
+
+
 def proto_integer(low: int, high: int) -> Rule:
     """Google's integer: protobuf's JSON reads an integral number (`40.0`, which google-genai
     sends for `top_k=40`, its type being a float) or a string of digits as the integer it is."""
@@ -69,9 +74,8 @@ def proto_integer(low: int, high: int) -> Rule:
     def rule(value: Any, key: str) -> None:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        elif isinstance(value, str) and 0 < len(value.lstrip("-")) <= 20 and value.lstrip("-").isdecimal() \
-                and value.isascii():
-            value = int(value)  # longer: no 64-bit integer; refused as a string
+        elif isinstance(value, str) and _DIGITS.fullmatch(value):
+            value = int(value)
         exact(value, key)
     return rule
 

@@ -74,6 +74,7 @@ REFUSED = {
     "messages top_k past any float": (messages(top_k=10**400), "top_k"),
     "gemini topK past any float": (gemini(topK=10**400), "generationConfig.topK"),
     "gemini seed a string of 5,000 digits": (gemini(seed="9" * 5000), "generationConfig.seed"),
+    "gemini seed a string of two minus signs": (gemini(seed="--5"), "generationConfig.seed"),
     "gemini topK an integral decimal past 32 bits": (gemini(topK=1e300), "generationConfig.topK"),
     "chat logprobs a string": (chat(logprobs="x"), "logprobs"),
     "chat top_logprobs above 20": (chat(logprobs=True, top_logprobs=21), "top_logprobs"),
