@@ -233,3 +233,24 @@ def test_every_checked_setting_of_another_json_type_is_refused_naming_it(in_proc
     path, body = FORMATS[fmt]("hi", **{key: [{"a": 1}]})
     response = _post(in_process, path, body)
     assert response.status_code == 400 and key in response.json()["error"]["message"], response.text
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.parametrize("surrogate", [b"\xed\xa0\x80", b"\xed\xb0\x80", b"\xed\xa0\xbd\xed\xb8\x80"],
+                         ids=["high", "low", "a pair, CESU-8"])
+def test_a_surrogate_written_as_raw_utf8_bytes_is_refused_as_invalid_utf8(in_process, fmt, surrogate):
+    # No UTF-8 encodes a surrogate, not even as a pair (that is CESU-8); Python's JSON parser takes
+    # one from bytes all the same. The real APIs refuse the body as they refuse any invalid UTF-8.
+    path, body = FORMATS[fmt]("a\u0001b")
+    raw = json.dumps(body).encode().replace(b"\\u0001", surrogate)
+    response = in_process.post(path, content=raw, headers=JSON)
+    assert response.status_code == 400, response.text
+    assert "UnicodeDecodeError" in response.text
+
+
+def test_text_whose_utf8_has_the_surrogates_lead_byte_is_still_answered(in_process):
+    # U+D55C (Hangul) is ED 95 9C in UTF-8: the lead byte of a surrogate, and valid.
+    for fmt in FORMATS:
+        path, body = FORMATS[fmt]("\ud55c\uae00")
+        response = in_process.post(path, content=json.dumps(body, ensure_ascii=False).encode(), headers=JSON)
+        assert response.status_code == 200, (fmt, response.text)
