@@ -84,9 +84,10 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--llm-record-mode: {e}") from None
 
 
-def turn_of(path: str, body: Any) -> int | None:
+def turn_of(path: str, body: Any, betas: str = "") -> int | None:
     """The turn a journalled request asked for (its assistant messages, as the scenarios count
-    them) in whichever wire format it came; None for a body that format would refuse."""
+    them) in whichever wire format it came; None for a body that format would refuse (`betas`:
+    its `anthropic-beta` header, under which Messages takes more)."""
     from mockprovider.apis import anthropic as anthropic_api
     from mockprovider.apis import gemini_request
     from mockprovider.apis import responses as responses_api
@@ -98,7 +99,7 @@ def turn_of(path: str, body: Any) -> int | None:
         if path == "/v1/responses":
             messages = responses_api.responses_request(body).chat.messages
         elif path == "/v1/messages":
-            messages = anthropic_api.messages_request(body).messages
+            messages = anthropic_api.messages_request(body, betas=betas).messages
         elif _GEMINI_PATH.match(path) and isinstance(body, dict):  # the model's turns: role "model"
             messages = gemini_request.contents_messages(body.get("contents"))
         else:
@@ -160,7 +161,8 @@ class MockLLM:
         if path is not None:
             entries = [e for e in entries if same_route(e.path) == same_route(path)]
         if turn is not None:
-            entries = [e for e in entries if turn_of(e.path, e.body) == turn]
+            entries = [e for e in entries
+                       if turn_of(e.path, e.body, e.headers.get("anthropic-beta", "")) == turn]
         return entries
 
     def bodies(self, *, turn: int | None = None, path: str | None = None) -> list[Any]:

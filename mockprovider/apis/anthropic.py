@@ -181,7 +181,8 @@ async def _reply(request: Request) -> Response:
     if request.method != "POST":
         raise APIError(405, f"{request.method} {request.url.path}: use POST.", headers={"allow": "POST"})
     config = config_of(request)
-    req = messages_request(await read_json(request, config, whole_unicode=True))
+    req = messages_request(await read_json(request, config, whole_unicode=True),
+                           betas=request.headers.get("anthropic-beta", ""))
     turn = await scripted_turn(request, config, req, midstream_faults=True)
     if isinstance(turn, APIError):
         return error_response(turn, request)

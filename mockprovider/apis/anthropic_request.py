@@ -13,6 +13,8 @@ from mockprovider.reading import settings
 from mockprovider.reading.validation import flag, is_int, positive_int
 from mockprovider.replies import caching, tool_choice
 
+INTERLEAVED = "interleaved-thinking-"
+"""The `anthropic-beta` under which a thinking budget may exceed `max_tokens`."""
 BLOCKS = {"user": ("text", "tool_result"), "assistant": ("text", "tool_use", "thinking", "redacted_thinking")}
 
 
@@ -163,9 +165,10 @@ def _tools(value: Any) -> list[dict[str, Any]]:
     return tools
 
 
-def _check_settings(body: dict[str, Any], max_tokens: int | None) -> None:
+def _check_settings(body: dict[str, Any], max_tokens: int | None, interleaved: bool) -> None:
     """The optional settings Anthropic checks and this mock otherwise ignores (`settings.MESSAGES`,
-    in Anthropic's words where it has its own), each looked at only when present."""
+    in Anthropic's words where it has its own), each looked at only when present. `interleaved`:
+    the thinking budget is the whole turn's (across its thinking blocks) and may pass max_tokens."""
     thinking = body.get("thinking")
     if isinstance(thinking, dict) and thinking.get("type") == "enabled":
         budget = thinking.get("budget_tokens")
@@ -174,16 +177,16 @@ def _check_settings(body: dict[str, Any], max_tokens: int | None) -> None:
         if not is_int(budget):
             raise invalid("thinking.enabled.budget_tokens: Input should be a valid integer",
                           param="thinking.budget_tokens")
-        if max_tokens is not None and budget >= max_tokens:
+        if max_tokens is not None and budget >= max_tokens and not interleaved:
             raise invalid("`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
                           "documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
                           "#max-tokens-and-context-window-size", param="max_tokens")
     settings.check(body, settings.MESSAGES)
 
 
-def messages_request(raw: Any, *, counting: bool = False) -> ChatShaped:
+def messages_request(raw: Any, *, counting: bool = False, betas: str = "") -> ChatShaped:
     """A validated request in chat shape; `APIError` naming the offending field otherwise.
-    `counting`: a count_tokens request, which has no `max_tokens`."""
+    `counting`: a count_tokens request, which has no `max_tokens`; `betas`: its `anthropic-beta` header."""
     body = body_object(raw)
     model = model_of(body)
     if counting and "max_tokens" in body:  # count_tokens takes no more than it counts
@@ -191,7 +194,7 @@ def messages_request(raw: Any, *, counting: bool = False) -> ChatShaped:
     max_tokens = None if counting else positive_int(body, "max_tokens")
     if max_tokens is None and not counting:
         raise missing("max_tokens")
-    _check_settings(body, max_tokens)
+    _check_settings(body, max_tokens, INTERLEAVED in betas)
     system = body.get("system")
     messages = [] if system is None else [{"role": "system", "content": _text_blocks(system, "system")}]
     tools = _tools(body.get("tools"))

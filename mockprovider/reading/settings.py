@@ -10,6 +10,7 @@ optional, and the APIs read null as absent.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,6 +38,17 @@ def number(low: float, high: float) -> Rule:
     return lambda value, key: number_in({key: value}, key, low, high)
 
 
+def _shown(value: int) -> str:
+    """A large integer as the API shows it (`1e+30`); past a float's range (1e308) from its digits,
+    which float formatting would overflow on."""
+    if value < 10**15:
+        return str(value)
+    if value < 10**300:
+        return f"{value:.0e}"
+    digits = str(value)  # the parser reads no integer longer than Python prints
+    return f"{digits[0]}e+{len(digits) - 1}"
+
+
 def integer(low: int, high: int = MAX_INT) -> Rule:
     def rule(value: Any, key: str) -> None:
         if not is_int(value):
@@ -45,9 +57,26 @@ def integer(low: int, high: int = MAX_INT) -> Rule:
             raise invalid(f"Invalid '{key}': integer below minimum value. Expected a value >= {low}, "
                           f"but got {value} instead.", param=key, code="integer_below_min_value")
         if value > high:
-            shown = value if value < 10**15 else f"{value:.0e}"
             raise invalid(f"Invalid '{key}': integer above maximum value. Expected a value <= {high}, "
-                          f"but got {shown} instead.", param=key, code="integer_above_max_value")
+                          f"but got {_shown(value)} instead.", param=key, code="integer_above_max_value")
+    return rule
+
+
+_DIGITS = re.compile("-?[0-9]{1,20}")
+"""An integer as a string, as protobuf's JSON takes it (longer: no 64-bit integer; refused)."""
+
+
+def proto_integer(low: int, high: int) -> Rule:
+    """Google's integer: protobuf's JSON reads an integral number (`40.0`, which google-genai
+    sends for `top_k=40`, its type being a float) or a string of digits as the integer it is."""
+    exact = integer(low, high)
+
+    def rule(value: Any, key: str) -> None:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif isinstance(value, str) and _DIGITS.fullmatch(value):
+            value = int(value)
+        exact(value, key)
     return rule
 
 
@@ -174,8 +203,8 @@ MESSAGES = {
 _GENERATION = {
     "temperature": number(0, 2),
     "topP": number(0, 1),
-    "topK": integer(0),
-    "seed": integer(-(2**31), 2**31 - 1),
+    "topK": proto_integer(0, MAX_INT),
+    "seed": proto_integer(-(2**31), 2**31 - 1),
     "presencePenalty": number(-2, 2),
     "frequencyPenalty": number(-2, 2),
     "stopSequences": strings(5),

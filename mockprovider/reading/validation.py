@@ -163,18 +163,13 @@ def lone_surrogate(raw: bytes, body: Any, known: Known | None = None) -> str | N
     """The path of the first string in `body` (parsed from `raw`) holding a lone surrogate, which
     the real OpenAI and Anthropic APIs refuse as invalid Unicode; None when none does.
 
-    Only a `\\ud8xx`-`\\udfxx` escape can put one there (raw UTF-8 surrogates do not decode), so
+    Only a `\\ud8xx`-`\\udfxx` escape can put one there (raw UTF-8 surrogates are refused first), so
     nearly every body is settled by one byte search (clients write non-ASCII text as UTF-8, and a
     `\\u` escape is rare), the rest by a regex from the first escape on. The bytes of messages
     `known` remembers (`known.span`) are not searched: they passed this check in the request that
     brought them, before they were remembered, and a long transcript is most of a body's bytes
     (results/bench.md, speed tricks: "remembered transcript not searched for escapes")."""
-    span = known.span if known is not None else None
-    if span is None:
-        first = raw.find(b"\\u")
-    else:
-        first = raw.find(b"\\u", 0, span[0])
-        first = raw.find(b"\\u", span[1]) if first < 0 else first
+    first = _outside(raw, b"\\u", known.span if known is not None else None)
     if first < 0 or not _SURROGATE_ESCAPE.search(raw, first):
         return None
     items: list[tuple[Any, str]] = [(body, "")]
@@ -193,8 +188,38 @@ def lone_surrogate(raw: bytes, body: Any, known: Known | None = None) -> str | N
     return None
 
 
+def _outside(raw: bytes, needle: bytes, span: tuple[int, int] | None) -> int:
+    """Where `needle` first is in `raw` outside `span` (remembered bytes, checked before), or -1."""
+    if span is None:
+        return raw.find(needle)
+    first = raw.find(needle, 0, span[0])
+    return raw.find(needle, span[1]) if first < 0 else first
+
+
+_RAW_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
+"""A surrogate's UTF-8 form (ED A0-BF ..), which no UTF-8 allows; in valid UTF-8, ED is followed
+by 80-9F only."""
+
+
+def refuse_invalid_utf8(raw: bytes, unparsable: str = OPENAI_UNPARSABLE, known: Known | None = None) -> None:
+    """The 400 of a body that is not UTF-8, for a surrogate written as raw bytes: Python's parser
+    decodes those leniently, where the real OpenAI and Anthropic APIs refuse them as they refuse
+    any invalid UTF-8. One byte search settles nearly every body."""
+    first = _outside(raw, b"\xed", known.span if known is not None else None)
+    if first < 0 or not _RAW_SURROGATE.search(raw, first):
+        return
+    if not json.detect_encoding(raw).startswith("utf-8"):
+        return  # UTF-16 or -32, whose bytes may hold that pair in a valid character
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise invalid(unparsable.format(error=f"{type(e).__name__}: {e}")) from None
+
+
 def refuse_lone_surrogates(raw: bytes, body: Any, known: Known | None = None) -> None:
-    """A 400 naming the string if `body` holds a lone surrogate (see `lone_surrogate`)."""
+    """A 400 naming the string if `body` holds a lone surrogate (see `lone_surrogate`), and the
+    invalid-UTF-8 400 if `raw` holds a surrogate's raw bytes (see `refuse_invalid_utf8`)."""
+    refuse_invalid_utf8(raw, known=known)
     if (path := lone_surrogate(raw, body, known)) is not None:
         raise invalid(f"Invalid '{path}': the string holds a lone surrogate, which is not valid Unicode; "
                       "the request body is not valid JSON (no low surrogate in string).",

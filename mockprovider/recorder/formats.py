@@ -40,9 +40,10 @@ class Asked:
     model: str
 
 
-def asked_of(fmt: Format, raw: bytes, path: Mapping[str, Any]) -> Asked | str:
+def asked_of(fmt: Format, raw: bytes, path: Mapping[str, Any], *, betas: str = "") -> Asked | str:
     """The request's conversation and turn, or why it cannot be recorded; `path` holds its route's
-    parameters (Gemini names the model and the method there, Azure its deployment)."""
+    parameters (Gemini names the model and the method there, Azure its deployment), `betas` its
+    `anthropic-beta` header (a beta can allow what Messages refuses without it)."""
     try:
         body = json.loads(raw)
         if "deployment" in path and isinstance(body, dict):  # Azure's: the deployment names the model
@@ -64,7 +65,7 @@ def asked_of(fmt: Format, raw: bytes, path: Mapping[str, Any]) -> Asked | str:
                 model_id = bedrock.scenario_of(str(path.get("model_id", "")), {})
                 shaped = converse_request(body, model=model_id, stream=False)
             elif fmt == "messages":
-                shaped = anthropic_api.messages_request(body)
+                shaped = anthropic_api.messages_request(body, betas=betas)
             else:
                 shaped = responses_request(body).chat
             messages, model, paired = shaped.messages, shaped.model, shaped.paired

@@ -135,7 +135,7 @@ async def exchange(request: Request, fmt: Format) -> Response:
     rec: Recorder = request.app.state.recorder
     raw = await _body(request)
     _journal(rec, request, raw)
-    asked = asked_of(fmt, raw, request.path_params)
+    asked = asked_of(fmt, raw, request.path_params, betas=request.headers.get("anthropic-beta", ""))
     if isinstance(asked, Asked) and rec.mode != "record":
         reply = rec.recording.lookup(asked.user, asked.turn)
         if reply is not None:

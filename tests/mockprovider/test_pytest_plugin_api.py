@@ -54,6 +54,16 @@ def test_requests_filter_the_journal_by_turn_and_path_in_every_format(mock_llm: 
 
 
 @pytest.mark.mock_llm(scenarios=[WEATHER])
+def test_a_messages_request_under_the_interleaved_thinking_beta_is_found_by_its_turn(mock_llm: MockLLM):
+    # Its thinking budget exceeds max_tokens, which Messages takes only under that beta header.
+    with anthropic.Anthropic(base_url=mock_llm.root_url, api_key="t") as claude:
+        claude.messages.create(model="weather", max_tokens=2000, messages=ASK,
+                               thinking={"type": "enabled", "budget_tokens": 5000},
+                               extra_headers={"anthropic-beta": "interleaved-thinking-2025-05-14"})
+    assert [e.path for e in mock_llm.requests(turn=0)] == ["/v1/messages"]
+
+
+@pytest.mark.mock_llm(scenarios=[WEATHER])
 def test_an_options_prefix_in_the_path_is_ignored_by_the_path_filter(mock_llm: MockLLM):
     url = f"{mock_llm.root_url}/o/latency=1/v1/chat/completions"
     httpx.post(url, json={"model": "weather", "messages": ASK})

@@ -68,6 +68,7 @@ def test_a_prompt_server_without_a_graceful_timeout_waits_for_the_response_under
     arrived, replies = threading.Event(), []
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
+    sock.listen()  # the request may come before the server's own start-up listens: queued, not refused
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
     prompt = server.PromptServer(uvicorn.Config(_slow_app(arrived), log_level="warning", lifespan="off"))
     thread = threading.Thread(target=prompt.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -210,6 +210,16 @@ def test_both_api_versions_serve_generate_content(mock_url, version):
     assert [(c.id, c.name) for c in reply.function_calls] == [("c1", "list_files")]
 
 
+def test_sampling_settings_the_client_sends_as_decimals_are_answered(mock_url):
+    # google-genai types top_k as a float: top_k=40 goes out as "topK": 40.0, which Google's
+    # API reads as the integer it is (protobuf's JSON takes an integral number, or its digits
+    # as a string, for an integer field).
+    config = types.GenerateContentConfig(top_k=40, seed=7, temperature=0, candidate_count=1)
+    with _client(mock_url) as client:
+        reply = client.models.generate_content(model="plan", contents=QUESTION, config=config)
+    assert reply.candidates
+
+
 def test_models_are_listed_and_described_under_v1beta(mock_url):
     with _client(mock_url, api_version="v1beta") as client:
         names = [m.name for m in client.models.list()]

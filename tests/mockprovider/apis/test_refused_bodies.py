@@ -68,6 +68,14 @@ REFUSED = {
     "chat frequency_penalty a string": (chat(frequency_penalty="x"), "frequency_penalty"),
     "chat seed a string": (chat(seed="x"), "seed"),
     "chat seed past 64 bits": (chat(seed=10**30), "seed"),
+    "chat seed past any float": (chat(seed=10**400), "seed"),
+    "chat top_logprobs past any float": (chat(logprobs=True, top_logprobs=10**400), "top_logprobs"),
+    "responses max_tool_calls past any float": (responses(max_tool_calls=10**400), "max_tool_calls"),
+    "messages top_k past any float": (messages(top_k=10**400), "top_k"),
+    "gemini topK past any float": (gemini(topK=10**400), "generationConfig.topK"),
+    "gemini seed a string of 5,000 digits": (gemini(seed="9" * 5000), "generationConfig.seed"),
+    "gemini seed a string of two minus signs": (gemini(seed="--5"), "generationConfig.seed"),
+    "gemini topK an integral decimal past 32 bits": (gemini(topK=1e300), "generationConfig.topK"),
     "chat logprobs a string": (chat(logprobs="x"), "logprobs"),
     "chat top_logprobs above 20": (chat(logprobs=True, top_logprobs=21), "top_logprobs"),
     "chat five stop sequences": (chat(stop=["a"] * 5), "stop"),
@@ -153,6 +161,7 @@ ACCEPTED = {
                                                   service_tier="standard_only", metadata={"user_id": None},
                                                   thinking={"type": "enabled", "budget_tokens": 1024}),
     "messages thinking adaptive": messages(thinking={"type": "adaptive"}),
+    "Gemini integers as google-genai and protobuf's JSON write them": gemini(topK=40.0, seed="-7"),
     "Gemini settings at their bounds": gemini(temperature=2, top_p=1, topK=1, seed=-(2**31),
                                               stopSequences=["a"] * 5, responseMimeType="application/json"),
     "Gemini keeps a lone surrogate": ("/v1beta/models/plan:generateContent",
@@ -166,6 +175,15 @@ ACCEPTED = {
 def test_what_the_real_apis_take_is_still_answered(in_process, case):
     path, body = ACCEPTED[case]
     assert _post(in_process, path, body).status_code == 200
+
+
+def test_interleaved_thinkings_budget_may_exceed_max_tokens(in_process):
+    # Anthropic: with interleaved thinking the budget is the whole turn's, across its thinking
+    # blocks, and may exceed max_tokens; without the beta it must stay below it.
+    path, body = messages(max_tokens=2000, thinking={"type": "enabled", "budget_tokens": 5000})
+    beta = {**JSON, "anthropic-beta": "files-api-2025-04-14,interleaved-thinking-2025-05-14"}
+    assert in_process.post(path, content=json.dumps(body).encode(), headers=beta).status_code == 200
+    assert _post(in_process, path, body).status_code == 400
 
 
 def test_only_a_lone_surrogate_is_found_and_its_path_named():
@@ -215,3 +233,24 @@ def test_every_checked_setting_of_another_json_type_is_refused_naming_it(in_proc
     path, body = FORMATS[fmt]("hi", **{key: [{"a": 1}]})
     response = _post(in_process, path, body)
     assert response.status_code == 400 and key in response.json()["error"]["message"], response.text
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.parametrize("surrogate", [b"\xed\xa0\x80", b"\xed\xb0\x80", b"\xed\xa0\xbd\xed\xb8\x80"],
+                         ids=["high", "low", "a pair, CESU-8"])
+def test_a_surrogate_written_as_raw_utf8_bytes_is_refused_as_invalid_utf8(in_process, fmt, surrogate):
+    # No UTF-8 encodes a surrogate, not even as a pair (that is CESU-8); Python's JSON parser takes
+    # one from bytes all the same. The real APIs refuse the body as they refuse any invalid UTF-8.
+    path, body = FORMATS[fmt]("a\u0001b")
+    raw = json.dumps(body).encode().replace(b"\\u0001", surrogate)
+    response = in_process.post(path, content=raw, headers=JSON)
+    assert response.status_code == 400, response.text
+    assert "UnicodeDecodeError" in response.text
+
+
+def test_text_whose_utf8_has_the_surrogates_lead_byte_is_still_answered(in_process):
+    # U+D55C (Hangul) is ED 95 9C in UTF-8: the lead byte of a surrogate, and valid.
+    for fmt in FORMATS:
+        path, body = FORMATS[fmt]("\ud55c\uae00")
+        response = in_process.post(path, content=json.dumps(body, ensure_ascii=False).encode(), headers=JSON)
+        assert response.status_code == 200, (fmt, response.text)

@@ -410,3 +410,18 @@ def test_a_dead_upstream_is_a_502_in_each_formats_own_shape(tmp_path: Path):
     assert chat.value.body["code"] == "upstream_unreachable"
     assert messages.value.body["type"] == "error"
     assert messages.value.body["error"]["type"] == "api_error"
+
+
+def test_a_messages_turn_under_the_interleaved_thinking_beta_is_recorded(upstream, tmp_path: Path):
+    # Under that beta a thinking budget may exceed max_tokens (the whole turn's): the upstream
+    # takes it, so the recorder must read the request with the same header, not refuse it.
+    root, _ = upstream
+    out = tmp_path / "beta.json"
+    body = {"model": "plan", "max_tokens": 2000, "thinking": {"type": "enabled", "budget_tokens": 5000},
+            "messages": [{"role": "user", "content": "Which file, thinking?"}]}
+    headers = {"anthropic-version": "2023-06-01", "anthropic-beta": "interleaved-thinking-2025-05-14"}
+    with record(f"{root}/v1", out) as proxy:
+        answered = httpx.post(f"{proxy.root_url}/v1/messages", json=body, headers=headers)
+        assert answered.status_code == 200, answered.text
+    users = {alt["if"]["user_contains"] for alt in json.loads(out.read_text())["turns"][0]}
+    assert users == {"Which file, thinking?"}
