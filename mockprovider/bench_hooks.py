@@ -12,7 +12,7 @@ from types import ModuleType
 
 from mockprovider import metrics
 from mockprovider.apis import chat, steps
-from mockprovider.reading import body, memo, request_headers, transcript, validation
+from mockprovider.reading import body, memo, request_headers, settings, transcript, validation
 from mockprovider.replies import completions, faults, headers, tool_choice
 from mockprovider.scripts import options, scenarios
 from mockprovider.scripts.options import attempt_of
@@ -28,6 +28,7 @@ TIMED: dict[ModuleType, tuple[str, ...]] = {
     transcript: ("EMPTY", "INLINE_CHARS", "Transcript", "conversation", "prompt_tokens", "read",
                  "read_message", "unanswered", "_read_new", "_short_tokens", "_keep_tools_count", "tools_key",
                  "_TOOLS_COUNTED", "_NULLS"),
+    settings: ("CHAT", "check"),
     validation: ("MAX_DEPTH", "check_depth", "flag", "number_in", "refuse_lone_surrogates", "_deeper_than"),
     completions: ("Completion", "complete", "_completion", "getrandbits"),
     faults: ("delay_or_fault", "log"),
@@ -46,4 +47,4 @@ if _missing:
                       "update mockprovider/bench_hooks.py and experiments/bench together")
 
 __all__ = ["attempt_of", "body", "chat", "completions", "faults", "headers", "memo", "metrics", "options",
-           "request_headers", "scenarios", "steps", "tool_choice", "transcript", "validation"]
+           "request_headers", "scenarios", "settings", "steps", "tool_choice", "transcript", "validation"]

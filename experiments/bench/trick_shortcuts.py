@@ -28,6 +28,7 @@ from mockprovider.bench_hooks import (
     metrics,
     request_headers,
     scenarios,
+    settings,
     steps,
     tool_choice,
     transcript,
@@ -171,6 +172,10 @@ def plain_chat_request(body: dict[str, Any], messages: Any) -> chat.ChatRequest:
         raise RuntimeError("the bench's stream_options are an object")
     if body.get("temperature") is not None:
         validation.number_in(body, "temperature", 0, 2)
+    settings.check(body, settings.CHAT)  # every setting's rule looked up, present or not
+    form = body.get("response_format")
+    if form is not None:
+        raise RuntimeError("the bench's body has no response_format")
     n = body.get("n")
     if n is not None and n != 1:
         raise RuntimeError("the bench asks one choice")
