@@ -177,15 +177,19 @@ def _throughput_rows(rows: list[dict]) -> list[dict]:
     ]
 
 
+def _with_without(r: dict) -> dict[str, str]:
+    """The cells a speed trick's row and a harness lever's row share: both times and their ratio."""
+    return {"with, µs": f"{r['with_us']:,.2f}", "without, µs": f"{r['without_us']:,.2f}",
+            "without / with": f"{r['ratio']:.2f}×"}
+
+
 def _trick_rows(rows: list[dict]) -> list[dict]:
     return [
         {
             "trick": r["trick"],
             "where it lives": f"`{r['where']}`",
             "request": f"turn {r['turn']}",
-            "with, µs": f"{r['with_us']:,.2f}",
-            "without, µs": f"{r['without_us']:,.2f}",
-            "without / with": f"{r['ratio']:.2f}×",
+            **_with_without(r),
             "share of the request it saves": "—" if r["share"] is None else f"{r['share']:.1%}",
             "rounds": r["rounds"],
         }
@@ -198,9 +202,7 @@ def _lever_rows(rows: list[dict]) -> list[dict]:
         {
             "lever": r["lever"],
             "where it lives": f"`{r['where']}`",
-            "with, µs": f"{r['with_us']:,.2f}",
-            "without, µs": f"{r['without_us']:,.2f}",
-            "without / with": f"{r['ratio']:.2f}×",
+            **_with_without(r),
             "saved per turn, µs": f"{r['saved_per_turn_us']:,.1f}",
             "rounds": r["rounds"],
         }
