@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import math
 import os
 import random
@@ -30,6 +31,7 @@ from typing import Any
 import httpx
 
 import o200k
+from harness.body import Bodies
 from harness.cancel import Cancel
 from harness.model import Completion, ProviderError
 from harness.usage import Usage
@@ -42,6 +44,7 @@ MAX_USAGE_TOKENS = 10**9
 OPENAI_HOST = "api.openai.com"
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 """529: overloaded, as Anthropic (and its OpenAI-compatible endpoint) says it is busy."""
+_HTTPX_LOG = logging.getLogger("httpx")
 
 
 def shared_tls() -> ssl.SSLContext:
@@ -54,6 +57,13 @@ def shared_tls() -> ssl.SSLContext:
 @functools.cache
 def _trust_store(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
     return httpx.create_ssl_context()  # it reads both variables itself; they are the cache's key
+
+
+@functools.cache
+def _no_tls() -> ssl.SSLContext:
+    """For a plain-http provider, which never speaks TLS: a context that trusts nothing, so the
+    trust store is never loaded for it, and a TLS connection it somehow made would fail closed."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 class _Retryable(Exception):
@@ -164,8 +174,18 @@ class ModelClient:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_wait_s = max_wait_s
-        verify = shared_tls() if transport is None else True  # a given transport brings its own
+        if transport is not None:
+            verify: ssl.SSLContext | bool = True  # a given transport brings its own
+        else:
+            verify = shared_tls() if self._url.scheme == "https" else _no_tls()
         self._http = httpx.AsyncClient(transport=transport, timeout=timeout, headers=headers, verify=verify)
+        self._bodies = Bodies()
+        # The lean send (`_send`) needs the transport for our one URL (a proxy's, when the
+        # environment names one): chosen once, as httpx would choose it for every request.
+        pick = getattr(self._http, "_transport_for_url", None)
+        self._transport = pick(self._url) if pick is not None else None
+        self._timeout = self._http.timeout.as_dict()
+        self._head: tuple[tuple[tuple[str, str], ...] | None, list[tuple[bytes, bytes]]] = (None, [])
 
     async def __aenter__(self) -> ModelClient:
         return self
@@ -174,6 +194,7 @@ class ModelClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        self._bodies.clear()
         await self._http.aclose()
 
     async def complete(
@@ -187,11 +208,7 @@ class ModelClient:
         headers: dict[str, str] | None = None,
     ) -> Completion:
         """One completion; raises `ProviderError` (final) or `Cancelled` (signal set)."""
-        body: dict[str, Any] = {"model": model, "messages": messages}
-        if tools:
-            body["tools"] = tools
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
+        body = self._bodies.body(model, messages, tools, max_tokens)
         cancel = cancel or Cancel()
         for attempt in range(self.max_retries + 1):
             try:
@@ -218,16 +235,47 @@ class ModelClient:
         url = httpx.URL(self.base_url)
         return f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
 
+    def _headers(self, headers: dict[str, str], attempt: int, length: int) -> list[tuple[bytes, bytes]]:
+        """The request's headers as httpx orders them for `json=`: Host, the client's, the call's,
+        then the body's."""
+        extra = tuple(headers.items())
+        if extra != self._head[0]:
+            merged = httpx.Headers(self._http.headers)
+            merged.update(headers)
+            self._head = (extra, [(b"Host", self._url.netloc), *merged.raw])
+        return [*self._head[1], (b"x-lab-attempt", b"%d" % attempt), (b"Content-Length", b"%d" % length),
+                (b"Content-Type", b"application/json")]
+
+    async def _send(self, body: bytes, attempt: int, headers: dict[str, str]) -> httpx.Response:
+        """POST `body`. Straight to the transport when nothing of the client's own machinery has
+        work to do (no cookie in its jar, httpx's request log off, the client open): a
+        request built whole, no per-request merging, auth flow, redirect check or cookie
+        parsing. Otherwise, and for a reply that sets a cookie, the client does as it always does."""
+        raw = self._headers(headers, attempt, len(body))
+        transport = self._transport
+        if (transport is None or self._http.cookies or self._http.is_closed
+                or _HTTPX_LOG.isEnabledFor(logging.INFO)):
+            request = self._http.build_request("POST", self._url, content=body, headers=raw[1:])
+            return await self._http.send(request)
+        request = httpx.Request("POST", self._url, headers=raw, content=body,
+                                extensions={"timeout": self._timeout})
+        response = await transport.handle_async_request(request)
+        response.request = request
+        try:
+            await response.aread()
+        except BaseException:
+            await response.aclose()
+            raise
+        if "set-cookie" in response.headers:
+            self._http.cookies.extract_cookies(response)
+        return response
+
     async def _attempt(
-        self, body: dict[str, Any], attempt: int, headers: dict[str, str]
+        self, body: bytes, attempt: int, headers: dict[str, str]
     ) -> tuple[dict[str, Any], str, Usage]:
         try:
             async with asyncio.timeout(self.deadline_s):
-                response = await self._http.post(
-                    self._url,
-                    json=body,
-                    headers={**headers, "x-lab-attempt": str(attempt)},
-                )
+                response = await self._send(body, attempt, headers)
         except TimeoutError:
             raise _Retryable(f"no complete reply within the {self.deadline_s:g} s deadline") from None
         except httpx.ConnectError as e:

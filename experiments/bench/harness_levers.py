@@ -18,8 +18,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from experiments.bench.tricks import Batch, Trick, measure, repeat
-from harness import new_run
+from harness import ModelClient, new_run
+from harness.body import Bodies
 from harness.cancel import Cancel, Cancelled
 from harness.chapter import SYSTEM
 from harness.codec import _field_names, dumps
@@ -215,10 +218,85 @@ def append_lever(url: str) -> Lever:
         without=_saves(stores[1], False), key=_loaded, batch=10))
 
 
+BODY_TURNS = 50
+"""Turns a transcript holds before the body lever's first use; each use adds one (a batch of 100
+spans turns 50 to 150)."""
+
+
+def _growing_bodies(encoder: Callable[[], Callable[[list[Any]], bytes]]) -> Batch:
+    """n request bodies of a `runaway` transcript that grows by one turn before each, each batch
+    with an encoder of its own."""
+    def batch(n: int) -> Callable[[], Any]:
+        turns = [_turn_items()[:2] for _ in range(BODY_TURNS + n)]
+        start = new_run("Which file mentions a timeout?", system=SYSTEM).messages
+        encode = encoder()
+
+        def go() -> Any:
+            messages = start + [m for turn in turns[:BODY_TURNS] for m in turn]
+            for turn in turns[BODY_TURNS:]:
+                messages += turn
+                out = encode(messages)
+            return out
+        return go
+    return batch
+
+
+def body_lever() -> Lever:
+    """`body.Bodies`: a request body joined from each message's JSON, kept since it was first
+    sent, so a turn encodes only what it added; plainly, the whole body encoded every turn
+    (`json.dumps`, as httpx's `json=` does). The bytes are the same."""
+    def kept() -> Callable[[list[Any]], bytes]:
+        return functools.partial(Bodies().body, "runaway", tools=_LEVER_TOOLS, max_tokens=None)
+
+    def whole(messages: list[Any]) -> bytes:
+        body = {"model": "runaway", "messages": messages, "tools": _LEVER_TOOLS}
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+    return Lever(uses=1, trick=Trick(
+        name="a request body from the messages' JSON kept since first sent", where="body.Bodies", turn=100,
+        with_=_growing_bodies(kept), without=_growing_bodies(lambda: whole), batch=100))
+
+
+_LEVER_TOOLS = [{"type": "function", "function": {"name": "list_files", "description": "List the files.",
+                                                  "parameters": {"type": "object", "properties": {}}}}]
+_REPLY = b'{"choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],' \
+         b'"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}'
+
+
+def _posts(lean: bool) -> Batch:
+    """n requests of one body through a `ModelClient`'s send, over a transport that answers at
+    once (so only the client's own machinery is timed); the output is the last reply's body."""
+    def batch(n: int) -> Callable[[], Any]:
+        def go() -> Any:
+            async def many() -> bytes:
+                transport = httpx.MockTransport(lambda _: httpx.Response(200, content=_REPLY))
+                async with ModelClient("http://model.test/v1", api_key="sk-lever", transport=transport) as c:
+                    body = c._bodies.body("runaway", [{"role": "user", "content": "x"}], _LEVER_TOOLS, None)
+                    for attempt in range(n):
+                        if lean:
+                            reply = await c._send(body, attempt, {})
+                        else:
+                            reply = await c._http.post(c._url, content=body, headers={
+                                "x-lab-attempt": str(attempt), "content-type": "application/json"})
+                return reply.content
+            return asyncio.run(many())
+        return go
+    return batch
+
+
+def send_lever() -> Lever:
+    """`ModelClient._send`: a request built whole and handed to the transport, against
+    `AsyncClient.post` (request merging, auth flow, redirect check, cookie parsing), both over a
+    transport that answers at once."""
+    return Lever(uses=1, trick=Trick(
+        name="a request handed straight to the transport", where="ModelClient._send", turn=1,
+        with_=_posts(True), without=_posts(False), batch=200))
+
+
 def levers(postgres: str | None = None) -> list[Lever]:
     """Every lever; the PostgreSQL ones only given a database URL (`make bench` gives the test
     server's; `make bench-check` times the in-process ones)."""
-    chosen = [cancel_lever(), encoder_lever()]
+    chosen = [cancel_lever(), encoder_lever(), body_lever(), send_lever()]
     return chosen + [save_lever(postgres), append_lever(postgres)] if postgres else chosen
 
 

@@ -1,0 +1,127 @@
+"""What goes on the wire: the body encoded once per message is byte for byte what httpx sends for
+`json=`, the headers are httpx's own, a provider's cookie still comes back, and a plain-http
+provider never loads the trust store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import httpx
+import pytest
+
+from harness import ModelClient
+from harness import client as client_module
+from harness.body import TRANSCRIPTS, Bodies
+
+OK = {
+    "choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
+}
+TOOLS = [{"type": "function", "function": {"name": "list_files", "description": "Les fichiers — tous",
+                                           "parameters": {"type": "object", "properties": {}}}}]
+
+
+def _httpx_json(body: dict) -> bytes:
+    return httpx.Request("POST", "http://x/", json=body).content
+
+
+def _call(n: int) -> list[dict]:
+    call = {"id": f"call_{n}", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}
+    return [{"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{n}", "name": "list_files",
+             "content": f"naïve ✓ {n}\n\"q\""}]
+
+
+def test_a_growing_transcripts_body_is_the_bytes_httpx_sends_for_the_same_json():
+    bodies = Bodies()
+    messages = [{"role": "system", "content": "Be brief 🙂"}, {"role": "user", "content": "x"}]
+    for n in range(5):
+        for tools, cap in ((TOOLS, None), (None, 300), (TOOLS, 0)):
+            want = {"model": "m", "messages": messages} | ({"tools": tools} if tools else {}) | (
+                {} if cap is None else {"max_tokens": cap})
+            assert bodies.body("m", list(messages), tools and list(tools), cap) == _httpx_json(want)
+        messages += _call(n)
+
+
+def test_a_message_replaced_by_another_object_is_encoded_again():
+    bodies, messages = Bodies(), [{"role": "user", "content": "x"}, *_call(1), *_call(2)]
+    bodies.body("m", messages, None, None)
+    messages[2] = {**messages[2], "content": "edited"}
+    assert json.loads(bodies.body("m", messages, None, None))["messages"] == messages
+    del messages[1:]  # a shorter transcript, same first message
+    assert json.loads(bodies.body("m", messages, None, None))["messages"] == messages
+
+
+def test_transcripts_sent_in_turn_by_several_runs_each_keep_their_own_encoding():
+    bodies = Bodies()
+    runs = [[{"role": "user", "content": f"run {k}"}] for k in range(TRANSCRIPTS + 2)]
+    for n in range(3):
+        for messages in runs:
+            messages += _call(n)
+            assert bodies.body("m", messages, None, None) == _httpx_json({"model": "m", "messages": messages})
+
+
+def test_a_message_that_cannot_be_encoded_fails_as_it_did_and_is_not_kept():
+    bodies, messages = Bodies(), [{"role": "user", "content": "lone \ud800 surrogate"}]
+    with pytest.raises(UnicodeEncodeError):
+        bodies.body("m", messages, None, None)
+    messages[0]["content"] = "fine"  # the same object, now encodable: nothing stale was kept
+    assert json.loads(bodies.body("m", messages, None, None))["messages"] == messages
+
+
+def _recording(*responses: httpx.Response) -> tuple[httpx.MockTransport, list[httpx.Request]]:
+    seen: list[httpx.Request] = []
+    queue = list(responses)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return queue.pop(0)
+
+    return httpx.MockTransport(handler), seen
+
+
+def _complete(transport: httpx.AsyncBaseTransport, times: int = 1, **headers: str) -> None:
+    async def main() -> None:
+        async with ModelClient("http://model.test/v1", api_key="sk-x", transport=transport) as c:
+            for _ in range(times):
+                await c.complete(model="m", messages=[{"role": "user", "content": "x"}], tools=TOOLS,
+                                 headers=headers)
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("path", ["lean", "the client's own (httpx's request log on)"])
+def test_the_request_carries_the_headers_and_body_httpx_would_send(path, caplog):
+    if path != "lean":
+        caplog.set_level(logging.INFO, logger="httpx")
+    transport, seen = _recording(httpx.Response(200, json=OK))
+    _complete(transport, **{"x-mock-options": "latency=5"})
+
+    async def reference() -> httpx.Request:
+        async with httpx.AsyncClient(headers={"authorization": "Bearer sk-x"}) as http:
+            return http.build_request("POST", "http://model.test/v1/chat/completions", headers={
+                "x-mock-options": "latency=5", "x-lab-attempt": "0"},
+                json={"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": TOOLS})
+
+    want = asyncio.run(reference())
+    assert (seen[0].method, seen[0].url, seen[0].headers.raw, seen[0].content) == (
+        want.method, want.url, want.headers.raw, want.content)
+    assert bool(caplog.records) == (path != "lean")
+
+
+def test_a_cookie_the_provider_sets_is_sent_back_on_the_next_request():
+    transport, seen = _recording(httpx.Response(200, json=OK, headers={"set-cookie": "lb=node-3; Path=/"}),
+                                 httpx.Response(200, json=OK))
+    _complete(transport, times=2)
+    assert ("cookie" in seen[0].headers, seen[1].headers.get("cookie")) == (False, "lb=node-3")
+
+
+def test_a_plain_http_provider_never_loads_the_trust_store(monkeypatch):
+    def refuse() -> None:
+        raise AssertionError("the trust store was loaded for a plain-http provider")
+
+    monkeypatch.setattr(client_module, "shared_tls", refuse)
+    ModelClient("http://127.0.0.1:9/v1")  # would raise while building the client
+
