@@ -34,6 +34,7 @@ import o200k
 from harness.body import Bodies
 from harness.cancel import Cancel
 from harness.model import Completion, ProviderError
+from harness.transport import one_write
 from harness.usage import Usage
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
@@ -179,6 +180,8 @@ class ModelClient:
         else:
             verify = shared_tls() if self._url.scheme == "https" else _no_tls()
         self._http = httpx.AsyncClient(transport=transport, timeout=timeout, headers=headers, verify=verify)
+        if transport is None:
+            one_write(self._http)
         self._bodies = Bodies()
         # The lean send (`_send`) needs the transport for our one URL (a proxy's, when the
         # environment names one): chosen once, as httpx would choose it for every request.
