@@ -10,10 +10,18 @@ a close — sends what is held first. Bytes and their order on the wire are unch
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 from typing import Any
 
 import httpcore
 import httpx
+
+# What a first connection imports lazily (httpcore's default backend, anyio's asyncio one), loaded
+# with the harness instead of on a run's first request; only slower if they moved.
+for _lazy in ("httpcore._backends.anyio", "anyio._backends._asyncio"):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_lazy)
 
 
 class _Stream(httpcore.AsyncNetworkStream):
