@@ -19,7 +19,9 @@ own message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import importlib
 import logging
 import math
 import os
@@ -28,13 +30,13 @@ import ssl
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import httpcore  # noqa: F401 - see below
 import httpx
 
 import o200k
 from harness.body import Bodies
 from harness.cancel import Cancel
 from harness.model import Completion, ProviderError
-from harness.transport import one_write
 from harness.usage import Usage
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
@@ -46,6 +48,13 @@ OPENAI_HOST = "api.openai.com"
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 """529: overloaded, as Anthropic (and its OpenAI-compatible endpoint) says it is busy."""
 _HTTPX_LOG = logging.getLogger("httpx")
+
+# httpx's transport (httpcore) and what its first connection needs (httpcore's anyio backend,
+# anyio's asyncio one) are imported lazily, by the first client and its first request; imported
+# here, a process pays for them with `import harness`, not on a run's first turn.
+for _lazy in ("httpcore._backends.anyio", "anyio._backends._asyncio"):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_lazy)
 
 
 def shared_tls() -> ssl.SSLContext:
@@ -180,8 +189,6 @@ class ModelClient:
         else:
             verify = shared_tls() if self._url.scheme == "https" else _no_tls()
         self._http = httpx.AsyncClient(transport=transport, timeout=timeout, headers=headers, verify=verify)
-        if transport is None:
-            one_write(self._http)
         self._bodies = Bodies()
         # The lean send (`_send`) needs the transport for our one URL (a proxy's, when the
         # environment names one): chosen once, as httpx would choose it for every request.

@@ -1,6 +1,6 @@
 """What goes on the wire: the body encoded once per message is byte for byte what httpx sends for
-`json=`, the headers are httpx's own, a provider's cookie still comes back, a plain-http
-provider never loads the trust store, and a request's head and body leave in one write."""
+`json=`, the headers are httpx's own, a provider's cookie still comes back, and a plain-http
+provider never loads the trust store."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ import asyncio
 import json
 import logging
 
-import httpcore
 import httpx
 import pytest
 
-from harness import ModelClient, transport
+from harness import ModelClient
 from harness import client as client_module
 from harness.body import TRANSCRIPTS, Bodies
 
@@ -126,47 +125,3 @@ def test_a_plain_http_provider_never_loads_the_trust_store(monkeypatch):
     monkeypatch.setattr(client_module, "shared_tls", refuse)
     ModelClient("http://127.0.0.1:9/v1")  # would raise while building the client
 
-
-class _Recorded(httpcore.AsyncNetworkStream):
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, bytes]] = []
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109
-        self.calls.append(("write", buffer))
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
-        self.calls.append(("read", b""))
-        return b"HTTP/1.1 200 OK\r\n"
-
-    async def start_tls(self, ssl_context, server_hostname=None, timeout=None):  # noqa: ASYNC109
-        self.calls.append(("tls", b""))
-        return _Recorded()
-
-
-def test_a_requests_head_and_body_leave_in_one_write_and_a_read_sends_what_is_held_first():
-    inner = _Recorded()
-    stream = transport._Stream(inner)
-
-    async def talk() -> None:
-        await stream.write(b"POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n")
-        await stream.write(b"{}")
-        await stream.write(b"")  # httpcore's end of a Content-Length body
-        await stream.read(100)
-        await stream.write(b"CONNECT x:443 HTTP/1.1\r\n\r\n")  # a head with no body: the read sends it
-        await stream.read(100)
-        await stream.write(b"GET / HTTP/1.1\r\n\r\n")
-        await stream.start_tls(None)
-
-    asyncio.run(talk())
-    assert inner.calls == [("write", b"POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"), ("read", b""),
-                           ("write", b"CONNECT x:443 HTTP/1.1\r\n\r\n"), ("read", b""),
-                           ("write", b"GET / HTTP/1.1\r\n\r\n"), ("tls", b"")]
-
-
-def test_every_pool_of_a_client_the_harness_builds_writes_once_per_request(monkeypatch):
-    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
-    client = ModelClient("http://model.test/v1")
-    pools = [t._pool for t in (client._http._transport, *client._http._mounts.values()) if t is not None]
-    assert len(pools) == 2
-    assert all(isinstance(p._network_backend, transport._Backend) for p in pools)
-    assert transport.one_write(client._http) == 0  # never wrapped twice
