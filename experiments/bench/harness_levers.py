@@ -215,11 +215,44 @@ def append_lever(url: str) -> Lever:
         without=_saves(stores[1], False), key=_loaded, batch=10))
 
 
+def _text_arrays(store: Any) -> Any:
+    """`store`'s one-statement save with its arrays sent as text, as psycopg sends a `%s`: every
+    quote of every JSON body escaped client-side."""
+    from harness.store import postgres
+
+    plain = {postgres._APPEND_CLAIMED: postgres._APPEND_CLAIMED.replace("%b", "%s"),
+             postgres._APPEND_UNCLAIMED: postgres._APPEND_UNCLAIMED.replace("%b", "%s")}
+    kept = store._append
+
+    def append(state: Any) -> bool:
+        postgres._APPEND_CLAIMED, postgres._APPEND_UNCLAIMED = plain.values()  # type: ignore[misc]
+        try:
+            return kept(state)
+        finally:
+            postgres._APPEND_CLAIMED, postgres._APPEND_UNCLAIMED = plain.keys()  # type: ignore[misc]
+
+    store._append = append
+    return store
+
+
+def binary_arrays_lever(url: str) -> Lever:
+    """A PostgreSQL one-statement save's item arrays sent in binary (`%b`), against the same save
+    with them sent as text (`%s`), in the same database."""
+    from harness.store.postgres import PostgresStore
+
+    stores = PostgresStore(url), _text_arrays(PostgresStore(url))
+    return Lever(uses=1, close=lambda: [s.close() for s in stores], trick=Trick(
+        name="a one-statement save's item arrays sent in binary (PostgreSQL)",
+        where="postgres._append_sql", turn=1, with_=_saves(stores[0], False),
+        without=_saves(stores[1], False), key=_loaded, batch=10))
+
+
 def levers(postgres: str | None = None) -> list[Lever]:
     """Every lever; the PostgreSQL ones only given a database URL (`make bench` gives the test
     server's; `make bench-check` times the in-process ones)."""
     chosen = [cancel_lever(), encoder_lever()]
-    return chosen + [save_lever(postgres), append_lever(postgres)] if postgres else chosen
+    pg = [save_lever(postgres), append_lever(postgres), binary_arrays_lever(postgres)]
+    return chosen + pg if postgres else chosen
 
 
 def lever_rows(chosen: list[Lever], *, rounds: int) -> list[LeverRow]:

@@ -35,6 +35,30 @@ def test_the_plain_save_reads_the_layout_and_writes_a_statement_per_row():
     assert store.load("plain").messages == state.messages
 
 
+def test_the_text_arrays_save_sends_its_arrays_as_text_and_puts_the_binary_ones_back(pg_url, monkeypatch):
+    from harness.store import postgres
+
+    sent: list[str] = []
+    kept = postgres.head_params
+
+    def head_params(*args):  # called by the one-statement save with its statement chosen
+        sent.append(postgres._APPEND_UNCLAIMED)
+        return kept(*args)
+
+    monkeypatch.setattr(postgres, "head_params", head_params)
+    store = harness_levers._text_arrays(postgres.PostgresStore(pg_url))
+    try:
+        state = new_run("t", run_id="text-arrays")
+        store.save(state)
+        state.messages.append({"role": "assistant", "content": 'a "b"'})
+        store.save(state)
+        assert store.load("text-arrays").messages == state.messages
+    finally:
+        store.close()
+    assert sent and "%b" not in sent[-1] and "%s::text[]" in sent[-1]
+    assert "%b::text[]" in postgres._APPEND_UNCLAIMED
+
+
 def test_both_sides_of_the_cancel_lever_stop_a_call_when_the_signal_is_set():
     import asyncio
 
@@ -64,5 +88,5 @@ def test_harness_levers(benchmark, pg_url):
     rows = benchmark.pedantic(lambda: harness_levers.lever_rows(harness_levers.levers(pg_url), rounds=rounds),
                               rounds=1, iterations=1)
     benchmark.extra_info["harness levers"] = [asdict(r) for r in rows]
-    assert len(rows) == 4 and all(r.with_us > 0 and r.without_us > 0 for r in rows)
+    assert len(rows) == 5 and all(r.with_us > 0 and r.without_us > 0 for r in rows)
 
