@@ -172,7 +172,7 @@ class PostgresStore(SqlStore):
         rid, claim = state.run_id, self._claims.get(state.run_id)
         if (claim is not None and claim.stop.is_set()) or state.intents or not self._tracker.follows(state):
             return False
-        delta = self._tracker.delta(state)
+        delta = self._tracker.delta(state, follows=True)
         if delta.cache_rewrite or delta.started or delta.finished or delta.abandoned:
             return False
         fields, seqs, bodies = ([row[i] for row in delta.rows()] for i in range(3))  # arrays: columns
