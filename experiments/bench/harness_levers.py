@@ -215,35 +215,43 @@ def append_lever(url: str) -> Lever:
         without=_saves(stores[1], False), key=_loaded, batch=10))
 
 
+TEXT_ARRAYS = "SELECT ?, f, s, b FROM unnest(?::text[], ?::integer[], ?::text[]) AS t(f, s, b)"
+"""The item rows as three arrays, sent as text (psycopg's `%s`)."""
+
+
 def _text_arrays(store: Any) -> Any:
-    """`store`'s one-statement save with its arrays sent as text, as psycopg sends a `%s`: every
-    quote of every JSON body escaped client-side."""
+    """`store`'s one-statement save with its item rows sent as three text arrays (`TEXT_ARRAYS`):
+    psycopg's array dumpers walk every value in Python, and escape every quote of every JSON body."""
     from harness.store import postgres
 
-    plain = {postgres._APPEND_CLAIMED: postgres._APPEND_CLAIMED.replace("%b", "%s"),
-             postgres._APPEND_UNCLAIMED: postgres._APPEND_UNCLAIMED.replace("%b", "%s")}
+    names = ("_APPEND_CLAIMED", "_APPEND_UNCLAIMED", "_item_params")
+    plain = [getattr(postgres, n).replace(postgres._pg(postgres.ITEMS), postgres._pg(TEXT_ARRAYS))
+             for n in names[:2]] + [lambda rows: tuple([row[i] for row in rows] for i in range(3))]
     kept = store._append
 
     def append(state: Any) -> bool:
-        postgres._APPEND_CLAIMED, postgres._APPEND_UNCLAIMED = plain.values()  # type: ignore[misc]
+        saved = [getattr(postgres, n) for n in names]
+        for n, value in zip(names, plain, strict=True):
+            setattr(postgres, n, value)
         try:
             return kept(state)
         finally:
-            postgres._APPEND_CLAIMED, postgres._APPEND_UNCLAIMED = plain.keys()  # type: ignore[misc]
+            for n, value in zip(names, saved, strict=True):
+                setattr(postgres, n, value)
 
     store._append = append
     return store
 
 
-def binary_arrays_lever(url: str) -> Lever:
-    """A PostgreSQL one-statement save's item arrays sent in binary (`%b`), against the same save
-    with them sent as text (`%s`), in the same database."""
+def json_rows_lever(url: str) -> Lever:
+    """A PostgreSQL one-statement save's item rows sent as one JSON document (`postgres.ITEMS`),
+    against three text arrays (`TEXT_ARRAYS`), in the same database."""
     from harness.store.postgres import PostgresStore
 
     stores = PostgresStore(url), _text_arrays(PostgresStore(url))
     return Lever(uses=1, close=lambda: [s.close() for s in stores], trick=Trick(
-        name="a one-statement save's item arrays sent in binary (PostgreSQL)",
-        where="postgres._append_sql", turn=1, with_=_saves(stores[0], False),
+        name="a one-statement save's item rows sent as one JSON document (PostgreSQL)",
+        where="postgres._item_params", turn=1, with_=_saves(stores[0], False),
         without=_saves(stores[1], False), key=_loaded, batch=10))
 
 
@@ -251,7 +259,7 @@ def levers(postgres: str | None = None) -> list[Lever]:
     """Every lever; the PostgreSQL ones only given a database URL (`make bench` gives the test
     server's; `make bench-check` times the in-process ones)."""
     chosen = [cancel_lever(), encoder_lever()]
-    pg = [save_lever(postgres), append_lever(postgres), binary_arrays_lever(postgres)]
+    pg = [save_lever(postgres), append_lever(postgres), json_rows_lever(postgres)]
     return chosen + pg if postgres else chosen
 
 

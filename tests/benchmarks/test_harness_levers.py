@@ -35,14 +35,14 @@ def test_the_plain_save_reads_the_layout_and_writes_a_statement_per_row():
     assert store.load("plain").messages == state.messages
 
 
-def test_the_text_arrays_save_sends_its_arrays_as_text_and_puts_the_binary_ones_back(pg_url, monkeypatch):
+def test_the_plain_side_of_the_json_rows_lever_sends_text_arrays_then_the_document_again(pg_url, monkeypatch):
     from harness.store import postgres
 
-    sent: list[str] = []
+    sent: list[tuple[str, tuple]] = []
     kept = postgres.head_params
 
     def head_params(*args):  # called by the one-statement save with its statement chosen
-        sent.append(postgres._APPEND_UNCLAIMED)
+        sent.append((postgres._APPEND_UNCLAIMED, postgres._item_params([("messages", 1, '"a"')])))
         return kept(*args)
 
     monkeypatch.setattr(postgres, "head_params", head_params)
@@ -50,13 +50,15 @@ def test_the_text_arrays_save_sends_its_arrays_as_text_and_puts_the_binary_ones_
     try:
         state = new_run("t", run_id="text-arrays")
         store.save(state)
-        state.messages.append({"role": "assistant", "content": 'a "b"'})
+        state.messages.append({"role": "assistant", "content": 'a "b" \\ {c}'})
         store.save(state)
         assert store.load("text-arrays").messages == state.messages
     finally:
         store.close()
-    assert sent and "%b" not in sent[-1] and "%s::text[]" in sent[-1]
-    assert "%b::text[]" in postgres._APPEND_UNCLAIMED
+    assert sent and "unnest(%s::text[], %s::integer[], %s::text[])" in sent[-1][0]
+    assert sent[-1][1] == (["messages"], [1], ['"a"'])
+    assert "json_array_elements" in postgres._APPEND_UNCLAIMED
+    assert postgres._item_params([("messages", 1, '"a"')]) == ('[["messages",1,"\\"a\\""]]',)
 
 
 def test_both_sides_of_the_cancel_lever_stop_a_call_when_the_signal_is_set():
