@@ -259,8 +259,9 @@ def levers(postgres: str | None = None) -> list[Lever]:
     """Every lever; the PostgreSQL ones only given a database URL (`make bench` gives the test
     server's; `make bench-check` times the in-process ones)."""
     chosen = [cancel_lever(), encoder_lever()]
-    pg = [save_lever(postgres), append_lever(postgres), json_rows_lever(postgres)]
-    return chosen + pg if postgres else chosen
+    if not postgres:
+        return chosen
+    return [*chosen, save_lever(postgres), append_lever(postgres), json_rows_lever(postgres)]
 
 
 def lever_rows(chosen: list[Lever], *, rounds: int) -> list[LeverRow]:
