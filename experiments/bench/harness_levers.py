@@ -293,11 +293,53 @@ def send_lever() -> Lever:
         with_=_posts(True), without=_posts(False), batch=200))
 
 
+TEXT_ARRAYS = "SELECT ?, f, s, b FROM unnest(?::text[], ?::integer[], ?::text[]) AS t(f, s, b)"
+"""The item rows as three arrays, sent as text (psycopg's `%s`)."""
+
+
+def _text_arrays(store: Any) -> Any:
+    """`store`'s one-statement save with its item rows sent as three text arrays (`TEXT_ARRAYS`):
+    psycopg's array dumpers walk every value in Python, and escape every quote of every JSON body."""
+    from harness.store import postgres
+
+    names = ("_APPEND_CLAIMED", "_APPEND_UNCLAIMED", "_item_params")
+    plain = [getattr(postgres, n).replace(postgres._pg(postgres.ITEMS), postgres._pg(TEXT_ARRAYS))
+             for n in names[:2]] + [lambda rows: tuple([row[i] for row in rows] for i in range(3))]
+    kept = store._append
+
+    def append(state: Any) -> bool:
+        saved = [getattr(postgres, n) for n in names]
+        for n, value in zip(names, plain, strict=True):
+            setattr(postgres, n, value)
+        try:
+            return kept(state)
+        finally:
+            for n, value in zip(names, saved, strict=True):
+                setattr(postgres, n, value)
+
+    store._append = append
+    return store
+
+
+def json_rows_lever(url: str) -> Lever:
+    """A PostgreSQL one-statement save's item rows sent as one JSON document (`postgres.ITEMS`),
+    against three text arrays (`TEXT_ARRAYS`), in the same database."""
+    from harness.store.postgres import PostgresStore
+
+    stores = PostgresStore(url), _text_arrays(PostgresStore(url))
+    return Lever(uses=1, close=lambda: [s.close() for s in stores], trick=Trick(
+        name="a one-statement save's item rows sent as one JSON document (PostgreSQL)",
+        where="postgres._item_params", turn=1, with_=_saves(stores[0], False),
+        without=_saves(stores[1], False), key=_loaded, batch=10))
+
+
 def levers(postgres: str | None = None) -> list[Lever]:
     """Every lever; the PostgreSQL ones only given a database URL (`make bench` gives the test
     server's; `make bench-check` times the in-process ones)."""
     chosen = [cancel_lever(), encoder_lever(), body_lever(), send_lever()]
-    return chosen + [save_lever(postgres), append_lever(postgres)] if postgres else chosen
+    if not postgres:
+        return chosen
+    return [*chosen, save_lever(postgres), append_lever(postgres), json_rows_lever(postgres)]
 
 
 def lever_rows(chosen: list[Lever], *, rounds: int) -> list[LeverRow]:

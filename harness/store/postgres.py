@@ -17,6 +17,7 @@ import logging
 from collections.abc import Iterator
 from functools import cache
 
+from harness.codec import dumps_data
 from harness.state import RunState
 from harness.store.durability import Durability, durability_of
 from harness.store.errors import StoreError, TransactionExpired
@@ -50,16 +51,27 @@ CLOCK = "EXTRACT(EPOCH FROM clock_timestamp())"
 """The database's clock in seconds: lease times never depend on the clocks of the hosts."""
 
 
+ITEMS = "SELECT ?, r->>0, (r->>1)::integer, r->>2 FROM json_array_elements(?::json) AS r"
+"""The item rows `_item_params` sends, as a query: its parameters are the run id and the document."""
+
+
+def _item_params(rows: list[tuple[str, int, str]]) -> tuple:
+    """A save's item rows as one parameter, a JSON document `[[field, seq, body], …]` written by
+    the C encoder: as arrays, psycopg's dumpers walked every value in Python (and as text arrays
+    escaped every quote of every body with a regular expression)."""
+    return (dumps_data(rows),)
+
+
 def _append_sql(lease: str) -> str:
     """A save that only appends, as one statement (`PostgresStore._append`): `lease` yields a row
     when this save may write, and the head and the item rows are written only then. The item
-    rows are one INSERT whatever their number (arrays), so the text never changes and psycopg
-    keeps it prepared on the server."""
+    rows are one INSERT whatever their number (one JSON document: `ITEMS`), so the text never
+    changes and psycopg keeps it prepared on the server."""
     return _pg(
         f"WITH {lease}, "
         f"head AS ({HEAD_INSERT} AND EXISTS (SELECT FROM lease){HEAD_CONFLICT} RETURNING run_id), "
-        "items AS (INSERT INTO run_items (run_id, field, seq, body) SELECT ?, f, s, b "
-        "FROM unnest(?::text[], ?::integer[], ?::text[]) AS t(f, s, b) WHERE EXISTS (SELECT FROM head)) "
+        f"items AS (INSERT INTO run_items (run_id, field, seq, body) {ITEMS} "
+        "WHERE EXISTS (SELECT FROM head)) "
         "SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM head)")
 
 
@@ -171,17 +183,16 @@ class PostgresStore(SqlStore):
         rid, claim = state.run_id, self._claims.get(state.run_id)
         if (claim is not None and claim.stop.is_set()) or state.intents or not self._tracker.follows(state):
             return False
-        delta = self._tracker.delta(state)
+        delta = self._tracker.delta(state, follows=True)
         if delta.cache_rewrite or delta.started or delta.finished or delta.abandoned:
             return False
-        fields, seqs, bodies = ([row[i] for row in delta.rows()] for i in range(3))  # arrays: columns
         sql, lease = ((_APPEND_UNCLAIMED, (rid,)) if claim is None
                       else (_APPEND_CLAIMED, (self.lease_seconds, rid, claim.owner, claim.epoch)))
         if self.checkpoint is not None:
             self.checkpoint("mid_save")  # the last instant at which nothing of this save is written
         with self._mapped(), self._pool.connection() as conn:
             free, written = conn.execute(
-                sql, (*lease, *head_params(state, delta), rid, fields, seqs, bodies)).fetchone()
+                sql, (*lease, *head_params(state, delta), rid, *_item_params(delta.rows()))).fetchone()
         if not free and claim is None:
             return False  # a lease is held: the full save decides whether its holder is gone
         if not free:

@@ -17,7 +17,8 @@ import weakref
 from dataclasses import dataclass, field, fields
 
 from harness.codec import StateFileError, check_depth, dumps, dumps_data, from_data
-from harness.state import RunState
+from harness.state import Rejection, RunState, ToolRun
+from harness.usage import Usage
 
 APPEND_ONLY = ("messages", "turn_usage", "tool_runs", "rejections")
 """The lists of a run that only ever grow: one row per item."""
@@ -27,8 +28,27 @@ HEAD = tuple(f.name for f in fields(RunState) if f.name not in (*APPEND_ONLY, CA
 """Small fields that change in place: written whole at every save."""
 
 
+_FIELDS = {cls: len(fields(cls)) for cls in (Usage, ToolRun, Rejection)}
+"""The dataclasses a run's rows hold, by their number of fields."""
+
+
+def _data(value: object) -> object:
+    """`value`, or for one of `_FIELDS` holding nothing but its fields, its `__dict__`: what
+    `codec.dumps` would ask `codec._plain` for, handed over without the encoder's call back into
+    Python (the same text)."""
+    n = _FIELDS.get(type(value))
+    if n is not None and len(value.__dict__) == n:
+        return value.__dict__
+    return value
+
+
+def row_json(value: object) -> str:
+    """An item row's JSON: `dumps(value)`, a little faster (`_data`)."""
+    return dumps(_data(value))
+
+
 def head_json(state: RunState) -> str:
-    return dumps({f: getattr(state, f) for f in HEAD})
+    return dumps({f: _data(getattr(state, f)) for f in HEAD})
 
 
 @dataclass(kw_only=True)
@@ -52,9 +72,10 @@ class Delta:
 
     def rows(self) -> list[tuple[str, int, str]]:
         """The new item rows: (list or `CACHE`, index, JSON)."""
-        rows = [(f, start + i, body) for f in APPEND_ONLY
-                for start, bodies in [self.items[f]] for i, body in enumerate(bodies)]
-        return rows + [(CACHE, self.cache[0] + i, body) for i, body in enumerate(self.cache[1])]
+        rows = [(f, seq, body) for f, (start, bodies) in self.items.items()
+                for seq, body in enumerate(bodies, start)]
+        start, bodies = self.cache
+        return rows + [(CACHE, seq, body) for seq, body in enumerate(bodies, start)] if bodies else rows
 
 
 @dataclass(kw_only=True)
@@ -93,30 +114,33 @@ class Tracker:
         cursor = self._cursors.get(state.run_id)
         return cursor is not None and cursor.follows(state)
 
-    def delta(self, state: RunState, written_intents: frozenset[str] | None = None) -> Delta:
+    def delta(self, state: RunState, written_intents: frozenset[str] | None = None, *,
+              follows: bool | None = None) -> Delta:
         """The rows for saving `state`; `written_intents` is what the database holds open when
-        this tracker does not know (a rewrite)."""
+        this tracker does not know (a rewrite); `follows`: `self.follows(state)`, when known."""
         cursor = self._cursors.get(state.run_id)
-        rewrite = cursor is None or not cursor.follows(state)
+        rewrite = cursor is None or not (cursor.follows(state) if follows is None else follows)
         items = {}
         for f in APPEND_ONLY:
             start = 0 if rewrite else cursor.lists[f][1]
-            items[f] = (start, [dumps(x) for x in getattr(state, f)[start:]])
+            items[f] = (start, [row_json(x) for x in getattr(state, f)[start:]])
         cache_rewrite = rewrite or not cursor.cache_grew(state)
         entries = list(state.cache.items())[0 if cache_rewrite else len(cursor.cache[1]):]
         cache_start = 0 if cache_rewrite else len(cursor.cache[1])
+        delta = Delta(rewrite=rewrite, head=head_json(state), items=items, cache_rewrite=cache_rewrite,
+                      cache=(cache_start, [dumps_data([k, v]) for k, v in entries]))
         before = (written_intents or frozenset()) if rewrite else cursor.intents
+        if not (before or state.intents):  # a turn without a write: no ledger change to look for
+            return delta
         now = frozenset(state.intents)
         runs = state.tool_runs if rewrite else state.tool_runs[cursor.lists["tool_runs"][1]:]
         results = {r.call_id for r in runs}
         gone = sorted(before - now)
-        return Delta(
-            rewrite=rewrite, head=head_json(state), items=items,
-            cache=(cache_start, [dumps_data([k, v]) for k, v in entries]), cache_rewrite=cache_rewrite,
-            started=[(c, state.intents[c].tool, dumps(state.intents[c].args))
-                     for c in sorted(now - before)],
-            finished=[c for c in gone if c in results], abandoned=[c for c in gone if c not in results],
-        )
+        delta.started = [(c, state.intents[c].tool, dumps(state.intents[c].args))
+                         for c in sorted(now - before)]
+        delta.finished = [c for c in gone if c in results]
+        delta.abandoned = [c for c in gone if c not in results]
+        return delta
 
     def written(self, state: RunState) -> None:
         """`state` is now in the database exactly as it is in memory."""

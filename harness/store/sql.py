@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Protocol
 
 from harness.codec import StateFileError
@@ -270,12 +271,13 @@ class SqlStore:
             with self._transaction(synced=bool(state.intents)) as tx:
                 epoch = self._fence(tx, state.run_id)  # the layout is checked by the head's write
                 open_intents = None
-                if not self._tracker.follows(state):
+                follows = self._tracker.follows(state)
+                if not follows:
                     # A call in doubt because the ledger shows it done (`load`) stays done.
                     open_intents = frozenset(c for c, st in tx.fetchall(
                         "SELECT tool_call_id, state FROM tool_ledger WHERE run_id = ?", (state.run_id,))
                         if st == "intent" or (st == "done" and c in state.intents))
-                delta = self._tracker.delta(state, open_intents)
+                delta = self._tracker.delta(state, open_intents, follows=follows)
                 self._write(tx, state, delta, epoch)
                 if self.checkpoint is not None:
                     self.checkpoint("mid_save")
@@ -293,12 +295,12 @@ class SqlStore:
             tx.execute("DELETE FROM run_items WHERE run_id = ?", (rid,))
         if delta.cache_rewrite and not delta.rewrite:
             tx.execute("DELETE FROM run_items WHERE run_id = ? AND field = ?", (rid, CACHE))
-        rows = [(rid, *row) for row in delta.rows()]
+        rows = delta.rows()
         for n in range(0, len(rows), ROWS_PER_INSERT):
             # One statement for a turn's few rows: cheaper than a statement per row (executemany).
             chunk = rows[n:n + ROWS_PER_INSERT]
-            tx.execute(_insert_items(len(chunk)), tuple(v for row in chunk for v in row))
-        if tx.execute(HEAD_INSERT + HEAD_CONFLICT, head_params(state, delta)) == 0:
+            tx.execute(_insert_items(len(chunk)), tuple(chain.from_iterable((rid, *row) for row in chunk)))
+        if tx.execute(HEAD_UPSERT, head_params(state, delta)) == 0:
             self._check_schema(tx)
             raise StoreError(f"{self.label} has no table layout version; nothing was written")
         for call_id, tool, args in delta.started:
@@ -438,6 +440,9 @@ HEAD_CONFLICT = (
     " ON CONFLICT (run_id) DO UPDATE SET head = excluded.head, status = excluded.status, "
     "turns = excluded.turns, cost_usd = excluded.cost_usd, waiting_call = excluded.waiting_call, "
     "waiting_tool = excluded.waiting_tool, updated_at = excluded.updated_at")
+
+
+HEAD_UPSERT = HEAD_INSERT + HEAD_CONFLICT
 
 
 def head_params(state: RunState, delta: Delta) -> tuple:

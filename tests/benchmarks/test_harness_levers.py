@@ -35,6 +35,32 @@ def test_the_plain_save_reads_the_layout_and_writes_a_statement_per_row():
     assert store.load("plain").messages == state.messages
 
 
+def test_the_plain_side_of_the_json_rows_lever_sends_text_arrays_then_the_document_again(pg_url, monkeypatch):
+    from harness.store import postgres
+
+    sent: list[tuple[str, tuple]] = []
+    kept = postgres.head_params
+
+    def head_params(*args):  # called by the one-statement save with its statement chosen
+        sent.append((postgres._APPEND_UNCLAIMED, postgres._item_params([("messages", 1, '"a"')])))
+        return kept(*args)
+
+    monkeypatch.setattr(postgres, "head_params", head_params)
+    store = harness_levers._text_arrays(postgres.PostgresStore(pg_url))
+    try:
+        state = new_run("t", run_id="text-arrays")
+        store.save(state)
+        state.messages.append({"role": "assistant", "content": 'a "b" \\ {c}'})
+        store.save(state)
+        assert store.load("text-arrays").messages == state.messages
+    finally:
+        store.close()
+    assert sent and "unnest(%s::text[], %s::integer[], %s::text[])" in sent[-1][0]
+    assert sent[-1][1] == (["messages"], [1], ['"a"'])
+    assert "json_array_elements" in postgres._APPEND_UNCLAIMED
+    assert postgres._item_params([("messages", 1, '"a"')]) == ('[["messages",1,"\\"a\\""]]',)
+
+
 def test_both_sides_of_the_cancel_lever_stop_a_call_when_the_signal_is_set():
     import asyncio
 
@@ -64,5 +90,5 @@ def test_harness_levers(benchmark, pg_url):
     rows = benchmark.pedantic(lambda: harness_levers.lever_rows(harness_levers.levers(pg_url), rounds=rounds),
                               rounds=1, iterations=1)
     benchmark.extra_info["harness levers"] = [asdict(r) for r in rows]
-    assert len(rows) == 6 and all(r.with_us > 0 and r.without_us > 0 for r in rows)
+    assert len(rows) == 7 and all(r.with_us > 0 and r.without_us > 0 for r in rows)
 

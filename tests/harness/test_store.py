@@ -28,6 +28,19 @@ def test_a_saved_run_loads_equal_in_another_store_object(make_store):
     assert store.run_ids() == ["r1"]
 
 
+def test_appended_items_with_quotes_backslashes_braces_and_non_ascii_read_back_exactly(make_store):
+    """Every character a JSON body may hold survives a save that only appends (PostgreSQL sends
+    those rows as binary arrays, where text arrays would need quoting)."""
+    store = make_store()
+    s = new_run("t", run_id="q1")
+    store.save(s)
+    for text in ['say "hi"', "C:\\dir\\file", "{a, b}", "NULL", "", "ünïcødé ☃ 𝄞", ",\t\n\"\\"]:
+        s.messages.append({"role": "assistant", "content": text})
+        s.turns += 1
+        store.save(s)
+    assert make_store().load("q1") == s
+
+
 def test_a_save_writes_what_the_turn_added_not_what_the_run_holds(tmp_path):
     """Per save, the statements SQLite runs carry about one turn's bytes however long the run is."""
     s, sizes = _bytes_per_save(tmp_path, _turn, 300)
