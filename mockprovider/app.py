@@ -216,7 +216,7 @@ def create_app(
     defaults = Options(latency_ms=latency_ms)
     metrics = Metrics()
     app = MockApp(
-        lane=CountRequests(chat.ChatLane(defaults, _server_error), metrics=metrics),
+        lane=chat.ChatLane(defaults, _server_error, metrics.requests.record),
         routes=ROUTES,
         middleware=[Middleware(CountRequests, metrics=metrics), Middleware(ApiHeaders, defaults=defaults)],
         exception_handlers={

@@ -26,6 +26,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from mockprovider.apis.steps import api_error, client_gone, config_of, resolve, scripted_reply
 from mockprovider.errors import APIError, ClientGone, invalid, json_bytes, missing
+from mockprovider.metrics import SCENARIO
 from mockprovider.reading import settings, transcript
 from mockprovider.reading.body import read_chat
 from mockprovider.reading.transcript import Transcript
@@ -328,33 +329,44 @@ class ChatLane:
     unexpected error before the reply started goes to `server_error`, then on to the server's log.
     """
 
-    def __init__(self, defaults: Options, server_error: Callable[[Request, Exception], Awaitable[Response]]):
+    def __init__(self, defaults: Options, server_error: Callable[[Request, Exception], Awaitable[Response]],
+                 record: Callable[[str, int, str, float], None] | None = None):
         self.defaults = defaults
         self.server_error = server_error
+        self.record = record
+        """Where each request's (route, status, scenario, seconds) goes once it ended (the app's
+        metrics): recorded here, without a middleware's coroutine and `send` wrapper around the lane."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The processing clock starts here; the id is given with the reply's headers
         # (`finished.finish`), or below for any other reply.
-        scope[headers.STARTED] = time.perf_counter()
+        started = scope[headers.STARTED] = time.perf_counter()
+        status = [500]  # what a request that ends in an exception before its reply counts as
         try:
-            out = await answer(Request(scope, receive, send))
-        except (APIError, ClientGone) as exc:
-            handler = api_error if isinstance(exc, APIError) else client_gone
-            out = await handler(Request(scope, receive, send), exc)
-        except Exception as exc:
-            scope.get(headers.REQUEST_ID) or headers.new_id(scope)
-            await (await self.server_error(Request(scope, receive, send), exc))(scope, receive, send)
-            raise
-        if isinstance(out, bytes):
-            head = scope[headers.JSON_HEAD]
-            head.append((b"content-length", b"%d" % len(out)))
-            head.append(headers.JSON_TYPE)
-            await send({"type": "http.response.start", "status": 200, "headers": head})
-            await send({"type": "http.response.body", "body": out})
-        else:
-            rid = scope.get(headers.REQUEST_ID) or headers.new_id(scope)
-            send = headers.adding(scope, send, self.defaults, rid, scope[headers.STARTED])
-            await self._respond(out, scope, receive, send)
+            try:
+                out = await answer(Request(scope, receive, send))
+            except (APIError, ClientGone) as exc:
+                handler = api_error if isinstance(exc, APIError) else client_gone
+                out = await handler(Request(scope, receive, send), exc)
+            except Exception as exc:
+                scope.get(headers.REQUEST_ID) or headers.new_id(scope)
+                response = await self.server_error(Request(scope, receive, send), exc)
+                await response(scope, receive, _status(status, send))
+                raise
+            if isinstance(out, bytes):
+                head = scope[headers.JSON_HEAD]
+                head.append((b"content-length", b"%d" % len(out)))
+                head.append(headers.JSON_TYPE)
+                status[0] = 200
+                await send({"type": "http.response.start", "status": 200, "headers": head})
+                await send({"type": "http.response.body", "body": out})
+            else:
+                rid = scope.get(headers.REQUEST_ID) or headers.new_id(scope)
+                send = headers.adding(scope, _status(status, send), self.defaults, rid, started)
+                await self._respond(out, scope, receive, send)
+        finally:
+            if self.record is not None:
+                self.record(_ROUTE, status[0], scope.get(SCENARIO, ""), time.perf_counter() - started)
 
     async def _respond(self, out: Response, scope: Scope, receive: Receive, send: Send) -> None:
         """`out` sent; a crash once a stream started still goes to `server_error` (the server's log),
@@ -373,6 +385,21 @@ class ChatLane:
             if not begun:
                 await response(scope, receive, send)
             raise
+
+
+_ROUTE = "/v1/chat/completions"
+"""The route the lane's requests are counted under, as the router's would be."""
+
+
+def _status(status: list[int], send: Send) -> Send:
+    """`send`, noting the reply's status in `status`."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            status[0] = message["status"]
+        await send(message)
+
+    return sending
 
 
 ROUTES = [
