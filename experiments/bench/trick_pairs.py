@@ -21,6 +21,7 @@ from starlette.requests import Request
 
 import o200k
 from experiments.bench.floor import request_body
+from experiments.bench.trick_lane import common_case_trick
 from experiments.bench.trick_shortcuts import header_tricks, shortcut_tricks
 from experiments.bench.tricks import LANE, Batch, Trick, drive, patched_batch, repeat
 from mockprovider import create_app
@@ -362,8 +363,10 @@ def turn_1_parts() -> tuple[bytes, list[Any], Any, completions.Completion]:
 def all_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
     raw, messages, req, completion = turn_1_parts()
     scope = _scope("/v1/chat/completions", "", client_headers(raw))
+    lanes = lane_tricks(loop)
     return [
-        *lane_tricks(loop),
+        *lanes,
+        common_case_trick(lanes[0].with_, _reply_key),
         memory_trick(),
         *remembered_tricks(),
         short_parse_trick(raw),

@@ -85,6 +85,7 @@ def test_speed_tricks(benchmark, tricks):
         ("ids from getrandbits", completions, "getrandbits"),
         ("ids from getrandbits", headers, "getrandbits"),
         ("request metrics kept as plain numbers", RequestSeries, "record"),
+        ("the chat lane's common case written in", chat, "answer"),
         ("app state read from its dict", steps, "config_of"),
         ("brackets of a remembered transcript not counted", validation, "check_depth"),
         ("bytes searched with find", transcript, "tools_key"),
