@@ -26,7 +26,7 @@ TIMED: dict[ModuleType, tuple[str, ...]] = {
     caching: ("NO_CACHE", "openai_read", "openai_since"),
     memo: ("MEMORY", "Entry", "Memory", "parse", "_DIGITS", "_LONG"),
     request_headers: ("header", "header_map"),
-    transcript: ("EMPTY", "INLINE_CHARS", "Transcript", "conversation", "prompt_tokens", "read",
+    transcript: ("EMPTY", "INLINE_CHARS", "Transcript", "conversation", "counted", "prompt_tokens", "read",
                  "read_message", "unanswered", "_read_new", "_short_tokens", "_keep_tools_count", "tools_key",
                  "_TOOLS_COUNTED", "_NULLS"),
     settings: ("CHAT", "check"),

@@ -378,28 +378,21 @@ async def counted(t: Transcript, tools: Sequence[Mapping[str, Any]] | None) -> t
         total = t.tokens + rest_tokens
     else:
         total = t.tokens
-    return _remembered(t, total, tools), total + tools_tokens
+    if t.remember and t.known < len(t.messages):
+        t.remember(Summary(tokens=total, turn=t.turn, tool_text=t.tool_text, calls=t.calls))
+    return t.conversation(tools), total + tools_tokens
 
 
 def counted_already(
     t: Transcript, tools: Sequence[Mapping[str, Any]] | None
 ) -> tuple[Conversation, int] | None:
-    """`counted`, when `read` counted every message and the tools' count is kept (nearly every
-    request of an agent loop); None otherwise, to await `counted`. A plain function: no coroutine
-    for a request with nothing left to count."""
-    if t.counted < len(t.messages):
-        return None
+    """`counted` without a coroutine, when nothing is left to count (None: await `counted`)."""
     tools_tokens = _TOOLS_COUNTED.get(tools_key(tools)) if tools else 0
-    if tools_tokens is None:
+    if t.counted < len(t.messages) or tools_tokens is None:
         return None
-    return _remembered(t, t.tokens, tools), t.tokens + tools_tokens
-
-
-def _remembered(t: Transcript, total: int, tools: Sequence[Mapping[str, Any]] | None) -> Conversation:
-    """What a scenario sees of `t` and `tools`, once `t` (counted to `total` tokens) is remembered."""
     if t.remember and t.known < len(t.messages):
-        t.remember(Summary(tokens=total, turn=t.turn, tool_text=t.tool_text, calls=t.calls))
-    return t.conversation(tools)
+        t.remember(Summary(tokens=t.tokens, turn=t.turn, tool_text=t.tool_text, calls=t.calls))
+    return t.conversation(tools), t.tokens + tools_tokens
 
 
 async def prompt_tokens(t: Transcript, tools: Sequence[Mapping[str, Any]] | None) -> int:
