@@ -18,7 +18,7 @@ from mockprovider.scripts import options, scenarios
 from mockprovider.scripts.options import attempt_of
 
 TIMED: dict[ModuleType, tuple[str, ...]] = {
-    chat: ("ChatLane", "ChatRequest", "answer", "body", "chat_request", "check_tools", "render",
+    chat: ("ChatLane", "ChatRequest", "_MESSAGES", "answer", "body", "chat_request", "check_tools", "render",
            "_max_tokens", "_usage"),
     steps: ("config_of", "resolve", "scripted_reply", "test_id"),
     metrics: ("Metrics", "RequestSeries", "BUCKETS", "REQUESTS", "REQUESTS_HELP", "SECONDS", "SECONDS_HELP"),
@@ -32,7 +32,7 @@ TIMED: dict[ModuleType, tuple[str, ...]] = {
     settings: ("CHAT", "check"),
     validation: ("MAX_DEPTH", "check_depth", "flag", "number_in", "parse_json", "refuse_lone_surrogates",
                  "_deeper_than"),
-    completions: ("Completion", "complete", "_completion", "getrandbits"),
+    completions: ("Completion", "complete", "_completion", "_CALLS_COUNTED", "getrandbits"),
     faults: ("delay_or_fault", "log"),
     headers: ("JSON_HEAD", "OPTIONS", "adding", "anthropic_path", "anthropic_headers", "openai_headers",
               "json_head", "openai_limits", "start", "STARTED", "REQUEST_ID", "_openai_limits",

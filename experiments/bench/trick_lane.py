@@ -9,11 +9,12 @@ coroutine of its own, the body read by `_read_body` and every check called.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from starlette.requests import Request
 
-from experiments.bench.tricks import Batch, Trick, patched_batch
+from experiments.bench.tricks import Batch, Trick, drive, patched_batch, repeat
 from mockprovider.bench_hooks import (
     body,
     caching,
@@ -22,6 +23,7 @@ from mockprovider.bench_hooks import (
     faults,
     headers,
     memo,
+    scenarios,
     steps,
     transcript,
 )
@@ -79,3 +81,32 @@ def common_case_trick(lane: Batch, key: Any) -> Trick:
     """`lane`: the turn-1 request through the chat lane (the `ChatLane` trick's own side)."""
     return Trick(name="the chat lane's common case written in", where="chat.answer, body.read_chat", turn=1,
                  key=key, with_=lane, without=patched_batch(lane, chat, "answer", _answer))
+
+
+class NeverKept(dict):
+    """A cache that keeps nothing: every lookup misses."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+
+def _without_ids(out: bytes) -> dict[str, Any]:
+    reply = json.loads(out)
+    return {k: v for k, v in reply.items() if k not in ("id", "created")}
+
+
+def kept_message_trick(req: Any) -> Trick:
+    """A turn-1 reply completed and rendered, its calls' tokens and message JSON kept, against
+    both worked out for every reply."""
+    reply = scenarios.SCENARIOS["runaway"](req.transcript.conversation(req.tools))
+    prompt_tokens = drive(transcript.prompt_tokens(req.transcript, req.tools))
+
+    def answered() -> bytes:
+        return chat.render(completions.complete(reply, model=req.model, prompt_tokens=prompt_tokens,
+                                                max_tokens=None))
+
+    kept = repeat(answered)
+    never = patched_batch(patched_batch(kept, chat, "_MESSAGES", NeverKept()), completions, "_CALLS_COUNTED",
+                          NeverKept())
+    return Trick(name="a reply's message written once", where="chat.render, completions.complete", turn=1,
+                 key=_without_ids, with_=kept, without=never)
