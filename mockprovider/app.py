@@ -152,23 +152,21 @@ class MockApp(Starlette):
         self.own_middleware = len(self.user_middleware)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # The chat lane for a chat request (when no user middleware must see it), else Starlette;
+        # the app picked, not a coroutine of its own: one fewer per request.
+        lane = chat.serves(scope) and len(self.user_middleware) == self.own_middleware
+        if lane:
+            scope["app"] = self
+        app = self.lane if lane else super().__call__
         if scope["type"] == "http" and scope["method"] == "POST":
-            large = off_loop.declared_large(scope)
+            large = off_loop.declared_large(scope, keep=lane)
             if large is None:  # chunked: read that far to know
                 large, receive = await off_loop.large(scope, receive)
             # The MCP server stays on the loop its SDK's sessions run on.
             if large and not _MCP_PATH.match(scope["path"]):
-                await off_loop.serve(self._app_for(scope), scope, receive, send)
+                await off_loop.serve(app, scope, receive, send)
                 return
-        # The app picked, not a coroutine of its own: one fewer per request.
-        await self._app_for(scope)(scope, receive, send)
-
-    def _app_for(self, scope: Scope) -> ASGIApp:
-        """The chat lane for a chat request (when no user middleware must see it), else Starlette."""
-        if chat.serves(scope) and len(self.user_middleware) == self.own_middleware:
-            scope["app"] = self
-            return self.lane
-        return super().__call__
+        await app(scope, receive, send)
 
 
 ROUTES = [
@@ -216,7 +214,7 @@ def create_app(
     defaults = Options(latency_ms=latency_ms)
     metrics = Metrics()
     app = MockApp(
-        lane=CountRequests(chat.ChatLane(defaults, _server_error), metrics=metrics),
+        lane=chat.ChatLane(defaults, _server_error, metrics.requests.record),
         routes=ROUTES,
         middleware=[Middleware(CountRequests, metrics=metrics), Middleware(ApiHeaders, defaults=defaults)],
         exception_handlers={

@@ -13,26 +13,28 @@ from types import ModuleType
 from mockprovider import metrics
 from mockprovider.apis import chat, steps
 from mockprovider.reading import body, memo, request_headers, settings, transcript, validation
-from mockprovider.replies import completions, faults, headers, tool_choice
+from mockprovider.replies import caching, completions, faults, headers, tool_choice
 from mockprovider.scripts import options, scenarios
 from mockprovider.scripts.options import attempt_of
 
 TIMED: dict[ModuleType, tuple[str, ...]] = {
-    chat: ("ChatLane", "ChatRequest", "body", "chat_request", "check_tools", "render", "_max_tokens",
-           "_usage"),
-    steps: ("config_of", "scripted_reply", "test_id"),
-    metrics: ("Metrics",),
-    body: ("_check_content_type", "_read_body", "_too_large"),
+    chat: ("ChatLane", "ChatRequest", "_MESSAGES", "answer", "body", "chat_request", "check_tools", "render",
+           "_max_tokens", "_usage"),
+    steps: ("config_of", "resolve", "scripted_reply", "test_id"),
+    metrics: ("Metrics", "RequestSeries", "BUCKETS", "REQUESTS", "REQUESTS_HELP", "SECONDS", "SECONDS_HELP"),
+    body: ("APIError", "_admitted", "_check_content_type", "_kept", "_read_body", "_too_large", "missing"),
+    caching: ("NO_CACHE", "openai_read", "openai_since"),
     memo: ("MEMORY", "Entry", "Memory", "parse", "_DIGITS", "_LONG"),
     request_headers: ("header", "header_map"),
-    transcript: ("EMPTY", "INLINE_CHARS", "Transcript", "conversation", "prompt_tokens", "read",
+    transcript: ("EMPTY", "INLINE_CHARS", "Transcript", "conversation", "counted", "prompt_tokens", "read",
                  "read_message", "unanswered", "_read_new", "_short_tokens", "_keep_tools_count", "tools_key",
                  "_TOOLS_COUNTED", "_NULLS"),
     settings: ("CHAT", "check"),
-    validation: ("MAX_DEPTH", "check_depth", "flag", "number_in", "refuse_lone_surrogates", "_deeper_than"),
-    completions: ("Completion", "complete", "_completion", "getrandbits"),
+    validation: ("MAX_DEPTH", "check_depth", "flag", "number_in", "parse_json", "refuse_lone_surrogates",
+                 "_deeper_than"),
+    completions: ("Completion", "complete", "_completion", "_CALLS_COUNTED", "getrandbits"),
     faults: ("delay_or_fault", "log"),
-    headers: ("OPTIONS", "adding", "anthropic_path", "anthropic_headers", "openai_headers",
+    headers: ("JSON_HEAD", "OPTIONS", "adding", "anthropic_path", "anthropic_headers", "openai_headers",
               "json_head", "openai_limits", "start", "STARTED", "REQUEST_ID", "_openai_limits",
               "getrandbits"),
     tool_choice: ("AUTO", "chat_choice", "check", "constrain"),
@@ -46,5 +48,6 @@ if _missing:
     raise ImportError(f"the benchmarks' hooks into the mock moved: {', '.join(_missing)} no longer exist; "
                       "update mockprovider/bench_hooks.py and experiments/bench together")
 
-__all__ = ["attempt_of", "body", "chat", "completions", "faults", "headers", "memo", "metrics", "options",
-           "request_headers", "scenarios", "settings", "steps", "tool_choice", "transcript", "validation"]
+__all__ = ["attempt_of", "body", "caching", "chat", "completions", "faults", "headers", "memo", "metrics",
+           "options", "request_headers", "scenarios", "settings", "steps", "tool_choice", "transcript",
+           "validation"]

@@ -10,11 +10,16 @@ size. Labels come from bounded sets only, so no client can grow the registry.
 
 from __future__ import annotations
 
+import math
+import threading
 import time
-from typing import Any
+from bisect import bisect_left
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Metric
+from prometheus_client import metrics as metrics_module
 from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,33 +30,82 @@ BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.
 """Seconds: from a bare loopback reply to the longest scripted wait (five minutes)."""
 
 
+REQUESTS, REQUESTS_HELP = "mockprovider_requests", "Requests answered, by route, status and scenario."
+SECONDS, SECONDS_HELP = ("mockprovider_request_seconds",
+                         "Time from the request to the end of the response, by route.")
+
+
 class Metrics:
     """One app's instruments, in a registry of its own (many apps share a test process)."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter("mockprovider_requests", "Requests answered, by route, status and scenario.",
-                                ("route", "status", "scenario"), registry=self.registry)
-        self.seconds = Histogram("mockprovider_request_seconds", "Time from the request to the end of the "
-                                 "response, by route.", ("route",), buckets=BUCKETS, registry=self.registry)
+        self.requests = RequestSeries()
+        self.registry.register(self.requests)
         self.faults = Counter("mockprovider_faults_injected", "Faults injected, by kind.", ("kind",),
                               registry=self.registry)
         self.journal_entries = Gauge("mockprovider_journal_entries", "Requests the journal holds.",
                                      registry=self.registry)
         self.journal_bytes = Gauge("mockprovider_journal_bytes", "Bytes the journal's entries count.",
                                    registry=self.registry)
-        self._series: dict[tuple[str, int, str], tuple[Any, Any]] = {}
 
-    def series(self, route: str, status: int, scenario: str) -> tuple[Any, Any]:
-        """The request counter and the time histogram of one (route, status, scenario), looked up
-        by labels once: `labels()` checks and joins its arguments under a lock on every call
-        (results/bench.md, speed tricks: "metric series kept"). The labels come from bounded
-        sets (see the module doc), so this dict is bounded too."""
-        found = self._series.get((route, status, scenario))
-        if found is None:
-            found = (self.requests.labels(route, str(status), scenario), self.seconds.labels(route))
-            self._series[(route, status, scenario)] = found
-        return found
+
+_BOUNDS = (*BUCKETS, math.inf)
+_LE = tuple(floatToGoString(b) for b in _BOUNDS)
+
+
+class RequestSeries(Collector):
+    """Requests by (route, status, scenario) and their times by route, as a `Counter` and a
+    `Histogram` of prometheus_client would print them (the same samples, labels and order), kept
+    as plain numbers under one lock and turned into samples when scraped: every request records
+    here, and the client's instruments take a lock per counter and per bucket on each call
+    (results/bench.md, speed tricks: "request metrics kept as plain numbers")."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[str, int, str], list[float]] = {}
+        """(route, status, scenario) -> [count, created]."""
+        self._times: dict[str, list[float]] = {}
+        """route -> each bucket's own count (not cumulative), then the sum, then created."""
+
+    def record(self, route: str, status: int, scenario: str, seconds: float) -> None:
+        """One request answered, in `seconds`."""
+        key = (route, status, scenario)
+        with self._lock:
+            count = self._counts.get(key)
+            if count is None:
+                count = self._counts[key] = [0.0, time.time()]
+            count[0] += 1.0
+            times = self._times.get(route)
+            if times is None:
+                times = self._times[route] = [0.0] * len(_BOUNDS) + [0.0, time.time()]
+            times[bisect_left(_BOUNDS, seconds)] += 1.0
+            times[-2] += seconds
+
+    def describe(self) -> list[Metric]:
+        return [Metric(REQUESTS, REQUESTS_HELP, "counter"), Metric(SECONDS, SECONDS_HELP, "histogram")]
+
+    def collect(self) -> list[Metric]:
+        requests, seconds = self.describe()
+        with self._lock:
+            counts = [(key, list(value)) for key, value in self._counts.items()]
+            times = [(route, list(value)) for route, value in self._times.items()]
+        created = metrics_module._use_created  # PROMETHEUS_DISABLE_CREATED_SERIES, as the client reads it
+        for (route, status, scenario), (count, made) in counts:
+            labels = {"route": route, "status": str(status), "scenario": scenario}
+            requests.add_sample(REQUESTS + "_total", labels, count)
+            if created:
+                requests.add_sample(REQUESTS + "_created", labels, made)
+        for route, value in times:
+            acc = 0.0
+            for le, n in zip(_LE, value, strict=False):
+                acc += n
+                seconds.add_sample(SECONDS + "_bucket", {"route": route, "le": le}, acc)
+            seconds.add_sample(SECONDS + "_count", {"route": route}, acc)
+            seconds.add_sample(SECONDS + "_sum", {"route": route}, value[-2])
+            if created:
+                seconds.add_sample(SECONDS + "_created", {"route": route}, value[-1])
+        return [requests, seconds]
 
 
 _LANE = "/v1/chat/completions"
@@ -63,7 +117,7 @@ class CountRequests:
 
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
-        self.metrics = metrics
+        self.record = metrics.requests.record
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -84,9 +138,7 @@ class CountRequests:
             route = scope.get("route")
             template = getattr(route, "path", None) if route is not None else None
             template = template or (_LANE if scope["path"] == _LANE else "unmatched")
-            counter, histogram = self.metrics.series(template, status[0], scope.get(SCENARIO, ""))
-            counter.inc()
-            histogram.observe(time.perf_counter() - started)
+            self.record(template, status[0], scope.get(SCENARIO, ""), time.perf_counter() - started)
 
 
 def fault_injected(request: Request, kind: str) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mockprovider.offload import LARGE_BYTES
+from mockprovider.reading.request_headers import HEADERS
 
 _Call = Callable[..., Awaitable[Any]]
 
@@ -74,13 +75,20 @@ FULL_COLLECTIONS_WAIT = _FullCollectionsWait()
 """`with FULL_COLLECTIONS_WAIT:` while a large body is served (also by `/mcp`, on the loop)."""
 
 
-def declared_large(scope: Scope) -> bool | None:
+def declared_large(scope: Scope, *, keep: bool = False) -> bool | None:
     """Whether the request's declared body is over LARGE_BYTES; None when it declares no length
-    (chunked: `large` reads that far to know). No coroutine: nearly every request ends here."""
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            return value.isdigit() and int(value) > LARGE_BYTES
-    return None if any(name == b"transfer-encoding" for name, _ in scope["headers"]) else False
+    (chunked: `large` reads that far to know). No coroutine: nearly every request ends here.
+    `keep`: the headers' dict kept for every later step (`request_headers.HEADERS`), for a request
+    no middleware sees before them; its first `content-length` counts, as in the headers' list."""
+    headers = scope.get(HEADERS)
+    if headers is None:
+        headers = dict(reversed(scope["headers"]))
+        if keep:
+            scope[HEADERS] = headers
+    value = headers.get(b"content-length")
+    if value is not None:
+        return value.isdigit() and int(value) > LARGE_BYTES
+    return None if b"transfer-encoding" in headers else False
 
 
 async def large(scope: Scope, receive: Receive) -> tuple[bool, Receive]:

@@ -21,6 +21,7 @@ from starlette.requests import Request
 
 import o200k
 from experiments.bench.floor import request_body
+from experiments.bench.trick_lane import NeverKept, common_case_trick, kept_message_trick
 from experiments.bench.trick_shortcuts import header_tricks, shortcut_tricks
 from experiments.bench.tricks import LANE, Batch, Trick, drive, patched_batch, repeat
 from mockprovider import create_app
@@ -329,8 +330,10 @@ def plain_render(c: completions.Completion) -> bytes:
 
 
 def render_trick(c: completions.Completion) -> Trick:
+    """The template on its own: the message it would find kept is written each time."""
     return Trick(name="reply written from a template", where="chat.render", turn=1,
-                 with_=repeat(lambda: chat.render(c)), without=repeat(lambda: plain_render(c)))
+                 with_=patched_batch(repeat(lambda: chat.render(c)), chat, "_MESSAGES", NeverKept()),
+                 without=repeat(lambda: plain_render(c)))
 
 
 def record_trick(record: NamedTuple, where: str) -> Trick:
@@ -362,8 +365,10 @@ def turn_1_parts() -> tuple[bytes, list[Any], Any, completions.Completion]:
 def all_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
     raw, messages, req, completion = turn_1_parts()
     scope = _scope("/v1/chat/completions", "", client_headers(raw))
+    lanes = lane_tricks(loop)
     return [
-        *lane_tricks(loop),
+        *lanes,
+        common_case_trick(lanes[0].with_, _reply_key),
         memory_trick(),
         *remembered_tricks(),
         short_parse_trick(raw),
@@ -374,6 +379,7 @@ def all_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
         tools_key_trick(req),
         scenario_trick(req.transcript.conversation(req.tools)),
         render_trick(completion),
+        kept_message_trick(req),
         record_trick(completion, "completions.Completion"),
         record_trick(req, "chat.ChatRequest"),
         record_trick(req.transcript, "transcript.Transcript"),

@@ -231,25 +231,35 @@ def _ids(c: completions.Completion) -> Trick:
 
 
 def _metric_series() -> Trick:
-    """A request's count and time recorded in its series, found by their labels once, against
-    `labels()` on every request, as the Prometheus client's docs write it."""
-    kept, plain = metrics.Metrics(), metrics.Metrics()
+    """A request's count and time kept as plain numbers, read when scraped, against the
+    prometheus_client `Counter` and `Histogram` children the mock kept before (found by labels
+    once, then `inc` and `observe`, each taking its locks)."""
+    from prometheus_client import CollectorRegistry, Counter, Histogram
+
+    kept = metrics.Metrics()
+    registry = CollectorRegistry()
     route, scenario = "/v1/chat/completions", "runaway"
+    labels = ("route", "status", "scenario")
+    counter = Counter(metrics.REQUESTS, metrics.REQUESTS_HELP, labels, registry=registry)
+    histogram = Histogram(metrics.SECONDS, metrics.SECONDS_HELP, ("route",), buckets=metrics.BUCKETS,
+                          registry=registry)
+    series: dict[tuple[str, int, str], tuple[Any, Any]] = {}
 
-    def series() -> tuple[Any, Any]:
-        counter, histogram = kept.series(route, 200, scenario)
-        counter.inc()
-        histogram.observe(0.0003)
-        return counter._value.get() > 0, histogram._sum.get() > 0
+    def plain() -> bool:
+        kept.requests.record(route, 200, scenario, 0.0003)
+        return True
 
-    def labelled() -> tuple[Any, Any]:
-        counter, histogram = plain.requests.labels(route, "200", scenario), plain.seconds.labels(route)
-        counter.inc()
-        histogram.observe(0.0003)
-        return counter._value.get() > 0, histogram._sum.get() > 0
+    def client() -> bool:
+        found = series.get((route, 200, scenario))
+        if found is None:
+            found = (counter.labels(route, "200", scenario), histogram.labels(route))
+            series[(route, 200, scenario)] = found
+        found[0].inc()
+        found[1].observe(0.0003)
+        return True
 
-    return Trick(name="metric series kept", where="metrics.Metrics.series", turn=1,
-                 with_=repeat(series), without=repeat(labelled))
+    return Trick(name="request metrics kept as plain numbers", where="metrics.RequestSeries.record", turn=1,
+                 with_=repeat(plain), without=repeat(client))
 
 
 def _plain_config_of(request: Request) -> Any:

@@ -13,129 +13,36 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from itertools import repeat
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
-from typing import Any, NamedTuple
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from mockprovider.apis.steps import api_error, client_gone, config_of, resolve, scripted_reply
-from mockprovider.errors import APIError, ClientGone, invalid, json_bytes, missing
-from mockprovider.reading import settings, transcript
+from mockprovider.apis.chat_request import (  # noqa: F401  (the checks, read here by the benchmarks)
+    ChatRequest,
+    _max_tokens,
+    chat_request,
+    check_tools,
+)
+from mockprovider.apis.steps import api_error, client_gone, config_of, held, resolve
+from mockprovider.errors import APIError, ClientGone, json_bytes
+from mockprovider.metrics import SCENARIO
+from mockprovider.reading import transcript
 from mockprovider.reading.body import read_chat
-from mockprovider.reading.transcript import Transcript
-from mockprovider.reading.validation import flag, is_int, positive_int
-from mockprovider.replies import headers, midstream, tool_choice
+from mockprovider.replies import headers, midstream
+from mockprovider.replies.caching import NO_CACHE, OPENAI_MIN_TOKENS
 from mockprovider.replies.completions import Completion, weighed_deltas
-from mockprovider.replies.faults import delay_or_fault, injected
-from mockprovider.replies.finished import finish
-from mockprovider.replies.tool_choice import AUTO, ToolChoice
+from mockprovider.replies.faults import delay_or_fault, injected, wait_unless_gone
+from mockprovider.replies.faults import log as faults_log
+from mockprovider.replies.finished import finish, prompt_cache
 from mockprovider.scripts.options import Options
 from mockprovider.scripts.scenarios import ToolCall
-
-# --- the request ----------------------------------------------------------------------------
-
-
-class ChatRequest(NamedTuple):
-    """A checked chat request (a NamedTuple for speed: see `replies/completions.Completion`; results/bench.md,
-    speed tricks: "ChatRequest a NamedTuple")."""
-
-    model: str
-    transcript: Transcript
-    """The messages checked and (most of them) counted, with their turn and tool text."""
-    tools: list[dict[str, Any]] | None
-    tool_choice: ToolChoice
-    max_tokens: int | None
-    stream: bool
-    include_usage: bool
-
-
-def _max_tokens(body: dict[str, Any]) -> int | None:
-    """`max_completion_tokens` wins over the older `max_tokens`; both must be valid if given."""
-    newer, older = positive_int(body, "max_completion_tokens"), positive_int(body, "max_tokens")
-    return newer if newer is not None else older
-
-
-def check_tools(tools: list[dict[str, Any]]) -> None:
-    """A 400 unless every function tool is one the real API takes: a `function` object whose
-    `parameters`, if any, are an object (other tool types are left to the checks downstream).
-    One loop, no call per tool: it runs on every request that offers tools."""
-    for i, tool in enumerate(tools):
-        if tool.get("type") != "function":
-            continue
-        function = tool.get("function")
-        if type(function) is dict:
-            parameters = function.get("parameters")
-            if parameters is None or type(parameters) is dict:
-                continue
-            raise invalid(f"Invalid type for 'tools[{i}].function.parameters': expected an object.",
-                          param=f"tools[{i}].function.parameters", code="invalid_type")
-        if function is None:
-            raise missing(f"tools[{i}].function")
-        raise invalid(f"Invalid type for 'tools[{i}].function': expected an object.",
-                      param=f"tools[{i}].function", code="invalid_type")
-
-
-def chat_request(body: Any, messages: Transcript | APIError, deployment: str | None = None) -> ChatRequest:
-    """A validated request; `APIError` naming the offending parameter otherwise.
-
-    `messages` is `body["messages"]` as `reading.body.read_chat` read them, or why they could not
-    be, raised after `model`'s check; `deployment`, an Azure deployment's name, stands for the
-    model whatever the body says.
-    """
-    if not isinstance(body, dict):
-        raise invalid("Invalid request body: expected a JSON object.")
-    model = body.get("model") if deployment is None else deployment
-    if model is None:
-        raise missing("model")
-    if not isinstance(model, str) or not model:
-        raise invalid("Invalid 'model': expected a non-empty string.", param="model")
-    if isinstance(messages, APIError):
-        raise messages
-    tools = body.get("tools")
-    if tools is not None and not (isinstance(tools, list) and all(map(isinstance, tools, repeat(dict)))):
-        raise invalid("Invalid 'tools': expected an array of objects.", param="tools")
-    if tools:
-        check_tools(tools)
-    choice = AUTO
-    if "tool_choice" in body:
-        choice = tool_choice.chat_choice(body["tool_choice"])
-        tool_choice.check(choice, tools)
-    # Most bodies carry none of the optional fields below: each is looked at only when present.
-    stream = flag(body, "stream") if "stream" in body else False
-    options = body.get("stream_options")
-    if options is not None and not isinstance(options, dict):
-        raise invalid("Invalid 'stream_options': expected an object.", param="stream_options")
-    if options and not isinstance(options.get("include_usage", False), bool | None):
-        raise invalid("Invalid 'stream_options.include_usage': expected a boolean.",
-                      param="stream_options.include_usage")
-    if options is not None and not stream:
-        raise invalid("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
-                      param="stream_options")
-    if not settings.CHAT.keys().isdisjoint(body):  # most bodies carry none: no call into reading/
-        settings.check(body, settings.CHAT)
-    form = body.get("response_format")
-    if form is not None and form.get("type") == "json_schema":
-        if not isinstance(form.get("json_schema"), dict):
-            raise missing("response_format.json_schema")
-    n = body.get("n")
-    if n is not None and (not is_int(n) or n != 1):
-        raise APIError(400, "This scripted provider produces exactly one choice; 'n' must be 1.", param="n")
-    return ChatRequest(
-        model=model,
-        transcript=messages,
-        tools=tools,
-        tool_choice=choice,
-        max_tokens=_max_tokens(body) if "max_tokens" in body or "max_completion_tokens" in body else None,
-        stream=stream,
-        include_usage=bool(stream and options and options.get("include_usage")),
-    )
-
 
 # --- the reply's body and stream ----------------------------------------------------------------
 
@@ -176,6 +83,22 @@ def _usage(c: Completion) -> str:
     )
 
 
+MESSAGES_KEPT = 256
+_MESSAGES: dict[int, tuple[tuple[ToolCall, ...], str]] = {}
+
+
+def _message(content: str | None, tool_calls: tuple[ToolCall, ...]) -> str:
+    """The reply's `message` member's JSON."""
+    text = "null" if content is None else _STR(content)
+    calls = ",".join([
+        f'{{"id":{_STR(t.id)},"type":"function","function":{{"name":{_STR(t.name)},'
+        f'"arguments":{_STR(t.arguments)}}}}}'
+        for t in tool_calls
+    ])
+    message = f'{{"role":"assistant","content":{text},"refusal":null'
+    return message + (f',"tool_calls":[{calls}]}}' if tool_calls else "}")
+
+
 def render(c: Completion) -> bytes:
     """`body(c)` as JSON bytes, exactly as `JSONResponse(body(c))` renders it.
 
@@ -184,14 +107,18 @@ def render(c: Completion) -> bytes:
     "reply written from a template"). Every string goes through the encoder's own escaping, so
     the bytes are the same (tests/mockprovider/apis/test_chat_render.py).
     """
-    content = "null" if c.content is None else _STR(c.content)
-    calls = ",".join([
-        f'{{"id":{_STR(t.id)},"type":"function","function":{{"name":{_STR(t.name)},'
-        f'"arguments":{_STR(t.arguments)}}}}}'
-        for t in c.tool_calls
-    ])
-    message = f'{{"role":"assistant","content":{content},"refusal":null'
-    message += f',"tool_calls":[{calls}]}}' if c.tool_calls else "}"
+    # A scenario's reply is kept (`scenarios._asked`), so its calls are the same tuple reply after
+    # reply: their message is written once (results/bench.md, speed tricks: "a reply's message
+    # written once"). The tuple is held with its text, so its id is not reused while kept.
+    kept = _MESSAGES.get(id(c.tool_calls)) if c.content is None else None
+    if kept is not None and kept[0] is c.tool_calls:
+        message = kept[1]
+    else:
+        message = _message(c.content, c.tool_calls)
+        if c.content is None:
+            if len(_MESSAGES) >= MESSAGES_KEPT:
+                _MESSAGES.clear()
+            _MESSAGES[id(c.tool_calls)] = (c.tool_calls, message)
     usage = _usage(c)
     text = (
         f'{{"id":{_STR(c.id)},"object":"chat.completion","created":{c.created},"model":{_STR(c.model)},'
@@ -277,15 +204,26 @@ async def answer(request: Request, deployment: str | None = None) -> Response | 
     req = chat_request(body, messages, deployment)
     script, options = resolve(request, config, req.model)
     turn = req.transcript.turn
-    fault = await delay_or_fault(request, req.model, turn, options)
+    # Each step below is awaited only when it may wait: a coroutine fewer per step for the
+    # request of an agent loop, which has nothing to wait for (results/bench.md, speed tricks:
+    # "the chat lane's common case written in").
+    fault = (await delay_or_fault(request, req.model, turn, options)
+             if options.faults or options.latency_ms or faults_log.isEnabledFor(logging.INFO) else None)
     cut = fault if fault is not None and midstream.applies(fault, req.stream) else None
     if fault is not None and cut is None:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
-    conversation, prompt_tokens = await transcript.counted(req.transcript, req.tools)
-    reply, options = await scripted_reply(request, script, conversation, req.tools, options, req.tool_choice)
-    completion = await finish(reply, request.scope, req.model, prompt_tokens, req.max_tokens,
-                              req.transcript.messages, req.tools, turn, options)
+    done = transcript.counted_already(req.transcript, req.tools)
+    if done is None:
+        done = await transcript.counted(req.transcript, req.tools)
+    conversation, prompt_tokens = done
+    reply = script(conversation)
+    if reply.latency_ms:
+        await wait_unless_gone(request, reply.latency_ms / 1000)
+    reply, options = held(reply, script, turn, req.tools, options, req.tool_choice)
+    cache = (NO_CACHE if prompt_tokens < OPENAI_MIN_TOKENS
+             else await prompt_cache(req.transcript.messages, prompt_tokens, turn, options))
+    completion = finish(reply, request.scope, req.model, prompt_tokens, req.max_tokens, cache, options)
     if cut is not None:
         if req.stream:
             return midstream.stream(_stream(completion, req, options), cut, lambda _: sse(STREAM_ERROR))
@@ -328,33 +266,44 @@ class ChatLane:
     unexpected error before the reply started goes to `server_error`, then on to the server's log.
     """
 
-    def __init__(self, defaults: Options, server_error: Callable[[Request, Exception], Awaitable[Response]]):
+    def __init__(self, defaults: Options, server_error: Callable[[Request, Exception], Awaitable[Response]],
+                 record: Callable[[str, int, str, float], None] | None = None):
         self.defaults = defaults
         self.server_error = server_error
+        self.record = record
+        """Where each request's (route, status, scenario, seconds) goes once it ended (the app's
+        metrics): recorded here, without a middleware's coroutine and `send` wrapper around the lane."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The processing clock starts here; the id is given with the reply's headers
         # (`finished.finish`), or below for any other reply.
-        scope[headers.STARTED] = time.perf_counter()
+        started = scope[headers.STARTED] = time.perf_counter()
+        status = [500]  # what a request that ends in an exception before its reply counts as
         try:
-            out = await answer(Request(scope, receive, send))
-        except (APIError, ClientGone) as exc:
-            handler = api_error if isinstance(exc, APIError) else client_gone
-            out = await handler(Request(scope, receive, send), exc)
-        except Exception as exc:
-            scope.get(headers.REQUEST_ID) or headers.new_id(scope)
-            await (await self.server_error(Request(scope, receive, send), exc))(scope, receive, send)
-            raise
-        if isinstance(out, bytes):
-            head = scope[headers.JSON_HEAD]
-            head.append((b"content-length", b"%d" % len(out)))
-            head.append(headers.JSON_TYPE)
-            await send({"type": "http.response.start", "status": 200, "headers": head})
-            await send({"type": "http.response.body", "body": out})
-        else:
-            rid = scope.get(headers.REQUEST_ID) or headers.new_id(scope)
-            send = headers.adding(scope, send, self.defaults, rid, scope[headers.STARTED])
-            await self._respond(out, scope, receive, send)
+            try:
+                out = await answer(Request(scope, receive, send))
+            except (APIError, ClientGone) as exc:
+                handler = api_error if isinstance(exc, APIError) else client_gone
+                out = await handler(Request(scope, receive, send), exc)
+            except Exception as exc:
+                scope.get(headers.REQUEST_ID) or headers.new_id(scope)
+                response = await self.server_error(Request(scope, receive, send), exc)
+                await response(scope, receive, _status(status, send))
+                raise
+            if isinstance(out, bytes):
+                head = scope[headers.JSON_HEAD]
+                head.append((b"content-length", b"%d" % len(out)))
+                head.append(headers.JSON_TYPE)
+                status[0] = 200
+                await send({"type": "http.response.start", "status": 200, "headers": head})
+                await send({"type": "http.response.body", "body": out})
+            else:
+                rid = scope.get(headers.REQUEST_ID) or headers.new_id(scope)
+                send = headers.adding(scope, _status(status, send), self.defaults, rid, started)
+                await self._respond(out, scope, receive, send)
+        finally:
+            if self.record is not None:
+                self.record(_ROUTE, status[0], scope.get(SCENARIO, ""), time.perf_counter() - started)
 
     async def _respond(self, out: Response, scope: Scope, receive: Receive, send: Send) -> None:
         """`out` sent; a crash once a stream started still goes to `server_error` (the server's log),
@@ -373,6 +322,21 @@ class ChatLane:
             if not begun:
                 await response(scope, receive, send)
             raise
+
+
+_ROUTE = "/v1/chat/completions"
+"""The route the lane's requests are counted under, as the router's would be."""
+
+
+def _status(status: list[int], send: Send) -> Send:
+    """`send`, noting the reply's status in `status`."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            status[0] = message["status"]
+        await send(message)
+
+    return sending
 
 
 ROUTES = [

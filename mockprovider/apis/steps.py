@@ -64,7 +64,7 @@ def config_of(request: Request) -> Config:
 
 
 __all__ = ["Config", "api_error", "authorize", "client_gone", "config_of", "listing_options", "read_json",
-           "read_raw", "resolve", "scripted_reply"]
+           "held", "read_raw", "resolve", "scripted_reply"]
 """`authorize`, `read_raw` and `read_json` are `reading.body`'s, the first step of every surface."""
 
 
@@ -105,8 +105,12 @@ def resolve(request: Request, config: Config, model: str, *,
             code="model_not_found",
         )
     request.scope[SCENARIO] = name
+    scripted = getattr(script, "options", "")  # a file scenario's, checked when it was loaded
+    if not (scripted or path or suffix or sent):  # most requests: the server's defaults
+        request.scope[OPTIONS] = config.defaults
+        return script, config.defaults
     options = _stated(request, config.defaults, (
-        (getattr(script, "options", ""), "model"),  # a file scenario's, checked when it was loaded
+        (scripted, "model"),
         (path, "base_url"),
         (suffix, "model"),
         (sent, "x-mock-options"),
@@ -165,13 +169,20 @@ async def scripted_reply(
     reply = script(conversation)  # `scripted`'s steps written in: one coroutine fewer per request
     if reply.latency_ms:
         await wait_unless_gone(request, reply.latency_ms / 1000)
+    return held(reply, script, conversation.turn, tools, options, choice)
+
+
+def held(reply: Reply, script: Scenario, turn: int, tools: Sequence[Mapping[str, Any]] | None,
+         options: Options, choice: ToolChoice = AUTO) -> tuple[Reply, Options]:
+    """`scripted_reply` after the reply's own latency: a scripted error raised, the reply held
+    to `tools` and `choice`, and the options it streams under."""
     if reply.error is not None:
         _raise_scripted(reply.error)
     # `constrain` can change or refuse nothing for an agent loop's usual request (tools offered,
     # `tool_choice` auto, undeclared tools allowed): tested inline, the chat route's hot path.
     if not tools or choice.mode != "auto" or options.refuse_undeclared or choice.allowed:
         reply = tool_choice.constrain(
-            reply, script=script, turn=conversation.turn, choice=choice, tools=tools,
+            reply, script=script, turn=turn, choice=choice, tools=tools,
             refuse_undeclared=options.refuse_undeclared,
         )
     if reply.rate_tps is not None:
@@ -181,8 +192,6 @@ async def scripted_reply(
     if reply.usage is not None and options.usage != "recorded":
         reply = replace(reply, usage=None)
     return reply, options
-
-
 
 
 async def api_error(request: Request, exc: Exception) -> Response:

@@ -51,6 +51,9 @@ def test_id(request: Request) -> str | None:
     scope = request.scope
     if _TEST_KEY in scope:
         return scope[_TEST_KEY]
+    if "path_params" not in scope and TEST_ID_HEADER not in (scope.get(HEADERS) or header_map(request)):
+        scope[_TEST_KEY] = None  # neither given (the chat lane's requests have no path parameters)
+        return None
     found, param = header(request, TEST_ID_HEADER), "x-test-id"
     if found is None:
         found, param = _from_prefix(request.path_params.get("options", "")), "base_url"

@@ -383,6 +383,18 @@ async def counted(t: Transcript, tools: Sequence[Mapping[str, Any]] | None) -> t
     return t.conversation(tools), total + tools_tokens
 
 
+def counted_already(
+    t: Transcript, tools: Sequence[Mapping[str, Any]] | None
+) -> tuple[Conversation, int] | None:
+    """`counted` without a coroutine, when nothing is left to count (None: await `counted`)."""
+    tools_tokens = _TOOLS_COUNTED.get(tools_key(tools)) if tools else 0
+    if t.counted < len(t.messages) or tools_tokens is None:
+        return None
+    if t.remember and t.known < len(t.messages):
+        t.remember(Summary(tokens=t.tokens, turn=t.turn, tool_text=t.tool_text, calls=t.calls))
+    return t.conversation(tools), t.tokens + tools_tokens
+
+
 async def prompt_tokens(t: Transcript, tools: Sequence[Mapping[str, Any]] | None) -> int:
     """`counted`'s count alone, for a request that asks only for it (a format's count_tokens)."""
     return (await counted(t, tools))[1]

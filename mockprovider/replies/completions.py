@@ -126,6 +126,11 @@ def _calls_tokens(calls: tuple[ToolCall, ...]) -> int:
     return o200k.call_fields_tokens(tuple(map(_FIELDS, calls)))
 
 
+CALLS_KEPT = 256
+_CALLS_COUNTED: dict[int, tuple[tuple[ToolCall, ...], int]] = {}
+"""id of a reply's calls -> (the calls, their tokens); the calls held, so their id is not reused."""
+
+
 def _cut_calls(calls: tuple[ToolCall, ...], limit: int) -> tuple[ToolCall, ...]:
     """The longest prefix of `calls` whose wire JSON fits in `limit` tokens; the last call kept
     may have its arguments cut at a token boundary (a real API cuts mid-argument too)."""
@@ -177,7 +182,16 @@ def complete(
         content, used = _cut(full, budget)
         cut = content != full
     if reply.tool_calls and not cut:
-        calls_used = _calls_tokens(reply.tool_calls)
+        # A scenario's reply is kept (`scenarios._asked`): its calls, the same tuple reply after
+        # reply, are counted once (results/bench.md, speed tricks: "a reply's message written once").
+        kept = _CALLS_COUNTED.get(id(reply.tool_calls))
+        if kept is not None and kept[0] is reply.tool_calls:
+            calls_used = kept[1]
+        else:
+            calls_used = _calls_tokens(reply.tool_calls)
+            if len(_CALLS_COUNTED) >= CALLS_KEPT:
+                _CALLS_COUNTED.clear()
+            _CALLS_COUNTED[id(reply.tool_calls)] = (reply.tool_calls, calls_used)
         room = budget - used
         cut = calls_used > room
         calls = _cut_calls(reply.tool_calls, room) if cut else reply.tool_calls

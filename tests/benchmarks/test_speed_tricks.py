@@ -14,7 +14,7 @@ from experiments.bench.tricks import LANE, Trick, check_same, savings
 from mockprovider import create_app
 from mockprovider.apis import chat, steps
 from mockprovider.apis.chat import chat_completions
-from mockprovider.metrics import Metrics
+from mockprovider.metrics import RequestSeries
 from mockprovider.reading import transcript, validation
 from mockprovider.replies import completions, faults, headers
 
@@ -84,7 +84,8 @@ def test_speed_tricks(benchmark, tricks):
         ("attempt read only for a fault or the log", faults, "delay_or_fault"),
         ("ids from getrandbits", completions, "getrandbits"),
         ("ids from getrandbits", headers, "getrandbits"),
-        ("metric series kept", Metrics, "series"),
+        ("request metrics kept as plain numbers", RequestSeries, "record"),
+        ("the chat lane's common case written in", chat, "answer"),
         ("app state read from its dict", steps, "config_of"),
         ("brackets of a remembered transcript not counted", validation, "check_depth"),
         ("bytes searched with find", transcript, "tools_key"),

@@ -97,3 +97,34 @@ def test_the_ci_recipe_serves_parallel_tests_apart_from_one_process(tmp_path):
             mock.terminate()
     assert [e["test_id"] for e in mine] == ["gw0-a", "gw0-a"]
     assert seen[("mockprovider_requests_total", ("/o/{options}/v1/chat/completions", "hello", "200"))] == 3
+
+
+def test_request_series_print_as_the_prometheus_clients_own_counter_and_histogram(monkeypatch):
+    """The plain numbers behind the request metrics print, in both exposition formats, exactly
+    what a prometheus_client `Counter` and `Histogram` given the same requests print."""
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+    from mockprovider import metrics
+
+    monkeypatch.setattr(metrics.time, "time", lambda: 1_700_000_000.25)
+    ours = metrics.Metrics()
+    theirs = CollectorRegistry()
+    counter = Counter(metrics.REQUESTS, metrics.REQUESTS_HELP, ("route", "status", "scenario"),
+                      registry=theirs)
+    histogram = Histogram(metrics.SECONDS, metrics.SECONDS_HELP, ("route",), buckets=metrics.BUCKETS,
+                          registry=theirs)
+    requests = [("/v1/chat/completions", 200, "plan", 0.0004), ("/v1/chat/completions", 429, "plan", 0.001),
+                ("unmatched", 404, "", 0.3), ("/v1/chat/completions", 200, "plan", 400.0),
+                ("/v1/chat/completions", 200, "recover", 0.0025)]
+    for route, status, scenario, seconds in requests:
+        ours.requests.record(route, status, scenario, seconds)
+        counter.labels(route, str(status), scenario).inc()
+        histogram.labels(route).observe(seconds)
+    for child in (*counter._metrics.values(), *histogram._metrics.values()):
+        child._created = 1_700_000_000.25
+    ours.faults.labels("429")  # the other instruments print after these two, as before
+    for encode in (generate_latest, generate_openmetrics):
+        page, expected = encode(ours.registry).decode(), encode(theirs).decode()
+        assert page.startswith(expected.removesuffix("# EOF\n"))
+        assert "mockprovider_faults_injected" in page.removeprefix(expected.removesuffix("# EOF\n"))

@@ -59,3 +59,21 @@ def test_a_reply_echoing_a_lone_surrogate_is_rendered_as_a_json_escape() -> None
     decoded = json.loads(chat.render(c))
     assert decoded["choices"][0]["message"]["content"] == "odd \ud800"
     assert decoded["choices"][0]["message"]["tool_calls"][0]["id"] == "c\udc00"
+
+
+def test_a_kept_message_and_count_serve_only_the_calls_they_were_made_from(monkeypatch) -> None:
+    """Replies' calls are kept by identity: each reply, rendered and counted again and in turn,
+    and again after the memory filled and was emptied, reads as a fresh one would."""
+    monkeypatch.setattr(chat, "MESSAGES_KEPT", 2)
+    monkeypatch.setattr(completions, "CALLS_KEPT", 2)
+    replies = [Reply(tool_calls=CALLS[:1]), Reply(tool_calls=CALLS), Reply(tool_calls=(CALLS[1],)),
+               Reply(tool_calls=tuple(CALLS[:1]))]
+    fresh = []
+    for reply in replies:
+        c = completions.complete(reply, model="m", prompt_tokens=10, max_tokens=None)
+        fresh.append((c.completion_tokens, JSONResponse(chat.body(c)).body))
+    for _ in range(3):
+        for reply, (tokens, rendered) in zip(replies, fresh, strict=True):
+            c = completions.complete(reply, model="m", prompt_tokens=10, max_tokens=None)
+            c = c._replace(id=json.loads(rendered)["id"], created=json.loads(rendered)["created"])
+            assert (c.completion_tokens, chat.render(c)) == (tokens, rendered)
