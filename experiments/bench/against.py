@@ -2,6 +2,7 @@
 
     python -m experiments.bench.against --url http://127.0.0.1:4010/v1            # turns 1 and 100
     python -m experiments.bench.against --url URL --turns 1 20 100 --samples 400
+    python -m experiments.bench.against --url URL --other-pid PID --connections 4
 
 Each sample posts one body of `experiments.bench.floor` (conversation k of `runaway` at turn t,
 offering `list_files`, whose turn t - 1 was sent first) to both servers, one after the other in
@@ -11,20 +12,34 @@ the other server must answer `POST {url}/chat/completions` for model `runaway` w
 `chat.completion` (a fixture that answers any request offering `list_files` with a call to it
 does; docs/benchmarks.md shows one for aimock).
 
+With `--connections N`, a sample is a round of N bodies sent at once over N keep-alive
+connections to one server, then the same N to the other (alternating which goes first), so each
+request is timed while N are in flight on its server: a single-threaded server then queues them,
+and its own cost per request weighs more in the wall time than the client's.
+
 Our mock runs as its own process (`python -m mockprovider --quiet`), as the other server does,
 unless `--mock-url` names one already running. The figures: each side's median (p50) wall time
 per request, client included, the ratio of the two medians, and the median of the per-sample
-ratios; and the machine's load average, since both sides share its cores with everything else.
+ratios; each server's CPU time per request (every thread of its process, read from Linux's
+/proc while the samples ran) when its pid is known (`--other-pid`; `--mock-pid` beside
+`--mock-url`); and the machine's load average, since both sides share its cores with everything
+else.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
 import statistics
+import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
 import httpx
 
@@ -36,6 +51,10 @@ from experiments.lab.servers import mock_server
 class Against:
     turn: int
     samples: int
+    client: str = "httpx"
+    """The client: `httpx`, or `raw` (`RawClient`)."""
+    connections: int = 1
+    """Requests in flight on the timed server: one per keep-alive connection."""
     mock_us: float
     """Median wall time of one request to the mock, client included."""
     other_us: float
@@ -44,6 +63,23 @@ class Against:
     """mock_us / other_us: the ratio of the two p50s."""
     paired: float
     """Median of the per-sample ratios mock / other."""
+    mock_cpu_us: float | None = None
+    """The mock process's CPU time per request while the samples ran; None when its pid is unknown."""
+    other_cpu_us: float | None = None
+    """The same for the other server's process."""
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time so far of every thread of process `pid`, from Linux's per-thread schedstat
+    (nanoseconds, where /proc/PID/stat counts 10 ms ticks). A thread that ends between two reads
+    takes its time with it; the servers compared keep theirs."""
+    total = 0
+    for task in (Path(f"/proc/{pid}/task")).iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):  # the thread ended as it was read
+            pass
+    return total / 1e9
 
 
 def _answered(response: httpx.Response) -> None:
@@ -59,55 +95,213 @@ def _answered(response: httpx.Response) -> None:
         raise RuntimeError(f"{url} answered 200 without a chat completion: {response.text[:300]}")
 
 
-def compare(mock: httpx.Client, other: httpx.Client, turn: int, *, samples: int) -> Against:
-    """Interleaved per-request times of `samples` conversations at `turn` (see the module doc)."""
+class _Closed(RuntimeError):
+    """The server closed the connection before its answer was whole."""
+
+
+class _Connection:
+    """One keep-alive HTTP/1.1 connection over a plain socket, posting JSON bodies."""
+
+    def __init__(self, url: httpx.URL) -> None:
+        self.url = url
+        self.sock = socket.create_connection((url.host, url.port or 80))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = b""
+
+    def _receive(self) -> None:
+        chunk = self.sock.recv(1 << 16)
+        if not chunk:
+            raise _Closed(f"{self.url} closed the connection mid-response")
+        self.buffer += chunk
+
+    def _until(self, mark: bytes) -> bytes:
+        while (end := self.buffer.find(mark)) < 0:
+            self._receive()
+        found, self.buffer = self.buffer[:end], self.buffer[end + len(mark):]
+        return found
+
+    def _exactly(self, n: int) -> bytes:
+        while len(self.buffer) < n:
+            self._receive()
+        found, self.buffer = self.buffer[:n], self.buffer[n:]
+        return found
+
+    def exchange(self, request: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
+        self.sock.sendall(request)
+        status_line, *lines = self._until(b"\r\n\r\n").split(b"\r\n")
+        headers = {}
+        for header in lines:
+            name, _, value = header.partition(b":")
+            headers[name.strip().lower()] = value.strip()
+        if b"content-length" in headers:
+            content = self._exactly(int(headers[b"content-length"]))
+        elif headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+            parts = []
+            while size := int(self._until(b"\r\n").split(b";")[0], 16):
+                parts.append(self._exactly(size))
+                self._exactly(2)
+            while self._until(b"\r\n"):  # trailers, up to the empty line
+                pass
+            content = b"".join(parts)
+        else:
+            raise RuntimeError(f"{self.url} answered without a length: {status_line!r}")
+        return int(status_line.split()[1]), headers, content
+
+
+class RawClient:
+    """Keep-alive HTTP/1.1 over plain sockets, one connection per thread: a client doing next to
+    nothing, as a load tool written in C, Go or Rust does, so each server's own cost weighs in the
+    wall time (httpx's pure-Python HTTP costs a few hundred microseconds per request, the same on
+    both sides, which draws every ratio towards 1)."""
+
+    def __init__(self, base_url: str) -> None:
+        self.url = httpx.URL(base_url)
+        host = self.url.host.encode() + (b":%d" % self.url.port if self.url.port else b"")
+        self._head = (b"POST %s/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                      % (self.url.raw_path.rstrip(b"/"), host))
+        self._local = threading.local()
+        self._opened: list[_Connection] = []
+
+    def post(self, body: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
+        """POST `body` to the chat completions path; the answer's status, headers and body."""
+        request = self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            try:
+                return connection.exchange(request)
+            except (ConnectionError, _Closed):  # closed while idle (its keep-alive timeout): reopen once
+                connection.sock.close()
+        connection = self._local.connection = _Connection(self.url)
+        self._opened.append(connection)
+        return connection.exchange(request)
+
+    def close(self) -> None:
+        for connection in self._opened:
+            connection.sock.close()
+
+    def __enter__(self) -> RawClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+Client = httpx.Client | RawClient
+
+
+def _timed(client: Client, body: bytes) -> float:
+    """Wall seconds of one request (the answer checked after the clock stops)."""
+    if isinstance(client, httpx.Client):
+        return timed(client, body, check=_answered)[0]
+    started = time.perf_counter()
+    status, headers, content = client.post(body)
+    wall = time.perf_counter() - started
+    request = httpx.Request("POST", client.url.join("chat/completions"))
+    _answered(httpx.Response(status, headers=list(headers.items()), content=content, request=request))
+    return wall
+
+
+def compare(mock: Client, other: Client, turn: int, *, samples: int, connections: int = 1,
+            pids: tuple[int | None, int | None] = (None, None)) -> Against:
+    """Interleaved per-request times of `samples` conversations at `turn`, `connections` at a time
+    (see the module doc); `pids`, the mock's and the other server's, for their CPU per request."""
     tasks = [f"{TASK} (run {k} of a {samples}-run suite)" for k in range(samples)]
     bodies = [request_body(turn, task=task) for task in tasks]
-    for client in (mock, other):  # each conversation's previous turn, the connection warmed
-        for task in tasks:
-            _answered(client.post("/chat/completions", content=request_body(turn - 1, task=task)))
     clients = (mock, other)
-    rows = []
-    for k, body in enumerate(bodies):
-        walls = {}
-        for j in (k % 2, (k + 1) % 2):  # each server goes first every other sample
-            walls[j] = timed(clients[j], body, check=_answered)[0]
-        rows.append((walls[0], walls[1]))
+    with ThreadPoolExecutor(max_workers=connections) as pool:
+
+        def post_all(client: Client, batch: list[bytes]) -> list[float]:
+            if connections == 1:
+                return [_timed(client, body) for body in batch]
+            return list(pool.map(lambda body: _timed(client, body), batch))
+
+        for client in clients:  # each conversation's previous turn, the connections opened
+            for k in range(0, samples, connections):
+                post_all(client, [request_body(turn - 1, task=task) for task in tasks[k:k + connections]])
+        cpu = [None if pid is None else cpu_seconds(pid) for pid in pids]
+        rows = []
+        for r, k in enumerate(range(0, samples, connections)):
+            walls: dict[int, list[float]] = {}
+            for j in (r % 2, (r + 1) % 2):  # each server goes first every other round
+                walls[j] = post_all(clients[j], bodies[k:k + connections])
+            rows.extend(zip(walls[0], walls[1], strict=True))
+        spent = [None if pid is None else (cpu_seconds(pid) - c) / samples * 1e6
+                 for pid, c in zip(pids, cpu, strict=True)]
     mock_s = statistics.median(m for m, _ in rows)
     other_s = statistics.median(o for _, o in rows)
-    return Against(turn=turn, samples=samples, mock_us=mock_s * 1e6, other_us=other_s * 1e6,
-                   ratio=mock_s / other_s, paired=statistics.median(m / o for m, o in rows))
+    return Against(turn=turn, samples=samples, client="raw" if isinstance(mock, RawClient) else "httpx",
+                   connections=connections, mock_us=mock_s * 1e6,
+                   other_us=other_s * 1e6, ratio=mock_s / other_s,
+                   paired=statistics.median(m / o for m, o in rows),
+                   mock_cpu_us=spent[0], other_cpu_us=spent[1])
 
 
 @contextmanager
-def clients(url: str, mock_url: str | None = None) -> Iterator[tuple[httpx.Client, httpx.Client]]:
-    """One keep-alive client for our mock (its own process unless `mock_url` is given) and one for `url`."""
+def mock_side(mock_url: str | None = None) -> Iterator[tuple[str, int | None]]:
+    """Our mock's `/v1` URL and pid: its own process, unless `mock_url` names one running (whose
+    pid is not known here)."""
+    if mock_url is not None:
+        yield mock_url, None
+        return
+    with mock_server() as (url, proc):
+        yield url, proc.pid
+
+
+@contextmanager
+def clients(url: str, mock_url: str | None = None, *,
+            kind: Literal["httpx", "raw"] = "httpx") -> Iterator[tuple[Client, Client]]:
+    """A keep-alive client of `kind` for our mock (its own process unless `mock_url` is given) and
+    one for `url`."""
     with ExitStack() as stack:
-        if mock_url is None:
-            mock_url, _ = stack.enter_context(mock_server())
-        mock = stack.enter_context(httpx.Client(base_url=mock_url, headers=HEADERS))
-        other = stack.enter_context(httpx.Client(base_url=url, headers=HEADERS))
+        mock_url, _ = stack.enter_context(mock_side(mock_url))
+        mock, other = (stack.enter_context(httpx.Client(base_url=u, headers=HEADERS) if kind == "httpx"
+                                           else RawClient(u)) for u in (mock_url, url))
         yield mock, other
 
 
 def line(result: Against) -> str:
-    return (f"turn {result.turn}: p50 mock {result.mock_us:,.0f} us, other {result.other_us:,.0f} us; "
+    text = (f"turn {result.turn}: p50 mock {result.mock_us:,.0f} us, other {result.other_us:,.0f} us; "
             f"mock / other {result.ratio:.3f}x (median of paired ratios {result.paired:.3f}x, "
-            f"{result.samples} samples)")
+            f"{result.samples} samples")
+    if result.client != "httpx":
+        text += f", {result.client} client"
+    if result.connections > 1:
+        text += f", {result.connections} connections"
+    text += ")"
+    if result.mock_cpu_us is not None or result.other_cpu_us is not None:
+        mock, other = (f"{us:,.0f} us" if us is not None else "unknown"
+                       for us in (result.mock_cpu_us, result.other_cpu_us))
+        text += f"; server CPU per request mock {mock}, other {other}"
+        if result.mock_cpu_us is not None and result.other_cpu_us:
+            text += f", mock / other {result.mock_cpu_us / result.other_cpu_us:.3f}x"
+    return text
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="the other server's base URL, ending in /v1")
     parser.add_argument("--mock-url", help="our mock's base URL, if already running (default: start one)")
+    parser.add_argument("--mock-pid", type=int, help="the pid of the mock at --mock-url, for its CPU")
+    parser.add_argument("--other-pid", type=int, help="the other server's pid, for its CPU per request")
     parser.add_argument("--turns", type=int, nargs="+", default=[1, 100])
     parser.add_argument("--samples", type=int, default=200, help="conversations per turn")
+    parser.add_argument("--client", choices=("httpx", "raw"), default="httpx",
+                        help="httpx (what agents use) or raw, keep-alive HTTP/1.1 over a plain socket, "
+                        "as light as a load tool (default httpx)")
+    parser.add_argument("--connections", type=int, default=1,
+                        help="keep-alive connections per server, each with a request in flight (default 1)")
     args = parser.parse_args(argv)
-    if min(args.turns) < 1 or args.samples < 1:
-        parser.error("--turns and --samples must be at least 1")
-    with clients(args.url, args.mock_url) as (mock, other):
+    if min(args.turns) < 1 or args.samples < 1 or args.connections < 1:
+        parser.error("--turns, --samples and --connections must be at least 1")
+    if args.mock_pid is not None and args.mock_url is None:
+        parser.error("--mock-pid names the process of the mock at --mock-url (the mock started here is read)")
+    with ExitStack() as stack:
+        mock_url, mock_pid = stack.enter_context(mock_side(args.mock_url))
+        mock, other = stack.enter_context(clients(args.url, mock_url, kind=args.client))
+        pids = (mock_pid if args.mock_pid is None else args.mock_pid, args.other_pid)
         for turn in args.turns:
-            print(line(compare(mock, other, turn, samples=args.samples)), flush=True)
+            result = compare(mock, other, turn, samples=args.samples, connections=args.connections, pids=pids)
+            print(line(result), flush=True)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
 
 
