@@ -47,6 +47,9 @@ MIN_CHARS = 2048
 short searched for them)."""
 WALK = 4
 """Remembered texts looked at below a request's place in sorted order (`Memory.find` says why)."""
+ADMIT_EVERY = 32
+"""When the memory is full, one new transcript in this many (one that extends none) is remembered."""
+"""Remembered texts looked at below a request's place in sorted order (`Memory.find` says why)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +74,13 @@ class Memory:
     extended transcript replaces the one it extends, so a conversation holds one entry however
     long it runs. A retry finds the whole of its transcript remembered and adds nothing; a fork
     (another continuation of a transcript already extended) misses once and is read in full.
+
+    When more conversations are in flight than the memory holds, a loop over them asks for each
+    entry just after it became the least recently used: evicting that one would make every
+    request miss. So once the memory is full, a new transcript (one that extends none) is
+    remembered only one time in `ADMIT_EVERY`: the conversations held stay held and keep being
+    read from memory, the others are read in full, and entries nobody extends any more (a run
+    that ended) still age out, as the admitted ones push them out.
     """
 
     def __init__(self, *, max_entries: int = 4096, max_bytes: int = 128 << 20) -> None:
@@ -82,6 +92,7 @@ class Memory:
         self._entries: list[Entry] = []  # self._entries[i].text is self._texts[i]
         self._lru: OrderedDict[int, Entry] = OrderedDict()
         self._bytes = 0
+        self._new = 0  # transcripts that extend none, offered while the memory is full
 
     @staticmethod
     def size(entry: Entry) -> int:
@@ -111,6 +122,10 @@ class Memory:
         with self._lock:
             if replaces is not None and self._lru.get(id(replaces)) is replaces:
                 self._drop(replaces)
+            elif replaces is None and self._full(entry):
+                self._new += 1
+                if self._new % ADMIT_EVERY:
+                    return
             i = bisect_left(self._texts, entry.text)
             if i < len(self._texts) and self._texts[i] == entry.text:
                 return  # a request sent twice at once: the first remembered it
@@ -120,6 +135,10 @@ class Memory:
             self._bytes += self.size(entry)
             while len(self._lru) > self.max_entries or self._bytes > self.max_bytes:
                 self._drop(next(iter(self._lru.values())))
+
+    def _full(self, entry: Entry) -> bool:
+        """Whether holding `entry` too would push another out."""
+        return len(self._lru) >= self.max_entries or self._bytes + self.size(entry) > self.max_bytes
 
     def _drop(self, entry: Entry) -> None:
         i = bisect_left(self._texts, entry.text)

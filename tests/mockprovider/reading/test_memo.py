@@ -166,6 +166,25 @@ def test_as_many_conversations_as_entries_all_read_from_memory_turn_after_turn()
     assert found[1:] == [[len(runaway_messages(turn - 1))] * conversations for turn in range(9, 16)]
 
 
+def test_with_more_conversations_than_entries_those_held_stay_read_from_memory():
+    """A loop over more conversations than the memory holds asks for each entry just after it became
+    the least recently used: the full memory keeps the ones it holds rather than evict them all."""
+    memory = Memory(max_entries=8)
+    found = [sum(_turn(memory, runaway_messages(turn, task=f"task {k}")) > 0 for k in range(12))
+             for turn in range(8, 20)]
+    assert found[1:] == [8] * (len(found) - 1)
+
+
+def test_entries_of_a_run_that_ended_age_out_as_a_new_run_goes():
+    memory = Memory(max_entries=8)
+    for turn in range(8, 10):
+        for k in range(8):
+            _turn(memory, runaway_messages(turn, task=f"first run {k}"))
+    found = [sum(_turn(memory, runaway_messages(turn, task=f"second run {k}")) > 0 for k in range(8))
+             for turn in range(8, 8 + 4 * memo.ADMIT_EVERY)]
+    assert found[0] == 0 and found[-1] == 8
+
+
 def test_a_retry_and_a_fork_of_a_remembered_transcript_read_as_json_loads_reads_them():
     """A resent request, an earlier turn resent after a later one, and two continuations of one
     transcript: each parses to what json.loads gives and finds only a transcript it begins with."""
