@@ -46,10 +46,9 @@ MIN_CHARS = 2048
 """Transcripts shorter than this are cheap to read and are not remembered (nor are bodies this
 short searched for them)."""
 WALK = 4
-"""Remembered texts looked at below a request's place in sorted order (`Memory.find` says why)."""
+"""Remembered texts looked at below a request's place in sorted order (`Memory` says why)."""
 ADMIT_EVERY = 32
 """When the memory is full, one new transcript in this many (one that extends none) is remembered."""
-"""Remembered texts looked at below a request's place in sorted order (`Memory.find` says why)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,7 +100,8 @@ class Memory:
         return 5 * len(entry.text)
 
     def find(self, s: str, start: int) -> Entry | None:
-        """The longest remembered transcript whose text `s` has at `start`."""
+        """The longest remembered transcript whose text `s` has at `start` (a miss if it sorts more
+        than `WALK` places below `s[start:]`)."""
         if len(s) - start < MIN_CHARS:
             return None
         q = s[start:]
