@@ -178,24 +178,28 @@ def memory_trick() -> Trick:
                  without=repeat(lambda: _read_and_count(raw100, None)))
 
 
+_KEY_CHARS = 2048
+"""The shortest key of the hashed index (the shortest transcript `memo` remembers)."""
+
+
 class _HashedMemory:
     """The plain index `memo.Memory` replaces: each text filed under the hash of its longest prefix of
-    MIN_CHARS * 2**k characters, a lookup hashing the request's such prefixes, longest first."""
+    _KEY_CHARS * 2**k characters, a lookup hashing the request's such prefixes, longest first."""
 
     def __init__(self) -> None:
         self._buckets: dict[int, list[memo.Entry]] = {}
 
     @staticmethod
     def _key(s: str, start: int, room: int) -> int:
-        return hash(s[start : start + (memo.MIN_CHARS << ((room // memo.MIN_CHARS).bit_length() - 1))])
+        return hash(s[start : start + (_KEY_CHARS << ((room // _KEY_CHARS).bit_length() - 1))])
 
     def find(self, s: str, start: int) -> memo.Entry | None:
         room = len(s) - start
-        while room >= memo.MIN_CHARS:
+        while room >= _KEY_CHARS:
             for entry in self._buckets.get(self._key(s, start, room), ()):
                 if s.startswith(entry.text, start):
                     return entry
-            room = (memo.MIN_CHARS << ((room // memo.MIN_CHARS).bit_length() - 1)) - 1
+            room = (_KEY_CHARS << ((room // _KEY_CHARS).bit_length() - 1)) - 1
         return None
 
     def remember(self, entry: memo.Entry, replaces: memo.Entry | None = None) -> None:
