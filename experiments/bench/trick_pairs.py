@@ -20,7 +20,7 @@ import httpx
 from starlette.requests import Request
 
 import o200k
-from experiments.bench.floor import request_body
+from experiments.bench.floor import TASK, request_body
 from experiments.bench.trick_lane import NeverKept, common_case_trick, kept_message_trick
 from experiments.bench.trick_shortcuts import header_tricks, shortcut_tricks
 from experiments.bench.tricks import LANE, Batch, Trick, drive, patched_batch, repeat
@@ -177,6 +177,67 @@ def memory_trick() -> Trick:
 
     return Trick(name="transcript memory", where="memo.py", turn=100, with_=with_memory,
                  without=repeat(lambda: _read_and_count(raw100, None)))
+
+
+_KEY_CHARS = 2048
+"""The shortest key of the hashed index (the shortest transcript `memo` remembers)."""
+
+
+class _HashedMemory:
+    """The plain index `memo.Memory` replaces: each text filed under the hash of its longest prefix of
+    _KEY_CHARS * 2**k characters, a lookup hashing the request's such prefixes, longest first."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[int, list[memo.Entry]] = {}
+
+    @staticmethod
+    def _key(s: str, start: int, room: int) -> int:
+        return hash(s[start : start + (_KEY_CHARS << ((room // _KEY_CHARS).bit_length() - 1))])
+
+    def find(self, s: str, start: int) -> memo.Entry | None:
+        room = len(s) - start
+        while room >= _KEY_CHARS:
+            for entry in self._buckets.get(self._key(s, start, room), ()):
+                if s.startswith(entry.text, start):
+                    return entry
+            room = (_KEY_CHARS << ((room // _KEY_CHARS).bit_length() - 1)) - 1
+        return None
+
+    def remember(self, entry: memo.Entry, replaces: memo.Entry | None = None) -> None:
+        if replaces is not None:
+            self._buckets[self._key(replaces.text, 0, len(replaces.text))].remove(replaces)
+        self._buckets.setdefault(self._key(entry.text, 0, len(entry.text)), []).append(entry)
+
+
+def many_conversations_trick(conversations: int = 600) -> Trick:
+    """Turn 100's body parsed (and its transcript remembered in place of turn 99's) with the turn-99
+    transcripts of `conversations` conversations held, each use another conversation's."""
+    template99, template100 = request_body(99), request_body(100)
+    task = TASK.encode()
+    raws = [template100.replace(task, b"%s #%05d" % (task, k)) for k in range(conversations)]
+    entries = []
+    for k in range(conversations):
+        memory = memo.Memory()
+        memo.parse(template99.replace(task, b"%s #%05d" % (task, k)), memory)[1].remember(transcript.EMPTY)
+        entries.extend(memory._lru.values())
+
+    def parsed(make: Callable[[], Any]) -> Batch:
+        def batch(n: int) -> Callable[[], Any]:
+            memories = [make() for _ in range(-(-n // conversations))]
+            for memory in memories:
+                for entry in entries:
+                    memory.remember(entry)
+
+            def go() -> Any:
+                for k in range(n):
+                    body, known = memo.parse(raws[k % conversations], memories[k // conversations])
+                    known.remember(transcript.EMPTY)
+                return known.count, body
+            return go
+        return batch
+
+    return Trick(name="transcript found by bisecting, not by hashed prefixes", where="memo.Memory", turn=100,
+                 with_=parsed(memo.Memory), without=parsed(_HashedMemory))
 
 
 def remembered_tricks() -> list[Trick]:
@@ -370,6 +431,7 @@ def all_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
         *lanes,
         common_case_trick(lanes[0].with_, _reply_key),
         memory_trick(),
+        many_conversations_trick(),
         *remembered_tricks(),
         short_parse_trick(raw),
         body_read_trick(scope, raw),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from bisect import insort
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,14 +42,13 @@ digits, which an integer past 64 bits has and which orjson would read as a float
 _LONG = b"0" * 19
 Scanner = Callable[[str, int], tuple[Any, int]]
 
-KEY_CHARS = 2048
+MIN_CHARS = 2048
 """Transcripts shorter than this are cheap to read and are not remembered (nor are bodies this
-short searched for them): many runs share a system prompt, so short texts would mostly share keys."""
-
-
-def _key_length(n: int) -> int:
-    """The largest KEY_CHARS * 2**k that is at most `n` (n >= KEY_CHARS)."""
-    return KEY_CHARS << ((n // KEY_CHARS).bit_length() - 1)
+short searched for them)."""
+WALK = 4
+"""Remembered texts looked at below a request's place in sorted order (`Memory` says why)."""
+ADMIT_EVERY = 32
+"""When the memory is full, one new transcript in this many (one that extends none) is remembered."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,22 +60,38 @@ class Entry:
 
 
 class Memory:
-    """Remembered transcripts, least recently used out first; safe across threads.
+    """Remembered transcripts, kept in their texts' sorted order; least recently used out first;
+    safe across threads.
 
-    An entry is filed under the hash of its text's first `_key_length(len(text))` characters,
-    so a lookup tries one hash per power of two (longest first) and compares in full only
-    texts that share that much with the request: runs that differ anywhere in it never meet.
+    If a request's text `q` begins with a remembered text `t`, every text sorted between `t` and
+    `q` begins with `t` too; so the longest remembered text that `q` begins with sits just below
+    `q`'s place in sorted order, or a few places below it when some of `t`'s continuations that
+    `q` does not share are remembered too. A lookup bisects: each comparison stops at the first
+    character that differs, and nothing is hashed.
+
+    An agent loop's request extends the transcript its previous request sent: the entry for the
+    extended transcript replaces the one it extends, so a conversation holds one entry however
+    long it runs. A retry finds the whole of its transcript remembered and adds nothing; a fork
+    (another continuation of a transcript already extended) misses once and is read in full.
+
+    When more conversations are in flight than the memory holds, a loop over them asks for each
+    entry just after it became the least recently used: evicting that one would make every
+    request miss. So once the memory is full, a new transcript (one that extends none) is
+    remembered only one time in `ADMIT_EVERY`: the conversations held stay held and keep being
+    read from memory, the others are read in full, and entries nobody extends any more (a run
+    that ended) still age out, as the admitted ones push them out.
     """
 
-    def __init__(self, *, max_entries: int = 4096, max_bytes: int = 128 << 20, per_bucket: int = 16) -> None:
+    def __init__(self, *, max_entries: int = 4096, max_bytes: int = 128 << 20) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         """Of the estimate `size`: an entry may share its messages with others, never more."""
-        self.per_bucket = per_bucket
         self._lock = threading.Lock()
-        self._buckets: dict[int, list[Entry]] = {}  # longest text first
+        self._texts: list[str] = []  # sorted
+        self._entries: list[Entry] = []  # self._entries[i].text is self._texts[i]
         self._lru: OrderedDict[int, Entry] = OrderedDict()
         self._bytes = 0
+        self._new = 0  # transcripts that extend none, offered while the memory is full
 
     @staticmethod
     def size(entry: Entry) -> int:
@@ -84,52 +99,56 @@ class Memory:
         measured; ASCII text assumed, as clients send JSON with non-ASCII escaped)."""
         return 5 * len(entry.text)
 
-    @staticmethod
-    def _key(entry: Entry) -> int:
-        return hash(entry.text[: _key_length(len(entry.text))])
-
     def find(self, s: str, start: int) -> Entry | None:
-        """The longest remembered transcript whose text `s` has at `start`."""
-        room = len(s) - start
-        if room < KEY_CHARS:
+        """The longest remembered transcript whose text `s` has at `start` (a miss if it sorts more
+        than `WALK` places below `s[start:]`)."""
+        if len(s) - start < MIN_CHARS:
             return None
-        length = _key_length(room)
+        q = s[start:]
         with self._lock:
-            while length >= KEY_CHARS:
-                for entry in self._buckets.get(hash(s[start : start + length]), ()):
-                    if len(entry.text) <= room and s.startswith(entry.text, start):
-                        self._lru.move_to_end(id(entry))
-                        return entry
-                length //= 2
+            texts = self._texts
+            i = bisect_right(texts, q)
+            for j in range(i - 1, max(i - 1 - WALK, -1), -1):
+                if q.startswith(texts[j]):
+                    entry = self._entries[j]
+                    self._lru.move_to_end(id(entry))
+                    return entry
         return None
 
-    def remember(self, entry: Entry) -> None:
-        if len(entry.text) < KEY_CHARS or self.size(entry) > self.max_bytes // 8:
+    def remember(self, entry: Entry, replaces: Entry | None = None) -> None:
+        """Hold `entry`; `replaces`, the entry whose transcript it extends, goes."""
+        if len(entry.text) < MIN_CHARS or self.size(entry) > self.max_bytes // 8:
             return  # tiny ones are cheap to read; one huge one would push out everything else
-        key = self._key(entry)
         with self._lock:
-            bucket = self._buckets.setdefault(key, [])
-            if any(e.text == entry.text for e in bucket):
-                return
-            if len(bucket) >= self.per_bucket:
-                self._drop(bucket[-1])  # the shortest
-            insort(bucket, entry, key=lambda e: -len(e.text))
+            if replaces is not None and self._lru.get(id(replaces)) is replaces:
+                self._drop(replaces)
+            elif replaces is None and self._full(entry):
+                self._new += 1
+                if self._new % ADMIT_EVERY:
+                    return
+            i = bisect_left(self._texts, entry.text)
+            if i < len(self._texts) and self._texts[i] == entry.text:
+                return  # a request sent twice at once: the first remembered it
+            self._texts.insert(i, entry.text)
+            self._entries.insert(i, entry)
             self._lru[id(entry)] = entry
             self._bytes += self.size(entry)
             while len(self._lru) > self.max_entries or self._bytes > self.max_bytes:
                 self._drop(next(iter(self._lru.values())))
 
+    def _full(self, entry: Entry) -> bool:
+        """Whether holding `entry` too would push another out."""
+        return len(self._lru) >= self.max_entries or self._bytes + self.size(entry) > self.max_bytes
+
     def _drop(self, entry: Entry) -> None:
-        del self._lru[id(entry)]
-        key = self._key(entry)
-        self._buckets[key].remove(entry)
-        if not self._buckets[key]:
-            del self._buckets[key]
+        i = bisect_left(self._texts, entry.text)
+        del self._texts[i], self._entries[i], self._lru[id(entry)]
         self._bytes -= self.size(entry)
 
     def clear(self) -> None:
         with self._lock:
-            self._buckets.clear()
+            self._texts.clear()
+            self._entries.clear()
             self._lru.clear()
             self._bytes = 0
 
@@ -160,7 +179,7 @@ def _messages(s: str, i: int, memory: Memory, _scan: Scanner) -> tuple[list[Any]
         end = after - 1
         while s[end - 1] in " \t\n\r":
             end -= 1
-        known = Known(count=0, summary=None, remember=_remember(memory, s, start, end, messages))
+        known = Known(count=0, summary=None, remember=_remember(memory, s, start, end, messages, None))
         return messages, known, after
     messages = list(entry.messages)
     end = start + len(entry.text)
@@ -172,15 +191,19 @@ def _messages(s: str, i: int, memory: Memory, _scan: Scanner) -> tuple[list[Any]
     if s[j] != "]":
         raise _Unusual
     known = Known(
-        count=len(entry.messages), summary=entry.summary, remember=_remember(memory, s, start, end, messages),
+        count=len(entry.messages), summary=entry.summary,
+        remember=_remember(memory, s, start, end, messages, entry),
         span=(start, start + len(entry.text)) if s.isascii() else None,
     )
     return messages, known, j + 1
 
 
-def _remember(memory: Memory, s: str, start: int, end: int, messages: list[Any]) -> Callable[[Summary], None]:
-    """Remember `messages` under their text `s[start:end]`, once their summary is known."""
-    return lambda summary: memory.remember(Entry(text=s[start:end], messages=messages, summary=summary))
+def _remember(memory: Memory, s: str, start: int, end: int, messages: list[Any],
+              extends: Entry | None) -> Callable[[Summary], None]:
+    """Remember `messages` under their text `s[start:end]`, once their summary is known, in place
+    of `extends`, the remembered transcript they begin with."""
+    return lambda summary: memory.remember(Entry(text=s[start:end], messages=messages, summary=summary),
+                                           extends)
 
 
 def _object(s: str, memory: Memory, _scan: Scanner = _scan) -> tuple[dict[str, Any], Known | None]:
@@ -220,7 +243,7 @@ def parse(raw: bytes, memory: Memory = MEMORY) -> tuple[Any, Known | None]:
 
     Raises `ValueError` or `RecursionError` exactly where `json.loads` does.
     """
-    if len(raw) < KEY_CHARS:
+    if len(raw) < MIN_CHARS:
         # orjson reads every body it accepts as json.loads does, except integers past 64 bits
         # (floats to it: `_LONG` keeps those bodies away); what it refuses (NaN, 1e400, a lone
         # surrogate, a BOM, every error) is read below, as before (results/bench.md, speed

@@ -57,6 +57,47 @@ def test_mock_request_in_process_uncached_turn_100(benchmark, bodies):
     assert response.status_code == 200
 
 
+CONVERSATIONS = 600
+
+
+def test_mock_turn_100_of_600_conversations_in_process(benchmark):
+    """Turn 100 of 600 conversations in flight (a round is their 600 requests), each answered at
+    turns 98 and 99 first, one conversation after another as a loop over them sends: each round
+    starts from the transcript memory those turns left, so it reads from memory only what it holds.
+    (20 conversations when benchmarks are off: the test then only proves it runs.)"""
+    conversations = 20 if benchmark.disabled else CONVERSATIONS
+    template = {turn: bench_floor.request_body(turn) for turn in (98, 99, 100)}
+    task = bench_floor.TASK.encode()
+    bodies = {turn: [body.replace(task, b"%s #%05d" % (task, k)) for k in range(conversations)]
+              for turn, body in template.items()}
+    loop = asyncio.new_event_loop()
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app()), base_url="http://mock")
+
+    async def answer(turn: int) -> list[int]:
+        return [(await client.post("/v1/chat/completions", content=body, headers=HEADERS)).status_code
+                for body in bodies[turn]]
+
+    memo.MEMORY.clear()
+    try:
+        for turn in (98, 99):
+            loop.run_until_complete(answer(turn))
+        left = list(memo.MEMORY._lru.values())
+
+        def restore() -> None:
+            memo.MEMORY.clear()
+            for entry in left:
+                memo.MEMORY.remember(entry)
+
+        statuses = benchmark.pedantic(lambda: loop.run_until_complete(answer(100)), setup=restore, rounds=5)
+    finally:
+        loop.run_until_complete(client.aclose())
+        loop.close()
+    assert statuses == [200] * conversations
+    entries, _ = memo.MEMORY.stats()
+    memo.MEMORY.clear()
+    assert entries == conversations  # one per conversation: none pushed out another
+
+
 def _forget() -> None:
     tokens.clear_cache()
     memo.MEMORY.clear()

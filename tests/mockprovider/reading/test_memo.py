@@ -16,7 +16,7 @@ from mockprovider.reading import memo
 from mockprovider.reading.memo import Memory
 from mockprovider.reading.transcript import EMPTY
 
-LONG = runaway_messages(30)  # ~9 KB of JSON: past memo.KEY_CHARS
+LONG = runaway_messages(30)  # ~9 KB of JSON: past memo.MIN_CHARS
 
 
 def _bodies() -> list[bytes]:
@@ -48,7 +48,7 @@ BROKEN = [
 
 
 SHORT = json.dumps({"model": "plan", "messages": [{"role": "user", "content": "hi ü"}]}, ensure_ascii=False)
-"""Below memo.KEY_CHARS: parsed by orjson unless it refuses the body, then by json.loads."""
+"""Below memo.MIN_CHARS: parsed by orjson unless it refuses the body, then by json.loads."""
 SHORT_BODIES = [
     SHORT.encode(),
     b"{}",
@@ -138,6 +138,100 @@ def test_a_grown_transcript_reads_only_its_new_messages():
     assert known.count == len(runaway_messages(30)) and body == json.loads(grown)
 
 
+def _turn(memory: Memory, messages: list, model: str = "runaway") -> int:
+    """One request through `memory`, remembered as serving it would: how many messages it found."""
+    raw = json.dumps({"model": model, "messages": messages}).encode()
+    body, known = memo.parse(raw, memory)
+    assert body == json.loads(raw)
+    if known is not None:
+        known.remember(EMPTY)
+        return known.count
+    return 0
+
+
+def test_a_conversation_holds_one_entry_however_long_it_runs():
+    memory = Memory()
+    for turn in range(8, 40):
+        assert _turn(memory, runaway_messages(turn)) == len(runaway_messages(turn - 1)) or turn == 8
+    assert memory.stats()[0] == 1
+
+
+def test_as_many_conversations_as_entries_all_read_from_memory_turn_after_turn():
+    """A loop over N conversations (each request extends that conversation's previous one) fits in
+    N entries: an entry kept beside the one extending it would push out the next conversation's."""
+    conversations = 12
+    memory = Memory(max_entries=conversations)
+    found = [[_turn(memory, runaway_messages(turn, task=f"task {k}")) for k in range(conversations)]
+             for turn in range(8, 16)]
+    assert found[1:] == [[len(runaway_messages(turn - 1))] * conversations for turn in range(9, 16)]
+
+
+def test_with_more_conversations_than_entries_those_held_stay_read_from_memory():
+    """A loop over more conversations than the memory holds asks for each entry just after it became
+    the least recently used: the full memory keeps the ones it holds rather than evict them all."""
+    memory = Memory(max_entries=8)
+    found = [sum(_turn(memory, runaway_messages(turn, task=f"task {k}")) > 0 for k in range(12))
+             for turn in range(8, 20)]
+    assert found[1:] == [8] * (len(found) - 1)
+
+
+def test_entries_of_a_run_that_ended_age_out_as_a_new_run_goes():
+    memory = Memory(max_entries=8)
+    for turn in range(8, 10):
+        for k in range(8):
+            _turn(memory, runaway_messages(turn, task=f"first run {k}"))
+    found = [sum(_turn(memory, runaway_messages(turn, task=f"second run {k}")) > 0 for k in range(8))
+             for turn in range(8, 8 + 4 * memo.ADMIT_EVERY)]
+    assert found[0] == 0 and found[-1] == 8
+
+
+def test_a_retry_and_a_fork_of_a_remembered_transcript_read_as_json_loads_reads_them():
+    """A resent request, an earlier turn resent after a later one, and two continuations of one
+    transcript: each parses to what json.loads gives and finds only a transcript it begins with."""
+    memory = Memory()
+    base = runaway_messages(20)
+    fork_a = [*base, {"role": "user", "content": "go on (a)"}]
+    fork_b = [*base, {"role": "user", "content": "go on (b)"}]
+    assert _turn(memory, base) == 0
+    assert _turn(memory, base) == len(base)  # a retry: all of it remembered
+    assert _turn(memory, fork_a) == len(base)
+    assert _turn(memory, fork_a) == len(fork_a)
+    assert _turn(memory, fork_b) == 0  # `base`'s entry went to `fork_a`: read in full, not wrongly
+    assert _turn(memory, fork_b) == len(fork_b)
+    assert _turn(memory, fork_a) == len(fork_a)  # both continuations held now
+    assert _turn(memory, base) == 0  # the earlier turn after the later one: read in full
+    assert _turn(memory, [*base, {"role": "user", "content": "go on (c)"}]) == len(base)
+
+
+def test_a_retry_and_a_fork_are_answered_as_with_nothing_remembered(mock_url):
+    """The replies (bill included) to resent and forked transcripts equal the replies a mock that
+    remembers nothing gives them."""
+    tools = [{"type": "function", "function": {"name": "list_files", "parameters": {}}}]
+    base = runaway_messages(20, task="Which file mentions a timeout? (forks)")
+    fork_a = [*base, {"role": "user", "content": "go on (a)"}]
+    fork_b = [*base, {"role": "user", "content": "go on (b)"}]
+    grown_b = [*fork_b, *runaway_messages(21)[len(base):]]
+    sequence = [base, base, fork_a, fork_b, fork_a, grown_b, base, fork_b, grown_b]
+
+    def answers(clear: bool) -> list[tuple[int, dict]]:
+        out = []
+        with httpx.Client(base_url=mock_url) as client:
+            for messages in sequence:
+                if clear:
+                    memo.MEMORY.clear()
+                response = client.post("/chat/completions", json={"model": "runaway", "messages": messages,
+                                                                   "tools": tools})
+                reply = {k: v for k, v in response.json().items() if k not in ("id", "created")}
+                out.append((response.status_code, reply))
+        return out
+
+    remembered = answers(clear=False)
+    assert remembered == answers(clear=True)
+    assert all(status == 200 for status, _ in remembered)
+    billed = [reply["usage"]["prompt_tokens"] for _, reply in remembered]
+    assert billed == [o200k.prompt_tokens(messages, tools) for messages in sequence]
+
+
 def test_memory_keeps_to_its_entry_and_byte_bounds():
     memory = Memory(max_entries=3, max_bytes=10 << 20)
     for n in range(10):
@@ -149,7 +243,7 @@ def test_memory_keeps_to_its_entry_and_byte_bounds():
 
 
 def test_server_bills_exact_prompt_tokens_as_long_conversations_grow(mock_url):
-    """Past memo.KEY_CHARS every turn is read from memory; the bill must not move by a token."""
+    """Past memo.MIN_CHARS every turn is read from memory; the bill must not move by a token."""
     with httpx.Client(base_url=mock_url) as client:
         for turn in range(0, 40, 3):
             for task in ("a", "b"):
