@@ -125,3 +125,39 @@ def test_a_plain_http_provider_never_loads_the_trust_store(monkeypatch):
     monkeypatch.setattr(client_module, "shared_tls", refuse)
     ModelClient("http://127.0.0.1:9/v1")  # would raise while building the client
 
+
+
+def test_a_message_edited_in_place_after_it_was_sent_is_sent_as_it_now_reads():
+    """The client's own API takes plain lists of dicts: a caller may edit one in place between
+    two calls (a system prompt carrying the time, a redacted tool result), as `json=` allowed."""
+    bodies = Bodies()
+    messages = [{"role": "system", "content": "now: 1"}, {"role": "user", "content": "x"}, *_call(1)]
+    tools = [json.loads(json.dumps(TOOLS[0]))]
+    bodies.body("m", messages, tools, None)
+    edits = [
+        lambda: messages[0].update(content="now: 2"),  # a value replaced
+        lambda: messages[2]["tool_calls"][0]["function"].update(arguments='{"a":1}'),  # deep inside
+        lambda: messages[3].pop("name"),  # a key removed
+        lambda: messages[1].update(flag=True),  # a key added
+        lambda: messages[1].update(flag=1),  # equal to True, but not the same JSON
+        lambda: messages[1].update(flag=1.0),  # equal to 1, but not the same JSON
+        lambda: tools[0]["function"].update(description="changed"),
+    ]
+    for edit in edits:
+        edit()
+        want = _httpx_json({"model": "m", "messages": messages, "tools": tools})
+        assert bodies.body("m", messages, tools, None) == want
+
+
+def test_a_message_edited_in_place_reaches_the_provider_through_the_client():
+    transport, seen = _recording(httpx.Response(200, json=OK), httpx.Response(200, json=OK))
+
+    async def main() -> None:
+        async with ModelClient("http://model.test/v1", api_key="sk-x", transport=transport) as c:
+            messages = [{"role": "system", "content": "now: 1"}, {"role": "user", "content": "x"}]
+            await c.complete(model="m", messages=messages)
+            messages[0]["content"] = "now: 2"
+            await c.complete(model="m", messages=messages)
+
+    asyncio.run(main())
+    assert [json.loads(r.content)["messages"][0]["content"] for r in seen] == ["now: 1", "now: 2"]
