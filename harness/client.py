@@ -192,8 +192,9 @@ class ModelClient:
         self._bodies = Bodies()
         # The lean send (`_send`) needs the transport for our one URL (a proxy's, when the
         # environment names one): chosen once, as httpx would choose it for every request.
+        # Credentials in the URL are httpx's to send (Basic auth): such a client takes its path.
         pick = getattr(self._http, "_transport_for_url", None)
-        self._transport = pick(self._url) if pick is not None else None
+        self._transport = pick(self._url) if pick is not None and not self._url.userinfo else None
         self._timeout = self._http.timeout.as_dict()
         self._head: tuple[tuple[tuple[str, str], ...] | None, list[tuple[bytes, bytes]]] = (None, [])
 
@@ -258,9 +259,9 @@ class ModelClient:
 
     async def _send(self, body: bytes, attempt: int, headers: dict[str, str]) -> httpx.Response:
         """POST `body`. Straight to the transport when nothing of the client's own machinery has
-        work to do (no cookie in its jar, httpx's request log off, the client open): a
-        request built whole, no per-request merging, auth flow, redirect check or cookie
-        parsing. Otherwise, and for a reply that sets a cookie, the client does as it always does."""
+        work to do (no credentials in the URL, no cookie in its jar, httpx's request log off, the
+        client open): a request built whole, no per-request merging, auth flow, redirect check or
+        cookie parsing. Otherwise, and for a reply that sets a cookie, the client does as it always does."""
         raw = self._headers(headers, attempt, len(body))
         transport = self._transport
         if (transport is None or self._http.cookies or self._http.is_closed

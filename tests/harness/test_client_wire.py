@@ -161,3 +161,16 @@ def test_a_message_edited_in_place_reaches_the_provider_through_the_client():
 
     asyncio.run(main())
     assert [json.loads(r.content)["messages"][0]["content"] for r in seen] == ["now: 1", "now: 2"]
+
+
+@pytest.mark.parametrize("api_key", [None, "sk-x"])
+def test_credentials_in_the_base_url_go_as_basic_auth_as_httpx_sends_them(api_key):
+    transport, seen = _recording(httpx.Response(200, json=OK))
+
+    async def main() -> None:
+        url = "http://user:pa%20ss@model.test/v1"
+        async with ModelClient(url, api_key=api_key, transport=transport) as c:
+            await c.complete(model="m", messages=[{"role": "user", "content": "x"}])
+
+    asyncio.run(main())
+    assert seen[0].headers.get_list("authorization") == [httpx.BasicAuth("user", "pa ss")._auth_header]
