@@ -174,3 +174,30 @@ def test_credentials_in_the_base_url_go_as_basic_auth_as_httpx_sends_them(api_ke
 
     asyncio.run(main())
     assert seen[0].headers.get_list("authorization") == [httpx.BasicAuth("user", "pa ss")._auth_header]
+
+
+@pytest.mark.parametrize("path", ["lean", "the client's own (httpx's request log on)"])
+@pytest.mark.parametrize("headers", [
+    {"Host": "vhost.example"},  # a virtual host reached through another name
+    {"Content-Type": "application/json; charset=utf-8"},
+    {"x-lab-attempt": "7"},
+    {"X-Lab-Attempt": "7"},
+    {"accept": "application/json", "Authorization": "Bearer other"},
+])
+def test_a_call_header_the_request_also_sets_is_merged_as_httpx_merges_it(headers, path, caplog):
+    """Each header once, where httpx's `json=` put it: the call's Host or Content-Type instead of
+    the request's own, the attempt number in place of a call's header of the same spelling."""
+    if path != "lean":
+        caplog.set_level(logging.INFO, logger="httpx")
+    transport, seen = _recording(httpx.Response(200, json=OK))
+    _complete(transport, **headers)
+
+    async def reference() -> httpx.Request:
+        async with httpx.AsyncClient(headers={"authorization": "Bearer sk-x"}) as http:
+            return http.build_request("POST", "http://model.test/v1/chat/completions",
+                                      headers={**headers, "x-lab-attempt": "0"},
+                                      json={"model": "m", "messages": [{"role": "user", "content": "x"}],
+                                            "tools": TOOLS})
+
+    want = asyncio.run(reference())
+    assert (seen[0].headers.raw, seen[0].content) == (want.headers.raw, want.content)
