@@ -44,6 +44,16 @@ class _Exact:
         return type(other) is type(self.value) and other == self.value
 
 
+class _Unlike:
+    """The copy of a message too deep to copy (the encoder goes deeper than Python's recursion):
+    equal to nothing, so the message is encoded every time, as it was before it was kept."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+
 def copied(value: Any) -> Any:
     """`value` with containers of its own, to compare the value with later (see the top)."""
     if isinstance(value, str) or value is None:
@@ -55,6 +65,13 @@ def copied(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(copied(v) for v in value)
     return _Exact(value)
+
+
+def _kept_copy(value: Any) -> Any:
+    try:
+        return copied(value)
+    except RecursionError:
+        return _Unlike()
 
 
 class Bodies:
@@ -89,7 +106,7 @@ class Bodies:
         del copies[same:], texts[same:]
         for message in messages[same:]:
             texts.append(encoded(message))  # before its copy is kept: a failed encode keeps nothing
-            copies.append(copied(message))
+            copies.append(_kept_copy(message))
         self._kept[key] = (copies, texts)
         while len(self._kept) > TRANSCRIPTS:
             self._kept.popitem(last=False)
@@ -99,5 +116,5 @@ class Bodies:
         kept, text = self._tools
         if kept != list(tools):
             text = encoded(list(tools))
-            self._tools = (copied(list(tools)), text)
+            self._tools = (_kept_copy(list(tools)), text)
         return text

@@ -201,3 +201,12 @@ def test_a_call_header_the_request_also_sets_is_merged_as_httpx_merges_it(header
 
     want = asyncio.run(reference())
     assert (seen[0].headers.raw, seen[0].content) == (want.headers.raw, want.content)
+
+
+def test_a_message_nested_as_deep_as_json_dumps_takes_is_sent_every_time():
+    content: object = "x"
+    for _ in range(900):
+        content = [content]
+    bodies, messages = Bodies(), [{"role": "user", "content": content}]
+    want = _httpx_json({"model": "m", "messages": messages})
+    assert [bodies.body("m", messages, None, None) for _ in range(2)] == [want, want]
