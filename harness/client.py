@@ -48,6 +48,8 @@ OPENAI_HOST = "api.openai.com"
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 """529: overloaded, as Anthropic (and its OpenAI-compatible endpoint) says it is busy."""
 _HTTPX_LOG = logging.getLogger("httpx")
+_OWN_HEADERS = frozenset({"host", "content-length", "content-type", "transfer-encoding", "x-lab-attempt"})
+"""Headers the request sets itself: a call that names one gets httpx's merging, as `json=` had."""
 
 # httpx's transport (httpcore) and what its first connection needs (httpcore's anyio backend,
 # anyio's asyncio one) are imported lazily, by the first client and its first request; imported
@@ -192,10 +194,11 @@ class ModelClient:
         self._bodies = Bodies()
         # The lean send (`_send`) needs the transport for our one URL (a proxy's, when the
         # environment names one): chosen once, as httpx would choose it for every request.
+        # Credentials in the URL are httpx's to send (Basic auth): such a client takes its path.
         pick = getattr(self._http, "_transport_for_url", None)
-        self._transport = pick(self._url) if pick is not None else None
+        self._transport = pick(self._url) if pick is not None and not self._url.userinfo else None
         self._timeout = self._http.timeout.as_dict()
-        self._head: tuple[tuple[tuple[str, str], ...] | None, list[tuple[bytes, bytes]]] = (None, [])
+        self._head: tuple[tuple[tuple[str, str], ...] | None, list[tuple[bytes, bytes]] | None] = (None, [])
 
     async def __aenter__(self) -> ModelClient:
         return self
@@ -245,23 +248,34 @@ class ModelClient:
         url = httpx.URL(self.base_url)
         return f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
 
-    def _headers(self, headers: dict[str, str], attempt: int, length: int) -> list[tuple[bytes, bytes]]:
+    def _headers(self, headers: dict[str, str], attempt: int,
+                 length: int) -> list[tuple[bytes, bytes]] | None:
         """The request's headers as httpx orders them for `json=`: Host, the client's, the call's,
-        then the body's."""
+        then the body's; None when the call names one of `_OWN_HEADERS` (httpx merges those)."""
         extra = tuple(headers.items())
         if extra != self._head[0]:
-            merged = httpx.Headers(self._http.headers)
-            merged.update(headers)
-            self._head = (extra, [(b"Host", self._url.netloc), *merged.raw])
+            if any(name.lower() in _OWN_HEADERS for name in headers):
+                self._head = (extra, None)
+            else:
+                merged = httpx.Headers(self._http.headers)
+                merged.update(headers)
+                self._head = (extra, [(b"Host", self._url.netloc), *merged.raw])
+        if self._head[1] is None:
+            return None
         return [*self._head[1], (b"x-lab-attempt", b"%d" % attempt), (b"Content-Length", b"%d" % length),
                 (b"Content-Type", b"application/json")]
 
     async def _send(self, body: bytes, attempt: int, headers: dict[str, str]) -> httpx.Response:
         """POST `body`. Straight to the transport when nothing of the client's own machinery has
-        work to do (no cookie in its jar, httpx's request log off, the client open): a
-        request built whole, no per-request merging, auth flow, redirect check or cookie
-        parsing. Otherwise, and for a reply that sets a cookie, the client does as it always does."""
+        work to do (no credentials in the URL, no cookie in its jar, httpx's request log off, the
+        client open): a request built whole, no per-request merging, auth flow, redirect check or
+        cookie parsing. Otherwise, and for a reply that sets a cookie, the client does as it always does."""
         raw = self._headers(headers, attempt, len(body))
+        if raw is None:
+            request = self._http.build_request("POST", self._url, content=body,
+                                               headers={**headers, "x-lab-attempt": str(attempt)})
+            request.headers.setdefault("Content-Type", "application/json")  # after Content-Length
+            return await self._http.send(request)
         transport = self._transport
         if (transport is None or self._http.cookies or self._http.is_closed
                 or _HTTPX_LOG.isEnabledFor(logging.INFO)):

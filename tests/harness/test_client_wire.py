@@ -125,3 +125,88 @@ def test_a_plain_http_provider_never_loads_the_trust_store(monkeypatch):
     monkeypatch.setattr(client_module, "shared_tls", refuse)
     ModelClient("http://127.0.0.1:9/v1")  # would raise while building the client
 
+
+
+def test_a_message_edited_in_place_after_it_was_sent_is_sent_as_it_now_reads():
+    """The client's own API takes plain lists of dicts: a caller may edit one in place between
+    two calls (a system prompt carrying the time, a redacted tool result), as `json=` allowed."""
+    bodies = Bodies()
+    messages = [{"role": "system", "content": "now: 1"}, {"role": "user", "content": "x"}, *_call(1)]
+    tools = [json.loads(json.dumps(TOOLS[0]))]
+    bodies.body("m", messages, tools, None)
+    edits = [
+        lambda: messages[0].update(content="now: 2"),  # a value replaced
+        lambda: messages[2]["tool_calls"][0]["function"].update(arguments='{"a":1}'),  # deep inside
+        lambda: messages[3].pop("name"),  # a key removed
+        lambda: messages[1].update(flag=True),  # a key added
+        lambda: messages[1].update(flag=1),  # equal to True, but not the same JSON
+        lambda: messages[1].update(flag=1.0),  # equal to 1, but not the same JSON
+        lambda: tools[0]["function"].update(description="changed"),
+    ]
+    for edit in edits:
+        edit()
+        want = _httpx_json({"model": "m", "messages": messages, "tools": tools})
+        assert bodies.body("m", messages, tools, None) == want
+
+
+def test_a_message_edited_in_place_reaches_the_provider_through_the_client():
+    transport, seen = _recording(httpx.Response(200, json=OK), httpx.Response(200, json=OK))
+
+    async def main() -> None:
+        async with ModelClient("http://model.test/v1", api_key="sk-x", transport=transport) as c:
+            messages = [{"role": "system", "content": "now: 1"}, {"role": "user", "content": "x"}]
+            await c.complete(model="m", messages=messages)
+            messages[0]["content"] = "now: 2"
+            await c.complete(model="m", messages=messages)
+
+    asyncio.run(main())
+    assert [json.loads(r.content)["messages"][0]["content"] for r in seen] == ["now: 1", "now: 2"]
+
+
+@pytest.mark.parametrize("api_key", [None, "sk-x"])
+def test_credentials_in_the_base_url_go_as_basic_auth_as_httpx_sends_them(api_key):
+    transport, seen = _recording(httpx.Response(200, json=OK))
+
+    async def main() -> None:
+        url = "http://user:pa%20ss@model.test/v1"
+        async with ModelClient(url, api_key=api_key, transport=transport) as c:
+            await c.complete(model="m", messages=[{"role": "user", "content": "x"}])
+
+    asyncio.run(main())
+    assert seen[0].headers.get_list("authorization") == [httpx.BasicAuth("user", "pa ss")._auth_header]
+
+
+@pytest.mark.parametrize("path", ["lean", "the client's own (httpx's request log on)"])
+@pytest.mark.parametrize("headers", [
+    {"Host": "vhost.example"},  # a virtual host reached through another name
+    {"Content-Type": "application/json; charset=utf-8"},
+    {"x-lab-attempt": "7"},
+    {"X-Lab-Attempt": "7"},
+    {"accept": "application/json", "Authorization": "Bearer other"},
+])
+def test_a_call_header_the_request_also_sets_is_merged_as_httpx_merges_it(headers, path, caplog):
+    """Each header once, where httpx's `json=` put it: the call's Host or Content-Type instead of
+    the request's own, the attempt number in place of a call's header of the same spelling."""
+    if path != "lean":
+        caplog.set_level(logging.INFO, logger="httpx")
+    transport, seen = _recording(httpx.Response(200, json=OK))
+    _complete(transport, **headers)
+
+    async def reference() -> httpx.Request:
+        async with httpx.AsyncClient(headers={"authorization": "Bearer sk-x"}) as http:
+            return http.build_request("POST", "http://model.test/v1/chat/completions",
+                                      headers={**headers, "x-lab-attempt": "0"},
+                                      json={"model": "m", "messages": [{"role": "user", "content": "x"}],
+                                            "tools": TOOLS})
+
+    want = asyncio.run(reference())
+    assert (seen[0].headers.raw, seen[0].content) == (want.headers.raw, want.content)
+
+
+def test_a_message_nested_as_deep_as_json_dumps_takes_is_sent_every_time():
+    content: object = "x"
+    for _ in range(900):
+        content = [content]
+    bodies, messages = Bodies(), [{"role": "user", "content": content}]
+    want = _httpx_json({"model": "m", "messages": messages})
+    assert [bodies.body("m", messages, None, None) for _ in range(2)] == [want, want]
