@@ -180,7 +180,9 @@ class ModelClient:
         self.base_url = (base_url or os.environ.get("LLM_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         key = api_key or _env_key(self.base_url)
         headers = {"authorization": f"Bearer {key}"} if key else {}
-        self._url = httpx.URL(f"{self.base_url}/chat/completions")  # parsed once, not per request
+        # Parsed once, not per request; the path goes before a query (Azure's `?api-version=`).
+        base = httpx.URL(self.base_url)
+        self._url = base.copy_with(path=base.path.rstrip("/") + "/chat/completions")
         self.deadline_s = deadline_s
         """Longest one attempt may take, from sending to the last byte of the body."""
         self.max_retries = max_retries

@@ -210,3 +210,18 @@ def test_a_message_nested_as_deep_as_json_dumps_takes_is_sent_every_time():
     bodies, messages = Bodies(), [{"role": "user", "content": content}]
     want = _httpx_json({"model": "m", "messages": messages})
     assert [bodies.body("m", messages, None, None) for _ in range(2)] == [want, want]
+
+
+@pytest.mark.parametrize("base", ["http://model.test/openai/deployments/d?api-version=2024-10-21",
+                                  "http://model.test/openai/deployments/d/?api-version=2024-10-21"])
+def test_a_query_in_the_base_url_stays_after_the_chat_completions_path(base):
+    """Azure OpenAI's deployment URL carries `?api-version=`: the path goes before the query."""
+    transport, seen = _recording(httpx.Response(200, json=OK))
+
+    async def main() -> None:
+        async with ModelClient(base, api_key="sk-x", transport=transport) as c:
+            await c.complete(model="m", messages=[{"role": "user", "content": "x"}])
+
+    asyncio.run(main())
+    assert seen[0].url.path == "/openai/deployments/d/chat/completions"
+    assert seen[0].url.params["api-version"] == "2024-10-21"
