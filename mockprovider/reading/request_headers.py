@@ -35,6 +35,14 @@ def header(request: Request, name: bytes) -> str | None:
     return None if value is None else value.decode("latin-1")
 
 
+def long_length(digits: bytes) -> int:
+    """The value of a Content-Length of 20 digits or more, which `int` may refuse (past 4,300
+    digits). Leading zeros are allowed (RFC 9110: any run of digits) and the server's HTTP parser
+    passes thousands; past 20 significant digits, the first 21 stand for a value past any limit.
+    Short values are read with `int` where they are met: nearly every request has one."""
+    return int(digits.lstrip(b"0")[:21] or b"0")
+
+
 TEST_ID_HEADER = b"x-test-id"
 """The per-test header, in the spelling of the peer mock (aimock's `X-Test-Id`; names are
 case-insensitive): it scopes the journal, the counted attempts and a shared mock's per-test set-up

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 
 import httpx
@@ -283,3 +284,30 @@ def test_a_non_tool_message_with_a_tool_call_id_counting_once_failed_on_is_answe
         response = client.post("/chat/completions", json={"model": "plan", "messages": [UNREADABLE_ID]})
     assert response.status_code == 200, response.text
     assert response.json()["usage"]["prompt_tokens"] == o200k.prompt_tokens([UNREADABLE_ID])
+
+
+def _posted_with_length(url: str, path: str, body: bytes, length: bytes) -> tuple[int, bytes]:
+    """POST `body` to `path` over a plain socket, declaring `length` as its Content-Length
+    (httpx writes its own); the reply's status and body."""
+    origin = httpx.URL(url)
+    with socket.create_connection((origin.host, origin.port), timeout=10) as sock:
+        sock.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                     b"Content-Length: %s\r\n\r\n%s" % (path.encode(), length, body))
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    head, _, content = reply.partition(b"\r\n\r\n")
+    return int(head.split()[1]), content
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/o/latency=0/v1/chat/completions",
+                                  "/v1/responses"])
+def test_a_content_length_with_thousands_of_leading_zeros_declares_its_value(small_mock_url, path):
+    """Content-Length is any run of digits (RFC 9110): leading zeros past Python's 4,300-digit
+    `int` limit still declare the body that follows, as the server's HTTP parser reads them."""
+    body = json.dumps(ok() if "chat" in path else {"model": "plan", "input": "hi"}).encode()
+    status, content = _posted_with_length(small_mock_url, path, body, b"0" * 4400 + b"%d" % len(body))
+    assert status == 200, content[:300]
+    # Refused on its declared length alone, before any of it is sent.
+    status, content = _posted_with_length(small_mock_url, path, b"", b"0" * 4400 + b"%d" % (LIMIT + 1))
+    assert status == 413 and json.loads(content)["error"]["code"] == "request_too_large"
