@@ -90,7 +90,8 @@ class RequestSeries(Collector):
         with self._lock:
             counts = [(key, list(value)) for key, value in self._counts.items()]
             times = [(route, list(value)) for route, value in self._times.items()]
-        created = metrics_module._use_created  # PROMETHEUS_DISABLE_CREATED_SERIES, as the client reads it
+        # PROMETHEUS_DISABLE_CREATED_SERIES, as the client reads it (a private name: kept if it moves)
+        created = getattr(metrics_module, "_use_created", True)
         for (route, status, scenario), (count, made) in counts:
             labels = {"route": route, "status": str(status), "scenario": scenario}
             requests.add_sample(REQUESTS + "_total", labels, count)
