@@ -449,3 +449,25 @@ def test_agent_loops_with_retries_forks_and_edits_are_answered_as_with_an_empty_
     assert [status for status, _, _ in remembered].count(200) >= len(bodies) // 2
     assert remembered == fresh
 
+
+def test_a_cleared_memory_admits_new_transcripts_as_a_new_one_does():
+    """Once full, the memory admits the `ADMIT_EVERY`-th new transcript; cleared, it counts again
+    from nothing, so what a run reads from memory does not depend on runs before the clear."""
+
+    def entry(name: str) -> memo.Entry:
+        return memo.Entry(text=name.ljust(memo.MIN_CHARS, "."), messages=[], summary=EMPTY)
+
+    def admitted(memory: Memory) -> list[int]:
+        for name in ("held 1", "held 2"):
+            memory.remember(entry(name))
+        offered = [entry(f"new {k}") for k in range(memo.ADMIT_EVERY)]
+        for new in offered:
+            memory.remember(new)
+        return [k for k, new in enumerate(offered) if memory.find(new.text + "]", 0) is new]
+
+    memory = Memory(max_entries=2)
+    first = admitted(memory)
+    for k in range(5):
+        memory.remember(entry(f"offered before the clear {k}"))
+    memory.clear()
+    assert admitted(memory) == first == [memo.ADMIT_EVERY - 1]
