@@ -146,11 +146,13 @@ class Memory:
         self._bytes -= self.size(entry)
 
     def clear(self) -> None:
+        """Forget everything, the count of new transcripts offered too: the memory is as new."""
         with self._lock:
             self._texts.clear()
             self._entries.clear()
             self._lru.clear()
             self._bytes = 0
+            self._new = 0
 
     def stats(self) -> tuple[int, int]:
         """Entries held and their estimated bytes."""

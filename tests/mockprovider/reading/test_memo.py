@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import bisect
+import copy
 import json
+import random
 import re
+from typing import Any
 
 import httpx
 import pytest
@@ -12,6 +17,7 @@ from hypothesis import strategies as st
 
 import o200k
 from experiments.bench.floor import runaway_messages
+from mockprovider import create_app
 from mockprovider.reading import memo
 from mockprovider.reading.memo import Memory
 from mockprovider.reading.transcript import EMPTY
@@ -310,3 +316,158 @@ def test_a_lone_surrogate_past_a_remembered_transcript_is_refused_naming_its_str
     assert refused.status_code == 400, refused.text
     assert refused.json()["error"]["param"] == param
     assert grown_ok.status_code == 200, grown_ok.text
+
+
+# --- the memory under attack: random operations, and answers against an empty memory ----------
+
+_PIECES = ["a", "1", "10", '"', '\\"', "\\", ",", "}", "]", " ", "é", "\U0001f600", "\ud800", "\uffff"]
+"""Where two texts may part: mid-number, mid-escape, at a delimiter, at astral or surrogate code points."""
+
+
+def _text(rng: random.Random, held: list[str]) -> str:
+    """A text past memo.MIN_CHARS: often a held one cut somewhere and continued, else a fresh one."""
+    if held and rng.random() < 0.8:
+        base = rng.choice(held)
+        base = base[: rng.randrange(len(base) + 1)] if rng.random() < 0.3 else base
+    else:
+        base = "x" * rng.choice([memo.MIN_CHARS - 1, memo.MIN_CHARS, memo.MIN_CHARS + 1])
+    return base + "".join(rng.choice(_PIECES) for _ in range(rng.randrange(40)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_memory_stays_consistent_through_random_remembering_replacing_and_finding(seed):
+    """Sorted, one entry per text, its byte estimate the sum of the live entries', within its bounds;
+    a found text is always one the request begins with, the longest when the walk reaches it."""
+    rng = random.Random(seed)
+    memory = Memory(max_entries=rng.choice([3, 8, 40]), max_bytes=rng.choice([200_000, 1 << 20]))
+    offered: list[memo.Entry] = []
+    for _ in range(3000):
+        texts = memory._texts
+        if rng.random() < 0.45:
+            entry = memo.Entry(text=_text(rng, texts), messages=[], summary=EMPTY)
+            memory.remember(entry, rng.choice(offered) if offered and rng.random() < 0.6 else None)
+            offered = [*offered[-100:], entry]
+        elif rng.random() < 0.98:
+            q = _text(rng, texts)
+            found = memory.find("pre" + q, 3)
+            prefixes = [t for t in texts if q.startswith(t)]
+            if found is not None:
+                assert q.startswith(found.text) and len(q) >= memo.MIN_CHARS
+            if prefixes and bisect.bisect_right(texts, q) - texts.index(max(prefixes, key=len)) <= memo.WALK:
+                assert found is not None and found.text == max(prefixes, key=len)
+        else:
+            memory.clear()
+        entries = memory._entries
+        assert memory._texts == sorted(set(memory._texts)) == [e.text for e in entries]
+        assert list(memory._lru) and sorted(memory._lru) == sorted(map(id, entries)) or not entries
+        assert memory.stats() == (len(entries), sum(map(Memory.size, entries)))
+        assert len(entries) <= memory.max_entries and memory.stats()[1] <= memory.max_bytes
+
+
+_SYSTEM = "You are a careful assistant with file tools. " * 46  # ~2 KB: every transcript is remembered
+_TOOLS = [{"type": "function", "function": {"name": "list_files", "parameters": {"type": "object"}}}]
+
+
+def _agent_bodies(seed: int, requests: int) -> list[bytes]:
+    """Requests of a few agent loops, interleaved: turns that extend, retries, forks from an earlier
+    turn, edits in the middle (a digit, a quote, a backslash added), other tools or model, and each
+    body written its own way (compact, indented, non-ASCII unescaped)."""
+    rng = random.Random(seed)
+    runs: list[tuple[dict, list]] = []
+    ids = iter(range(10**6))
+    bodies = []
+    for _ in range(requests):
+        if not runs or rng.random() < 0.1:
+            task = {"role": "user", "content": f"task {len(runs)}"}
+            runs.append(({"model": rng.choice(["runaway", "plan", "recover"]), "tools": _TOOLS},
+                         [{"role": "system", "content": _SYSTEM}, task]))
+        k = rng.randrange(len(runs))
+        fields, messages = runs[k]
+        action = rng.random()
+        if action < 0.55 or len(messages) < 4:
+            messages = copy.deepcopy(messages)
+            call = f"call_{next(ids)}"
+            asked = {"id": call, "type": "function", "function": {"name": "list_files", "arguments": "{}"}}
+            result = rng.choice(["1", "10", 'a "b"', "c\\", "é 😀"])
+            messages += [{"role": "assistant", "content": None, "tool_calls": [asked]},
+                         {"role": "tool", "tool_call_id": call, "content": result}]
+        elif action < 0.7:
+            messages = [*messages[: rng.randrange(2, len(messages) - 1) // 2 * 2],
+                        {"role": "user", "content": rng.choice(["go on", "go on 1", "go on 10"])}]
+        elif action < 0.85:
+            messages = copy.deepcopy(messages)
+            edited = messages[rng.randrange(1, len(messages))]
+            if isinstance(edited.get("content"), str):
+                edited["content"] += rng.choice(["0", '"', "\\", "\U0001f600"])
+        elif action < 0.95:
+            fields = {**fields, "model": rng.choice(["runaway", "plan"]), "tools": rng.choice([_TOOLS, None])}
+        runs[k] = (fields, messages)  # and otherwise: a retry
+        style = rng.choice([{}, {"separators": (",", ":")}, {"indent": 1}, {"ensure_ascii": False}])
+        bodies.append(json.dumps({**fields, "messages": messages}, **style).encode())
+    return bodies
+
+
+async def _answers(bodies: list[bytes], *, empty_memory: bool) -> list[tuple[int, list, Any]]:
+    varying = {"x-request-id", "openai-processing-ms"}
+    out = []
+    transport = httpx.ASGITransport(app=create_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://mock") as client:
+        for raw in bodies:
+            if empty_memory:
+                memo.MEMORY.clear()
+            response = await client.post("/v1/chat/completions", content=raw,
+                                         headers={"content-type": "application/json"})
+            reply = response.json()
+            for key in ("id", "created"):
+                reply.pop(key, None)
+            headers = sorted(h for h in response.headers.items() if h[0] not in varying)
+            out.append((response.status_code, headers, reply))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_agent_loops_with_retries_forks_and_edits_are_answered_as_with_an_empty_memory(seed, monkeypatch):
+    """Status, headers, body and bill of every request equal those a mock that remembers nothing
+    gives; and the memory was used (a test of reuse that never reused would prove nothing)."""
+    bodies = _agent_bodies(seed, 60)
+    found: list[memo.Entry | None] = []
+    find = Memory.find
+
+    def counted_find(memory: Memory, s: str, start: int) -> memo.Entry | None:
+        found.append(find(memory, s, start))
+        return found[-1]
+
+    monkeypatch.setattr(Memory, "find", counted_find)
+    memo.MEMORY.clear()
+    try:
+        remembered = asyncio.run(_answers(bodies, empty_memory=False))
+        reused = sum(entry is not None for entry in found)
+        fresh = asyncio.run(_answers(bodies, empty_memory=True))
+    finally:
+        memo.MEMORY.clear()
+    assert reused >= 10
+    assert [status for status, _, _ in remembered].count(200) >= len(bodies) // 2
+    assert remembered == fresh
+
+
+def test_a_cleared_memory_admits_new_transcripts_as_a_new_one_does():
+    """Once full, the memory admits the `ADMIT_EVERY`-th new transcript; cleared, it counts again
+    from nothing, so what a run reads from memory does not depend on runs before the clear."""
+
+    def entry(name: str) -> memo.Entry:
+        return memo.Entry(text=name.ljust(memo.MIN_CHARS, "."), messages=[], summary=EMPTY)
+
+    def admitted(memory: Memory) -> list[int]:
+        for name in ("held 1", "held 2"):
+            memory.remember(entry(name))
+        offered = [entry(f"new {k}") for k in range(memo.ADMIT_EVERY)]
+        for new in offered:
+            memory.remember(new)
+        return [k for k, new in enumerate(offered) if memory.find(new.text + "]", 0) is new]
+
+    memory = Memory(max_entries=2)
+    first = admitted(memory)
+    for k in range(5):
+        memory.remember(entry(f"offered before the clear {k}"))
+    memory.clear()
+    assert admitted(memory) == first == [memo.ADMIT_EVERY - 1]
