@@ -101,19 +101,22 @@ def test_fifty_megabytes_get_413_before_the_body_is_read(server, ledger):
         _assert_413(*_read_response(sock))
         cases += 1
     # 2. Chunked, no length: the streaming cap answers once the limit is passed; we keep sending
-    #    only until the answer is readable, and it must arrive long before 50 MB.
+    #    only until the answer is readable, and it must arrive long before 50 MB. What we count is
+    #    what the kernel took, not what the server read: loopback buffers can hold tens of MB
+    #    (tcp_rmem's maximum) while a busy test process gets the server's thread its turn, so the
+    #    bound is half the body, not a few times the limit (8 MB failed so, in a CI run).
     sent = 0
     with socket.create_connection((host, port)) as sock:
         sock.sendall(_head(host, {"Content-Type": "application/json", "Transfer-Encoding": "chunked"}))
         piece = b"%x\r\n%s\r\n" % (65536, b"x" * 65536)
-        while sent < FIFTY_MB and not select.select([sock], [], [], 0)[0]:
+        while sent < FIFTY_MB and not select.select([sock], [], [], 0.001)[0]:
             try:
                 sock.sendall(piece)
             except (BrokenPipeError, ConnectionResetError):
                 break
             sent += 65536
         _assert_413(*_read_response(sock))
-        assert sent < 8 * LIMIT, f"the server read {sent} bytes before refusing"
+        assert sent < FIFTY_MB // 2, f"the answer came only after {sent} bytes were sent"
         cases += 1
     # 3. An ordinary client sending all 50 MB: it is told 413, not cut off.
     with httpx.Client(timeout=30) as client:
