@@ -17,7 +17,7 @@ from starlette.types import Message
 from mockprovider.errors import APIError, ClientGone, missing
 from mockprovider.journal import Journal, headers_of
 from mockprovider.reading import attempts, memo, transcript
-from mockprovider.reading.request_headers import header, header_map, long_length, test_id
+from mockprovider.reading.request_headers import declared_length, header, header_map, test_id
 from mockprovider.reading.transcript import Transcript
 from mockprovider.reading.validation import (
     MAX_DEPTH,
@@ -80,7 +80,7 @@ def _too_large(limit: int) -> APIError:
 async def _read_body(request: Request, declared: bytes, limit: int, first: Message | None = None) -> bytes:
     """The body, its declared length and then its size held to `limit`; `first`: its first
     message, when the caller has read it."""
-    if declared.isdigit() and (int(declared) if len(declared) < 20 else long_length(declared)) > limit:
+    if (length := declared_length(declared)) is not None and length > limit:
         raise _too_large(limit)
     # ASGI messages read directly, without Request.stream()'s async generator: a short body
     # comes in one message and is returned as it is.
@@ -145,7 +145,7 @@ async def read_chat(request: Request, rules: Rules) -> tuple[Any, Transcript | A
     declared, limit = headers.get(b"content-length", b""), rules.max_body_bytes
     # `_read_body`'s common case written in: a declared length within the cap, the whole body in
     # one message; anything else goes on to `_read_body`, from the message read here.
-    within = declared.isdigit() and (int(declared) if len(declared) < 20 else long_length(declared)) <= limit
+    within = (length := declared_length(declared)) is not None and length <= limit
     message = await request.receive() if within else None
     if message is not None and message["type"] == "http.request" and not message.get("more_body", False) \
             and len(raw := message.get("body", b"")) <= limit:

@@ -35,12 +35,14 @@ def header(request: Request, name: bytes) -> str | None:
     return None if value is None else value.decode("latin-1")
 
 
-def long_length(digits: bytes) -> int:
-    """The value of a Content-Length of 20 digits or more, which `int` may refuse (past 4,300
-    digits). Leading zeros are allowed (RFC 9110: any run of digits) and the server's HTTP parser
-    passes thousands; past 20 significant digits, the first 21 stand for a value past any limit.
-    Short values are read with `int` where they are met: nearly every request has one."""
-    return int(digits.lstrip(b"0")[:21] or b"0")
+def declared_length(value: bytes) -> int | None:
+    """A Content-Length's value, None unless it is all ASCII digits. Leading zeros are allowed
+    (RFC 9110: any run of digits) and the server's HTTP parser passes thousands, which `int`
+    refuses past 4,300 digits: past 20 significant digits, the first 21 stand for a value past
+    any limit."""
+    if not value.isdigit():
+        return None
+    return int(value) if len(value) < 20 else int(value.lstrip(b"0")[:21] or b"0")
 
 
 TEST_ID_HEADER = b"x-test-id"
