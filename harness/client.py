@@ -26,16 +26,17 @@ import logging
 import math
 import os
 import random
+import re
 import ssl
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpcore  # noqa: F401 - see below
 import httpx
 
 import o200k
 from harness.body import Bodies
 from harness.cancel import Cancel
+from harness.http1 import Origin
 from harness.model import Completion, ProviderError
 from harness.usage import Usage
 
@@ -51,12 +52,46 @@ _HTTPX_LOG = logging.getLogger("httpx")
 _OWN_HEADERS = frozenset({"host", "content-length", "content-type", "transfer-encoding", "x-lab-attempt"})
 """Headers the request sets itself: a call that names one gets httpx's merging, as `json=` had."""
 
-# httpx's transport (httpcore) and what its first connection needs (httpcore's anyio backend,
-# anyio's asyncio one) are imported lazily, by the first client and its first request; imported
-# here, a process pays for them with `import harness`, not on a run's first turn.
-for _lazy in ("httpcore._backends.anyio", "anyio._backends._asyncio"):
-    with contextlib.suppress(ImportError):
-        importlib.import_module(_lazy)
+_TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+_FIELD_VALUE = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
+"""A header's name and value as h11 (httpx's HTTP/1.1) accepts them."""
+
+
+@functools.cache
+def _httpx_transport_imports() -> None:
+    """httpx's transport (httpcore) and what its first connection needs (httpcore's anyio backend,
+    anyio's asyncio one): imported by the first client that will use them, so that a run's first
+    turn does not pay for them, and a process whose clients never do (plain http) never does."""
+    for name in ("httpcore._backends.anyio", "anyio._backends._asyncio"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
+def _proxied(url: httpx.URL) -> bool:
+    """Whether httpx would send a request for `url` through a proxy the environment names
+    (HTTP_PROXY, ALL_PROXY…, less NO_PROXY): its own patterns, in its own order."""
+    from httpx._utils import URLPattern, get_environment_proxies
+
+    mounts = dict(sorted({URLPattern(k): v for k, v in get_environment_proxies().items()}.items()))
+    return next((proxy is not None for pattern, proxy in mounts.items() if pattern.matches(url)), False)
+
+
+class _OnFirstUse(httpx.AsyncBaseTransport):
+    """httpx's own transport for a client whose requests go over `http1.Origin`, built (and
+    httpcore imported) only when one of them does not (a cookie to send, httpx's log on)."""
+
+    def __init__(self, verify: ssl.SSLContext) -> None:
+        self._verify = verify
+        self._transport: httpx.AsyncHTTPTransport | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._transport is None:
+            self._transport = httpx.AsyncHTTPTransport(verify=self._verify)
+        return await self._transport.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        if self._transport is not None:
+            await self._transport.aclose()
 
 
 def shared_tls() -> ssl.SSLContext:
@@ -188,19 +223,32 @@ class ModelClient:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_wait_s = max_wait_s
+        # A plain-http provider reached directly, credentials in the URL aside (httpx's to send,
+        # as Basic auth), gets our own keep-alive connections (`http1.Origin`); httpx's transport
+        # is built only for what they do not carry.
+        self._origin_pool: Origin | None = None
         if transport is not None:
             verify: ssl.SSLContext | bool = True  # a given transport brings its own
+        elif self._url.scheme == "https":
+            verify = shared_tls()
         else:
-            verify = shared_tls() if self._url.scheme == "https" else _no_tls()
+            verify = _no_tls()
+            if not self._url.userinfo and not _proxied(self._url):
+                timeouts = httpx.Timeout(timeout).as_dict()
+                self._origin_pool = Origin(self._url.host, self._url.port or 80, timeouts)
+                transport = _OnFirstUse(verify)
+        if self._origin_pool is None:
+            _httpx_transport_imports()
         self._http = httpx.AsyncClient(transport=transport, timeout=timeout, headers=headers, verify=verify)
         self._bodies = Bodies()
         # The lean send (`_send`) needs the transport for our one URL (a proxy's, when the
         # environment names one): chosen once, as httpx would choose it for every request.
-        # Credentials in the URL are httpx's to send (Basic auth): such a client takes its path.
         pick = getattr(self._http, "_transport_for_url", None)
         self._transport = pick(self._url) if pick is not None and not self._url.userinfo else None
         self._timeout = self._http.timeout.as_dict()
-        self._head: tuple[tuple[tuple[str, str], ...] | None, list[tuple[bytes, bytes]] | None] = (None, [])
+        self._target = b"POST %s HTTP/1.1\r\n" % self._url.raw_path
+        self._head: tuple[tuple[tuple[str, str], ...] | None, list[tuple[bytes, bytes]] | None,
+                          bytes | None] = (None, [], None)
 
     async def __aenter__(self) -> ModelClient:
         return self
@@ -210,6 +258,8 @@ class ModelClient:
 
     async def aclose(self) -> None:
         self._bodies.clear()
+        if self._origin_pool is not None:
+            await self._origin_pool.aclose()
         await self._http.aclose()
 
     async def complete(
@@ -257,21 +307,31 @@ class ModelClient:
         extra = tuple(headers.items())
         if extra != self._head[0]:
             if any(name.lower() in _OWN_HEADERS for name in headers):
-                self._head = (extra, None)
+                self._head = (extra, None, None)
             else:
                 merged = httpx.Headers(self._http.headers)
                 merged.update(headers)
-                self._head = (extra, [(b"Host", self._url.netloc), *merged.raw])
+                raw = [(b"Host", self._url.netloc), *merged.raw]
+                self._head = (extra, raw, self._wire_head(raw))
         if self._head[1] is None:
             return None
         return [*self._head[1], (b"x-lab-attempt", b"%d" % attempt), (b"Content-Length", b"%d" % length),
                 (b"Content-Type", b"application/json")]
 
+    def _wire_head(self, raw: list[tuple[bytes, bytes]]) -> bytes | None:
+        """The request line and `raw` as h11 writes them; None if h11 would refuse one (then the
+        request takes httpx's path, and fails there as it always did)."""
+        if not all(_TOKEN.fullmatch(name) and _FIELD_VALUE.fullmatch(value) for name, value in raw):
+            return None
+        return self._target + b"".join(b"%s: %s\r\n" % pair for pair in raw)
+
     async def _send(self, body: bytes, attempt: int, headers: dict[str, str]) -> httpx.Response:
         """POST `body`. Straight to the transport when nothing of the client's own machinery has
         work to do (no credentials in the URL, no cookie in its jar, httpx's request log off, the
         client open): a request built whole, no per-request merging, auth flow, redirect check or
-        cookie parsing. Otherwise, and for a reply that sets a cookie, the client does as it always does."""
+        cookie parsing; for a plain-http provider reached directly, the transport is our own
+        keep-alive connections, the bytes on the wire httpx's. Otherwise, and for a reply that
+        sets a cookie, the client does as it always does."""
         raw = self._headers(headers, attempt, len(body))
         if raw is None:
             request = self._http.build_request("POST", self._url, content=body,
@@ -283,15 +343,23 @@ class ModelClient:
                 or _HTTPX_LOG.isEnabledFor(logging.INFO)):
             request = self._http.build_request("POST", self._url, content=body, headers=raw[1:])
             return await self._http.send(request)
-        request = httpx.Request("POST", self._url, headers=raw, content=body,
+        # The body as a stream already read: what `content=` gives, without its header merging.
+        request = httpx.Request("POST", self._url, headers=raw, stream=httpx.ByteStream(body),
                                 extensions={"timeout": self._timeout})
-        response = await transport.handle_async_request(request)
-        response.request = request
-        try:
-            await response.aread()
-        except BaseException:
-            await response.aclose()
-            raise
+        request.read()
+        if self._origin_pool is not None and (head := self._head[2]) is not None:
+            response = await self._origin_pool.post(
+                head + b"x-lab-attempt: %d\r\nContent-Length: %d\r\nContent-Type: application/json\r\n\r\n"
+                % (attempt, len(body)), body)
+            response.request = request
+        else:
+            response = await transport.handle_async_request(request)
+            response.request = request
+            try:
+                await response.aread()
+            except BaseException:
+                await response.aclose()
+                raise
         if "set-cookie" in response.headers:
             self._http.cookies.extract_cookies(response)
         return response
