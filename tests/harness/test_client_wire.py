@@ -7,9 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
+import subprocess
+import sys
 
+import http_support
 import httpx
 import pytest
+from http_support import answering, raw_server
 
 from harness import ModelClient
 from harness import client as client_module
@@ -225,3 +230,130 @@ def test_a_query_in_the_base_url_stays_after_the_chat_completions_path(base):
     asyncio.run(main())
     assert seen[0].url.path == "/openai/deployments/d/chat/completions"
     assert seen[0].url.params["api-version"] == "2024-10-21"
+
+
+def test_our_connections_write_the_bytes_httpx_writes(caplog):
+    """Ours, httpx's transport given, and httpx's whole client (its request log on): one request
+    each to one raw server, byte for byte the same."""
+    async def main() -> list[bytes]:
+        async with raw_server(answering(*[http_support.OK] * 3)) as raw:
+            for kw in ({}, {"transport": httpx.AsyncHTTPTransport()}, {}):
+                if len(raw.requests) == 2:
+                    caplog.set_level(logging.INFO, logger="httpx")
+                async with ModelClient(raw.url + "?api-version=1", api_key="sk-x", **kw) as c:
+                    assert (c._origin_pool is not None) == (not kw)
+                    await c.complete(model="m", messages=[{"role": "user", "content": "x"}], tools=TOOLS,
+                                     headers={"x-mock-options": "latency=5", "Accept": "application/json"})
+            return raw.requests
+
+    ours, theirs, client_path = asyncio.run(main())
+    assert ours == theirs == client_path
+    assert ours.startswith(b"POST /v1/chat/completions?api-version=1 HTTP/1.1\r\nHost: 127.0.0.1:")
+    assert len(caplog.records) == 1  # the last one did go through httpx's client
+
+
+def _no_proxy_env(monkeypatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
+@pytest.mark.parametrize("no_proxy", [None, "127.0.0.1"])
+def test_a_proxy_the_environment_names_gets_the_request_unless_no_proxy_spares_the_host(no_proxy,
+                                                                                        monkeypatch):
+    _no_proxy_env(monkeypatch)
+
+    async def main() -> tuple[list[bytes], list[bytes], bool]:
+        async with raw_server(answering(http_support.OK)) as proxy, \
+                raw_server(answering(http_support.OK)) as origin:
+            monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+            if no_proxy:
+                monkeypatch.setenv("NO_PROXY", no_proxy)
+            async with ModelClient(origin.url, max_retries=0) as c:
+                await c.complete(model="m", messages=[{"role": "user", "content": "x"}])
+                return proxy.requests, origin.requests, c._origin_pool is not None
+
+    via_proxy, direct, ours = asyncio.run(main())
+    if no_proxy:
+        assert (len(via_proxy), len(direct), ours) == (0, 1, True)
+        assert direct[0].startswith(b"POST /v1/chat/completions HTTP/1.1\r\n")
+    else:
+        assert (len(via_proxy), len(direct), ours) == (1, 0, False)
+        assert re.match(rb"POST http://127\.0\.0\.1:\d+/v1/chat/completions HTTP/1\.1\r\n", via_proxy[0])
+
+
+P = "http://p:1"
+
+
+@pytest.mark.parametrize("env", [
+    {}, {"HTTP_PROXY": P}, {"http_proxy": P}, {"ALL_PROXY": P}, {"HTTPS_PROXY": P},
+    {"HTTP_PROXY": P, "NO_PROXY": "model.test"}, {"HTTP_PROXY": P, "NO_PROXY": "other.test,.test"},
+    {"HTTP_PROXY": P, "NO_PROXY": "*"}, {"ALL_PROXY": P, "NO_PROXY": "other.test"},
+    {"HTTP_PROXY": P, "no_proxy": "MODEL.test"}, {"HTTP_PROXY": P, "NO_PROXY": "model.test:8080"},
+], ids=lambda env: ",".join(f"{k}={v}" for k, v in env.items()) or "none")
+def test_a_client_takes_our_connections_exactly_when_httpx_would_use_no_proxy(env, monkeypatch):
+    _no_proxy_env(monkeypatch)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    url = "http://model.test:8080/v1"
+
+    async def main() -> tuple[bool, bool]:
+        async with ModelClient(url) as ours, httpx.AsyncClient() as reference:
+            direct = reference._transport_for_url(ours._url) is reference._transport
+            return ours._origin_pool is not None, direct
+
+    ours, direct = asyncio.run(main())
+    assert ours == direct
+
+
+@pytest.mark.parametrize(("url", "kw"), [
+    ("https://model.test/v1", {}),
+    ("http://user:pw@model.test/v1", {}),
+    ("http://model.test/v1", {"transport": httpx.MockTransport(lambda r: httpx.Response(200))}),
+], ids=["https", "credentials in the URL", "a transport given"])
+def test_only_a_plain_http_client_with_nothing_for_httpx_to_do_takes_our_connections(url, kw, monkeypatch):
+    _no_proxy_env(monkeypatch)
+    assert ModelClient("http://model.test/v1")._origin_pool is not None
+    assert ModelClient(url, **kw)._origin_pool is None
+
+
+LAZY = """
+import asyncio, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import harness
+
+class Reply(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = sys.argv[1].encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args): pass
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Reply)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+seen = lambda: sorted(m for m in ("httpcore", "anyio", "h11") if m in sys.modules)
+print("import", seen())
+
+async def turn():
+    async with harness.ModelClient(f"http://127.0.0.1:{server.server_port}/v1") as c:
+        await c.complete(model="m", messages=[{"role": "user", "content": "x"}])
+
+asyncio.run(turn())
+print("plain http turn", seen())
+harness.ModelClient("https://model.test/v1")
+print("https client", seen())
+"""
+
+
+def test_import_and_a_plain_http_turn_load_none_of_httpx_transport(monkeypatch):
+    """httpcore (and with it anyio, h11 and trio when installed) costs more to import than
+    many turns take: only a client that uses httpx's transport imports it."""
+    _no_proxy_env(monkeypatch)
+    out = subprocess.run([sys.executable, "-c", LAZY, http_support.OK_BODY.decode()], capture_output=True,
+                         text=True, check=True, timeout=60).stdout
+    assert out.splitlines() == ["import []", "plain http turn []",
+                                "https client ['anyio', 'h11', 'httpcore']"]
