@@ -293,6 +293,69 @@ def send_lever() -> Lever:
         with_=_posts(True), without=_posts(False), batch=200))
 
 
+class _Answering(asyncio.Protocol):
+    """A server that answers every request with `_REPLY` at once: on the client's own event loop,
+    so a lever's time is the client's and the sockets' (requests end with their Content-Length body)."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport, self.buffer = transport, b""
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
+            length = int(self.buffer[:end].lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            if len(self.buffer) < end + 4 + length:
+                return
+            self.buffer = self.buffer[end + 4 + length:]
+            self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"  # type: ignore[attr-defined]
+                                 b"content-length: %d\r\n\r\n%s" % (len(_REPLY), _REPLY))
+
+
+def _over_loopback(ours: bool) -> Batch:
+    """n requests of one body through a `ModelClient`'s send to `_Answering` on a loopback port,
+    the connection made before the timing; `ours`: over `http1.Origin`, else over httpx's
+    transport (httpcore). The output is the last reply's status and body."""
+    def batch(n: int) -> Callable[[], Any]:
+        loop = asyncio.new_event_loop()
+
+        async def prepared() -> tuple[Any, ModelClient, bytes]:
+            server = await loop.create_server(_Answering, "127.0.0.1", 0)
+            url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+            client = ModelClient(url, api_key="sk-lever",
+                                 transport=None if ours else httpx.AsyncHTTPTransport())
+            body = client._bodies.body("runaway", [{"role": "user", "content": "x"}], _LEVER_TOOLS, None)
+            await client._send(body, 0, {})
+            return server, client, body
+
+        server, client, body = loop.run_until_complete(prepared())
+
+        async def many() -> tuple[int, bytes]:
+            try:
+                for attempt in range(n):
+                    reply = await client._send(body, attempt, {})
+                return reply.status_code, reply.content
+            finally:
+                await client.aclose()
+                server.close()
+
+        def go() -> Any:
+            try:
+                return loop.run_until_complete(many())
+            finally:
+                loop.close()
+        return go
+    return batch
+
+
+def connection_lever() -> Lever:
+    """`http1.Origin`: a plain-http provider's requests over our own keep-alive connections (an
+    asyncio protocol, httptools' parser), against httpx's transport (httpcore, h11, anyio), both
+    from `ModelClient._send` to a server on loopback that answers at once."""
+    return Lever(uses=1, trick=Trick(
+        name="a request over our own keep-alive connection", where="http1.Origin", turn=1,
+        with_=_over_loopback(True), without=_over_loopback(False), batch=100))
+
+
 TEXT_ARRAYS = "SELECT ?, f, s, b FROM unnest(?::text[], ?::integer[], ?::text[]) AS t(f, s, b)"
 """The item rows as three arrays, sent as text (psycopg's `%s`)."""
 
@@ -336,7 +399,7 @@ def json_rows_lever(url: str) -> Lever:
 def levers(postgres: str | None = None) -> list[Lever]:
     """Every lever; the PostgreSQL ones only given a database URL (`make bench` gives the test
     server's; `make bench-check` times the in-process ones)."""
-    chosen = [cancel_lever(), encoder_lever(), body_lever(), send_lever()]
+    chosen = [cancel_lever(), encoder_lever(), body_lever(), send_lever(), connection_lever()]
     if not postgres:
         return chosen
     return [*chosen, save_lever(postgres), append_lever(postgres), json_rows_lever(postgres)]

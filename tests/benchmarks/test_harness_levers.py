@@ -90,5 +90,5 @@ def test_harness_levers(benchmark, pg_url):
     rows = benchmark.pedantic(lambda: harness_levers.lever_rows(harness_levers.levers(pg_url), rounds=rounds),
                               rounds=1, iterations=1)
     benchmark.extra_info["harness levers"] = [asdict(r) for r in rows]
-    assert len(rows) == 7 and all(r.with_us > 0 and r.without_us > 0 for r in rows)
+    assert len(rows) == 8 and all(r.with_us > 0 and r.without_us > 0 for r in rows)
 

@@ -78,7 +78,8 @@ def test_requests_in_turn_share_one_connection():
 @pytest.mark.parametrize("last", [
     reply(headers=b"Connection: close\r\n"),
     reply().replace(b"HTTP/1.1", b"HTTP/1.0", 1),
-], ids=["Connection: close", "HTTP/1.0"])
+    reply(headers=b"Connection: keep-alive\r\n").replace(b"HTTP/1.1", b"HTTP/1.0", 1),  # h11: its last too
+], ids=["Connection: close", "HTTP/1.0", "HTTP/1.0 keep-alive"])
 def test_a_reply_that_says_connection_close_or_speaks_http_1_0_is_its_connections_last(last):
     async def main() -> int:
         async with raw_server(answering(last, OK)) as raw:  # the server itself keeps it open
