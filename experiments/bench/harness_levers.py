@@ -297,8 +297,12 @@ class _Answering(asyncio.Protocol):
     """A server that answers every request with `_REPLY` at once: on the client's own event loop,
     so a lever's time is the client's and the sockets' (requests end with their Content-Length body)."""
 
+    def __init__(self, opened: list[asyncio.BaseTransport]) -> None:
+        self.opened = opened
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport, self.buffer = transport, b""
+        self.opened.append(transport)
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -318,8 +322,10 @@ def _over_loopback(ours: bool) -> Batch:
     def batch(n: int) -> Callable[[], Any]:
         loop = asyncio.new_event_loop()
 
+        opened: list[asyncio.BaseTransport] = []
+
         async def prepared() -> tuple[Any, ModelClient, bytes]:
-            server = await loop.create_server(_Answering, "127.0.0.1", 0)
+            server = await loop.create_server(lambda: _Answering(opened), "127.0.0.1", 0)
             url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
             client = ModelClient(url, api_key="sk-lever",
                                  transport=None if ours else httpx.AsyncHTTPTransport())
@@ -337,6 +343,9 @@ def _over_loopback(ours: bool) -> Batch:
             finally:
                 await client.aclose()
                 server.close()
+                for transport in opened:
+                    transport.close()
+                await asyncio.sleep(0)  # their sockets close on the loop's next turn
 
         def go() -> Any:
             try:

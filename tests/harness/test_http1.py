@@ -6,6 +6,7 @@ real servers on loopback (the mock, or a raw one for replies no real server give
 from __future__ import annotations
 
 import asyncio
+import gc
 import gzip
 import socket
 import zlib
@@ -365,3 +366,19 @@ def test_a_retry_after_on_our_connections_is_read():
 
     with pytest.raises(ProviderError, match="slow down \\(asked to retry after 3 s, more than max_wait_s"):
         asyncio.run(main())
+
+
+def test_a_loop_closed_right_after_aclose_finds_no_socket_left_open(mock_url):
+    """aclose closes every socket: one left open is a ResourceWarning, an error in this suite."""
+    loop = asyncio.new_event_loop()
+
+    async def main() -> None:
+        client = ModelClient(mock_url)
+        await asyncio.gather(*(client.complete(model="plan", messages=MESSAGES) for _ in range(3)))
+        await client.aclose()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    gc.collect()
