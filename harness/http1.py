@@ -117,10 +117,10 @@ class _Connection(asyncio.Protocol):
         self.dead = True
         if self._reply is None or self._reply.done():
             return
-        if self._head_done and not self._framed:
-            self._finish(keep=False)  # a body that runs until the connection closes
-        elif exc is not None:
+        if exc is not None:  # a reset: even a body that runs until the close did not end well
             self._fail(httpx.ReadError(str(exc) or type(exc).__name__))
+        elif self._head_done and not self._framed:
+            self._finish(keep=False)  # a body that runs until the connection closes, closed
         elif not self._answered:
             self._fail(httpx.RemoteProtocolError(_NO_REPLY))
         else:

@@ -9,6 +9,7 @@ import asyncio
 import gc
 import gzip
 import socket
+import struct
 import zlib
 from pathlib import Path
 
@@ -382,3 +383,25 @@ def test_a_loop_closed_right_after_aclose_finds_no_socket_left_open(mock_url):
     finally:
         loop.close()
     gc.collect()
+
+
+def test_a_reset_in_a_body_that_runs_until_the_close_is_a_read_error_not_its_end():
+    async def main() -> None:
+        async def handle(reader, writer, n):
+            await read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npart of it")
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                                       struct.pack("ii", 1, 0))
+            writer.transport.abort()  # with no linger: a reset, not an orderly close
+
+        async with raw_server(lambda raw: handle) as raw:
+            origin = Origin("127.0.0.1", raw.port, httpx.Timeout(5).as_dict())
+            try:
+                await origin.post(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", b"")
+            finally:
+                await origin.aclose()
+
+    with pytest.raises(httpx.ReadError):
+        asyncio.run(main())
