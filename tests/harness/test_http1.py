@@ -17,7 +17,7 @@ import httpx
 import pytest
 from http_support import OK, OK_BODY, answering, raw_server, read_request, reply
 
-from harness import Cancel, ModelClient
+from harness import Cancel, ModelClient, http1
 from harness.cancel import Cancelled
 from harness.http1 import MAX_HEAD_BYTES, Origin
 from harness.model import ProviderError
@@ -405,3 +405,45 @@ def test_a_reset_in_a_body_that_runs_until_the_close_is_a_read_error_not_its_end
 
     with pytest.raises(httpx.ReadError):
         asyncio.run(main())
+
+
+def test_a_request_beyond_the_connection_limit_waits_its_pool_timeout(monkeypatch):
+    monkeypatch.setattr(http1, "MAX_CONNECTIONS", 1)
+
+    async def main() -> None:
+        async def handle(reader, writer, n):
+            await read_request(reader)
+            await asyncio.sleep(10)  # holds the one connection
+
+        async with raw_server(lambda raw: handle) as raw:
+            origin = Origin("127.0.0.1", raw.port, httpx.Timeout(5, pool=0.2).as_dict())
+            head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+            first = asyncio.ensure_future(origin.post(head, b""))
+            await asyncio.sleep(0.05)
+            try:
+                await origin.post(head, b"")
+            finally:
+                first.cancel()
+                await asyncio.gather(first, return_exceptions=True)
+                await origin.aclose()
+
+    with pytest.raises(httpx.PoolTimeout, match="all 1 connections stayed busy for 0.2 s"):
+        asyncio.run(main())
+
+
+def test_idle_connections_are_kept_up_to_the_limit_and_for_the_expiry(monkeypatch):
+    monkeypatch.setattr(http1, "MAX_IDLE", 1)
+    monkeypatch.setattr(http1, "IDLE_EXPIRY_S", 0.2)
+
+    async def main() -> tuple[int, int, int]:
+        async with raw_server(answering(*[OK] * 5)) as raw:
+            async with ModelClient(raw.url, max_retries=0) as client:
+                await asyncio.gather(*(client.complete(model="m", messages=MESSAGES) for _ in range(2)))
+                kept = len(client._origin_pool._idle)
+                await client.complete(model="m", messages=MESSAGES)  # on the one kept
+                reused = raw.connections
+                await asyncio.sleep(0.3)
+                await client.complete(model="m", messages=MESSAGES)  # past the expiry: a new one
+            return kept, reused, raw.connections
+
+    assert asyncio.run(main()) == (1, 2, 3)
