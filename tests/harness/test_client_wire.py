@@ -19,6 +19,7 @@ from http_support import answering, raw_server
 from harness import ModelClient
 from harness import client as client_module
 from harness.body import TRANSCRIPTS, Bodies
+from harness.model import ProviderError
 
 OK = {
     "choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
@@ -357,3 +358,21 @@ def test_import_and_a_plain_http_turn_load_none_of_httpx_transport(monkeypatch):
                          text=True, check=True, timeout=60).stdout
     assert out.splitlines() == ["import []", "plain http turn []",
                                 "https client ['anyio', 'h11', 'httpcore']"]
+
+
+@pytest.mark.parametrize("headers", [{"x-note": " padded"}, {"x-note": "a\tb "}, {"bad name": "x"}])
+def test_a_header_h11_refuses_is_refused_on_our_connections_as_httpx_refuses_it(headers):
+    async def main() -> list[str]:
+        said = []
+        async with raw_server(answering(*[http_support.OK] * 2)) as raw:
+            for kw in ({}, {"transport": httpx.AsyncHTTPTransport()}):
+                async with ModelClient(raw.url, max_retries=0, **kw) as c:
+                    with pytest.raises(ProviderError) as raised:
+                        await c.complete(model="m", messages=[{"role": "user", "content": "x"}],
+                                         headers=headers)
+                    said.append(str(raised.value))
+            assert raw.requests == []
+        return said
+
+    ours, theirs = asyncio.run(main())
+    assert ours == theirs and "LocalProtocolError: Illegal header" in ours
