@@ -81,6 +81,7 @@ class _Connection(asyncio.Protocol):
             return await reply
         finally:
             self._reply = None
+            self._body, self._headers, self._reason = [], [], []
 
     def close(self) -> None:
         self.dead = True
