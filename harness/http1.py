@@ -264,12 +264,14 @@ class Origin:
     def _pick(self) -> _Connection | None:
         loop = asyncio.get_running_loop()
         now = loop.time()
-        while self._idle:
-            conn = self._idle.pop()
+        fresh = []
+        for conn in self._idle:  # every one past its expiry, not only those above a fresh one
             if not conn.dead and conn.loop is loop and now - conn.idle_since < IDLE_EXPIRY_S:
-                return conn
-            conn.close()
-        return None
+                fresh.append(conn)
+            else:
+                conn.close()
+        self._idle = fresh
+        return fresh.pop() if fresh else None
 
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
