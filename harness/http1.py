@@ -233,10 +233,14 @@ class Origin:
         self._idle: list[_Connection] = []
         self._busy: set[_Connection] = set()
         self._slots = asyncio.Semaphore(MAX_CONNECTIONS)
+        self._slots_loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
     async def post(self, head: bytes, body: bytes) -> httpx.Response:
         """Send `head` (request line and headers, as they go on the wire) and `body`; the whole reply."""
+        loop = asyncio.get_running_loop()
+        if self._slots_loop is not loop:  # an asyncio.Semaphore binds to the first loop it waits on
+            self._slots, self._slots_loop = asyncio.Semaphore(MAX_CONNECTIONS), loop
         if self._slots.locked():
             try:
                 async with asyncio.timeout(self._pool_s):
