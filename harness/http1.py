@@ -65,6 +65,8 @@ class _Connection(asyncio.Protocol):
         self._encoded = self._framed = False
         self._head_bytes = 0
         """Bytes received since this reply (or a 1xx reply before it) began: its head's bound."""
+        self._head_size = 0
+        """The head's bytes as parsed: a head may end in the chunk that takes it past the bound."""
 
     async def exchange(self, data: bytes, read_s: float | None, write_s: float | None) -> httpx.Response:
         if self.dead:
@@ -143,10 +145,18 @@ class _Connection(asyncio.Protocol):
 
     def on_status(self, reason: bytes) -> None:
         self._reason.append(reason)
+        self._bound_head(len(reason))
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if not self._head_done:  # after it: a chunked body's trailers, which httpx drops too
             self._headers.append((name, value))
+            self._bound_head(len(name) + len(value) + 4)
+
+    def _bound_head(self, size: int) -> None:
+        self._head_size += size
+        if self._head_size > MAX_HEAD_BYTES:
+            self._fail(httpx.RemoteProtocolError(f"the reply's head is over {MAX_HEAD_BYTES} bytes"))
+            raise httptools.HttpParserError("head too long")  # stops the parser; the reply has failed
 
     def on_headers_complete(self) -> None:
         status = self._parser.get_status_code()
