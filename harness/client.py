@@ -375,7 +375,7 @@ class ModelClient:
         except httpx.ConnectError as e:
             # Say where: a reader who has not started a provider sees which address was tried.
             raise _Retryable(f"ConnectError: {e} (nothing accepts connections at {self._origin()})") from None
-        except httpx.TransportError as e:
+        except (httpx.TransportError, httpx.DecodingError) as e:  # a body its encoding cannot undo: malformed
             raise _Retryable(f"{type(e).__name__}: {e}") from None
         if response.status_code in RETRYABLE_STATUS:
             message, _ = _error_message(response)

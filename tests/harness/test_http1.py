@@ -447,3 +447,17 @@ def test_idle_connections_are_kept_up_to_the_limit_and_for_the_expiry(monkeypatc
             return kept, reused, raw.connections
 
     assert asyncio.run(main()) == (1, 2, 3)
+
+
+def test_a_corrupt_gzip_reply_is_a_malformed_body_retried_then_a_provider_error():
+    corrupt = reply(b"\x1f\x8b\x08\x00not gzip at all", headers=b"Content-Encoding: gzip\r\n")
+
+    async def main() -> ProviderError:
+        async with raw_server(answering(corrupt, corrupt)) as raw:
+            async with ModelClient(raw.url, max_retries=1, backoff_s=0) as client:
+                with pytest.raises(ProviderError) as caught:
+                    await client.complete(model="m", messages=MESSAGES)
+                return caught.value
+
+    error = asyncio.run(main())
+    assert "gave up after 2 attempts" in str(error) and "DecodingError" in str(error)
