@@ -16,7 +16,7 @@ from mockprovider.offload import LARGE_BYTES, parse_yielding
 from mockprovider.reading.transcript import ROLES, Known
 
 __all__ = ["MAX_DEPTH", "MAX_INT", "ROLES", "check_depth", "is_int", "lone_surrogate", "number_in",
-           "parse_json", "positive_int", "refuse_lone_surrogates"]
+           "parse_json", "positive_int", "refuse_lone_surrogates", "wide"]
 
 
 MAX_DEPTH = 64
@@ -163,15 +163,18 @@ def lone_surrogate(raw: bytes, body: Any, known: Known | None = None) -> str | N
     """The path of the first string in `body` (parsed from `raw`) holding a lone surrogate, which
     the real OpenAI and Anthropic APIs refuse as invalid Unicode; None when none does.
 
-    Only a `\\ud8xx`-`\\udfxx` escape can put one there (raw UTF-8 surrogates are refused first), so
-    nearly every body is settled by one byte search (clients write non-ASCII text as UTF-8, and a
-    `\\u` escape is rare), the rest by a regex from the first escape on. The bytes of messages
-    `known` remembers (`known.span`) are not searched: they passed this check in the request that
-    brought them, before they were remembered, and a long transcript is most of a body's bytes
-    (results/bench.md, speed tricks: "remembered transcript not searched for escapes")."""
-    first = _outside(raw, b"\\u", known.span if known is not None else None)
-    if first < 0 or not _SURROGATE_ESCAPE.search(raw, first):
-        return None
+    In a UTF-8 body only a `\\ud8xx`-`\\udfxx` escape can put one there (raw UTF-8 surrogates are
+    refused first), so nearly every body is settled by one byte search (clients write non-ASCII
+    text as UTF-8, and a `\\u` escape is rare), the rest by a regex from the first escape on. The
+    bytes of messages `known` remembers (`known.span`) are not searched: they passed this check in
+    the request that brought them, before they were remembered, and a long transcript is most of a
+    body's bytes (results/bench.md, speed tricks: "remembered transcript not searched for escapes").
+    A UTF-16 or -32 body, whose escapes those byte searches cannot see, is walked whole (`memo`
+    reads UTF-8 only: a body whose messages `known` covers is UTF-8)."""
+    if known is not None or not wide(raw):
+        first = _outside(raw, b"\\u", known.span if known is not None else None)
+        if first < 0 or not _SURROGATE_ESCAPE.search(raw, first):
+            return None
     items: list[tuple[Any, str]] = [(body, "")]
     while items:
         value, path = items.pop()
@@ -196,30 +199,42 @@ def _outside(raw: bytes, needle: bytes, span: tuple[int, int] | None) -> int:
     return raw.find(needle, span[1]) if first < 0 else first
 
 
+def wide(raw: bytes) -> bool:
+    """Whether JSON text `raw` is in UTF-16 or -32 rather than UTF-8: its first character is
+    ASCII, as every JSON text's is, so one of its first four bytes is zero (BOM or not), which
+    in UTF-8 JSON none is. A test of four bytes, to keep the escape searches' common case quick."""
+    return raw.find(b"\x00", 0, 4) >= 0
+
+
 _RAW_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
 """A surrogate's UTF-8 form (ED A0-BF ..), which no UTF-8 allows; in valid UTF-8, ED is followed
 by 80-9F only."""
 
 
-def refuse_invalid_utf8(raw: bytes, unparsable: str = OPENAI_UNPARSABLE, known: Known | None = None) -> None:
-    """The 400 of a body that is not UTF-8, for a surrogate written as raw bytes: Python's parser
-    decodes those leniently, where the real OpenAI and Anthropic APIs refuse them as they refuse
-    any invalid UTF-8. One byte search settles nearly every body."""
-    first = _outside(raw, b"\xed", known.span if known is not None else None)
-    if first < 0 or not _RAW_SURROGATE.search(raw, first):
-        return
-    if not json.detect_encoding(raw).startswith("utf-8"):
-        return  # UTF-16 or -32, whose bytes may hold that pair in a valid character
+def refuse_undecodable(raw: bytes, unparsable: str = OPENAI_UNPARSABLE, known: Known | None = None) -> None:
+    """The 400 of a body not valid in its encoding, for a surrogate written as a raw code unit:
+    Python's parser decodes those leniently, where the real OpenAI and Anthropic APIs refuse them
+    as they refuse any invalid UTF-8. One byte search settles nearly every UTF-8 body; a UTF-16 or
+    -32 one (rare; never one `known` covers) is decoded strictly (in UTF-16 a high and a low unit
+    in turn are one character)."""
+    if known is None and wide(raw):
+        encoding = json.detect_encoding(raw)
+    else:
+        first = _outside(raw, b"\xed", known.span if known is not None else None)
+        if first < 0 or not _RAW_SURROGATE.search(raw, first):
+            return
+        encoding = "utf-8"
     try:
-        raw.decode("utf-8")
+        raw.decode(encoding)
     except UnicodeDecodeError as e:
         raise invalid(unparsable.format(error=f"{type(e).__name__}: {e}")) from None
 
 
 def refuse_lone_surrogates(raw: bytes, body: Any, known: Known | None = None) -> None:
     """A 400 naming the string if `body` holds a lone surrogate (see `lone_surrogate`), and the
-    invalid-UTF-8 400 if `raw` holds a surrogate's raw bytes (see `refuse_invalid_utf8`)."""
-    refuse_invalid_utf8(raw, known=known)
+    undecodable-body 400 if `raw` holds a surrogate's raw code units (see `refuse_undecodable`),
+    in whichever of JSON's encodings `raw` is."""
+    refuse_undecodable(raw, known=known)
     if (path := lone_surrogate(raw, body, known)) is not None:
         raise invalid(f"Invalid '{path}': the string holds a lone surrogate, which is not valid Unicode; "
                       "the request body is not valid JSON (no low surrogate in string).",
