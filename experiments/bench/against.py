@@ -21,9 +21,10 @@ Our mock runs as its own process (`python -m mockprovider --quiet`), as the othe
 unless `--mock-url` names one already running. The figures: each side's median (p50) wall time
 per request, client included, the ratio of the two medians, and the median of the per-sample
 ratios; each server's CPU time per request (every thread of its process, read from Linux's
-/proc while the samples ran) when its pid is known (`--other-pid`; `--mock-pid` beside
-`--mock-url`); and the machine's load average, since both sides share its cores with everything
-else.
+/proc while the samples ran: each thread's schedstat, else the process's stat, in clock ticks;
+the source named, "unknown" when neither can be read) when its pid is known (`--other-pid`;
+`--mock-pid` beside `--mock-url`); and the machine's load average, since both sides share its
+cores with everything else.
 """
 
 from __future__ import annotations
@@ -64,22 +65,67 @@ class Against:
     paired: float
     """Median of the per-sample ratios mock / other."""
     mock_cpu_us: float | None = None
-    """The mock process's CPU time per request while the samples ran; None when its pid is unknown."""
+    """The mock process's CPU time per request while the samples ran; None when its pid is
+    unknown or its CPU time could not be read."""
     other_cpu_us: float | None = None
     """The same for the other server's process."""
+    mock_cpu_source: CpuSource | Literal["unreadable"] | None = None
+    """Where `mock_cpu_us` was read (`CpuTime.source`), `unreadable` when nowhere; None when its
+    pid is unknown."""
+    other_cpu_source: CpuSource | Literal["unreadable"] | None = None
+    """The same for `other_cpu_us`."""
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time so far of every thread of process `pid`, from Linux's per-thread schedstat
-    (nanoseconds, where /proc/PID/stat counts 10 ms ticks). A thread that ends between two reads
-    takes its time with it; the servers compared keep theirs."""
+PROC = Path("/proc")
+CpuSource = Literal["schedstat", "stat"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuTime:
+    seconds: float
+    """CPU time so far of every thread of a process."""
+    source: CpuSource
+    """Where it was read: each thread's schedstat (nanoseconds), or, on a kernel without those,
+    the process's stat (utime + stime, in clock ticks: 10 ms on most kernels)."""
+
+
+def cpu_time(pid: int, proc: Path = PROC, *, ticks_per_s: int | None = None) -> CpuTime | None:
+    """CPU time so far of every thread of process `pid`, from the /proc at `proc`; None when
+    neither source can be read (never 0). A thread that ends between two reads takes its time
+    with it; the servers compared keep theirs."""
+    if (ns := _schedstat_ns(proc / str(pid) / "task")) is not None:
+        return CpuTime(seconds=ns / 1e9, source="schedstat")
+    if (ticks := _stat_ticks(proc / str(pid) / "stat")) is not None:
+        return CpuTime(seconds=ticks / (ticks_per_s or os.sysconf("SC_CLK_TCK")), source="stat")
+    return None
+
+
+def _schedstat_ns(tasks: Path) -> int | None:
+    """The sum of every thread's run time in `tasks`; None if any living thread's cannot be read."""
+    try:
+        threads = list(tasks.iterdir())
+    except OSError:
+        return None
     total = 0
-    for task in (Path(f"/proc/{pid}/task")).iterdir():
+    for task in threads:
         try:
             total += int((task / "schedstat").read_text().split()[0])
-        except (FileNotFoundError, ProcessLookupError):  # the thread ended as it was read
-            pass
-    return total / 1e9
+        except (FileNotFoundError, ProcessLookupError):
+            if task.exists():  # the thread lives on: this kernel keeps no per-thread schedstat
+                return None
+        except (OSError, ValueError, IndexError):  # unreadable, or not the format expected
+            return None
+    return total if threads else None
+
+
+def _stat_ticks(stat: Path) -> int | None:
+    """utime + stime of the stat file `stat`; None if it cannot be read. Its fields are counted
+    after the command's closing bracket: the command may hold spaces and brackets itself."""
+    try:
+        fields = stat.read_text().rpartition(")")[2].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _answered(response: httpx.Response) -> None:
@@ -201,10 +247,19 @@ def _timed(client: Client, body: bytes) -> float:
     return wall
 
 
+def _per_request(before: CpuTime | None, after: CpuTime | None,
+                 samples: int) -> tuple[float | None, CpuSource | Literal["unreadable"]]:
+    """Microseconds of CPU per request between two readings, and their source."""
+    if before is None or after is None or before.source != after.source:
+        return None, "unreadable"
+    return (after.seconds - before.seconds) / samples * 1e6, after.source
+
+
 def compare(mock: Client, other: Client, turn: int, *, samples: int, connections: int = 1,
-            pids: tuple[int | None, int | None] = (None, None)) -> Against:
+            pids: tuple[int | None, int | None] = (None, None), proc: Path = PROC) -> Against:
     """Interleaved per-request times of `samples` conversations at `turn`, `connections` at a time
-    (see the module doc); `pids`, the mock's and the other server's, for their CPU per request."""
+    (see the module doc); `pids`, the mock's and the other server's, for their CPU per request
+    (read from the /proc at `proc`)."""
     tasks = [f"{TASK} (run {k} of a {samples}-run suite)" for k in range(samples)]
     bodies = [request_body(turn, task=task) for task in tasks]
     clients = (mock, other)
@@ -218,14 +273,14 @@ def compare(mock: Client, other: Client, turn: int, *, samples: int, connections
         for client in clients:  # each conversation's previous turn, the connections opened
             for k in range(0, samples, connections):
                 post_all(client, [request_body(turn - 1, task=task) for task in tasks[k:k + connections]])
-        cpu = [None if pid is None else cpu_seconds(pid) for pid in pids]
+        cpu = [None if pid is None else cpu_time(pid, proc) for pid in pids]
         rows = []
         for r, k in enumerate(range(0, samples, connections)):
             walls: dict[int, list[float]] = {}
             for j in (r % 2, (r + 1) % 2):  # each server goes first every other round
                 walls[j] = post_all(clients[j], bodies[k:k + connections])
             rows.extend(zip(walls[0], walls[1], strict=True))
-        spent = [None if pid is None else (cpu_seconds(pid) - c) / samples * 1e6
+        spent = [(None, None) if pid is None else _per_request(c, cpu_time(pid, proc), samples)
                  for pid, c in zip(pids, cpu, strict=True)]
     mock_s = statistics.median(m for m, _ in rows)
     other_s = statistics.median(o for _, o in rows)
@@ -233,7 +288,8 @@ def compare(mock: Client, other: Client, turn: int, *, samples: int, connections
                    connections=connections, mock_us=mock_s * 1e6,
                    other_us=other_s * 1e6, ratio=mock_s / other_s,
                    paired=statistics.median(m / o for m, o in rows),
-                   mock_cpu_us=spent[0], other_cpu_us=spent[1])
+                   mock_cpu_us=spent[0][0], other_cpu_us=spent[1][0],
+                   mock_cpu_source=spent[0][1], other_cpu_source=spent[1][1])
 
 
 @contextmanager
@@ -259,6 +315,13 @@ def clients(url: str, mock_url: str | None = None, *,
         yield mock, other
 
 
+def _cpu_figure(us: float | None, source: str | None) -> str:
+    """One server's CPU per request as `line` prints it, its source named; never 0 for unknown."""
+    if us is None:
+        return "unknown" if source is None else "unknown (/proc unreadable)"
+    return f"{us:,.0f} us ({source})"
+
+
 def line(result: Against) -> str:
     text = (f"turn {result.turn}: p50 mock {result.mock_us:,.0f} us, other {result.other_us:,.0f} us; "
             f"mock / other {result.ratio:.3f}x (median of paired ratios {result.paired:.3f}x, "
@@ -268,9 +331,9 @@ def line(result: Against) -> str:
     if result.connections > 1:
         text += f", {result.connections} connections"
     text += ")"
-    if result.mock_cpu_us is not None or result.other_cpu_us is not None:
-        mock, other = (f"{us:,.0f} us" if us is not None else "unknown"
-                       for us in (result.mock_cpu_us, result.other_cpu_us))
+    if result.mock_cpu_source is not None or result.other_cpu_source is not None:
+        mock = _cpu_figure(result.mock_cpu_us, result.mock_cpu_source)
+        other = _cpu_figure(result.other_cpu_us, result.other_cpu_source)
         text += f"; server CPU per request mock {mock}, other {other}"
         if result.mock_cpu_us is not None and result.other_cpu_us:
             text += f", mock / other {result.mock_cpu_us / result.other_cpu_us:.3f}x"

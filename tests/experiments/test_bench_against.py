@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
@@ -104,13 +105,85 @@ def test_the_command_prints_each_servers_cpu_per_request_when_its_pid_is_known(c
                       "--client", "raw", "--connections", "2"])
     first = capsys.readouterr().out.splitlines()[0]
     assert re.fullmatch(r"turn 1: .*3 samples, raw client, 2 connections\); server CPU per request "
-                        r"mock [\d,]+ us, other [\d,]+ us, mock / other \d+\.\d+x", first)
+                        r"mock [\d,]+ us \(schedstat\), other [\d,]+ us \(schedstat\), "
+                        r"mock / other \d+\.\d+x", first)
 
 
 def test_a_process_cpu_time_grows_as_it_works():
-    before = against.cpu_seconds(os.getpid())
+    before = against.cpu_time(os.getpid())
     sum(range(3_000_000))
-    assert against.cpu_seconds(os.getpid()) > before
+    after = against.cpu_time(os.getpid())
+    assert before is not None and after is not None and after.seconds > before.seconds
+    assert after.source == before.source
+
+
+def _fake_proc(root: Path, pid: int, *, schedstat: dict[int, str] | None = None, stat: str | None = None,
+               tids: tuple[int, ...] = (1, 2)) -> Path:
+    """A /proc holding process `pid` with threads `tids`: `schedstat` each thread's file (a missing
+    thread: none, as on a kernel without it), `stat` the process's stat line (None: no file)."""
+    for tid in tids:
+        task = root / str(pid) / "task" / str(tid)
+        task.mkdir(parents=True)
+        if schedstat is not None and tid in schedstat:
+            (task / "schedstat").write_text(schedstat[tid])
+    if stat is not None:
+        (root / str(pid) / "stat").write_text(stat)
+    return root
+
+
+STAT = "42 (a (strange) name) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 2 0 1 1 1\n"
+"""A stat line whose comm holds spaces and brackets: utime 250 ticks, stime 50."""
+
+
+def test_cpu_time_is_every_threads_schedstat_in_seconds(tmp_path):
+    proc = _fake_proc(tmp_path, 42, schedstat={1: "1500000000 20 3\n", 2: "500000000 1 1\n"}, stat=STAT)
+    assert against.cpu_time(42, proc) == against.CpuTime(seconds=2.0, source="schedstat")
+
+
+def test_without_per_thread_schedstat_cpu_time_is_read_from_stat_in_clock_ticks(tmp_path):
+    proc = _fake_proc(tmp_path, 42, stat=STAT)  # the task folders are there, their schedstat not
+    assert against.cpu_time(42, proc, ticks_per_s=100) == against.CpuTime(seconds=3.0, source="stat")
+
+
+def test_one_threads_schedstat_missing_is_not_read_as_zero(tmp_path):
+    proc = _fake_proc(tmp_path, 42, schedstat={1: "1500000000 20 3\n"}, stat=STAT)
+    assert against.cpu_time(42, proc, ticks_per_s=100) == against.CpuTime(seconds=3.0, source="stat")
+
+
+@pytest.mark.parametrize("broken", ["a folder", "not a number", "empty"])
+def test_an_unreadable_schedstat_falls_back_to_stat(tmp_path, broken):
+    proc = _fake_proc(tmp_path, 42, schedstat={1: "1500000000 20 3\n", 2: "x"}, stat=STAT)
+    bad = proc / "42" / "task" / "2" / "schedstat"
+    bad.unlink()
+    if broken == "a folder":  # unreadable whoever we are (root reads any file, not a folder)
+        bad.mkdir()
+    else:
+        bad.write_text({"not a number": "soon\n", "empty": ""}[broken])
+    assert against.cpu_time(42, proc, ticks_per_s=100) == against.CpuTime(seconds=3.0, source="stat")
+
+
+@pytest.mark.parametrize("stat", [None, "42 (x) S 1\n", "garbage"])
+def test_with_neither_schedstat_nor_a_readable_stat_cpu_time_is_unknown_not_zero(tmp_path, stat):
+    assert against.cpu_time(42, _fake_proc(tmp_path, 42, stat=stat)) is None
+    assert against.cpu_time(7, tmp_path) is None  # no such process
+
+
+def test_cpu_per_request_is_unknown_when_the_proc_tree_cannot_say_and_printed_so(tmp_path):
+    proc = _fake_proc(tmp_path / "none", os.getpid())  # task folders without schedstat, no stat
+    fallback = _fake_proc(tmp_path / "stat", os.getpid(), stat=STAT)
+    with serve_in_thread() as mock_url, serve_in_thread() as url:
+        with against.clients(url, mock_url) as (mock, other):
+            unknown = against.compare(mock, other, 1, samples=2, pids=(os.getpid(), None), proc=proc)
+            ticks = against.compare(mock, other, 1, samples=2, pids=(os.getpid(), None), proc=fallback)
+            real = against.compare(mock, other, 1, samples=2, pids=(os.getpid(), os.getpid()))
+    assert (unknown.mock_cpu_us, unknown.mock_cpu_source) == (None, "unreadable")
+    assert (unknown.other_cpu_us, unknown.other_cpu_source) == (None, None)  # no pid given
+    assert "server CPU per request mock unknown (/proc unreadable), other unknown" in against.line(unknown)
+    assert (ticks.mock_cpu_us, ticks.mock_cpu_source) == (0.0, "stat")  # the fake stat stays put
+    assert "mock 0 us (stat), other unknown" in against.line(ticks)
+    assert real.mock_cpu_source == real.other_cpu_source == "schedstat" and real.mock_cpu_us > 0
+    both = r"mock [\d,]+ us \(schedstat\), other [\d,]+ us \(schedstat\), mock / other"
+    assert re.search(both, against.line(real))
 
 
 def test_a_mock_pid_without_the_mock_url_is_refused(capsys):
