@@ -196,10 +196,9 @@ TARGETS = [
            numerator="harness-20", denominator="raw-20", target=1.2, bound=1.6),
     Target(name="harness + MemoryStore / raw httpx loop, per turn at 100 turns",
            numerator="harness-100", denominator="raw-100", target=1.2, bound=1.6),
-    # The bound allows more than the others' margin: since the harness's own connections took most
-    # of its fixed cost per turn, the growth it shares with the raw loop (longer bodies, the mock's
-    # longer reads) is a larger part of a smaller time. A fresh-clone CI run measured the harness
-    # growing 0.73 ms per turn from 20 to 100 turns and the raw loop 0.70 ms: 1.55x against 1.31x.
+    # The bound allows more than the others' margin: the harness's fixed cost per turn is small
+    # (its own connections), so the growth it shares with the raw loop (longer bodies, the mock's
+    # longer reads) is a large part of its time, and the ratio sits near the raw loop's own growth.
     Target(name="harness + MemoryStore, per turn at 100 turns / at 20 turns",
            numerator="harness-100", denominator="harness-20", target=1.3, bound=1.9),
     Target(name="harness + SQLiteStore, durability process-crash (the default) / raw httpx loop, "
