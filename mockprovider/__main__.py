@@ -18,6 +18,7 @@ import uvicorn
 from mockprovider.app import create_app
 from mockprovider.journal import MAX_CAPACITY
 from mockprovider.mcp.ledger import LedgerError
+from mockprovider.protocol import http_protocol
 from mockprovider.scripts.files import ScenarioFileError, paths_from_env
 
 
@@ -61,11 +62,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--quiet", action="store_true", help="no per-request log lines")
-    # auto: uvloop (the `fast` extra) and httptools (installed with the mock) when installed; `make
-    # bench` measures them against the pure-Python asyncio and h11 (results/bench.md, "Server
-    # stacks"); else the pure-Python pair.
+    # auto: uvloop (the `fast` extra) when installed, else asyncio; `make bench` measures them
+    # (results/bench.md, "Server stacks"). --http auto is the mock's own protocol on httptools
+    # (mockprovider/protocol.py); httptools and h11 are uvicorn's.
     parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto")
-    parser.add_argument("--http", choices=("auto", "h11", "httptools"), default="auto")
+    parser.add_argument("--http", choices=("auto", "h11", "httptools"), default="auto",
+                        help="auto: uvicorn's httptools protocol with the mock's leaner request cycle "
+                        "(default); httptools, h11: uvicorn's own")
     return parser
 
 
@@ -97,9 +100,10 @@ def serve(argv: list[str] | None = None) -> None:
             **({"MOCK_MCP_LEDGER": args.mcp_ledger} if args.mcp_ledger else {}),
         )
         uvicorn.run("mockprovider.app:app_from_env", factory=True, host=args.host, port=args.port,
-                    workers=args.workers, access_log=False, loop=args.loop, http=args.http)
+                    workers=args.workers, access_log=False, loop=args.loop, http=http_protocol(args.http))
         return
-    uvicorn.run(app, host=args.host, port=args.port, access_log=False, loop=args.loop, http=args.http)
+    uvicorn.run(app, host=args.host, port=args.port, access_log=False, loop=args.loop,
+                http=http_protocol(args.http))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,6 +16,8 @@ from typing import Any
 import uvicorn
 from starlette.types import ASGIApp
 
+from mockprovider.protocol import http_protocol
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
@@ -111,7 +113,7 @@ def serve_in_thread(
         port = sock.getsockname()[1]
         config = uvicorn.Config(
             app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1,
-            **(uvicorn_options or {}),
+            **{"http": http_protocol(), **(uvicorn_options or {})},
         )
         server = PromptServer(config)
         thread = threading.Thread(target=_run, args=(server, sock), daemon=True)

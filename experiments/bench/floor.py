@@ -3,7 +3,9 @@ the floor answers small JSON; the reply floor answers the bytes and headers of a
 the mock differs from it only by the work of producing them, and the reply floor from the floor
 by what sending the API's reply costs.
 
-The servers run under uvicorn on loopback ports in this process and are timed by one
+The servers run under uvicorn on loopback ports in this process, the mock as it serves itself
+(`protocol.Http11`), the floors as uvicorn serves a Starlette app (its own httptools protocol),
+and are timed by one
 `httpx.Client` per server (one keep-alive connection each), request by request, interleaved:
 each sample posts the same body to all three, in rotating order, so a noisy neighbour slows
 every side of a sample alike. Each figure is the median of the per-sample ratios.
@@ -37,6 +39,8 @@ from mockprovider.server import serve_in_thread
 LISTING = "errors.log (2140 bytes)\naccess.log (812 bytes)\nnotes.txt (29 bytes)\nprivate.key (64 bytes)"
 TASK = "Which file mentions a timeout?"
 HEADERS = {"content-type": "application/json"}
+UVICORNS = {"http": "httptools"}
+"""How the floors are served: uvicorn's own protocol on httptools, as it serves any Starlette app."""
 
 
 def runaway_messages(turns: int, *, task: str = TASK) -> list[dict[str, Any]]:
@@ -134,7 +138,9 @@ def servers() -> Iterator[Servers]:
     """A fresh mock, a floor and a reply floor on loopback ports, with one keep-alive client each."""
     with ExitStack() as stack:
         reply_app = reply_floor_app()
-        urls = [stack.enter_context(serve_in_thread(app)) for app in (None, bare_app(), reply_app)]
+        urls = [stack.enter_context(serve_in_thread())]
+        urls += [stack.enter_context(serve_in_thread(app, uvicorn_options=UVICORNS))
+                 for app in (bare_app(), reply_app)]
         clients = (stack.enter_context(httpx.Client(base_url=u, headers=HEADERS)) for u in urls)
         yield Servers(*clients, reply_app)
 

@@ -49,11 +49,11 @@ def _cpu_s(pid: int) -> float:
 
 
 def _stack(loop: str, http: str) -> str:
-    """The stack uvicorn runs for these options (auto: uvloop and httptools when installed)."""
-    found = {name: importlib.util.find_spec(name) is not None for name in ("uvloop", "httptools")}
-    loop = loop if loop != "auto" else ("uvloop" if found["uvloop"] else "asyncio")
-    http = http if http != "auto" else ("httptools" if found["httptools"] else "h11")
-    return f"{loop}+{http}"
+    """The stack the mock runs for these options (auto: uvloop when installed; the mock's own
+    protocol, `Http11`, on httptools)."""
+    found = importlib.util.find_spec("uvloop") is not None
+    loop = loop if loop != "auto" else ("uvloop" if found else "asyncio")
+    return f"{loop}+{'Http11' if http == 'auto' else http}"
 
 
 def measure(

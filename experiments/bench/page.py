@@ -120,7 +120,7 @@ def time_experiments() -> float:
 
 
 FLOOR_TARGETS = {1: 1.0, 100: 1.0}
-FAST, PURE = "uvloop+httptools", "asyncio+h11"
+FAST, PURE, OURS = "uvloop+httptools", "asyncio+h11", "uvloop+Http11"
 
 
 def _floor_rows(rows: list[dict]) -> list[dict]:
@@ -147,15 +147,19 @@ def _stack_rows(rows: list[dict]) -> list[dict]:
         shapes.setdefault((r["turn"], r["connections"]), {}).setdefault(r["server"], []).append(r)
     out = []
     for (turn, connections), by in sorted(shapes.items()):
-        pure, fast = by.get(PURE, []), by.get(FAST, [])
+        pure, fast, ours = by.get(PURE, []), by.get(FAST, []), by.get(OURS, [])
         cpu = [(p["server_cpu_us"], f["server_cpu_us"]) for p, f in zip(pure, fast, strict=False)]
+        own = [(f["server_cpu_us"], o["server_cpu_us"]) for f, o in zip(fast, ours, strict=False)]
         out.append({
             "turn": turn,
             "connections": connections,
-            f"{PURE} req/s": ", ".join(f"{r['requests_per_s']:,.0f}" for r in pure),
-            f"{FAST} req/s": ", ".join(f"{r['requests_per_s']:,.0f}" for r in fast),
+            **{f"{name} req/s": ", ".join(f"{r['requests_per_s']:,.0f}" for r in stack)
+               for name, stack in ((PURE, pure), (FAST, fast), (OURS, ours))},
             "server CPU µs/request, pure → fast": ", ".join(
                 f"{p:,.0f} → {f:,.0f} ({p / f:.2f}×)" for p, f in cpu if p and f
+            ),
+            f"server CPU µs/request, {FAST} → {OURS}": ", ".join(
+                f"{f:,.0f} → {o:,.0f} ({f / o:.2f}×)" for f, o in own if f and o
             ),
         })
     return out
@@ -229,11 +233,13 @@ SECTIONS = {
     ),
     "server stacks": (
         "Server stacks on the same bodies",
-        f"One worker, `{PURE}` vs `{FAST}`, alternated twice. Requests/s swing with the machine's "
-        "load; the server's own CPU time per request (read from /proc, warm-up included) barely "
-        "does, and is what decides. `python -m mockprovider` uses the faster pair (`--loop auto "
-        "--http auto`) because it costs less CPU per request in every row and round; a row here "
-        "showing otherwise means that choice needs revisiting.",
+        f"One worker, `{PURE}`, `{FAST}` (uvicorn's own protocols) and `{OURS}` (uvicorn's httptools "
+        "protocol with the mock's request cycle, `mockprovider/protocol.py`: the chat reply's head and "
+        "body in one write), alternated twice. Requests/s swing with the machine's load; the server's "
+        "own CPU time per request (read from /proc, warm-up included) barely does, and is what decides. "
+        f"`python -m mockprovider` serves with `{OURS}` (`--loop auto --http auto`) because it costs "
+        "less CPU per request than the others; a row here showing otherwise means that choice needs "
+        "revisiting.",
         _stack_rows,
     ),
     "throughput": (

@@ -33,6 +33,7 @@ from mockprovider.apis.chat_request import (  # noqa: F401  (the checks, read he
 from mockprovider.apis.steps import api_error, client_gone, config_of, held, resolve
 from mockprovider.errors import APIError, ClientGone, json_bytes
 from mockprovider.metrics import SCENARIO
+from mockprovider.protocol import BODY_FOLLOWS
 from mockprovider.reading import transcript
 from mockprovider.reading.body import read_chat
 from mockprovider.replies import headers, midstream
@@ -295,7 +296,9 @@ class ChatLane:
                 head.append((b"content-length", b"%d" % len(out)))
                 head.append(headers.JSON_TYPE)
                 status[0] = 200
-                await send({"type": "http.response.start", "status": 200, "headers": head})
+                # Its body follows at once: one write for both (`protocol.BODY_FOLLOWS`).
+                await send({"type": "http.response.start", "status": 200, "headers": head,
+                            BODY_FOLLOWS: True})
                 await send({"type": "http.response.body", "body": out})
             else:
                 rid = scope.get(headers.REQUEST_ID) or headers.new_id(scope)

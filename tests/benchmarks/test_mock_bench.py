@@ -15,7 +15,7 @@ import pytest
 
 import o200k as tokens
 from experiments.bench import floor as bench_floor
-from experiments.bench.floor import bare_app
+from experiments.bench.floor import UVICORNS, bare_app
 from mockprovider import create_app, serve_in_thread
 from mockprovider.reading import memo, transcript
 
@@ -112,7 +112,7 @@ def mock_url():
 
 @pytest.fixture(scope="module")
 def bare_url():
-    with serve_in_thread(bare_app()) as url:
+    with serve_in_thread(bare_app(), uvicorn_options=UVICORNS) as url:
         yield url
 
 

@@ -16,7 +16,7 @@ from experiments.bench.load import measure
 
 pytestmark = pytest.mark.slow
 
-PURE, FAST = ("asyncio", "h11"), ("uvloop", "httptools")
+PURE, FAST, OURS = ("asyncio", "h11"), ("uvloop", "httptools"), ("uvloop", "auto")
 
 
 def test_throughput_by_workers_and_turn(benchmark):
@@ -32,7 +32,8 @@ def test_throughput_by_workers_and_turn(benchmark):
 
 
 def test_server_stacks_on_the_same_bodies(benchmark):
-    """asyncio+h11 vs uvloop+httptools, alternated twice so a noisy neighbour hits both."""
+    """asyncio+h11, uvloop+httptools and uvloop with the mock's own protocol (`--http auto`),
+    alternated twice so a noisy neighbour hits each."""
     seconds = 0.3 if benchmark.disabled else 2.0
     shapes = [(1, 1)] if benchmark.disabled else [(t, c) for t in (1, 100) for c in (1, 64)]
     rounds = 1 if benchmark.disabled else 2
@@ -42,7 +43,7 @@ def test_server_stacks_on_the_same_bodies(benchmark):
             measure(workers=1, turn=t, connections=c, seconds=seconds, loop=loop, http=http)
             for _ in range(rounds)
             for t, c in shapes
-            for loop, http in (PURE, FAST)
+            for loop, http in (PURE, FAST, OURS)
         ]
 
     rows = benchmark.pedantic(run, rounds=1, iterations=1)

@@ -1,0 +1,318 @@
+"""The mock's HTTP/1.1 protocol: uvicorn's httptools protocol with a leaner request cycle.
+
+The head and the body of a reply leave in two writes under uvicorn's `RequestResponseCycle`, so
+a client reads two segments and its event loop wakes twice per reply. `Cycle` is that cycle
+(every behaviour a client can see kept: keep-alive, pipelining, `Expect: 100-continue`, HEAD,
+chunked replies, a 500 when the app fails before replying, the connection closed when it fails
+after) with one difference: a start message that carries `BODY_FOLLOWS` promises that the
+reply's first body message follows at once, without waiting on anything, so its head is held
+and leaves with that body in one write (results/bench.md, speed tricks: "head and body in one
+write"). The chat lane's JSON reply carries it. The head goes out by itself if the app closes
+the reply or fails first; any other reply is written as uvicorn writes it. Header names and
+values are checked in one search each, as uvicorn refuses them one by one.
+
+`Http11` is uvicorn's `HttpToolsProtocol` with this cycle; the connection's own behaviour
+(parsing, errors, flow control, keep-alive timeout, shutdown) is uvicorn's. The mock serves with
+it whenever it would serve with httptools (`--http auto`); `--http httptools` keeps uvicorn's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import urllib.parse
+from collections.abc import Callable
+from typing import Any
+
+import httptools
+from uvicorn.logging import TRACE_LOG_LEVEL
+from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT, service_unavailable
+from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE, STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
+
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+BODY_FOLLOWS = "mockprovider.body_follows"
+"""A key of an `http.response.start` message: its first body message follows at once (ASGI
+servers ignore keys they do not know)."""
+
+
+class Cycle:
+    """One request and its reply on an `Http11` connection (uvicorn's `RequestResponseCycle`)."""
+
+    __slots__ = (
+        "scope", "protocol", "transport", "flow", "keep_alive", "waiting_for_100_continue",
+        "disconnected", "body", "more_body", "arrived", "event", "response_started",
+        "response_complete", "chunked_encoding", "expected_content_length", "head", "on_response",
+    )
+
+    def __init__(self, protocol: Http11, scope: dict[str, Any], *, keep_alive: bool,
+                 expect_100_continue: bool):
+        self.scope = scope
+        self.protocol = protocol
+        self.transport = protocol.transport
+        self.flow = protocol.flow
+        self.keep_alive = keep_alive
+        self.waiting_for_100_continue = expect_100_continue
+        self.disconnected = False
+        self.body = bytearray()
+        self.more_body = True
+        self.arrived = False
+        """Whether body or its end came (or the connection went) since `receive` last returned."""
+        self.event: asyncio.Event | None = None
+        """What a `receive` waiting for the body waits on; made only when one must wait."""
+        self.response_started = False
+        self.response_complete = False
+        self.chunked_encoding: bool | None = None
+        self.expected_content_length = 0
+        self.head: bytes | None = None
+        """The reply's status line and headers, until they go out with its first body."""
+        self.on_response: Callable[[], None] = protocol.on_response_complete
+
+    def wake(self) -> None:
+        """Body came, the body ended, the reply finished or the connection went: `receive` returns."""
+        self.arrived = True
+        if self.event is not None:
+            self.event.set()
+
+    # ASGI exception wrapper, as uvicorn's.
+    async def run_asgi(self, app: Callable[..., Any]) -> None:
+        logger = self.protocol.logger
+        try:
+            result = await app(self.scope, self.receive, self.send)
+        except BaseException as exc:
+            logger.error("Exception in ASGI application\n", exc_info=exc)
+            if not self.response_started:
+                await self.send_500_response()
+            else:
+                self.close()
+        else:
+            if result is not None:
+                logger.error("ASGI callable should return None, but returned '%s'.", result)
+                self.close()
+            elif not self.response_started and not self.disconnected:
+                logger.error("ASGI callable returned without starting response.")
+                await self.send_500_response()
+            elif not self.response_complete and not self.disconnected:
+                logger.error("ASGI callable returned without completing response.")
+                self.close()
+        finally:
+            self.on_response = _nothing
+
+    async def send_500_response(self) -> None:
+        await self.send({"type": "http.response.start", "status": 500, "headers": [
+            (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"21"),
+            (b"connection", b"close"),
+        ]})
+        await self.send({"type": "http.response.body", "body": b"Internal Server Error", "more_body": False})
+
+    def close(self) -> None:
+        """Close the connection, the head first if it has not gone out."""
+        self.flush()
+        self.transport.close()
+
+    def flush(self) -> None:
+        """The held head by itself: no body came with it."""
+        head, self.head = self.head, None
+        if head is not None and not self.transport.is_closing():
+            self.transport.write(head)
+
+    def _write(self, data: bytes) -> None:
+        head, self.head = self.head, None
+        self.transport.write(data if head is None else head + data)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if self.flow.write_paused and not self.disconnected:
+            await self.flow.drain()
+        if self.disconnected:
+            return
+        kind = message["type"]
+        if not self.response_started:
+            if kind != "http.response.start":
+                raise RuntimeError(f"Expected ASGI message 'http.response.start', but got '{kind}'.")
+            self._start(message)
+        elif not self.response_complete:
+            if kind != "http.response.body":
+                raise RuntimeError(f"Expected ASGI message 'http.response.body', but got '{kind}'.")
+            self._body(message)
+        else:
+            raise RuntimeError(f"Unexpected ASGI message '{kind}' sent, after response already completed.")
+
+    def _start(self, message: dict[str, Any]) -> None:
+        self.response_started = True
+        self.waiting_for_100_continue = False
+        status_code = message["status"]
+        headers = self.protocol.server_state.default_headers + list(message.get("headers", []))
+        protocol = self.protocol
+        if protocol.access_log:
+            protocol.access_logger.info(
+                '%s - "%s %s HTTP/%s" %d', get_client_addr(self.scope), self.scope["method"],
+                get_path_with_query_string(self.scope), self.scope["http_version"], status_code,
+            )
+        content = [STATUS_LINE[status_code]]
+        # One search over every name and one over every value: each pattern is one character
+        # class, so it finds a character in the joined bytes exactly when it is in one of them.
+        if HEADER_RE.search(b"".join([name for name, _ in headers])):
+            raise RuntimeError("Invalid HTTP header name.")
+        if HEADER_VALUE_RE.search(b"".join([value for _, value in headers])):
+            raise RuntimeError("Invalid HTTP header value.")
+        has_connection_close = False
+        for name, value in headers:
+            name = name.lower()
+            if name == b"content-length" and self.chunked_encoding is None:
+                self.expected_content_length = int(value.decode())
+                self.chunked_encoding = False
+            elif name == b"transfer-encoding" and value.lower() == b"chunked":
+                self.expected_content_length = 0
+                self.chunked_encoding = True
+            elif name == b"connection":
+                connection = [token.lower().strip() for token in value.split(b",")]
+                if b"close" in connection:
+                    self.keep_alive = False
+                    has_connection_close = True
+            content += (name, b": ", value, b"\r\n")
+        if not self.keep_alive and not has_connection_close:
+            content.append(b"connection: close\r\n")
+        if self.chunked_encoding is None and self.scope["method"] != "HEAD" and status_code not in (204, 304):
+            self.chunked_encoding = True
+            content.append(b"transfer-encoding: chunked\r\n")
+        content.append(b"\r\n")
+        if message.get(BODY_FOLLOWS):
+            self.head = b"".join(content)
+        else:
+            self.transport.write(b"".join(content))
+
+    def _body(self, message: dict[str, Any]) -> None:
+        body = message.get("body", b"")
+        more_body = message.get("more_body", False)
+        if self.scope["method"] == "HEAD":
+            self.expected_content_length = 0
+            self.flush()
+        elif self.chunked_encoding:
+            content = [b"%x\r\n" % len(body), body, b"\r\n"] if body else []
+            if not more_body:
+                content.append(b"0\r\n\r\n")
+            self._write(b"".join(content))
+        else:
+            num_bytes = len(body)
+            if num_bytes > self.expected_content_length:
+                raise RuntimeError("Response content longer than Content-Length")
+            self.expected_content_length -= num_bytes
+            self._write(body)
+        if not more_body:
+            if self.expected_content_length != 0:
+                raise RuntimeError("Response content shorter than Content-Length")
+            self.response_complete = True
+            self.wake()
+            if not self.keep_alive:
+                self.transport.close()
+            self.on_response()
+
+    async def receive(self) -> dict[str, Any]:
+        if self.waiting_for_100_continue and not self.transport.is_closing():
+            self.transport.write(CONTINUE)
+            self.waiting_for_100_continue = False
+        if not self.disconnected and not self.response_complete:
+            self.flow.resume_reading()
+            if not self.arrived:
+                if self.event is None:
+                    self.event = asyncio.Event()
+                await self.event.wait()
+                self.event.clear()
+            self.arrived = False
+        if self.disconnected or self.response_complete:
+            return {"type": "http.disconnect"}
+        message = {"type": "http.request", "body": bytes(self.body), "more_body": self.more_body}
+        self.body = bytearray()
+        return message
+
+
+def _nothing() -> None:
+    pass
+
+
+class Http11(HttpToolsProtocol):
+    """uvicorn's httptools protocol, each request served by a `Cycle`."""
+
+    cycle: Cycle  # type: ignore[assignment]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.connections.discard(self)
+        if self.logger.level <= TRACE_LOG_LEVEL:
+            prefix = "{}:{} - ".format(*self.client) if self.client else ""
+            self.logger.log(TRACE_LOG_LEVEL, "%sHTTP connection lost", prefix)
+        cycle = self.cycle
+        if cycle is not None:
+            if not cycle.response_complete:
+                cycle.disconnected = True
+            cycle.wake()
+        if self.flow is not None:
+            self.flow.resume_writing()
+        if exc is None:
+            self.transport.close()
+            self._unset_keepalive_if_required()
+        self.parser = None  # type: ignore[assignment]
+
+    def on_headers_complete(self) -> None:
+        parser = self.parser
+        http_version = parser.get_http_version()
+        scope = self.scope
+        scope["method"] = parser.get_method().decode("ascii")
+        if http_version != "1.1":
+            scope["http_version"] = http_version
+        if parser.should_upgrade() and self._should_upgrade():
+            return
+        parsed_url = httptools.parse_url(self.url)
+        raw_path = parsed_url.path
+        path = raw_path.decode("ascii")
+        if "%" in path:
+            path = urllib.parse.unquote(path)
+        scope["path"] = self.root_path + path
+        scope["raw_path"] = self.root_path.encode("ascii") + raw_path
+        scope["query_string"] = parsed_url.query or b""
+        limit = self.limit_concurrency
+        if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
+            app = service_unavailable
+            self.logger.warning("Exceeded concurrency limit.")
+        else:
+            app = self.app
+        existing = self.cycle
+        self.cycle = Cycle(self, scope, keep_alive=http_version != "1.0" and parser.should_keep_alive(),
+                           expect_100_continue=self.expect_100_continue)
+        if existing is None or existing.response_complete:
+            self._run(self.cycle, app)
+        else:  # pipelined: it waits for the reply before it
+            self.flow.pause_reading()
+            self.pipeline.appendleft((self.cycle, app))  # type: ignore[arg-type]
+
+    def _run(self, cycle: Cycle, app: Any) -> None:
+        if getattr(self.config, "reset_contextvars", False):
+            task = self.loop.create_task(cycle.run_asgi(app), context=contextvars.Context())
+        else:
+            task = self.loop.create_task(cycle.run_asgi(app))
+        task.add_done_callback(self.tasks.discard)
+        self.tasks.add(task)
+
+    _start_asgi_task = _run  # what uvicorn's on_response_complete starts a pipelined request with
+
+    def on_body(self, body: bytes) -> None:
+        cycle = self.cycle
+        if (self.parser.should_upgrade() and self._should_upgrade()) or cycle.response_complete:
+            return
+        cycle.body += body
+        if len(cycle.body) > HIGH_WATER_LIMIT:
+            self.flow.pause_reading()
+        cycle.wake()
+
+    def on_message_complete(self) -> None:
+        cycle = self.cycle
+        if (self.parser.should_upgrade() and self._should_upgrade()) or cycle.response_complete:
+            return
+        cycle.more_body = False
+        cycle.wake()
+
+
+
+def http_protocol(choice: str = "auto") -> str | type[asyncio.Protocol]:
+    """uvicorn's `http` setting for a `--http` choice: `auto` is `Http11`; `httptools` and `h11`
+    are uvicorn's own protocols of those names."""
+    return Http11 if choice == "auto" else choice

@@ -1,0 +1,161 @@
+"""The mock's HTTP/1.1 protocol (`protocol.Http11`): byte for byte what uvicorn's httptools protocol
+sends, over real sockets, except that a reply whose start carries `BODY_FOLLOWS` leaves in one write.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import pytest
+
+from experiments.bench.floor import request_body
+from mockprovider import protocol, server
+from mockprovider.protocol import BODY_FOLLOWS, Http11
+from mockprovider.server import serve_in_thread
+
+BIG = 200_000
+"""A request body past uvicorn's 64 KiB high-water mark: reading pauses and resumes."""
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """A raw ASGI app with one path per behaviour the protocol must keep."""
+    if scope["type"] != "http":
+        return
+    path = scope["path"]
+    if path == "/fail-before":
+        raise RuntimeError("failed before replying")
+    if path == "/echo":  # reads the whole body, however it came
+        size, more = 0, True
+        while more:
+            message = await receive()
+            size, more = size + len(message.get("body", b"")), message.get("more_body", False)
+        body = b"%d bytes" % size
+    else:
+        body = b'{"ok":true}'
+    start = {"type": "http.response.start", "status": 200,
+             "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]}
+    if path in ("/follows", "/fail-after-head", "/echo"):
+        start[BODY_FOLLOWS] = True
+    if path == "/chunked":
+        start["headers"] = [(b"content-type", b"text/plain")]
+        await send(start)
+        await send({"type": "http.response.body", "body": b"one", "more_body": True})
+        await send({"type": "http.response.body", "body": b"two"})
+        return
+    await send(start)
+    if path == "/fail-after-head":
+        raise RuntimeError("failed after the head")
+    await send({"type": "http.response.body", "body": body})
+    if path == "/follows":  # the reply is complete: what a client still connected looks like
+        assert (await receive())["type"] == "http.disconnect"
+
+
+@contextmanager
+def served(http: Any) -> Iterator[tuple[str, int]]:
+    with serve_in_thread(app, uvicorn_options={"http": http}) as url:
+        address = httpx.URL(url)
+        yield address.host, address.port
+
+
+def exchange(address: tuple[str, int], *sends: bytes) -> bytes:
+    """Send each piece (a 100 Continue is awaited before the next), then read until the server closes."""
+    with socket.create_connection(address, timeout=10) as s:
+        for i, piece in enumerate(sends):
+            s.sendall(piece)
+            if i + 1 < len(sends):
+                assert s.recv(1024) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        received = b""
+        while chunk := s.recv(65536):
+            received += chunk
+    return re.sub(rb"date: [^\r]*\r\n", b"date: -\r\n", received)
+
+
+CLOSE = b"Connection: close\r\n"
+CASES = {
+    "held head": [b"GET /follows HTTP/1.1\r\nHost: x\r\n" + CLOSE + b"\r\n"],
+    "unhinted head": [b"GET /plain HTTP/1.1\r\nHost: x\r\n" + CLOSE + b"\r\n"],
+    "HEAD of a held head": [b"HEAD /follows HTTP/1.1\r\nHost: x\r\n" + CLOSE + b"\r\n"],
+    "chunked reply": [b"GET /chunked HTTP/1.1\r\nHost: x\r\n" + CLOSE + b"\r\n"],
+    "HTTP/1.0": [b"GET /follows HTTP/1.0\r\n\r\n"],
+    "pipelined": [b"GET /follows HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /plain HTTP/1.1\r\nHost: x\r\n" + CLOSE + b"\r\n"],
+    "fails before its reply": [b"GET /fail-before HTTP/1.1\r\nHost: x\r\n\r\n"],
+    "fails after a held head": [b"GET /fail-after-head HTTP/1.1\r\nHost: x\r\n\r\n"],
+    "chunked request": [b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n" + CLOSE
+                        + b"\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"],
+    "large request": [b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n" % BIG + CLOSE + b"\r\n"
+                      + b"x" * BIG],
+    "100-continue": [b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n"
+                     + CLOSE + b"\r\n", b"hello"],
+    "malformed request": [b"GET /follows HTTP/1.1\r\nHost x\r\n\r\n"],
+}
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, tuple[str, int]]]:
+    with served(Http11) as ours, served("httptools") as uvicorns:
+        yield {"ours": ours, "uvicorn's": uvicorns}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_client_receives_the_bytes_uvicorns_own_protocol_sends(servers, case):
+    ours = exchange(servers["ours"], *CASES[case])
+    assert ours == exchange(servers["uvicorn's"], *CASES[case])
+    assert ours.startswith(b"HTTP/1.1 ")  # a reply, not a closed connection
+
+
+class Recorded:
+    """A connection's transport, recording each write."""
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+
+    def write(self, data: bytes) -> None:
+        Recording.writes.append(bytes(data))
+        self.transport.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
+class Recording(Http11):
+    """`Http11`, recording each write to its connections."""
+
+    writes: list[bytes] = []
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(Recorded(transport))
+
+
+@pytest.fixture
+def recording(monkeypatch) -> list[bytes]:
+    Recording.writes = []
+    monkeypatch.setattr(server, "http_protocol", lambda: Recording)  # what serve_in_thread serves with
+    return Recording.writes
+
+
+def test_the_mocks_chat_reply_leaves_in_one_write_and_other_replies_as_before(recording):
+    with serve_in_thread() as url, httpx.Client(base_url=url) as client:
+        chat = client.post("/chat/completions", content=request_body(1),
+                           headers={"content-type": "application/json"})
+        assert chat.status_code == 200 and chat.json()["choices"][0]["finish_reason"] == "tool_calls"
+        assert len(recording) == 1 and recording[0].endswith(chat.content)
+        assert client.get("/models").status_code == 200  # through the router: head, then body
+        assert len(recording) == 3
+
+
+def test_a_held_head_goes_out_alone_when_the_app_fails_after_it(servers):
+    reply = exchange(servers["ours"], *CASES["fails after a held head"])
+    head = (b"HTTP/1.1 200 OK\r\ndate: -\r\nserver: uvicorn\r\ncontent-type: application/json\r\n"
+            b"content-length: 11\r\n\r\n")
+    assert reply == head
+
+
+def test_auto_is_the_mocks_protocol_and_the_named_ones_are_uvicorns():
+    assert protocol.http_protocol() is Http11 and protocol.http_protocol("auto") is Http11
+    assert [protocol.http_protocol(n) for n in ("httptools", "h11")] == ["httptools", "h11"]
