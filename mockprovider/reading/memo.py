@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
@@ -49,6 +50,10 @@ WALK = 4
 """Remembered texts looked at below a request's place in sorted order (`Memory` says why)."""
 ADMIT_EVERY = 32
 """When the memory is full, one new transcript in this many (one that extends none) is remembered."""
+STALE_AFTER = 2
+"""An entry not found in this many lookups per entry held is taken for a run that ended (`Memory`)."""
+STALE_SECONDS = 30.0
+"""An entry not found for this long is taken for a run that ended, too (`Memory`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,11 +83,17 @@ class Memory:
     entry just after it became the least recently used: evicting that one would make every
     request miss. So once the memory is full, a new transcript (one that extends none) is
     remembered only one time in `ADMIT_EVERY`: the conversations held stay held and keep being
-    read from memory, the others are read in full, and entries nobody extends any more (a run
-    that ended) still age out, as the admitted ones push them out.
+    read from memory, the others are read in full. Unless the least recently used entry was
+    not found in the last `STALE_AFTER` lookups per entry held, nor in the last `STALE_SECONDS`:
+    a loop over that many more conversations asks for each of its entries sooner, so that one is
+    a run that ended, and the new transcript takes its place. (A loop slower than that sends so
+    few requests a second that reading them in full costs little.) A long-lived mock whose memory
+    filled with finished runs would otherwise read every new run in full until the
+    one-in-`ADMIT_EVERY` admissions pushed the finished ones out.
     """
 
-    def __init__(self, *, max_entries: int = 4096, max_bytes: int = 128 << 20) -> None:
+    def __init__(self, *, max_entries: int = 4096, max_bytes: int = 128 << 20,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         """Of the estimate `size`: an entry may share its messages with others, never more."""
@@ -92,6 +103,10 @@ class Memory:
         self._lru: OrderedDict[int, Entry] = OrderedDict()
         self._bytes = 0
         self._new = 0  # transcripts that extend none, offered while the memory is full
+        self._clock = clock
+        self._lookups = 0
+        self._found_at: dict[int, tuple[int, float]] = {}
+        """id(entry) -> `_lookups` and the clock when it was last remembered or found."""
 
     @staticmethod
     def size(entry: Entry) -> int:
@@ -106,12 +121,14 @@ class Memory:
             return None
         q = s[start:]
         with self._lock:
+            self._lookups += 1
             texts = self._texts
             i = bisect_right(texts, q)
             for j in range(i - 1, max(i - 1 - WALK, -1), -1):
                 if q.startswith(texts[j]):
                     entry = self._entries[j]
                     self._lru.move_to_end(id(entry))
+                    self._found_at[id(entry)] = (self._lookups, self._clock())
                     return entry
         return None
 
@@ -122,7 +139,7 @@ class Memory:
         with self._lock:
             if replaces is not None and self._lru.get(id(replaces)) is replaces:
                 self._drop(replaces)
-            elif replaces is None and self._full(entry):
+            elif replaces is None and self._full(entry) and not self._oldest_stale():
                 self._new += 1
                 if self._new % ADMIT_EVERY:
                     return
@@ -132,9 +149,20 @@ class Memory:
             self._texts.insert(i, entry.text)
             self._entries.insert(i, entry)
             self._lru[id(entry)] = entry
+            self._found_at[id(entry)] = (self._lookups, self._clock())
             self._bytes += self.size(entry)
             while len(self._lru) > self.max_entries or self._bytes > self.max_bytes:
                 self._drop(next(iter(self._lru.values())))
+
+    def _oldest_stale(self) -> bool:
+        """Whether the least recently used entry went unfound for `STALE_AFTER` lookups per entry
+        held or for `STALE_SECONDS`."""
+        oldest = next(iter(self._lru), None)
+        if oldest is None:
+            return False
+        lookups, seconds = self._found_at[oldest]
+        return (self._lookups - lookups > STALE_AFTER * len(self._lru)
+                or self._clock() - seconds > STALE_SECONDS)
 
     def _full(self, entry: Entry) -> bool:
         """Whether holding `entry` too would push another out."""
@@ -142,7 +170,7 @@ class Memory:
 
     def _drop(self, entry: Entry) -> None:
         i = bisect_left(self._texts, entry.text)
-        del self._texts[i], self._entries[i], self._lru[id(entry)]
+        del self._texts[i], self._entries[i], self._lru[id(entry)], self._found_at[id(entry)]
         self._bytes -= self.size(entry)
 
     def clear(self) -> None:
@@ -151,8 +179,10 @@ class Memory:
             self._texts.clear()
             self._entries.clear()
             self._lru.clear()
+            self._found_at.clear()
             self._bytes = 0
             self._new = 0
+            self._lookups = 0
 
     def stats(self) -> tuple[int, int]:
         """Entries held and their estimated bytes."""

@@ -191,6 +191,37 @@ def test_entries_of_a_run_that_ended_age_out_as_a_new_run_goes():
     assert found[0] == 0 and found[-1] == 8
 
 
+def test_a_memory_full_of_runs_that_ended_reads_a_new_run_from_memory_within_a_few_turns():
+    """Entries not found in `STALE_AFTER` lookups per entry held are runs that ended: a new run takes
+    their places at once, not one transcript in `ADMIT_EVERY` (a long-lived mock serving run after
+    run would read every new one in full)."""
+    memory = Memory(max_entries=8)
+    for run in ("first", "second"):
+        for turn in range(8, 12):
+            for k in range(8):
+                _turn(memory, runaway_messages(turn, task=f"{run} run {k}"))
+    found = [sum(_turn(memory, runaway_messages(turn, task=f"third run {k}")) > 0 for k in range(8))
+             for turn in range(8, 14)]
+    assert found[0] == 0 and found[3:] == [8, 8, 8]
+
+
+def test_entries_unfound_for_a_while_make_room_for_a_new_run_however_short_the_runs():
+    """Runs of a turn or two (too short for the lookup count to age anything) still give way to a
+    new run once their entries went unfound for `STALE_SECONDS`."""
+    now = [0.0]
+    memory = Memory(max_entries=8, clock=lambda: now[0])
+    for k in range(8):
+        _turn(memory, runaway_messages(8, task=f"first run {k}"))
+
+    def new_run(name: str) -> list[int]:
+        return [sum(_turn(memory, runaway_messages(turn, task=f"{name} {k}")) > 0 for k in range(8))
+                for turn in range(8, 10)]
+
+    assert new_run("second run") == [0, 0]  # moments later: the first run may go on
+    now[0] += memo.STALE_SECONDS + 1
+    assert new_run("third run") == [0, 8]
+
+
 def test_a_retry_and_a_fork_of_a_remembered_transcript_read_as_json_loads_reads_them():
     """A resent request, an earlier turn resent after a later one, and two continuations of one
     transcript: each parses to what json.loads gives and finds only a transcript it begins with."""
