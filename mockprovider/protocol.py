@@ -213,11 +213,14 @@ class Cycle:
             self.waiting_for_100_continue = False
         if not self.disconnected and not self.response_complete:
             self.flow.resume_reading()
+            event = self.event
             if not self.arrived:
-                if self.event is None:
-                    self.event = asyncio.Event()
-                await self.event.wait()
-                self.event.clear()
+                if event is None:
+                    event = self.event = asyncio.Event()
+                await event.wait()
+                event.clear()
+            elif event is not None:  # set with `arrived`: cleared with it, as uvicorn clears its event
+                event.clear()
             self.arrived = False
         if self.disconnected or self.response_complete:
             return {"type": "http.disconnect"}
