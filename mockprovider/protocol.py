@@ -117,8 +117,10 @@ class Cycle:
             self.transport.write(head)
 
     def _write(self, data: bytes) -> None:
-        head, self.head = self.head, None
+        head = self.head
+        # The head let go only once it has left: a body that cannot be written leaves it to `close`.
         self.transport.write(data if head is None else head + data)
+        self.head = None
 
     async def send(self, message: dict[str, Any]) -> None:
         if self.flow.write_paused and not self.disconnected:

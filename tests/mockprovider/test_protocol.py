@@ -44,7 +44,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         body = b'{"ok":true}'
     start = {"type": "http.response.start", "status": 200,
              "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]}
-    if path in ("/follows", "/fail-after-head", "/echo"):
+    if path in ("/follows", "/fail-after-head", "/echo", "/str-body"):
         start[BODY_FOLLOWS] = True
     if path == "/chunked":
         start["headers"] = [(b"content-type", b"text/plain")]
@@ -55,6 +55,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send(start)
     if path == "/fail-after-head":
         raise RuntimeError("failed after the head")
+    if path == "/str-body":  # a body the transport refuses (not bytes): the send fails
+        await send({"type": "http.response.body", "body": body.decode()})
     await send({"type": "http.response.body", "body": body})
     if path == "/follows":  # the reply is complete: what a client still connected looks like
         assert (await receive())["type"] == "http.disconnect"
@@ -110,6 +112,7 @@ CASES = {
                   b"GET /plain HTTP/1.1\r\nHost: x\r\n" + CLOSE + b"\r\n"],
     "fails before its reply": [b"GET /fail-before HTTP/1.1\r\nHost: x\r\n\r\n"],
     "fails after a held head": [b"GET /fail-after-head HTTP/1.1\r\nHost: x\r\n\r\n"],
+    "a held head's body refused": [b"GET /str-body HTTP/1.1\r\nHost: x\r\n\r\n"],
     "chunked request": [b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n" + CLOSE
                         + b"\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"],
     "large request": [b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n" % BIG + CLOSE + b"\r\n"
