@@ -117,8 +117,10 @@ class Cycle:
             self.transport.write(head)
 
     def _write(self, data: bytes) -> None:
-        head, self.head = self.head, None
+        head = self.head
+        # The head let go only once it has left: a body that cannot be written leaves it to `close`.
         self.transport.write(data if head is None else head + data)
+        self.head = None
 
     async def send(self, message: dict[str, Any]) -> None:
         if self.flow.write_paused and not self.disconnected:
@@ -213,11 +215,14 @@ class Cycle:
             self.waiting_for_100_continue = False
         if not self.disconnected and not self.response_complete:
             self.flow.resume_reading()
+            event = self.event
             if not self.arrived:
-                if self.event is None:
-                    self.event = asyncio.Event()
-                await self.event.wait()
-                self.event.clear()
+                if event is None:
+                    event = self.event = asyncio.Event()
+                await event.wait()
+                event.clear()
+            elif event is not None:  # set with `arrived`: cleared with it, as uvicorn clears its event
+                event.clear()
             self.arrived = False
         if self.disconnected or self.response_complete:
             return {"type": "http.disconnect"}

@@ -4,8 +4,10 @@ sends, over real sockets, except that a reply whose start carries `BODY_FOLLOWS`
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,6 +31,9 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     path = scope["path"]
     if path == "/fail-before":
         raise RuntimeError("failed before replying")
+    if path == "/read-then-wait":  # the body read with a pause, then a wait for the disconnect
+        await reply(send, await read_then_wait(receive))
+        return
     if path == "/echo":  # reads the whole body, however it came
         size, more = 0, True
         while more:
@@ -39,7 +44,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         body = b'{"ok":true}'
     start = {"type": "http.response.start", "status": 200,
              "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]}
-    if path in ("/follows", "/fail-after-head", "/echo"):
+    if path in ("/follows", "/fail-after-head", "/echo", "/str-body"):
         start[BODY_FOLLOWS] = True
     if path == "/chunked":
         start["headers"] = [(b"content-type", b"text/plain")]
@@ -50,9 +55,30 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send(start)
     if path == "/fail-after-head":
         raise RuntimeError("failed after the head")
+    if path == "/str-body":  # a body the transport refuses (not bytes): the send fails
+        await send({"type": "http.response.body", "body": body.decode()})
     await send({"type": "http.response.body", "body": body})
     if path == "/follows":  # the reply is complete: what a client still connected looks like
         assert (await receive())["type"] == "http.disconnect"
+
+
+async def read_then_wait(receive: Any) -> bytes:
+    """What each `receive` gave: the first part of the body, the rest (which came while the app was
+    busy), then what a `receive` after the whole body gives within 0.3 s (uvicorn: nothing)."""
+    first = await receive()
+    await asyncio.sleep(0.3)
+    rest = await receive()
+    try:
+        after = repr(await asyncio.wait_for(receive(), 0.3)).encode()
+    except TimeoutError:
+        after = b"waited"
+    return b"%r %r %s" % (first["body"], (rest["body"], rest["more_body"]), after)
+
+
+async def reply(send: Any, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-length", b"%d" % len(body))]})
+    await send({"type": "http.response.body", "body": body})
 
 
 @contextmanager
@@ -86,6 +112,7 @@ CASES = {
                   b"GET /plain HTTP/1.1\r\nHost: x\r\n" + CLOSE + b"\r\n"],
     "fails before its reply": [b"GET /fail-before HTTP/1.1\r\nHost: x\r\n\r\n"],
     "fails after a held head": [b"GET /fail-after-head HTTP/1.1\r\nHost: x\r\n\r\n"],
+    "a held head's body refused": [b"GET /str-body HTTP/1.1\r\nHost: x\r\n\r\n"],
     "chunked request": [b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n" + CLOSE
                         + b"\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"],
     "large request": [b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n" % BIG + CLOSE + b"\r\n"
@@ -107,6 +134,29 @@ def test_a_client_receives_the_bytes_uvicorns_own_protocol_sends(servers, case):
     ours = exchange(servers["ours"], *CASES[case])
     assert ours == exchange(servers["uvicorn's"], *CASES[case])
     assert ours.startswith(b"HTTP/1.1 ")  # a reply, not a closed connection
+
+
+def exchange_slowly(address: tuple[str, int], *sends: bytes, pause: float = 0.1) -> bytes:
+    """Send each piece `pause` seconds after the one before, then read until the server closes."""
+    with socket.create_connection(address, timeout=10) as s:
+        for i, piece in enumerate(sends):
+            if i:
+                time.sleep(pause)
+            s.sendall(piece)
+        received = b""
+        while chunk := s.recv(65536):
+            received += chunk
+    return re.sub(rb"date: [^\r]*\r\n", b"date: -\r\n", received)
+
+
+def test_a_receive_after_the_whole_body_waits_though_its_last_part_came_between_receives(servers):
+    """The first `receive` waits (the cycle makes its event), the rest of the body comes while the
+    app is busy and is taken without waiting; a `receive` after it waits for the disconnect, as
+    under uvicorn, rather than returning at once with an empty body."""
+    head = b"POST /read-then-wait HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n" + CLOSE + b"\r\n"
+    ours = exchange_slowly(servers["ours"], head, b"hello", b" world")
+    assert ours == exchange_slowly(servers["uvicorn's"], head, b"hello", b" world")
+    assert ours.endswith(b"b'hello' (b' world', False) waited")
 
 
 class Recorded:
