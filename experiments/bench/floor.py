@@ -1,7 +1,8 @@
 """The mock's per-request cost beside two floors, bare Starlette endpoints that parse the same body:
 the floor answers small JSON; the reply floor answers the bytes and headers of a mock reply, so
-the mock differs from it only by the work of producing them, and the reply floor from the floor
-by what sending the API's reply costs.
+the mock differs from it by the work of producing them and by how it is served (its own protocol
+sends the reply in one write, uvicorn's sends a floor's in two), and the reply floor from the
+floor by what sending the API's reply costs.
 
 The servers run under uvicorn on loopback ports in this process, the mock as it serves itself
 (`protocol.Http11`), the floors as uvicorn serves a Starlette app (its own httptools protocol),
@@ -95,7 +96,8 @@ async def _reply_endpoint(request: Request) -> Response:
 
 def reply_floor_app() -> Starlette:
     """The floor, answering what the mock answers: the bytes and the headers of one mock reply
-    (`teach`), so that it differs from the mock only by the work of producing them."""
+    (`teach`), so that it differs from the mock by the work of producing them (and by how each is
+    served: `UVICORNS`)."""
     app = Starlette(routes=[Route("/v1/chat/completions", _reply_endpoint, methods=["POST"])])
     app.state.reply = (b"{}", {})
     return app

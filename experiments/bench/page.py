@@ -228,7 +228,9 @@ SECTIONS = {
         "machine). The reply floor is the same endpoint answering the bytes and headers of a mock "
         "reply (the real API's: a request id, the processing time, six rate-limit headers, the usage "
         "details), so mock / floor splits into what sending that reply costs any endpoint (reply floor "
-        "/ floor) and what producing it costs the mock (mock / reply floor).",
+        "/ floor) and what producing it costs the mock (mock / reply floor). The floors are served as "
+        "uvicorn serves any Starlette app, the mock as it serves itself (its JSON reply in one write, "
+        "`mockprovider/protocol.py`), so mock / reply floor counts that write too.",
         _floor_rows,
     ),
     "server stacks": (
