@@ -238,10 +238,12 @@ SECTIONS = {
         f"One worker, `{PURE}`, `{FAST}` (uvicorn's own protocols) and `{OURS}` (uvicorn's httptools "
         "protocol with the mock's request cycle, `mockprovider/protocol.py`: the chat reply's head and "
         "body in one write), alternated twice. Requests/s swing with the machine's load; the server's "
-        "own CPU time per request (read from /proc, warm-up included) barely does, and is what decides. "
-        f"`python -m mockprovider` serves with `{OURS}` (`--loop auto --http auto`) because it costs "
-        "less CPU per request than the others; a row here showing otherwise means that choice needs "
-        "revisiting.",
+        "own CPU time per request (read from /proc, warm-up included) moves less, and is what decides. "
+        f"`python -m mockprovider` serves with `{OURS}` (`--loop auto --http auto`). Against "
+        f"`{PURE}` the difference is about 2×: a row showing otherwise means that choice needs "
+        f"revisiting. Between `{FAST}` and `{OURS}` it is a few percent (timed request by request, "
+        "interleaved, with `experiments.bench.against`: see docs/benchmarks.md), less than these "
+        "bursts swing on a busy machine.",
         _stack_rows,
     ),
     "throughput": (
