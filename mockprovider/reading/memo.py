@@ -83,13 +83,14 @@ class Memory:
     entry just after it became the least recently used: evicting that one would make every
     request miss. So once the memory is full, a new transcript (one that extends none) is
     remembered only one time in `ADMIT_EVERY`: the conversations held stay held and keep being
-    read from memory, the others are read in full. Unless the least recently used entry was
-    not found in the last `STALE_AFTER` lookups per entry held, nor in the last `STALE_SECONDS`:
-    a loop over that many more conversations asks for each of its entries sooner, so that one is
-    a run that ended, and the new transcript takes its place. (A loop slower than that sends so
-    few requests a second that reading them in full costs little.) A long-lived mock whose memory
-    filled with finished runs would otherwise read every new run in full until the
-    one-in-`ADMIT_EVERY` admissions pushed the finished ones out.
+    read from memory, the others are read in full. Unless the least recently used entry went
+    unfound for `STALE_AFTER` lookups per entry held, or for `STALE_SECONDS`: a loop over up to
+    `STALE_AFTER` times as many conversations as the memory holds asks for each held entry
+    sooner than that, so this one belongs to a run that ended, and the new transcript takes its
+    place. (A loop whose turns come back slower than `STALE_SECONDS` sends so few requests a
+    second that reading them in full costs little.) A long-lived mock whose memory filled with
+    finished runs would otherwise read every new run in full until the one-in-`ADMIT_EVERY`
+    admissions pushed the finished ones out.
     """
 
     def __init__(self, *, max_entries: int = 4096, max_bytes: int = 128 << 20,
