@@ -340,6 +340,24 @@ def line(result: Against) -> str:
     return text
 
 
+WAIT_S = 10.0
+"""How long `main` waits for a server it was pointed at to accept connections."""
+
+
+def listening(url: str, *, seconds: float = WAIT_S) -> bool:
+    """Whether the server at `url` accepts a TCP connection within `seconds`."""
+    address = httpx.URL(url)
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection((address.host, address.port or 80), timeout=1).close()
+            return True
+        except OSError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="the other server's base URL, ending in /v1")
@@ -358,6 +376,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--turns, --samples and --connections must be at least 1")
     if args.mock_pid is not None and args.mock_url is None:
         parser.error("--mock-pid names the process of the mock at --mock-url (the mock started here is read)")
+    for url in (args.url, args.mock_url):  # started a moment ago, with `&`, as docs/benchmarks.md does
+        if url is not None and not listening(url, seconds=WAIT_S):
+            parser.error(f"nothing listens at {url} (waited {WAIT_S:.0f} s)")
     with ExitStack() as stack:
         mock_url, mock_pid = stack.enter_context(mock_side(args.mock_url))
         mock, other = stack.enter_context(clients(args.url, mock_url, kind=args.client))

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+import socket
+import threading
 from pathlib import Path
 
 import pytest
+import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -14,7 +17,8 @@ from starlette.routing import Route
 
 from experiments.bench import against
 from experiments.bench.floor import bare_app, reply_floor_app, request_body, teach
-from mockprovider.server import serve_in_thread
+from mockprovider.app import create_app
+from mockprovider.server import PromptServer, free_port, serve_in_thread
 
 
 def test_the_mock_in_its_own_process_is_timed_beside_another_server_on_the_same_bodies():
@@ -190,3 +194,31 @@ def test_a_mock_pid_without_the_mock_url_is_refused(capsys):
     with pytest.raises(SystemExit):
         against.main(["--url", "http://127.0.0.1:9/v1", "--mock-pid", "1"])
     assert "--mock-pid names the process of the mock at --mock-url" in capsys.readouterr().err
+
+
+def test_the_command_waits_for_a_server_started_a_moment_before_it(capsys):
+    """A server started with `&` just before the command (as docs/benchmarks.md shows) is waited for:
+    its port refuses connections for half a second, then a mock listens on it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    late = PromptServer(uvicorn.Config(create_app(), log_level="warning", lifespan="off"))
+    starter = threading.Timer(0.5, late.run, kwargs={"sockets": [sock]})
+    starter.start()
+    try:
+        with serve_in_thread() as mock_url:
+            against.main(["--url", f"http://127.0.0.1:{sock.getsockname()[1]}/v1", "--mock-url", mock_url,
+                          "--turns", "1", "--samples", "2"])
+    finally:
+        starter.cancel()
+        late.stop()
+        starter.join(10)
+        sock.close()
+    assert re.search(r"turn 1: p50 mock [\d,]+ us", capsys.readouterr().out)
+
+
+def test_a_url_where_nothing_listens_is_refused_naming_it(capsys, monkeypatch):
+    monkeypatch.setattr(against, "WAIT_S", 0.3)
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(SystemExit):
+        against.main(["--url", url, "--mock-url", "http://127.0.0.1:9/v1"])
+    assert f"nothing listens at {url}" in capsys.readouterr().err
