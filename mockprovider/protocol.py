@@ -6,10 +6,13 @@ a client reads two segments and its event loop wakes twice per reply. `Cycle` is
 chunked replies, a 500 when the app fails before replying, the connection closed when it fails
 after) with one difference: a start message that carries `BODY_FOLLOWS` promises that the
 reply's first body message follows at once, without waiting on anything, so its head is held
-and leaves with that body in one write (results/bench.md, speed tricks: "head and body in one
-write"). The chat lane's JSON reply carries it. The head goes out by itself if the app closes
-the reply or fails first; any other reply is written as uvicorn writes it. Header names and
-values are checked in one search each, as uvicorn refuses them one by one.
+and leaves with that body in one write (docs/benchmarks.md shows how to time it against
+uvicorn's own). The chat lane's JSON reply carries it. The head goes out by itself if the app
+closes the reply or fails first; any other reply is written as uvicorn writes it. Header names and
+values are checked in one search each, as uvicorn refuses them one by one, and `receive` makes
+an event to wait on only when it must wait. The cycle is written out rather than uvicorn's
+subclassed with a transport that holds the head: that smaller version, timed request by request
+against this one, was slower per request at turn 1.
 
 `Http11` is uvicorn's `HttpToolsProtocol` with this cycle; the connection's own behaviour
 (parsing, errors, flow control, keep-alive timeout, shutdown) is uvicorn's. The mock serves with
