@@ -4,19 +4,24 @@ The head and the body of a reply leave in two writes under uvicorn's `RequestRes
 a client reads two segments and its event loop wakes twice per reply. `Cycle` is that cycle
 (every behaviour a client can see kept: keep-alive, pipelining, `Expect: 100-continue`, HEAD,
 chunked replies, a 500 when the app fails before replying, the connection closed when it fails
-after) with one difference: a start message that carries `BODY_FOLLOWS` promises that the
-reply's first body message follows at once, without waiting on anything, so its head is held
-and leaves with that body in one write (docs/benchmarks.md shows how to time it against
-uvicorn's own). The chat lane's JSON reply carries it. The head goes out by itself if the app
-closes the reply or fails first; any other reply is written as uvicorn writes it. Header names and
-values are checked in one search each, as uvicorn refuses them one by one, and `receive` makes
-an event to wait on only when it must wait. The cycle is written out rather than uvicorn's
-subclassed with a transport that holds the head: that smaller version, timed request by request
-against this one, was slower per request at turn 1.
+after) with two ways to send a reply in one write. A start message that carries `BODY_FOLLOWS`
+promises that the reply's first body message follows at once, without waiting on anything, so
+its head is held and leaves with that body (docs/benchmarks.md shows how to time it against
+uvicorn's own); the head goes out by itself if the app closes the reply or fails first. An app
+handed the cycle's own `send` may instead send a reply whole (`WHOLE`), its head already
+rendered, so the cycle neither walks nor checks its headers. The chat lane's JSON reply comes
+whole, or with `BODY_FOLLOWS` when a middleware sits between the lane and the server; any other
+reply is written as uvicorn writes it. Header names and values are checked in one search each,
+as uvicorn refuses them one by one, and `receive` makes an event to wait on only when it must
+wait. The cycle is written out rather than uvicorn's subclassed with a transport that holds the
+head: that smaller version, timed request by request against this one, was slower per request
+at turn 1.
 
 `Http11` is uvicorn's `HttpToolsProtocol` with this cycle; the connection's own behaviour
-(parsing, errors, flow control, keep-alive timeout, shutdown) is uvicorn's. The mock serves with
-it whenever it would serve with httptools (`--http auto`); `--http httptools` keeps uvicorn's.
+(parsing, errors, flow control, keep-alive timeout, shutdown) is uvicorn's. It calls uvicorn's
+proxy-headers middleware only for a request that carries `x-forwarded-for` or
+`x-forwarded-proto`: without them that middleware does nothing. The mock serves with it
+whenever it would serve with httptools (`--http auto`); `--http httptools` keeps uvicorn's.
 """
 
 from __future__ import annotations
@@ -29,14 +34,24 @@ from typing import Any
 
 import httptools
 from uvicorn.logging import TRACE_LOG_LEVEL
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT, service_unavailable
 from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE, STATUS_LINE, HttpToolsProtocol
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_FORWARDED = frozenset({b"x-forwarded-for", b"x-forwarded-proto"})
 BODY_FOLLOWS = "mockprovider.body_follows"
 """A key of an `http.response.start` message: its first body message follows at once (ASGI
 servers ignore keys they do not know)."""
+WHOLE = "mockprovider.whole_reply"
+"""The type of a message `Cycle.send` takes besides ASGI's: a whole reply in one message,
+`{"type": WHOLE, "status": int, "head": bytes, "body": bytes}`, `head` being the app's header
+lines, each ending in CRLF, names in lower case, valid by construction, with a `content-length`
+that is the body's. The cycle adds its status line, the server's own headers (`date`,
+`server`) and `connection: close` when the connection ends, checks nothing else, and writes
+the reply in one write. Only an app handed the cycle's own `send` may send it (`takes_whole`):
+a middleware in between would not know it."""
 
 
 class Cycle:
@@ -131,7 +146,9 @@ class Cycle:
         if self.disconnected:
             return
         kind = message["type"]
-        if not self.response_started:
+        if kind == WHOLE and not self.response_started:
+            self._whole(message)
+        elif not self.response_started:
             if kind != "http.response.start":
                 raise RuntimeError(f"Expected ASGI message 'http.response.start', but got '{kind}'.")
             self._start(message)
@@ -186,6 +203,26 @@ class Cycle:
         else:
             self.transport.write(b"".join(content))
 
+    def _whole(self, message: dict[str, Any]) -> None:
+        self.response_started = True
+        self.waiting_for_100_continue = False
+        status_code = message["status"]
+        protocol = self.protocol
+        if protocol.access_log:
+            protocol.access_logger.info(
+                '%s - "%s %s HTTP/%s" %d', get_client_addr(self.scope), self.scope["method"],
+                get_path_with_query_string(self.scope), self.scope["http_version"], status_code,
+            )
+        body = b"" if self.scope["method"] == "HEAD" else message["body"]
+        close = b"" if self.keep_alive else b"connection: close\r\n"
+        self.transport.write(b"".join((STATUS_LINE[status_code], protocol.default_head(), message["head"],
+                                       close, b"\r\n", body)))
+        self.response_complete = True
+        self.wake()
+        if not self.keep_alive:
+            self.transport.close()
+        self.on_response()
+
     def _body(self, message: dict[str, Any]) -> None:
         body = message.get("body", b"")
         more_body = message.get("more_body", False)
@@ -234,6 +271,11 @@ class Cycle:
         return message
 
 
+def takes_whole(send: Callable[..., Any]) -> bool:
+    """Whether `send` is a `Cycle`'s own, so takes a `WHOLE` message."""
+    return type(getattr(send, "__self__", None)) is Cycle
+
+
 def _nothing() -> None:
     pass
 
@@ -242,6 +284,50 @@ class Http11(HttpToolsProtocol):
     """uvicorn's httptools protocol, each request served by a `Cycle`."""
 
     cycle: Cycle  # type: ignore[assignment]
+    forwarded = False
+    """Whether this request carries `x-forwarded-for` or `x-forwarded-proto`: only then does
+    uvicorn's proxy-headers middleware, a no-op without them, get called."""
+    _defaults: tuple[list[tuple[bytes, bytes]] | None, bytes] = (None, b"")
+
+    def default_head(self) -> bytes:
+        """The server's own header lines (`date`, `server`), rendered once per list: the server
+        replaces the list when the date changes."""
+        listed, lines = self._defaults
+        defaults = self.server_state.default_headers
+        if listed is not defaults:
+            if HEADER_RE.search(b"".join([name for name, _ in defaults])):
+                raise RuntimeError("Invalid HTTP header name.")
+            if HEADER_VALUE_RE.search(b"".join([value for _, value in defaults])):
+                raise RuntimeError("Invalid HTTP header value.")
+            lines = b"".join([b"%s: %s\r\n" % (name.lower(), value) for name, value in defaults])
+            self._defaults = (defaults, lines)
+        return lines
+
+    def on_message_begin(self) -> None:
+        self.url = b""
+        self.expect_100_continue = False
+        self.headers = []
+        self.scope = {  # type: ignore[typeddict-item]
+            "type": "http",
+            "asgi": {"version": self.asgi_version, "spec_version": "2.3"},
+            "http_version": "1.1",
+            "server": self.server,
+            "client": self.client,
+            "scheme": self.scheme,  # type: ignore[typeddict-item]
+            "root_path": self.root_path,
+            "headers": self.headers,
+            "state": self.app_state.copy(),
+        }
+        self.forwarded = False
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()
+        value = value.rstrip(b" \t")  # trailing whitespace is not part of a value (RFC 9110, 5.5)
+        if name == b"expect" and value.lower() == b"100-continue":
+            self.expect_100_continue = True
+        elif name in _FORWARDED:
+            self.forwarded = True
+        self.headers.append((name, value))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.discard(self)
@@ -274,15 +360,18 @@ class Http11(HttpToolsProtocol):
         path = raw_path.decode("ascii")
         if "%" in path:
             path = urllib.parse.unquote(path)
-        scope["path"] = self.root_path + path
-        scope["raw_path"] = self.root_path.encode("ascii") + raw_path
+        root_path = self.root_path
+        scope["path"] = root_path + path if root_path else path
+        scope["raw_path"] = root_path.encode("ascii") + raw_path if root_path else raw_path
         scope["query_string"] = parsed_url.query or b""
         limit = self.limit_concurrency
         if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
             app = service_unavailable
             self.logger.warning("Exceeded concurrency limit.")
-        else:
+        elif self.forwarded:
             app = self.app
+        else:
+            app = self.app.app if isinstance(self.app, ProxyHeadersMiddleware) else self.app
         existing = self.cycle
         self.cycle = Cycle(self, scope, keep_alive=http_version != "1.0" and parser.should_keep_alive(),
                            expect_100_continue=self.expect_100_continue)

@@ -33,7 +33,7 @@ from mockprovider.apis.chat_request import (  # noqa: F401  (the checks, read he
 from mockprovider.apis.steps import api_error, client_gone, config_of, held, resolve
 from mockprovider.errors import APIError, ClientGone, json_bytes
 from mockprovider.metrics import SCENARIO
-from mockprovider.protocol import BODY_FOLLOWS
+from mockprovider.protocol import BODY_FOLLOWS, WHOLE, takes_whole
 from mockprovider.reading import transcript
 from mockprovider.reading.body import read_chat
 from mockprovider.replies import headers, midstream
@@ -293,13 +293,17 @@ class ChatLane:
                 raise
             if isinstance(out, bytes):
                 head = scope[headers.JSON_HEAD]
-                head.append((b"content-length", b"%d" % len(out)))
-                head.append(headers.JSON_TYPE)
                 status[0] = 200
-                # Its body follows at once: one write for both (`protocol.BODY_FOLLOWS`).
-                await send({"type": "http.response.start", "status": 200, "headers": head,
-                            BODY_FOLLOWS: True})
-                await send({"type": "http.response.body", "body": out})
+                if takes_whole(send):  # the mock's own server with nothing between: one message
+                    await send({"type": WHOLE, "status": 200, "head": headers.json_lines(head, len(out)),
+                                "body": out})
+                else:
+                    head.append((b"content-length", b"%d" % len(out)))
+                    head.append(headers.JSON_TYPE)
+                    # Its body follows at once: one write for both (`protocol.BODY_FOLLOWS`).
+                    await send({"type": "http.response.start", "status": 200, "headers": head,
+                                BODY_FOLLOWS: True})
+                    await send({"type": "http.response.body", "body": out})
             else:
                 rid = scope.get(headers.REQUEST_ID) or headers.new_id(scope)
                 send = headers.adding(scope, _status(status, send), self.defaults, rid, started)

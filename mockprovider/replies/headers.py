@@ -87,6 +87,13 @@ def json_head(scope: Scope, options: Options) -> list[tuple[bytes, bytes]]:
     return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits]
 
 
+def json_lines(head: list[tuple[bytes, bytes]], length: int) -> bytes:
+    """`json_head`'s headers, the body's length and type after them, as the header lines of
+    `protocol.WHOLE` (every name and value here is the mock's own: valid as written)."""
+    lines = b"".join([b"%s: %s\r\n" % header for header in head])
+    return b"%scontent-length: %d\r\ncontent-type: application/json\r\n" % (lines, length)
+
+
 def new_id(scope: Scope) -> str:
     """Give the request its id, kept in the scope (unique, not secret)."""
     rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"

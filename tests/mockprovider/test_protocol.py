@@ -1,5 +1,6 @@
 """The mock's HTTP/1.1 protocol (`protocol.Http11`): byte for byte what uvicorn's httptools protocol
-sends, over real sockets, except that a reply whose start carries `BODY_FOLLOWS` leaves in one write.
+sends, over real sockets, except that a reply whose start carries `BODY_FOLLOWS`, or that comes
+whole (`WHOLE`), leaves in one write.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 from experiments.bench.floor import request_body
 from mockprovider import protocol, server
-from mockprovider.protocol import BODY_FOLLOWS, Http11
+from mockprovider.protocol import BODY_FOLLOWS, WHOLE, Http11
 from mockprovider.server import serve_in_thread
 
 BIG = 200_000
@@ -31,6 +32,20 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     path = scope["path"]
     if path == "/fail-before":
         raise RuntimeError("failed before replying")
+    if path == "/whole":  # the whole reply in one message where the cycle takes it, else as ASGI says
+        body = b'{"whole":true}'
+        headers = [(b"x-request-id", b"req_1"), (b"content-length", b"%d" % len(body)),
+                   (b"content-type", b"application/json")]
+        if protocol.takes_whole(send):
+            lines = b"".join([b"%s: %s\r\n" % header for header in headers])
+            await send({"type": WHOLE, "status": 201, "head": lines, "body": body})
+        else:
+            await send({"type": "http.response.start", "status": 201, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+        return
+    if path == "/client":  # where the request came from, as the app sees it
+        await reply(send, b"%s %s" % (scope["client"][0].encode(), scope["scheme"].encode()))
+        return
     if path == "/read-then-wait":  # the body read with a pause, then a wait for the disconnect
         await reply(send, await read_then_wait(receive))
         return
@@ -120,6 +135,15 @@ CASES = {
     "100-continue": [b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n"
                      + CLOSE + b"\r\n", b"hello"],
     "malformed request": [b"GET /follows HTTP/1.1\r\nHost x\r\n\r\n"],
+    "whole reply": [b"GET /whole HTTP/1.1\r\nHost: x\r\n" + CLOSE + b"\r\n"],
+    "whole reply, HTTP/1.0": [b"GET /whole HTTP/1.0\r\n\r\n"],
+    "HEAD of a whole reply": [b"HEAD /whole HTTP/1.1\r\nHost: x\r\n" + CLOSE + b"\r\n"],
+    "whole replies pipelined": [b"GET /whole HTTP/1.1\r\nHost: x\r\n\r\n"
+                                b"GET /whole HTTP/1.1\r\nHost: x\r\n\r\n"
+                                b"GET /plain HTTP/1.1\r\nHost: x\r\n" + CLOSE + b"\r\n"],
+    "a proxy's forwarded headers": [b"GET /client HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.1.2.3\r\n"
+                                    b"X-Forwarded-Proto: https\r\n" + CLOSE + b"\r\n"],
+    "no forwarded headers": [b"GET /client HTTP/1.1\r\nHost: x\r\n" + CLOSE + b"\r\n"],
 }
 
 
@@ -134,6 +158,12 @@ def test_a_client_receives_the_bytes_uvicorns_own_protocol_sends(servers, case):
     ours = exchange(servers["ours"], *CASES[case])
     assert ours == exchange(servers["uvicorn's"], *CASES[case])
     assert ours.startswith(b"HTTP/1.1 ")  # a reply, not a closed connection
+
+
+def test_the_cycle_takes_a_whole_reply_and_a_proxys_headers_still_count(servers):
+    assert b"201 Created" in exchange(servers["ours"], *CASES["whole reply"])
+    assert exchange(servers["ours"], *CASES["a proxy's forwarded headers"]).endswith(b"10.1.2.3 https")
+    assert exchange(servers["ours"], *CASES["no forwarded headers"]).endswith(b"127.0.0.1 http")
 
 
 def exchange_slowly(address: tuple[str, int], *sends: bytes, pause: float = 0.1) -> bytes:
@@ -209,3 +239,38 @@ def test_a_held_head_goes_out_alone_when_the_app_fails_after_it(servers):
 def test_auto_is_the_mocks_protocol_and_the_named_ones_are_uvicorns():
     assert protocol.http_protocol() is Http11 and protocol.http_protocol("auto") is Http11
     assert [protocol.http_protocol(n) for n in ("httptools", "h11")] == ["httptools", "h11"]
+
+
+def _chat_exchange(http: Any, wrap: Any = None) -> bytes:
+    """The mock's reply to a chat request sent over a raw socket, its ids and clocks blanked."""
+    from mockprovider.app import create_app
+
+    body = request_body(1)
+    request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n" % len(body) + CLOSE + b"\r\n" + body)
+    app = create_app() if wrap is None else wrap(create_app())
+    with serve_in_thread(app, uvicorn_options={"http": http}) as url:
+        reply = exchange((httpx.URL(url).host, httpx.URL(url).port), request)
+    reply = re.sub(rb"(x-request-id|openai-processing-ms): [^\r]*", rb"\1: -", reply)
+    return re.sub(rb'"(id|created)":("[^"]*"|\d+)', rb'"\1":-', reply)
+
+
+def test_the_mocks_chat_reply_is_the_bytes_it_sends_under_uvicorns_protocol():
+    ours = _chat_exchange(Http11)
+    assert ours == _chat_exchange("httptools")
+    assert ours.startswith(b"HTTP/1.1 200 OK\r\n") and b'"finish_reason":"tool_calls"' in ours
+
+
+def test_a_middleware_around_the_mock_sees_its_chat_reply_as_asgi_messages():
+    seen: list[str] = []
+
+    def wrap(inner: Any) -> Any:
+        async def outer(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            async def noting(message: dict[str, Any]) -> None:
+                seen.append(message["type"])
+                await send(message)
+            await inner(scope, receive, noting)
+        return outer
+
+    assert _chat_exchange(Http11, wrap) == _chat_exchange(Http11)
+    assert seen == ["http.response.start", "http.response.body"]
