@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from mockprovider import metrics
+from mockprovider import metrics, protocol
 from mockprovider.apis import chat, steps
 from mockprovider.reading import body, memo, request_headers, settings, transcript, validation
 from mockprovider.replies import caching, completions, faults, headers, tool_choice
@@ -35,10 +35,11 @@ TIMED: dict[ModuleType, tuple[str, ...]] = {
     completions: ("Completion", "complete", "_completion", "_CALLS_COUNTED", "getrandbits"),
     faults: ("delay_or_fault", "log"),
     headers: ("JSON_HEAD", "OPTIONS", "adding", "anthropic_path", "anthropic_headers", "openai_headers",
-              "json_head", "openai_limits", "start", "STARTED", "REQUEST_ID", "_openai_limits",
-              "getrandbits"),
+              "json_head", "json_lines", "JSON_TYPE", "openai_limits", "start", "STARTED", "REQUEST_ID",
+              "_openai_limits", "getrandbits"),
     tool_choice: ("AUTO", "chat_choice", "check", "constrain"),
     options: ("Options", "attempt_of"),
+    protocol: ("BODY_FOLLOWS", "Cycle", "Http11", "WHOLE"),
     scenarios: ("SCENARIOS", "Conversation", "_asked", "_reply"),
 }
 """Each module the benchmarks use, and the names they read or patch in it."""
@@ -49,5 +50,5 @@ if _missing:
                       "update mockprovider/bench_hooks.py and experiments/bench together")
 
 __all__ = ["attempt_of", "body", "caching", "chat", "completions", "faults", "headers", "memo", "metrics",
-           "options", "request_headers", "scenarios", "settings", "steps", "tool_choice", "transcript",
-           "validation"]
+           "options", "protocol", "request_headers", "scenarios", "settings", "steps", "tool_choice",
+           "transcript", "validation"]

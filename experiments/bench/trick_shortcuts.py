@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from itertools import repeat as repeat_
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -26,6 +27,7 @@ from mockprovider.bench_hooks import (
     headers,
     memo,
     metrics,
+    protocol,
     request_headers,
     scenarios,
     settings,
@@ -314,6 +316,56 @@ def _usage_trick(completion: completions.Completion) -> Trick:
                  without=patched_batch(rendered, chat, "_usage", _formatted_usage))
 
 
+class _Connection:
+    """What a `protocol.Cycle` reads of its connection: a transport that keeps what is written,
+    the server's own headers (rendered by `Http11.default_head`), no flow control to wait on."""
+
+    access_log = False
+    default_head = protocol.Http11.default_head
+    _defaults = protocol.Http11._defaults
+
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+        self.transport = self
+        self.flow = SimpleNamespace(write_paused=False)
+        self.server_state = SimpleNamespace(default_headers=[(b"date", b"Thu, 03 Dec 2026 08:00:00 GMT"),
+                                                             (b"server", b"uvicorn")])
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+    def on_response_complete(self) -> None:
+        pass
+
+
+def _whole_trick(completion: completions.Completion) -> Trick:
+    """The chat lane's JSON reply handed to the cycle whole, against its head as ASGI headers
+    (held, as `BODY_FOLLOWS` holds it, then written with the body): the same bytes, one write."""
+    connection, body = _Connection(), chat.render(completion)
+    scope = {"method": "POST", "http_version": "1.1"}
+    head = [(b"x-request-id", b"req_%024x" % 7), (b"openai-processing-ms", b"0"),
+            *headers.openai_limits(Options())]
+
+    def whole() -> bytes:
+        cycle = protocol.Cycle(connection, scope, keep_alive=True, expect_100_continue=False)
+        lines = headers.json_lines(list(head), len(body))
+        drive(cycle.send({"type": protocol.WHOLE, "status": 200, "head": lines, "body": body}))
+        return connection.written[-1]
+
+    def started() -> bytes:
+        cycle = protocol.Cycle(connection, scope, keep_alive=True, expect_100_continue=False)
+        listed = list(head)
+        listed.append((b"content-length", b"%d" % len(body)))
+        listed.append(headers.JSON_TYPE)
+        drive(cycle.send({"type": "http.response.start", "status": 200, "headers": listed,
+                          protocol.BODY_FOLLOWS: True}))
+        drive(cycle.send({"type": "http.response.body", "body": body}))
+        return connection.written[-1]
+
+    return Trick(name="a chat reply handed to the cycle whole", where="protocol.Cycle, chat.ChatLane", turn=1,
+                 with_=repeat(whole), without=repeat(started))
+
+
 def shortcut_tricks(raw: bytes, req: chat.ChatRequest, completion: completions.Completion,
                     scope: dict[str, Any]) -> list[Trick]:
     body = json.loads(raw)
@@ -328,6 +380,7 @@ def shortcut_tricks(raw: bytes, req: chat.ChatRequest, completion: completions.C
         _attempt_skip(scope),
         _ids(completion),
         _metric_series(),
+        _whole_trick(completion),
         _state_dict(scope),
         _find_trick(raw, req.tools),
         _usage_trick(completion),
