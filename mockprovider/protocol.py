@@ -343,8 +343,45 @@ class Http11(HttpToolsProtocol):
             self.flow.resume_writing()
         if exc is None:
             self.transport.close()
-            self._unset_keepalive_if_required()
+            timer, self.timeout_keep_alive_task = self.timeout_keep_alive_task, None
+            if timer is not None:
+                timer.cancel()
         self.parser = None  # type: ignore[assignment]
+
+    # The keep-alive timeout, kept lazily: uvicorn arms a timer when a reply completes and cancels
+    # it when the next request's bytes come, a timer made and dropped per request. Here a reply
+    # notes when the connection went idle and one timer per timeout checks that note, closing
+    # the connection if it stayed idle that long, else waiting again for the rest.
+    idle_since: float | None = None
+    """When the connection last went idle (its reply complete, nothing more in); None while busy."""
+
+    def _unset_keepalive_if_required(self) -> None:
+        self.idle_since = None
+
+    def on_response_complete(self) -> None:
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self.idle_since = None
+        self.flow.resume_reading()
+        if self.pipeline:
+            cycle, app = self.pipeline.pop()
+            self._run(cycle, app)  # type: ignore[arg-type]
+        else:
+            self.idle_since = self.loop.time()
+            if self.timeout_keep_alive_task is None:
+                self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self._idle_check)
+
+    def _idle_check(self) -> None:
+        self.timeout_keep_alive_task = None
+        since = self.idle_since
+        if since is None:  # busy: its reply notes the next idle time and arms the timer again
+            return
+        left = since + self.timeout_keep_alive - self.loop.time()
+        if left > 0:
+            self.timeout_keep_alive_task = self.loop.call_later(left, self._idle_check)
+        else:
+            self.timeout_keep_alive_handler()
 
     def on_headers_complete(self) -> None:
         parser = self.parser
@@ -388,8 +425,6 @@ class Http11(HttpToolsProtocol):
             task = self.loop.create_task(cycle.run_asgi(app))
         task.add_done_callback(self.tasks.discard)
         self.tasks.add(task)
-
-    _start_asgi_task = _run  # what uvicorn's on_response_complete starts a pipelined request with
 
     def on_body(self, body: bytes) -> None:
         cycle = self.cycle

@@ -274,3 +274,61 @@ def test_a_middleware_around_the_mock_sees_its_chat_reply_as_asgi_messages():
 
     assert _chat_exchange(Http11, wrap) == _chat_exchange(Http11)
     assert seen == ["http.response.start", "http.response.body"]
+
+
+KEEP_ALIVE_S = 0.3
+PLAIN = b"GET /plain HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+@pytest.fixture(scope="module")
+def short_keep_alive() -> Iterator[dict[str, tuple[str, int]]]:
+    """Both protocols, with a keep-alive timeout of `KEEP_ALIVE_S`."""
+    def serving(http: Any) -> Any:
+        return serve_in_thread(app, uvicorn_options={"http": http, "timeout_keep_alive": KEEP_ALIVE_S})
+
+    with serving(Http11) as ours, serving("httptools") as uvicorns:
+        yield {name: (httpx.URL(url).host, httpx.URL(url).port) for name, url in
+               (("ours", ours), ("uvicorn's", uvicorns))}
+
+
+def _replies(s: socket.socket, count: int) -> int:
+    """Read until `count` replies came; how many did (fewer if the server closed first)."""
+    received = b""
+    while received.count(b"HTTP/1.1 200") < count:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        received += chunk
+    return received.count(b"HTTP/1.1 200")
+
+
+def _closed_within(s: socket.socket, seconds: float) -> bool:
+    s.settimeout(seconds)
+    try:
+        return s.recv(1) == b""
+    except TimeoutError:
+        return False
+
+
+@pytest.mark.parametrize("side", ["ours", "uvicorn's"])
+def test_a_connection_kept_busy_past_the_keep_alive_timeout_stays_open_then_closes_once_idle(
+        short_keep_alive, side):
+    with socket.create_connection(short_keep_alive[side], timeout=5) as s:
+        for _ in range(8):  # a request every half timeout: 1.2 timeouts in all, never idle for one
+            s.sendall(PLAIN)
+            assert _replies(s, 1) == 1
+            time.sleep(KEEP_ALIVE_S / 2)
+        assert not _closed_within(s, KEEP_ALIVE_S / 4)  # idle for 3/4 of the timeout so far
+        assert _closed_within(s, 10 * KEEP_ALIVE_S)
+
+
+@pytest.mark.parametrize("side", ["ours", "uvicorn's"])
+def test_a_request_half_sent_is_not_cut_off_by_the_keep_alive_timeout(short_keep_alive, side):
+    with socket.create_connection(short_keep_alive[side], timeout=5) as s:
+        s.sendall(PLAIN)
+        assert _replies(s, 1) == 1
+        s.sendall(b"GET /plain HTTP/1.1\r\nHo")
+        assert not _closed_within(s, 3 * KEEP_ALIVE_S)
+        s.settimeout(5)
+        s.sendall(b"st: x\r\n\r\n")
+        assert _replies(s, 1) == 1
