@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from mockprovider import metrics, protocol
+from mockprovider import cycle, metrics, protocol
 from mockprovider.apis import chat, steps
 from mockprovider.reading import body, memo, request_headers, settings, transcript, validation
 from mockprovider.replies import caching, completions, faults, headers, tool_choice
@@ -39,7 +39,8 @@ TIMED: dict[ModuleType, tuple[str, ...]] = {
               "_openai_limits", "getrandbits"),
     tool_choice: ("AUTO", "chat_choice", "check", "constrain"),
     options: ("Options", "attempt_of"),
-    protocol: ("BODY_FOLLOWS", "Cycle", "Http11", "WHOLE"),
+    cycle: ("BODY_FOLLOWS", "Cycle", "WHOLE"),
+    protocol: ("Http11",),
     scenarios: ("SCENARIOS", "Conversation", "_asked", "_reply"),
 }
 """Each module the benchmarks use, and the names they read or patch in it."""
@@ -49,6 +50,6 @@ if _missing:
     raise ImportError(f"the benchmarks' hooks into the mock moved: {', '.join(_missing)} no longer exist; "
                       "update mockprovider/bench_hooks.py and experiments/bench together")
 
-__all__ = ["attempt_of", "body", "caching", "chat", "completions", "faults", "headers", "memo", "metrics",
-           "options", "protocol", "request_headers", "scenarios", "settings", "steps", "tool_choice",
-           "transcript", "validation"]
+__all__ = ["attempt_of", "body", "caching", "chat", "completions", "cycle", "faults", "headers", "memo",
+           "metrics", "options", "protocol", "request_headers", "scenarios", "settings", "steps",
+           "tool_choice", "transcript", "validation"]

@@ -1,27 +1,12 @@
-"""The mock's HTTP/1.1 protocol: uvicorn's httptools protocol with a leaner request cycle.
+"""The mock's HTTP/1.1 protocol: uvicorn's httptools protocol, each request served by the mock's
+own request cycle (`cycle.Cycle`: a reply in one write).
 
-The head and the body of a reply leave in two writes under uvicorn's `RequestResponseCycle`, so
-a client reads two segments and its event loop wakes twice per reply. `Cycle` is that cycle
-(every behaviour a client can see kept: keep-alive, pipelining, `Expect: 100-continue`, HEAD,
-chunked replies, a 500 when the app fails before replying, the connection closed when it fails
-after) with two ways to send a reply in one write. A start message that carries `BODY_FOLLOWS`
-promises that the reply's first body message follows at once, without waiting on anything, so
-its head is held and leaves with that body (docs/benchmarks.md shows how to time it against
-uvicorn's own); the head goes out by itself if the app closes the reply or fails first. An app
-handed the cycle's own `send` may instead send a reply whole (`WHOLE`), its head already
-rendered, so the cycle neither walks nor checks its headers. The chat lane's JSON reply comes
-whole, or with `BODY_FOLLOWS` when a middleware sits between the lane and the server; any other
-reply is written as uvicorn writes it. Header names and values are checked in one search each,
-as uvicorn refuses them one by one, and `receive` makes an event to wait on only when it must
-wait. The cycle is written out rather than uvicorn's subclassed with a transport that holds the
-head: that smaller version, timed request by request against this one, was slower per request
-at turn 1.
-
-`Http11` is uvicorn's `HttpToolsProtocol` with this cycle; the connection's own behaviour
-(parsing, errors, flow control, keep-alive timeout, shutdown) is uvicorn's. It calls uvicorn's
-proxy-headers middleware only for a request that carries `x-forwarded-for` or
-`x-forwarded-proto`: without them that middleware does nothing. The mock serves with it
-whenever it would serve with httptools (`--http auto`); `--http httptools` keeps uvicorn's.
+`Http11` is uvicorn's `HttpToolsProtocol`; the connection's own behaviour (parsing, errors, flow
+control, shutdown) is uvicorn's. It calls uvicorn's proxy-headers middleware only for a request
+that carries `x-forwarded-for` or `x-forwarded-proto` (without them that middleware does
+nothing), and keeps the keep-alive timeout with one timer per timeout rather than one per
+request. The mock serves with it whenever it would serve with httptools (`--http auto`);
+`--http httptools` keeps uvicorn's.
 """
 
 from __future__ import annotations
@@ -29,255 +14,17 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import urllib.parse
-from collections.abc import Callable
 from typing import Any
 
 import httptools
 from uvicorn.logging import TRACE_LOG_LEVEL
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT, service_unavailable
-from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE, STATUS_LINE, HttpToolsProtocol
-from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
+from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE, HttpToolsProtocol
 
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+from mockprovider.cycle import Cycle
+
 _FORWARDED = frozenset({b"x-forwarded-for", b"x-forwarded-proto"})
-BODY_FOLLOWS = "mockprovider.body_follows"
-"""A key of an `http.response.start` message: its first body message follows at once (ASGI
-servers ignore keys they do not know)."""
-WHOLE = "mockprovider.whole_reply"
-"""The type of a message `Cycle.send` takes besides ASGI's: a whole reply in one message,
-`{"type": WHOLE, "status": int, "head": bytes, "body": bytes}`, `head` being the app's header
-lines, each ending in CRLF, names in lower case, valid by construction, with a `content-length`
-that is the body's. The cycle adds its status line, the server's own headers (`date`,
-`server`) and `connection: close` when the connection ends, checks nothing else, and writes
-the reply in one write. Only an app handed the cycle's own `send` may send it (`takes_whole`):
-a middleware in between would not know it."""
-
-
-class Cycle:
-    """One request and its reply on an `Http11` connection (uvicorn's `RequestResponseCycle`)."""
-
-    __slots__ = (
-        "scope", "protocol", "transport", "flow", "keep_alive", "waiting_for_100_continue",
-        "disconnected", "body", "more_body", "arrived", "event", "response_started",
-        "response_complete", "chunked_encoding", "expected_content_length", "head", "on_response",
-    )
-
-    def __init__(self, protocol: Http11, scope: dict[str, Any], *, keep_alive: bool,
-                 expect_100_continue: bool):
-        self.scope = scope
-        self.protocol = protocol
-        self.transport = protocol.transport
-        self.flow = protocol.flow
-        self.keep_alive = keep_alive
-        self.waiting_for_100_continue = expect_100_continue
-        self.disconnected = False
-        self.body = bytearray()
-        self.more_body = True
-        self.arrived = False
-        """Whether body or its end came (or the connection went) since `receive` last returned."""
-        self.event: asyncio.Event | None = None
-        """What a `receive` waiting for the body waits on; made only when one must wait."""
-        self.response_started = False
-        self.response_complete = False
-        self.chunked_encoding: bool | None = None
-        self.expected_content_length = 0
-        self.head: bytes | None = None
-        """The reply's status line and headers, until they go out with its first body."""
-        self.on_response: Callable[[], None] = protocol.on_response_complete
-
-    def wake(self) -> None:
-        """Body came, the body ended, the reply finished or the connection went: `receive` returns."""
-        self.arrived = True
-        if self.event is not None:
-            self.event.set()
-
-    # ASGI exception wrapper, as uvicorn's.
-    async def run_asgi(self, app: Callable[..., Any]) -> None:
-        logger = self.protocol.logger
-        try:
-            result = await app(self.scope, self.receive, self.send)
-        except BaseException as exc:
-            logger.error("Exception in ASGI application\n", exc_info=exc)
-            if not self.response_started:
-                await self.send_500_response()
-            else:
-                self.close()
-        else:
-            if result is not None:
-                logger.error("ASGI callable should return None, but returned '%s'.", result)
-                self.close()
-            elif not self.response_started and not self.disconnected:
-                logger.error("ASGI callable returned without starting response.")
-                await self.send_500_response()
-            elif not self.response_complete and not self.disconnected:
-                logger.error("ASGI callable returned without completing response.")
-                self.close()
-        finally:
-            self.on_response = _nothing
-
-    async def send_500_response(self) -> None:
-        await self.send({"type": "http.response.start", "status": 500, "headers": [
-            (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"21"),
-            (b"connection", b"close"),
-        ]})
-        await self.send({"type": "http.response.body", "body": b"Internal Server Error", "more_body": False})
-
-    def close(self) -> None:
-        """Close the connection, the head first if it has not gone out."""
-        self.flush()
-        self.transport.close()
-
-    def flush(self) -> None:
-        """The held head by itself: no body came with it."""
-        head, self.head = self.head, None
-        if head is not None and not self.transport.is_closing():
-            self.transport.write(head)
-
-    def _write(self, data: bytes) -> None:
-        head = self.head
-        # The head let go only once it has left: a body that cannot be written leaves it to `close`.
-        self.transport.write(data if head is None else head + data)
-        self.head = None
-
-    async def send(self, message: dict[str, Any]) -> None:
-        if self.flow.write_paused and not self.disconnected:
-            await self.flow.drain()
-        if self.disconnected:
-            return
-        kind = message["type"]
-        if kind == WHOLE and not self.response_started:
-            self._whole(message)
-        elif not self.response_started:
-            if kind != "http.response.start":
-                raise RuntimeError(f"Expected ASGI message 'http.response.start', but got '{kind}'.")
-            self._start(message)
-        elif not self.response_complete:
-            if kind != "http.response.body":
-                raise RuntimeError(f"Expected ASGI message 'http.response.body', but got '{kind}'.")
-            self._body(message)
-        else:
-            raise RuntimeError(f"Unexpected ASGI message '{kind}' sent, after response already completed.")
-
-    def _start(self, message: dict[str, Any]) -> None:
-        self.response_started = True
-        self.waiting_for_100_continue = False
-        status_code = message["status"]
-        headers = self.protocol.server_state.default_headers + list(message.get("headers", []))
-        protocol = self.protocol
-        if protocol.access_log:
-            protocol.access_logger.info(
-                '%s - "%s %s HTTP/%s" %d', get_client_addr(self.scope), self.scope["method"],
-                get_path_with_query_string(self.scope), self.scope["http_version"], status_code,
-            )
-        content = [STATUS_LINE[status_code]]
-        # One search over every name and one over every value: each pattern is one character
-        # class, so it finds a character in the joined bytes exactly when it is in one of them.
-        if HEADER_RE.search(b"".join([name for name, _ in headers])):
-            raise RuntimeError("Invalid HTTP header name.")
-        if HEADER_VALUE_RE.search(b"".join([value for _, value in headers])):
-            raise RuntimeError("Invalid HTTP header value.")
-        has_connection_close = False
-        for name, value in headers:
-            name = name.lower()
-            if name == b"content-length" and self.chunked_encoding is None:
-                self.expected_content_length = int(value.decode())
-                self.chunked_encoding = False
-            elif name == b"transfer-encoding" and value.lower() == b"chunked":
-                self.expected_content_length = 0
-                self.chunked_encoding = True
-            elif name == b"connection":
-                connection = [token.lower().strip() for token in value.split(b",")]
-                if b"close" in connection:
-                    self.keep_alive = False
-                    has_connection_close = True
-            content += (name, b": ", value, b"\r\n")
-        if not self.keep_alive and not has_connection_close:
-            content.append(b"connection: close\r\n")
-        if self.chunked_encoding is None and self.scope["method"] != "HEAD" and status_code not in (204, 304):
-            self.chunked_encoding = True
-            content.append(b"transfer-encoding: chunked\r\n")
-        content.append(b"\r\n")
-        if message.get(BODY_FOLLOWS):
-            self.head = b"".join(content)
-        else:
-            self.transport.write(b"".join(content))
-
-    def _whole(self, message: dict[str, Any]) -> None:
-        self.response_started = True
-        self.waiting_for_100_continue = False
-        status_code = message["status"]
-        protocol = self.protocol
-        if protocol.access_log:
-            protocol.access_logger.info(
-                '%s - "%s %s HTTP/%s" %d', get_client_addr(self.scope), self.scope["method"],
-                get_path_with_query_string(self.scope), self.scope["http_version"], status_code,
-            )
-        body = b"" if self.scope["method"] == "HEAD" else message["body"]
-        close = b"" if self.keep_alive else b"connection: close\r\n"
-        self.transport.write(b"".join((STATUS_LINE[status_code], protocol.default_head(), message["head"],
-                                       close, b"\r\n", body)))
-        self.response_complete = True
-        self.wake()
-        if not self.keep_alive:
-            self.transport.close()
-        self.on_response()
-
-    def _body(self, message: dict[str, Any]) -> None:
-        body = message.get("body", b"")
-        more_body = message.get("more_body", False)
-        if self.scope["method"] == "HEAD":
-            self.expected_content_length = 0
-            self.flush()
-        elif self.chunked_encoding:
-            content = [b"%x\r\n" % len(body), body, b"\r\n"] if body else []
-            if not more_body:
-                content.append(b"0\r\n\r\n")
-            self._write(b"".join(content))
-        else:
-            num_bytes = len(body)
-            if num_bytes > self.expected_content_length:
-                raise RuntimeError("Response content longer than Content-Length")
-            self.expected_content_length -= num_bytes
-            self._write(body)
-        if not more_body:
-            if self.expected_content_length != 0:
-                raise RuntimeError("Response content shorter than Content-Length")
-            self.response_complete = True
-            self.wake()
-            if not self.keep_alive:
-                self.transport.close()
-            self.on_response()
-
-    async def receive(self) -> dict[str, Any]:
-        if self.waiting_for_100_continue and not self.transport.is_closing():
-            self.transport.write(CONTINUE)
-            self.waiting_for_100_continue = False
-        if not self.disconnected and not self.response_complete:
-            self.flow.resume_reading()
-            event = self.event
-            if not self.arrived:
-                if event is None:
-                    event = self.event = asyncio.Event()
-                await event.wait()
-                event.clear()
-            elif event is not None:  # set with `arrived`: cleared with it, as uvicorn clears its event
-                event.clear()
-            self.arrived = False
-        if self.disconnected or self.response_complete:
-            return {"type": "http.disconnect"}
-        message = {"type": "http.request", "body": bytes(self.body), "more_body": self.more_body}
-        self.body = bytearray()
-        return message
-
-
-def takes_whole(send: Callable[..., Any]) -> bool:
-    """Whether `send` is a `Cycle`'s own, so takes a `WHOLE` message."""
-    return type(getattr(send, "__self__", None)) is Cycle
-
-
-def _nothing() -> None:
-    pass
 
 
 class Http11(HttpToolsProtocol):

@@ -229,16 +229,18 @@ SECTIONS = {
         "reply (the real API's: a request id, the processing time, six rate-limit headers, the usage "
         "details), so mock / floor splits into what sending that reply costs any endpoint (reply floor "
         "/ floor) and what producing it costs the mock (mock / reply floor). The floors are served as "
-        "uvicorn serves any Starlette app, the mock as it serves itself (its JSON reply in one write, "
-        "`mockprovider/protocol.py`), so mock / reply floor counts that write too.",
+        "uvicorn serves any Starlette app, the mock as it serves itself (its JSON reply handed to its own "
+        "request cycle whole and written in one write, `mockprovider/cycle.py`), so mock / reply floor "
+        "counts that too.",
         _floor_rows,
     ),
     "server stacks": (
         "Server stacks on the same bodies",
         f"One worker, `{PURE}`, `{FAST}` (uvicorn's own protocols) and `{OURS}` (uvicorn's httptools "
-        "protocol with the mock's request cycle, `mockprovider/protocol.py`: the chat reply's head and "
-        "body in one write), alternated twice. Requests/s swing with the machine's load; the server's "
-        "own CPU time per request (read from /proc, warm-up included) moves less, and is what decides. "
+        "protocol with the mock's request cycle, `mockprovider/protocol.py` and `cycle.py`: the chat "
+        "reply's head and body in one write), alternated twice. Requests/s swing with the machine's "
+        "load; the server's own CPU time per request (read from /proc, warm-up included) moves less, "
+        "and is what decides. "
         f"`python -m mockprovider` serves with `{OURS}` (`--loop auto --http auto`). Against "
         f"`{PURE}` the difference is about 2×: a row showing otherwise means that choice needs "
         f"revisiting. Between `{FAST}` and `{OURS}` it is a few percent (timed request by request, "

@@ -39,6 +39,9 @@ from mockprovider.bench_hooks import (
 from mockprovider.bench_hooks import (
     body as reading_body,
 )
+from mockprovider.bench_hooks import (
+    cycle as cycle_,
+)
 
 # --- the reply's headers ---------------------------------------------------------------------
 
@@ -317,7 +320,7 @@ def _usage_trick(completion: completions.Completion) -> Trick:
 
 
 class _Connection:
-    """What a `protocol.Cycle` reads of its connection: a transport that keeps what is written,
+    """What a `cycle.Cycle` reads of its connection: a transport that keeps what is written,
     the server's own headers (rendered by `Http11.default_head`), no flow control to wait on."""
 
     access_log = False
@@ -347,22 +350,22 @@ def _whole_trick(completion: completions.Completion) -> Trick:
             *headers.openai_limits(Options())]
 
     def whole() -> bytes:
-        cycle = protocol.Cycle(connection, scope, keep_alive=True, expect_100_continue=False)
+        cycle = cycle_.Cycle(connection, scope, keep_alive=True, expect_100_continue=False)
         lines = headers.json_lines(list(head), len(body))
-        drive(cycle.send({"type": protocol.WHOLE, "status": 200, "head": lines, "body": body}))
+        drive(cycle.send({"type": cycle_.WHOLE, "status": 200, "head": lines, "body": body}))
         return connection.written[-1]
 
     def started() -> bytes:
-        cycle = protocol.Cycle(connection, scope, keep_alive=True, expect_100_continue=False)
+        cycle = cycle_.Cycle(connection, scope, keep_alive=True, expect_100_continue=False)
         listed = list(head)
         listed.append((b"content-length", b"%d" % len(body)))
         listed.append(headers.JSON_TYPE)
         drive(cycle.send({"type": "http.response.start", "status": 200, "headers": listed,
-                          protocol.BODY_FOLLOWS: True}))
+                          cycle_.BODY_FOLLOWS: True}))
         drive(cycle.send({"type": "http.response.body", "body": body}))
         return connection.written[-1]
 
-    return Trick(name="a chat reply handed to the cycle whole", where="protocol.Cycle, chat.ChatLane", turn=1,
+    return Trick(name="a chat reply handed to the cycle whole", where="cycle.Cycle, chat.ChatLane", turn=1,
                  with_=repeat(whole), without=repeat(started))
 
 

@@ -31,9 +31,9 @@ from mockprovider.apis.chat_request import (  # noqa: F401  (the checks, read he
     check_tools,
 )
 from mockprovider.apis.steps import api_error, client_gone, config_of, held, resolve
+from mockprovider.cycle import BODY_FOLLOWS, WHOLE, takes_whole
 from mockprovider.errors import APIError, ClientGone, json_bytes
 from mockprovider.metrics import SCENARIO
-from mockprovider.protocol import BODY_FOLLOWS, WHOLE, takes_whole
 from mockprovider.reading import transcript
 from mockprovider.reading.body import read_chat
 from mockprovider.replies import headers, midstream
@@ -300,7 +300,7 @@ class ChatLane:
                 else:
                     head.append((b"content-length", b"%d" % len(out)))
                     head.append(headers.JSON_TYPE)
-                    # Its body follows at once: one write for both (`protocol.BODY_FOLLOWS`).
+                    # Its body follows at once: one write for both (`cycle.BODY_FOLLOWS`).
                     await send({"type": "http.response.start", "status": 200, "headers": head,
                                 BODY_FOLLOWS: True})
                     await send({"type": "http.response.body", "body": out})

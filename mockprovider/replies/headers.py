@@ -89,7 +89,7 @@ def json_head(scope: Scope, options: Options) -> list[tuple[bytes, bytes]]:
 
 def json_lines(head: list[tuple[bytes, bytes]], length: int) -> bytes:
     """`json_head`'s headers, the body's length and type after them, as the header lines of
-    `protocol.WHOLE` (every name and value here is the mock's own: valid as written)."""
+    `cycle.WHOLE` (every name and value here is the mock's own: valid as written)."""
     lines = b"".join([b"%s: %s\r\n" % header for header in head])
     return b"%scontent-length: %d\r\ncontent-type: application/json\r\n" % (lines, length)
 

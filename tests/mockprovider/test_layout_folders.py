@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDER = ("scripts", "reading", "replies", "apis")
-KERNEL = {"errors", "journal", "metrics", "offload", "protocol"}
+KERNEL = {"cycle", "errors", "journal", "metrics", "offload"}
 """Top-level modules that import nothing of the mock, so every folder may use them."""
 MAY_USE_KERNEL = {"scripts": {"errors"}, "reading": {"errors", "journal", "offload"},
                   "replies": {"errors", "metrics", "offload"},

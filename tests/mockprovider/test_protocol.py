@@ -18,7 +18,8 @@ import pytest
 
 from experiments.bench.floor import request_body
 from mockprovider import protocol, server
-from mockprovider.protocol import BODY_FOLLOWS, WHOLE, Http11
+from mockprovider.cycle import BODY_FOLLOWS, WHOLE, takes_whole
+from mockprovider.protocol import Http11
 from mockprovider.server import serve_in_thread
 
 BIG = 200_000
@@ -36,7 +37,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         body = b'{"whole":true}'
         headers = [(b"x-request-id", b"req_1"), (b"content-length", b"%d" % len(body)),
                    (b"content-type", b"application/json")]
-        if protocol.takes_whole(send):
+        if takes_whole(send):
             lines = b"".join([b"%s: %s\r\n" % header for header in headers])
             await send({"type": WHOLE, "status": 201, "head": lines, "body": body})
         else:
