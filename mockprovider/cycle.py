@@ -194,10 +194,16 @@ class Cycle:
             self.transport.write(b"".join(content))
 
     def _whole(self, message: dict[str, Any]) -> None:
-        self.response_started = True
+        self.response_started = True  # before the server's headers are checked, as in `_start`
+        status_code, protocol = message["status"], self.protocol
+        defaults = protocol.default_head()
+        if defaults is None:  # the server's own headers frame the reply: walked, as uvicorn walks them
+            self.response_started = False
+            lines = message["head"].split(b"\r\n")[:-1]
+            self._start({"status": status_code, "headers": [tuple(line.split(b": ", 1)) for line in lines]})
+            self._body({"body": message["body"]})
+            return
         self.waiting_for_100_continue = False
-        status_code = message["status"]
-        protocol = self.protocol
         if protocol.access_log:
             protocol.access_logger.info(
                 '%s - "%s %s HTTP/%s" %d', get_client_addr(self.scope), self.scope["method"],
@@ -205,8 +211,8 @@ class Cycle:
             )
         body = b"" if self.scope["method"] == "HEAD" else message["body"]
         close = b"" if self.keep_alive else b"connection: close\r\n"
-        self.transport.write(b"".join((STATUS_LINE[status_code], protocol.default_head(), message["head"],
-                                       close, b"\r\n", body)))
+        self.transport.write(b"".join((STATUS_LINE[status_code], defaults, message["head"], close, b"\r\n",
+                                       body)))
         self.response_complete = True
         self.wake()
         if not self.keep_alive:

@@ -25,6 +25,7 @@ from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE, Ht
 from mockprovider.cycle import Cycle
 
 _FORWARDED = frozenset({b"x-forwarded-for", b"x-forwarded-proto"})
+_FRAMING = frozenset({b"connection", b"content-length", b"transfer-encoding"})
 
 
 class Http11(HttpToolsProtocol):
@@ -34,11 +35,13 @@ class Http11(HttpToolsProtocol):
     forwarded = False
     """Whether this request carries `x-forwarded-for` or `x-forwarded-proto`: only then does
     uvicorn's proxy-headers middleware, a no-op without them, get called."""
-    _defaults: tuple[list[tuple[bytes, bytes]] | None, bytes] = (None, b"")
+    _defaults: tuple[list[tuple[bytes, bytes]] | None, bytes | None] = (None, None)
 
-    def default_head(self) -> bytes:
-        """The server's own header lines (`date`, `server`), rendered once per list: the server
-        replaces the list when the date changes."""
+    def default_head(self) -> bytes | None:
+        """The server's own header lines (`date`, `server`), rendered once per list (the server
+        replaces the list when the date changes); None if they say anything about the framing
+        (`connection`, `content-length`, `transfer-encoding`: configured by hand), which a reply
+        must then be walked for, as uvicorn walks it."""
         listed, lines = self._defaults
         defaults = self.server_state.default_headers
         if listed is not defaults:
@@ -46,7 +49,8 @@ class Http11(HttpToolsProtocol):
                 raise RuntimeError("Invalid HTTP header name.")
             if HEADER_VALUE_RE.search(b"".join([value for _, value in defaults])):
                 raise RuntimeError("Invalid HTTP header value.")
-            lines = b"".join([b"%s: %s\r\n" % (name.lower(), value) for name, value in defaults])
+            lines = None if any(name.lower() in _FRAMING for name, _ in defaults) else b"".join(
+                [b"%s: %s\r\n" % (name.lower(), value) for name, value in defaults])
             self._defaults = (defaults, lines)
         return lines
 
@@ -155,7 +159,8 @@ class Http11(HttpToolsProtocol):
         elif self.forwarded:
             app = self.app
         else:
-            app = self.app.app if isinstance(self.app, ProxyHeadersMiddleware) else self.app
+            # uvicorn's own class only: a subclass may act on other headers.
+            app = self.app.app if type(self.app) is ProxyHeadersMiddleware else self.app
         existing = self.cycle
         self.cycle = Cycle(self, scope, keep_alive=http_version != "1.0" and parser.should_keep_alive(),
                            expect_100_continue=self.expect_100_continue)

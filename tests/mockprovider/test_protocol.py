@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from experiments.bench.floor import request_body
 from mockprovider import protocol, server
@@ -165,6 +166,38 @@ def test_the_cycle_takes_a_whole_reply_and_a_proxys_headers_still_count(servers)
     assert b"201 Created" in exchange(servers["ours"], *CASES["whole reply"])
     assert exchange(servers["ours"], *CASES["a proxy's forwarded headers"]).endswith(b"10.1.2.3 https")
     assert exchange(servers["ours"], *CASES["no forwarded headers"]).endswith(b"127.0.0.1 http")
+
+
+@pytest.mark.parametrize("case", ["whole reply", "whole replies pipelined", "held head"])
+def test_a_connection_close_among_the_servers_own_headers_ends_the_connection_as_under_uvicorn(case):
+    """A server configured to send `Connection: close` on every reply (uvicorn's `headers`): the
+    reply says so once and the connection ends after it, pipelined requests unanswered."""
+    replies = []
+    for http in (Http11, "httptools"):
+        options = {"http": http, "headers": [("Connection", "close")]}
+        with serve_in_thread(app, uvicorn_options=options) as url:
+            replies.append(exchange((httpx.URL(url).host, httpx.URL(url).port), *CASES[case]))
+    assert replies[0] == replies[1]
+    assert replies[0].count(b"HTTP/1.1") == 1 and replies[0].lower().count(b"connection: close") == 1
+
+
+class Forwarded(ProxyHeadersMiddleware):
+    """A user's proxy-headers middleware that reads RFC 7239's `Forwarded` too."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if (b"forwarded", b"proto=https") in scope["headers"]:
+            scope["scheme"] = "https"
+        await super().__call__(scope, receive, send)
+
+
+def test_a_subclass_of_uvicorns_proxy_headers_middleware_is_called_for_every_request():
+    request = b"GET /client HTTP/1.1\r\nHost: x\r\nForwarded: proto=https\r\n" + CLOSE + b"\r\n"
+    replies = []
+    for http in (Http11, "httptools"):
+        options = {"http": http, "proxy_headers": False}
+        with serve_in_thread(Forwarded(app, trusted_hosts="*"), uvicorn_options=options) as url:
+            replies.append(exchange((httpx.URL(url).host, httpx.URL(url).port), request))
+    assert replies[0] == replies[1] and replies[0].endswith(b"127.0.0.1 https")
 
 
 def exchange_slowly(address: tuple[str, int], *sends: bytes, pause: float = 0.1) -> bytes:
