@@ -129,8 +129,8 @@ class Http11(HttpToolsProtocol):
         if since is None:  # busy: its reply notes the next idle time and arms the timer again
             return
         left = since + self.timeout_keep_alive - self.loop.time()
-        if left > 0:
-            self.timeout_keep_alive_task = self.loop.call_later(left, self._idle_check)
+        if left > 0:  # at least a millisecond: uvloop runs a shorter delay at once, on a clock not yet moved
+            self.timeout_keep_alive_task = self.loop.call_later(max(left, 1e-3), self._idle_check)
         else:
             self.timeout_keep_alive_handler()
 

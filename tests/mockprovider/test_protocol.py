@@ -366,3 +366,25 @@ def test_a_request_half_sent_is_not_cut_off_by_the_keep_alive_timeout(short_keep
         s.settimeout(5)
         s.sendall(b"st: x\r\n\r\n")
         assert _replies(s, 1) == 1
+
+
+def test_an_idle_connection_is_checked_a_few_times_before_it_closes_not_in_a_busy_loop():
+    """uvloop's clock moves in whole milliseconds, once per pass of its loop: a check re-armed for
+    less than that would run again at once, pass after pass, until the clock ticked."""
+    checks = []
+
+    class Counted(Http11):
+        def _idle_check(self) -> None:
+            checks.append(1)
+            super()._idle_check()
+
+    options = {"http": Counted, "timeout_keep_alive": KEEP_ALIVE_S, "loop": "uvloop"}
+    with serve_in_thread(app, uvicorn_options=options) as url:
+        for _ in range(5):
+            with socket.create_connection((httpx.URL(url).host, httpx.URL(url).port), timeout=5) as s:
+                for _ in range(2):  # the second reply comes within the timeout: the check is re-armed
+                    s.sendall(PLAIN)
+                    assert _replies(s, 1) == 1
+                    time.sleep(KEEP_ALIVE_S / 6)
+                assert _closed_within(s, 10 * KEEP_ALIVE_S)
+    assert len(checks) <= 3 * 5
