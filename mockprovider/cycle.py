@@ -11,11 +11,11 @@ and leaves with that body (docs/benchmarks.md shows how to time it against uvico
 head goes out by itself if the app closes the reply or fails first. An app handed the cycle's
 own `send` may instead send a reply whole (`WHOLE`), its head already rendered, so the cycle
 neither walks nor checks its headers. The chat lane's JSON reply comes whole, or with
-`BODY_FOLLOWS` when a middleware sits between the lane and the server; any other reply is
-written as uvicorn writes it. Header names and values are checked in one search each, as uvicorn
-refuses them one by one, and `receive` makes an event to wait on only when it must wait. The
-cycle is written out rather than uvicorn's subclassed with a transport that holds the head: that
-smaller version, timed request by request against this one, was slower per request at turn 1.
+`BODY_FOLLOWS` where it cannot (`takes_whole`); any other reply is written as uvicorn writes it.
+Header names and values are checked in one search each, as uvicorn refuses them one by one, and
+`receive` makes an event to wait on only when it must wait. The cycle is written out rather than
+uvicorn's subclassed with a transport that holds the head: that smaller version, timed request
+by request against this one, was slower per request at turn 1.
 
 `protocol.Http11` serves each request with a `Cycle`.
 """
@@ -39,8 +39,8 @@ WHOLE = "mockprovider.whole_reply"
 lines, each ending in CRLF, names in lower case, valid by construction, with a `content-length`
 that is the body's. The cycle adds its status line, the server's own headers (`date`,
 `server`) and `connection: close` when the connection ends, checks nothing else, and writes
-the reply in one write. Only an app handed the cycle's own `send` may send it (`takes_whole`):
-a middleware in between would not know it."""
+the reply in one write. An app sends it only where `takes_whole` says so: a middleware in
+between would not know it, and the server's own headers may frame the reply themselves."""
 
 
 class Cycle:
@@ -154,19 +154,9 @@ class Cycle:
         self.waiting_for_100_continue = False
         status_code = message["status"]
         headers = self.protocol.server_state.default_headers + list(message.get("headers", []))
-        protocol = self.protocol
-        if protocol.access_log:
-            protocol.access_logger.info(
-                '%s - "%s %s HTTP/%s" %d', get_client_addr(self.scope), self.scope["method"],
-                get_path_with_query_string(self.scope), self.scope["http_version"], status_code,
-            )
+        self._log(status_code)
         content = [STATUS_LINE[status_code]]
-        # One search over every name and one over every value: each pattern is one character
-        # class, so it finds a character in the joined bytes exactly when it is in one of them.
-        if HEADER_RE.search(b"".join([name for name, _ in headers])):
-            raise RuntimeError("Invalid HTTP header name.")
-        if HEADER_VALUE_RE.search(b"".join([value for _, value in headers])):
-            raise RuntimeError("Invalid HTTP header value.")
+        check_headers(headers)
         has_connection_close = False
         for name, value in headers:
             name = name.lower()
@@ -194,30 +184,18 @@ class Cycle:
             self.transport.write(b"".join(content))
 
     def _whole(self, message: dict[str, Any]) -> None:
-        self.response_started = True  # before the server's headers are checked, as in `_start`
-        status_code, protocol = message["status"], self.protocol
-        defaults = protocol.default_head()
-        if defaults is None:  # the server's own headers frame the reply: walked, as uvicorn walks them
-            self.response_started = False
-            lines = message["head"].split(b"\r\n")[:-1]
-            self._start({"status": status_code, "headers": [tuple(line.split(b": ", 1)) for line in lines]})
-            self._body({"body": message["body"]})
-            return
+        self.response_started = True
         self.waiting_for_100_continue = False
-        if protocol.access_log:
-            protocol.access_logger.info(
-                '%s - "%s %s HTTP/%s" %d', get_client_addr(self.scope), self.scope["method"],
-                get_path_with_query_string(self.scope), self.scope["http_version"], status_code,
-            )
+        defaults = self.protocol.default_head()
+        if defaults is None:
+            raise RuntimeError("A whole reply sent where the server's own headers frame it (takes_whole).")
+        status_code = message["status"]
+        self._log(status_code)
         body = b"" if self.scope["method"] == "HEAD" else message["body"]
         close = b"" if self.keep_alive else b"connection: close\r\n"
         self.transport.write(b"".join((STATUS_LINE[status_code], defaults, message["head"], close, b"\r\n",
                                        body)))
-        self.response_complete = True
-        self.wake()
-        if not self.keep_alive:
-            self.transport.close()
-        self.on_response()
+        self._complete()
 
     def _body(self, message: dict[str, Any]) -> None:
         body = message.get("body", b"")
@@ -239,11 +217,22 @@ class Cycle:
         if not more_body:
             if self.expected_content_length != 0:
                 raise RuntimeError("Response content shorter than Content-Length")
-            self.response_complete = True
-            self.wake()
-            if not self.keep_alive:
-                self.transport.close()
-            self.on_response()
+            self._complete()
+
+    def _complete(self) -> None:
+        self.response_complete = True
+        self.wake()
+        if not self.keep_alive:
+            self.transport.close()
+        self.on_response()
+
+    def _log(self, status_code: int) -> None:
+        protocol = self.protocol
+        if protocol.access_log:
+            protocol.access_logger.info(
+                '%s - "%s %s HTTP/%s" %d', get_client_addr(self.scope), self.scope["method"],
+                get_path_with_query_string(self.scope), self.scope["http_version"], status_code,
+            )
 
     async def receive(self) -> dict[str, Any]:
         if self.waiting_for_100_continue and not self.transport.is_closing():
@@ -268,8 +257,21 @@ class Cycle:
 
 
 def takes_whole(send: Callable[..., Any]) -> bool:
-    """Whether `send` is a `Cycle`'s own, so takes a `WHOLE` message."""
-    return type(getattr(send, "__self__", None)) is Cycle
+    """Whether `send` takes a `WHOLE` message: it is a `Cycle`'s own, and the server's own headers
+    say nothing of the framing (a `connection: close` configured by hand, say), which a reply
+    must then be walked for, as uvicorn walks it."""
+    cycle = getattr(send, "__self__", None)
+    return type(cycle) is Cycle and cycle.protocol.default_head() is not None
+
+
+def check_headers(headers: list[tuple[bytes, bytes]]) -> None:
+    """Refuse a header name or value uvicorn refuses. One search over every name and one over
+    every value: each pattern is one character class, so it finds a character in the joined
+    bytes exactly when it is in one of them."""
+    if HEADER_RE.search(b"".join([name for name, _ in headers])):
+        raise RuntimeError("Invalid HTTP header name.")
+    if HEADER_VALUE_RE.search(b"".join([value for _, value in headers])):
+        raise RuntimeError("Invalid HTTP header value.")
 
 
 def _nothing() -> None:

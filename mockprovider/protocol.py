@@ -20,9 +20,9 @@ import httptools
 from uvicorn.logging import TRACE_LOG_LEVEL
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT, service_unavailable
-from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE, HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from mockprovider.cycle import Cycle
+from mockprovider.cycle import Cycle, check_headers
 
 _FORWARDED = frozenset({b"x-forwarded-for", b"x-forwarded-proto"})
 _FRAMING = frozenset({b"connection", b"content-length", b"transfer-encoding"})
@@ -40,15 +40,12 @@ class Http11(HttpToolsProtocol):
     def default_head(self) -> bytes | None:
         """The server's own header lines (`date`, `server`), rendered once per list (the server
         replaces the list when the date changes); None if they say anything about the framing
-        (`connection`, `content-length`, `transfer-encoding`: configured by hand), which a reply
-        must then be walked for, as uvicorn walks it."""
+        (`connection`, `content-length`, `transfer-encoding`: configured by hand): no reply is
+        then sent whole (`cycle.takes_whole`)."""
         listed, lines = self._defaults
         defaults = self.server_state.default_headers
         if listed is not defaults:
-            if HEADER_RE.search(b"".join([name for name, _ in defaults])):
-                raise RuntimeError("Invalid HTTP header name.")
-            if HEADER_VALUE_RE.search(b"".join([value for _, value in defaults])):
-                raise RuntimeError("Invalid HTTP header value.")
+            check_headers(defaults)
             lines = None if any(name.lower() in _FRAMING for name, _ in defaults) else b"".join(
                 [b"%s: %s\r\n" % (name.lower(), value) for name, value in defaults])
             self._defaults = (defaults, lines)
@@ -113,9 +110,9 @@ class Http11(HttpToolsProtocol):
         self.server_state.total_requests += 1
         if self.transport.is_closing():
             return
-        self.idle_since = None
         self.flow.resume_reading()
         if self.pipeline:
+            self.idle_since = None
             cycle, app = self.pipeline.pop()
             self._run(cycle, app)  # type: ignore[arg-type]
         else:
@@ -193,7 +190,6 @@ class Http11(HttpToolsProtocol):
             return
         cycle.more_body = False
         cycle.wake()
-
 
 
 def http_protocol(choice: str = "auto") -> str | type[asyncio.Protocol]:
