@@ -99,8 +99,9 @@ async def reply(send: Any, body: bytes) -> None:
 
 
 @contextmanager
-def served(http: Any) -> Iterator[tuple[str, int]]:
-    with serve_in_thread(app, uvicorn_options={"http": http}) as url:
+def served(http: Any, served_app: Any = app, **options: Any) -> Iterator[tuple[str, int]]:
+    """`served_app` served with protocol `http` and uvicorn's `options`; its host and port."""
+    with serve_in_thread(served_app, uvicorn_options={"http": http, **options}) as url:
         address = httpx.URL(url)
         yield address.host, address.port
 
@@ -174,9 +175,8 @@ def test_a_connection_close_among_the_servers_own_headers_ends_the_connection_as
     reply says so once and the connection ends after it, pipelined requests unanswered."""
     replies = []
     for http in (Http11, "httptools"):
-        options = {"http": http, "headers": [("Connection", "close")]}
-        with serve_in_thread(app, uvicorn_options=options) as url:
-            replies.append(exchange((httpx.URL(url).host, httpx.URL(url).port), *CASES[case]))
+        with served(http, headers=[("Connection", "close")]) as address:
+            replies.append(exchange(address, *CASES[case]))
     assert replies[0] == replies[1]
     assert replies[0].count(b"HTTP/1.1") == 1 and replies[0].lower().count(b"connection: close") == 1
 
@@ -194,9 +194,8 @@ def test_a_subclass_of_uvicorns_proxy_headers_middleware_is_called_for_every_req
     request = b"GET /client HTTP/1.1\r\nHost: x\r\nForwarded: proto=https\r\n" + CLOSE + b"\r\n"
     replies = []
     for http in (Http11, "httptools"):
-        options = {"http": http, "proxy_headers": False}
-        with serve_in_thread(Forwarded(app, trusted_hosts="*"), uvicorn_options=options) as url:
-            replies.append(exchange((httpx.URL(url).host, httpx.URL(url).port), request))
+        with served(http, Forwarded(app, trusted_hosts="*"), proxy_headers=False) as address:
+            replies.append(exchange(address, request))
     assert replies[0] == replies[1] and replies[0].endswith(b"127.0.0.1 https")
 
 
@@ -282,9 +281,8 @@ def _chat_exchange(http: Any, wrap: Any = None) -> bytes:
     body = request_body(1)
     request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                b"Content-Length: %d\r\n" % len(body) + CLOSE + b"\r\n" + body)
-    app = create_app() if wrap is None else wrap(create_app())
-    with serve_in_thread(app, uvicorn_options={"http": http}) as url:
-        reply = exchange((httpx.URL(url).host, httpx.URL(url).port), request)
+    with served(http, create_app() if wrap is None else wrap(create_app())) as address:
+        reply = exchange(address, request)
     reply = re.sub(rb"(x-request-id|openai-processing-ms): [^\r]*", rb"\1: -", reply)
     return re.sub(rb'"(id|created)":("[^"]*"|\d+)', rb'"\1":-', reply)
 
@@ -317,12 +315,9 @@ PLAIN = b"GET /plain HTTP/1.1\r\nHost: x\r\n\r\n"
 @pytest.fixture(scope="module")
 def short_keep_alive() -> Iterator[dict[str, tuple[str, int]]]:
     """Both protocols, with a keep-alive timeout of `KEEP_ALIVE_S`."""
-    def serving(http: Any) -> Any:
-        return serve_in_thread(app, uvicorn_options={"http": http, "timeout_keep_alive": KEEP_ALIVE_S})
-
-    with serving(Http11) as ours, serving("httptools") as uvicorns:
-        yield {name: (httpx.URL(url).host, httpx.URL(url).port) for name, url in
-               (("ours", ours), ("uvicorn's", uvicorns))}
+    with served(Http11, timeout_keep_alive=KEEP_ALIVE_S) as ours, \
+            served("httptools", timeout_keep_alive=KEEP_ALIVE_S) as uvicorns:
+        yield {"ours": ours, "uvicorn's": uvicorns}
 
 
 def _replies(s: socket.socket, count: int) -> int:
@@ -348,7 +343,7 @@ def _closed_within(s: socket.socket, seconds: float) -> bool:
 def test_a_connection_kept_busy_past_the_keep_alive_timeout_stays_open_then_closes_once_idle(
         short_keep_alive, side):
     with socket.create_connection(short_keep_alive[side], timeout=5) as s:
-        for _ in range(8):  # a request every half timeout: 1.2 timeouts in all, never idle for one
+        for _ in range(8):  # a request every half timeout: 4 timeouts in all, never idle for one
             s.sendall(PLAIN)
             assert _replies(s, 1) == 1
             time.sleep(KEEP_ALIVE_S / 2)
@@ -378,10 +373,9 @@ def test_an_idle_connection_is_checked_a_few_times_before_it_closes_not_in_a_bus
             checks.append(1)
             super()._idle_check()
 
-    options = {"http": Counted, "timeout_keep_alive": KEEP_ALIVE_S, "loop": "uvloop"}
-    with serve_in_thread(app, uvicorn_options=options) as url:
+    with served(Counted, timeout_keep_alive=KEEP_ALIVE_S, loop="uvloop") as address:
         for _ in range(5):
-            with socket.create_connection((httpx.URL(url).host, httpx.URL(url).port), timeout=5) as s:
+            with socket.create_connection(address, timeout=5) as s:
                 for _ in range(2):  # the second reply comes within the timeout: the check is re-armed
                     s.sendall(PLAIN)
                     assert _replies(s, 1) == 1
