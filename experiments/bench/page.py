@@ -241,11 +241,10 @@ SECTIONS = {
         "reply's head and body in one write), alternated twice. Requests/s swing with the machine's "
         "load; the server's own CPU time per request (read from /proc, warm-up included) moves less, "
         "and is what decides. "
-        f"`python -m mockprovider` serves with `{OURS}` (`--loop auto --http auto`). Against "
-        f"`{PURE}` the difference is about 2×: a row showing otherwise means that choice needs "
-        f"revisiting. Between `{FAST}` and `{OURS}` it is a few percent (timed request by request, "
-        "interleaved, with `experiments.bench.against`: see docs/benchmarks.md), less than these "
-        "bursts swing on a busy machine.",
+        f"`python -m mockprovider` serves with `{OURS}` (`--loop auto --http auto`): a row where it "
+        f"costs more CPU per request than `{FAST}`, or `{FAST}` more than `{PURE}`, means that choice "
+        "needs revisiting. These bursts swing on a busy machine; `experiments.bench.against` times "
+        "two servers request by request, interleaved (see docs/benchmarks.md).",
         _stack_rows,
     ),
     "throughput": (
