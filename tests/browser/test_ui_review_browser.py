@@ -22,6 +22,11 @@ def test_the_page_a_lost_decision_answers_with_keeps_updating_live(browser, tmp_
     with serve_ui(reader, writer=writer) as url:
         browser.get(url + "/runs/d1")
         wait_for(lambda: found(browser, "#approve"), what="the approve button")
+        # Its live stream's first refresh (on connecting) swaps each section whose HTML differs
+        # from the server's. A hidden input's value is its attribute, so the altered digest below
+        # would be swapped back and the approval would go through: alter it after that refresh.
+        wait_for(lambda: browser.execute_script("return document.body.dataset.updates"),
+                 what="the page's first live refresh")
         # What a page drawn before someone else's change posts: a digest that no longer matches.
         browser.execute_script(
             "document.querySelector('#approve-form input[name=digest]').value = '0'.repeat(64)")
