@@ -5,8 +5,9 @@ own request cycle (`cycle.Cycle`: a reply in one write).
 control, shutdown) is uvicorn's. It calls uvicorn's proxy-headers middleware only for a request
 that carries `x-forwarded-for` or `x-forwarded-proto` (without them that middleware does
 nothing), and keeps the keep-alive timeout with one timer per timeout rather than one per
-request. The mock serves with it whenever it would serve with httptools (`--http auto`);
-`--http httptools` keeps uvicorn's.
+request, also for a connection whose request body came after its reply (under uvicorn's
+protocol such a connection never times out). The mock serves with it whenever it would serve
+with httptools (`--http auto`); `--http httptools` keeps uvicorn's.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class Http11(HttpToolsProtocol):
             "state": self.app_state.copy(),
         }
         self.forwarded = False
+        self.idle_since = None  # after a late body's end (below) in the same bytes
 
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
@@ -116,9 +118,12 @@ class Http11(HttpToolsProtocol):
             cycle, app = self.pipeline.pop()
             self._run(cycle, app)  # type: ignore[arg-type]
         else:
-            self.idle_since = self.loop.time()
-            if self.timeout_keep_alive_task is None:
-                self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self._idle_check)
+            self._went_idle()
+
+    def _went_idle(self) -> None:
+        self.idle_since = self.loop.time()
+        if self.timeout_keep_alive_task is None:
+            self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self._idle_check)
 
     def _idle_check(self) -> None:
         self.timeout_keep_alive_task = None
@@ -186,7 +191,14 @@ class Http11(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         cycle = self.cycle
-        if (self.parser.should_upgrade() and self._should_upgrade()) or cycle.response_complete:
+        if self.parser.should_upgrade() and self._should_upgrade():
+            return
+        if cycle.response_complete:
+            # The app answered before the body ended (a refusal, say): its bytes, coming after the
+            # reply, cleared the idle note, so it is taken again here, where the connection goes
+            # idle. uvicorn arms no timer then: such a connection would never time out.
+            if not self.pipeline and not self.transport.is_closing():
+                self._went_idle()
             return
         cycle.more_body = False
         cycle.wake()
