@@ -5,7 +5,7 @@ own request cycle (`cycle.Cycle`: a reply in one write).
 control, shutdown) is uvicorn's. It calls uvicorn's proxy-headers middleware only for a request
 that carries `x-forwarded-for` or `x-forwarded-proto` (without them that middleware does
 nothing), and keeps the keep-alive timeout with one timer per timeout rather than one per
-request, also for a connection whose request body came after its reply (under uvicorn's
+request, also for a connection whose request body ended after its reply (under uvicorn's
 protocol such a connection never times out). The mock serves with it whenever it would serve
 with httptools (`--http auto`); `--http httptools` keeps uvicorn's.
 """

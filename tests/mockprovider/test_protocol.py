@@ -48,8 +48,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if path == "/refuse":  # answered before its body is read, as a refusal is
         await reply(send, b"refused")
         return
-    if path == "/slow":  # busy for two keep-alive timeouts of the tests that set a short one
-        await asyncio.sleep(2 * KEEP_ALIVE_S)
+    if path == "/slow":  # busy for the seconds its query names
+        await asyncio.sleep(float(scope["query_string"]))
         await reply(send, b"slow")
         return
     if path == "/client":  # where the request came from, as the app sees it
@@ -391,19 +391,34 @@ def test_an_idle_connection_is_checked_a_few_times_before_it_closes_not_in_a_bus
     assert len(checks) <= 3 * 5
 
 
-@pytest.mark.parametrize("then", ["idle", "another request in the same bytes"])
+LATE_KEEP_ALIVE_S = 1.0
+"""The keep-alive timeout of the late-body tests: each step keeps half of it as its margin."""
+REFUSED = b"POST /refuse HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"
+
+
+@pytest.mark.parametrize("then", ["half a timeout after its reply",
+                                  "in two parts, the second after a timeout",
+                                  "with another request in the same bytes"])
 def test_a_body_that_comes_after_its_reply_leaves_the_connection_to_the_keep_alive_timeout(then):
-    """The app answered before the body came (a refusal): the body's bytes count as activity, and
-    once they end the connection is idle again. uvicorn's protocol arms no timer then, and such a
-    connection stays open for good; here it closes after the timeout, and a request that follows
-    the body in the same bytes is answered in full first."""
-    with served(Http11, timeout_keep_alive=KEEP_ALIVE_S) as address, \
-            socket.create_connection(address, timeout=5) as s:
-        s.sendall(b"POST /refuse HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
+    """The app answered before the body came (a refusal): the body's bytes count as activity,
+    and once they end the connection is idle again. uvicorn's protocol arms no timer then, and
+    such a connection stays open for good; here it closes a timeout later, whether or not the
+    reply's own timer is still pending, and a request that follows the body in the same bytes
+    is answered in full first, however long it takes."""
+    timeout = LATE_KEEP_ALIVE_S
+    with served(Http11, timeout_keep_alive=timeout) as address, \
+            socket.create_connection(address, timeout=15) as s:
+        s.sendall(REFUSED)
         assert _replies(s, 1) == 1
-        time.sleep(KEEP_ALIVE_S / 2)
-        s.sendall(b"hello" + (b"" if then == "idle" else b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"))
-        if then != "idle":  # busy for two timeouts, as a request, not idle
+        time.sleep(timeout / 2)
+        if then == "half a timeout after its reply":
+            s.sendall(b"hello")
+        elif then == "in two parts, the second after a timeout":  # the reply's timer finds it busy
+            s.sendall(b"hel")
+            time.sleep(timeout)
+            s.sendall(b"lo")
+        else:
+            s.sendall(b"hello" + b"GET /slow?%.1f HTTP/1.1\r\nHost: x\r\n\r\n" % (2 * timeout))
             assert _replies(s, 1) == 1
-        assert not _closed_within(s, KEEP_ALIVE_S / 2)
-        assert _closed_within(s, 10 * KEEP_ALIVE_S)
+        assert not _closed_within(s, timeout / 2)
+        assert _closed_within(s, 10 * timeout)
