@@ -68,7 +68,7 @@ class Http11(HttpToolsProtocol):
             "state": self.app_state.copy(),
         }
         self.forwarded = False
-        self.idle_since = None  # after a late body's end (below) in the same bytes
+        self.idle_since = None  # busy: a late body's end just before, in the same bytes, noted it idle
 
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
@@ -197,7 +197,7 @@ class Http11(HttpToolsProtocol):
             # The app answered before the body ended (a refusal, say): its bytes, coming after the
             # reply, cleared the idle note, so it is taken again here, where the connection goes
             # idle. uvicorn arms no timer then: such a connection would never time out.
-            if not self.pipeline and not self.transport.is_closing():
+            if not self.transport.is_closing():  # nothing is queued behind a complete reply
                 self._went_idle()
             return
         cycle.more_body = False
