@@ -51,7 +51,8 @@ async def _finish(reply: Any, scope: Any, model: str, prompt_tokens: int, max_to
     """The reply phase's end as one coroutine, as it was."""
     since = caching.openai_since(messages, prompt_tokens, turn, options)
     cache = caching.NO_CACHE if since is None else await _now(caching.openai_read, prompt_tokens, since)
-    scope[headers.JSON_HEAD] = headers.json_head(scope, options)
+    scope[headers.JSON_HEAD] = (headers.json_lines if scope.get(headers.AS_LINES) else headers.json_head)(
+        scope, options)
     return completions.complete(reply, model=model, prompt_tokens=prompt_tokens, max_tokens=max_tokens,
                                 cache=cache)
 

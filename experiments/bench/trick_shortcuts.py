@@ -7,6 +7,8 @@ request and skip it; the plain side takes the step. The reply's headers are here
 from __future__ import annotations
 
 import json
+import re
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
@@ -67,6 +69,10 @@ def adding_with_comprehensions(scope: Any, send: Any, defaults: Options, rid: st
 
 def _without_clock(out: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     return [(k, v) for k, v in out if k != b"openai-processing-ms"]
+
+
+def _without_clock_line(out: bytes) -> bytes:
+    return re.sub(rb"openai-processing-ms: \d+\r\n", b"", out)
 
 
 def header_tricks() -> list[Trick]:
@@ -342,22 +348,22 @@ class _Connection:
 
 
 def _whole_trick(completion: completions.Completion) -> Trick:
-    """The chat lane's JSON reply handed to the cycle whole, against its head as ASGI headers
-    (held, as `BODY_FOLLOWS` holds it, then written with the body): the same bytes, one write."""
-    connection, body = _Connection(), chat.render(completion)
-    scope = {"method": "POST", "http_version": "1.1"}
-    head = [(b"x-request-id", b"req_%024x" % 7), (b"openai-processing-ms", b"0"),
-            *headers.openai_limits(Options())]
+    """The chat lane's JSON reply handed to the cycle whole, its header lines rendered with the
+    limits' lines kept, against its headers as ASGI pairs (held, as `BODY_FOLLOWS` holds them,
+    then written with the body): the same bytes, one write, as `ChatLane` sends either."""
+    connection, body, options = _Connection(), chat.render(completion), Options()
+    scope = {"method": "POST", "http_version": "1.1", headers.REQUEST_ID: f"req_{7:024x}",
+             headers.STARTED: time.perf_counter()}
 
     def whole() -> bytes:
         cycle = cycle_.Cycle(connection, scope, keep_alive=True, expect_100_continue=False)
-        lines = headers.json_lines(list(head), len(body))
+        lines = headers.json_lines(scope, options) + headers.LENGTH_AND_TYPE % len(body)
         drive(cycle.send({"type": cycle_.WHOLE, "status": 200, "head": lines, "body": body}))
         return connection.written[-1]
 
     def started() -> bytes:
         cycle = cycle_.Cycle(connection, scope, keep_alive=True, expect_100_continue=False)
-        listed = list(head)
+        listed = headers.json_head(scope, options)
         listed.append((b"content-length", b"%d" % len(body)))
         listed.append(headers.JSON_TYPE)
         drive(cycle.send({"type": "http.response.start", "status": 200, "headers": listed,
@@ -366,7 +372,7 @@ def _whole_trick(completion: completions.Completion) -> Trick:
         return connection.written[-1]
 
     return Trick(name="a chat reply handed to the cycle whole", where="cycle.Cycle, chat.ChatLane", turn=1,
-                 with_=repeat(whole), without=repeat(started))
+                 key=_without_clock_line, with_=repeat(whole), without=repeat(started))
 
 
 def shortcut_tricks(raw: bytes, req: chat.ChatRequest, completion: completions.Completion,

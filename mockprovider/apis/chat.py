@@ -279,6 +279,10 @@ class ChatLane:
         # The processing clock starts here; the id is given with the reply's headers
         # (`finished.finish`), or below for any other reply.
         started = scope[headers.STARTED] = time.perf_counter()
+        # The mock's own server with nothing between: the reply goes in one message, its head
+        # rendered as lines where it is made (`finished.finish`).
+        if whole := takes_whole(send):
+            scope[headers.AS_LINES] = True
         status = [500]  # what a request that ends in an exception before its reply counts as
         try:
             try:
@@ -294,9 +298,9 @@ class ChatLane:
             if isinstance(out, bytes):
                 head = scope[headers.JSON_HEAD]
                 status[0] = 200
-                if takes_whole(send):  # the mock's own server with nothing between: one message
-                    await send({"type": WHOLE, "status": 200, "head": headers.json_lines(head, len(out)),
-                                "body": out})
+                if whole:
+                    await send({"type": WHOLE, "status": 200, "body": out,
+                                "head": head + headers.LENGTH_AND_TYPE % len(out)})
                 else:
                     head.append((b"content-length", b"%d" % len(out)))
                     head.append(headers.JSON_TYPE)

@@ -2,7 +2,7 @@
 the completion cut and counted, and the JSON reply's headers up to its length.
 
 The chat route renders the completion (`apis.chat`); `ChatLane` sends the headers, left in the
-scope (`headers.JSON_HEAD`, as the options are), with the body's length.
+scope (`headers.JSON_HEAD`, in the form the lane asked for), with the body's length.
 """
 
 from __future__ import annotations
@@ -38,5 +38,6 @@ def finish(reply: Reply, scope: Scope, model: str, prompt_tokens: int, max_token
     """`reply` completed for a chat request of `prompt_tokens` that read `cache`; its JSON headers
     are left in `scope` (a stream's come from `headers.adding` instead). A plain function: the
     route awaits `prompt_cache` only when the OpenAI rule has something to count."""
-    scope[headers.JSON_HEAD] = headers.json_head(scope, options)
+    scope[headers.JSON_HEAD] = (headers.json_lines if scope.get(headers.AS_LINES) else headers.json_head)(
+        scope, options)
     return complete(reply, model=model, prompt_tokens=prompt_tokens, max_tokens=max_tokens, cache=cache)

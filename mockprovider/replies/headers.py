@@ -25,7 +25,10 @@ from mockprovider.scripts.options import Options
 
 REQUEST_ID = "mockprovider.request_id"
 JSON_HEAD = "mockprovider.json_head"
-"""A JSON chat reply's headers up to its length (`json_head`), left by the reply phase for `ChatLane`."""
+"""A JSON chat reply's headers up to its length, left by the reply phase for `ChatLane`: as
+header lines (`json_lines`) where the lane asked for them (`AS_LINES`), else as pairs (`json_head`)."""
+AS_LINES = "mockprovider.head_as_lines"
+"""Set by `ChatLane` when its server takes the reply whole (`cycle.takes_whole`), head rendered."""
 OPTIONS = "mockprovider.options"
 STARTED = "mockprovider.started"
 
@@ -67,31 +70,45 @@ def openai_limits(options: Options, limited: bool = False) -> tuple[tuple[bytes,
 
 
 JSON_TYPE = (b"content-type", b"application/json")
+LENGTH_AND_TYPE = b"content-length: %d\r\n" + b"%s: %s\r\n" % JSON_TYPE
+"""The lines `json_lines` leaves to follow it, once the body's length is known (`% length`)."""
 _KEPT: tuple[Options | None, tuple[tuple[bytes, bytes], ...]] = (None, ())
+_KEPT_LINES: tuple[Options | None, bytes] = (None, b"")
+
+
+def _id_and_ms(scope: Scope) -> tuple[str, int]:
+    """The request's id (given here unless a middleware gave one: `new_id` written in, as every
+    chat reply comes here) and the milliseconds since `STARTED`."""
+    rid = scope.get(REQUEST_ID)
+    if rid is None:
+        rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"
+    return rid, int((time.perf_counter() - scope[STARTED]) * 1000)
 
 
 def json_head(scope: Scope, options: Options) -> list[tuple[bytes, bytes]]:
-    """A JSON chat reply's headers up to its length: the request's id (given here unless a
-    middleware gave one), the time since `STARTED`, `options`' rate limits. The last options'
-    limits are kept, as nearly every reply states the server's defaults (results/bench.md, speed
-    tricks: "the defaults' header block kept")."""
+    """A JSON chat reply's headers up to its length: the request's id, the time since `STARTED`,
+    `options`' rate limits. The last options' limits are kept, as nearly every reply states the
+    server's defaults (results/bench.md, speed tricks: "the defaults' header block kept")."""
     global _KEPT
-    rid = scope.get(REQUEST_ID)
-    if rid is None:  # `new_id` written in: every chat reply comes here
-        rid = scope[REQUEST_ID] = f"req_{getrandbits(96):024x}"
-    ms = b"%d" % int((time.perf_counter() - scope[STARTED]) * 1000)
+    rid, ms = _id_and_ms(scope)
     kept, limits = _KEPT
     if kept is not options:
         limits = openai_limits(options)
         _KEPT = (options, limits)
-    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", ms), *limits]
+    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", b"%d" % ms), *limits]
 
 
-def json_lines(head: list[tuple[bytes, bytes]], length: int) -> bytes:
-    """`json_head`'s headers, the body's length and type after them, as the header lines of
-    `cycle.WHOLE` (every name and value here is the mock's own: valid as written)."""
-    lines = b"".join([b"%s: %s\r\n" % header for header in head])
-    return b"%scontent-length: %d\r\ncontent-type: application/json\r\n" % (lines, length)
+def json_lines(scope: Scope, options: Options) -> bytes:
+    """`json_head`'s headers as header lines for `cycle.WHOLE` (every name and value here is the
+    mock's own: valid as written), `LENGTH_AND_TYPE` to follow. The last options' limit lines are
+    kept, rendered, as `json_head` keeps its pairs."""
+    global _KEPT_LINES
+    rid, ms = _id_and_ms(scope)
+    kept, limits = _KEPT_LINES
+    if kept is not options:
+        limits = b"".join([b"%s: %s\r\n" % header for header in openai_limits(options)])
+        _KEPT_LINES = (options, limits)
+    return b"x-request-id: %s\r\nopenai-processing-ms: %d\r\n%s" % (rid.encode(), ms, limits)
 
 
 def new_id(scope: Scope) -> str:

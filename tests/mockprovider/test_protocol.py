@@ -281,23 +281,38 @@ def test_auto_is_the_mocks_protocol_and_the_named_ones_are_uvicorns():
     assert [protocol.http_protocol(n) for n in ("httptools", "h11")] == ["httptools", "h11"]
 
 
-def _chat_exchange(http: Any, wrap: Any = None) -> bytes:
-    """The mock's reply to a chat request sent over a raw socket, its ids and clocks blanked."""
+def _chat_exchange(http: Any, wrap: Any = None, options: tuple[str, ...] = ("",)) -> bytes:
+    """The mock's replies to chat requests sent over a raw socket, one per `options` (an
+    `x-mock-options` header, or none), its ids and clocks blanked."""
     from mockprovider.app import create_app
 
     body = request_body(1)
-    request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-               b"Content-Length: %d\r\n" % len(body) + CLOSE + b"\r\n" + body)
+    replies = b""
     with served(http, create_app() if wrap is None else wrap(create_app())) as address:
-        reply = exchange(address, request)
-    reply = re.sub(rb"(x-request-id|openai-processing-ms): [^\r]*", rb"\1: -", reply)
-    return re.sub(rb'"(id|created)":("[^"]*"|\d+)', rb'"\1":-', reply)
+        for said in options:
+            header = b"x-mock-options: %s\r\n" % said.encode() if said else b""
+            replies += exchange(address, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + header
+                                + b"Content-Type: application/json\r\nContent-Length: %d\r\n" % len(body)
+                                + CLOSE + b"\r\n" + body)
+    replies = re.sub(rb"(x-request-id|openai-processing-ms): [^\r]*", rb"\1: -", replies)
+    return re.sub(rb'"(id|created)":("[^"]*"|\d+)', rb'"\1":-', replies)
 
 
 def test_the_mocks_chat_reply_is_the_bytes_it_sends_under_uvicorns_protocol():
     ours = _chat_exchange(Http11)
     assert ours == _chat_exchange("httptools")
     assert ours.startswith(b"HTTP/1.1 200 OK\r\n") and b'"finish_reason":"tool_calls"' in ours
+
+
+def test_chat_replies_under_changing_options_state_each_ones_limits_as_under_uvicorns_protocol():
+    """The rendered limit lines are kept for the last options: other options, then the defaults
+    again, are each stated as the pairs uvicorn's protocol is sent."""
+    options = ("", "ratelimit=60:9000", "ratelimit=60:9000+remaining=5:100", "")
+    ours = _chat_exchange(Http11, options=options)
+    assert ours == _chat_exchange("httptools", options=options)
+    assert ours.count(b"x-ratelimit-limit-requests: 60\r\n") == 2
+    assert ours.count(b"x-ratelimit-remaining-tokens: 100\r\n") == 1
+    assert ours.count(b"x-ratelimit-limit-requests: 10000\r\n") == 2
 
 
 def test_a_middleware_around_the_mock_sees_its_chat_reply_as_asgi_messages():
