@@ -47,6 +47,7 @@ from mockprovider.apis.steps import (
     listing_options,
     log,
 )
+from mockprovider.cycle import in_task
 from mockprovider.errors import APIError, ClientGone
 from mockprovider.journal import Journal, plain_path, render_matching
 from mockprovider.mcp import endpoint as mcp_endpoint
@@ -151,6 +152,12 @@ class MockApp(Starlette):
         self.lane = lane
         self.own_middleware = len(self.user_middleware)
 
+    def starts_without_task(self, scope: Scope) -> bool:
+        """Whether the mock's server may run `scope`'s first steps in no task
+        (`cycle.STARTS_WITHOUT_TASK`): a request for the chat lane, which reaches anything that
+        needs a task only after `cycle.in_task`."""
+        return chat.serves(scope) and len(self.user_middleware) == self.own_middleware
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The chat lane for a chat request (when no user middleware must see it), else Starlette;
         # the app picked, not a coroutine of its own: one fewer per request.
@@ -164,6 +171,7 @@ class MockApp(Starlette):
                 large, receive = await off_loop.large(scope, receive)
             # The MCP server stays on the loop its SDK's sessions run on.
             if large and not _MCP_PATH.match(scope["path"]):
+                await in_task()
                 await off_loop.serve(app, scope, receive, send)
                 return
         await app(scope, receive, send)

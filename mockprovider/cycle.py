@@ -17,7 +17,9 @@ Header names and values are checked in one search each, as uvicorn refuses them 
 uvicorn's subclassed with a transport that holds the head: that smaller version, timed request
 by request against this one, was slower per request at turn 1.
 
-`protocol.Http11` serves each request with a `Cycle`.
+`protocol.Http11` serves each request with a `Cycle`, and runs a request's first steps at once,
+in no task, where the app says they may (`starts_without_task`); the app then reaches anything
+that needs a task only after `in_task`.
 """
 
 from __future__ import annotations
@@ -254,6 +256,29 @@ class Cycle:
         message = {"type": "http.request", "body": bytes(self.body), "more_body": self.more_body}
         self.body = bytearray()
         return message
+
+
+STARTS_WITHOUT_TASK = "starts_without_task"
+"""The name of an app's method `(scope) -> bool`: whether `protocol.Http11` may run that request's
+first steps at once, in no task, up to its first wait (a task is made then, for the rest). A
+task is made and scheduled per request otherwise; for a request that never waits, as an agent
+loop's chat request does not, that is most of what a server costs beyond the app (results/bench.md,
+speed tricks: "a request started without a task"). An app that says yes reaches anything that
+needs a current task (anyio, so Starlette's streams and `is_disconnected`; `asyncio.timeout`)
+only after `in_task`."""
+
+
+def starts_without_task(app: Any, scope: dict[str, Any]) -> bool:
+    """Whether `app` says `scope`'s first steps may run in no task (`STARTS_WITHOUT_TASK`)."""
+    says = getattr(app, STARTS_WITHOUT_TASK, None)
+    return says is not None and says(scope)
+
+
+async def in_task() -> None:
+    """Return in a task: a request started without one (`STARTS_WITHOUT_TASK`) waits here, once,
+    for the task the server makes for its rest; in a task already, return at once."""
+    if asyncio.current_task() is None:
+        await asyncio.sleep(0)
 
 
 def takes_whole(send: Callable[..., Any]) -> bool:

@@ -8,6 +8,11 @@ nothing), and keeps the keep-alive timeout with one timer per timeout rather tha
 request, also for a connection whose request body ended after its reply (under uvicorn's
 protocol such a connection never times out). The mock serves with it whenever it would serve
 with httptools (`--http auto`); `--http httptools` keeps uvicorn's.
+
+A request the app says may start without a task (`cycle.STARTS_WITHOUT_TASK`) is run at once,
+once the bytes that came with its head are all parsed, in a copy of the connection's context as a
+task would be; a task is made for it only if it waits, and goes on from where it waited
+(`Resumed`). uvicorn makes and schedules a task for every request.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import urllib.parse
+from collections.abc import Coroutine, Generator
 from typing import Any
 
 import httptools
@@ -23,7 +29,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT, service_unavailable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from mockprovider.cycle import Cycle, check_headers
+from mockprovider.cycle import Cycle, check_headers, starts_without_task
 
 _FORWARDED = frozenset({b"x-forwarded-for", b"x-forwarded-proto"})
 _FRAMING = frozenset({b"connection", b"content-length", b"transfer-encoding"})
@@ -37,6 +43,10 @@ class Http11(HttpToolsProtocol):
     """Whether this request carries `x-forwarded-for` or `x-forwarded-proto`: only then does
     uvicorn's proxy-headers middleware, a no-op without them, get called."""
     _defaults: tuple[list[tuple[bytes, bytes]] | None, bytes | None] = (None, None)
+    feeding = False
+    """Whether `data_received` is parsing: a request it may start without a task waits in `starting`
+    until every byte that came with it is parsed (its body, most often, whole)."""
+    starting: tuple[Cycle, Any] | None = None
 
     def default_head(self) -> bytes | None:
         """The server's own header lines (`date`, `server`), rendered once per list (the server
@@ -51,6 +61,31 @@ class Http11(HttpToolsProtocol):
                 [b"%s: %s\r\n" % (name.lower(), value) for name, value in defaults])
             self._defaults = (defaults, lines)
         return lines
+
+    def data_received(self, data: bytes) -> None:
+        # uvicorn's, with `feeding` noted and the request held in `starting` run at the end.
+        self.idle_since = None  # busy (`_unset_keepalive_if_required`)
+        self.feeding = True
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            msg = "Invalid HTTP request received."
+            self.logger.warning(msg)
+            self.send_400_response(msg)
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+        finally:
+            self.feeding = False
+        starting = self.starting
+        if starting is not None:
+            self.starting = None
+            if self.transport.is_closing():  # a 400 for bytes after it: run as uvicorn runs it
+                self._run(*starting)
+            else:
+                self._run_now(*starting)
 
     def on_message_begin(self) -> None:
         self.url = b""
@@ -167,7 +202,10 @@ class Http11(HttpToolsProtocol):
         self.cycle = Cycle(self, scope, keep_alive=http_version != "1.0" and parser.should_keep_alive(),
                            expect_100_continue=self.expect_100_continue)
         if existing is None or existing.response_complete:
-            self._run(self.cycle, app)
+            if self.feeding and starts_without_task(app, scope):
+                self.starting = (self.cycle, app)
+            else:
+                self._run(self.cycle, app)
         else:  # pipelined: it waits for the reply before it
             self.flow.pause_reading()
             self.pipeline.appendleft((self.cycle, app))  # type: ignore[arg-type]
@@ -177,6 +215,19 @@ class Http11(HttpToolsProtocol):
             task = self.loop.create_task(cycle.run_asgi(app), context=contextvars.Context())
         else:
             task = self.loop.create_task(cycle.run_asgi(app))
+        task.add_done_callback(self.tasks.discard)
+        self.tasks.add(task)
+
+    def _run_now(self, cycle: Cycle, app: Any) -> None:
+        """`_run`, its first steps run here and now: a task is made only if it waits."""
+        context = (contextvars.Context() if getattr(self.config, "reset_contextvars", False)
+                   else contextvars.copy_context())
+        request = cycle.run_asgi(app)
+        try:
+            waiting = context.run(request.send, None)
+        except StopIteration:
+            return
+        task = self.loop.create_task(_go_on(request, waiting), context=context)
         task.add_done_callback(self.tasks.discard)
         self.tasks.add(task)
 
@@ -202,6 +253,38 @@ class Http11(HttpToolsProtocol):
             return
         cycle.more_body = False
         cycle.wake()
+
+
+class Resumed:
+    """An awaitable that goes on with `coroutine`, which was run until it yielded `waiting` (what a
+    task waits on: a future, or None for a turn of the loop): the task awaiting it waits on the
+    same, then hands back to `coroutine` what it would have handed it (a value, or an exception:
+    a cancellation reaches the code that waits, as in a task of its own)."""
+
+    __slots__ = ("coroutine", "waiting")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any], waiting: Any) -> None:
+        self.coroutine, self.waiting = coroutine, waiting
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coroutine, waiting = self.coroutine, self.waiting
+        while True:
+            try:
+                value = yield waiting
+            except BaseException as exc:  # noqa: BLE001  (handed on, as a task hands it on)
+                try:
+                    waiting = coroutine.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    waiting = coroutine.send(value)
+                except StopIteration as stop:
+                    return stop.value
+
+
+async def _go_on(coroutine: Coroutine[Any, Any, Any], waiting: Any) -> Any:
+    return await Resumed(coroutine, waiting)
 
 
 def http_protocol(choice: str = "auto") -> str | type[asyncio.Protocol]:

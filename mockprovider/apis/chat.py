@@ -31,7 +31,7 @@ from mockprovider.apis.chat_request import (  # noqa: F401  (the checks, read he
     check_tools,
 )
 from mockprovider.apis.steps import api_error, client_gone, config_of, held, resolve
-from mockprovider.cycle import BODY_FOLLOWS, WHOLE, takes_whole
+from mockprovider.cycle import BODY_FOLLOWS, WHOLE, in_task, takes_whole
 from mockprovider.errors import APIError, ClientGone, json_bytes
 from mockprovider.metrics import SCENARIO
 from mockprovider.reading import transcript
@@ -208,8 +208,12 @@ async def answer(request: Request, deployment: str | None = None) -> Response | 
     # Each step below is awaited only when it may wait: a coroutine fewer per step for the
     # request of an agent loop, which has nothing to wait for (results/bench.md, speed tricks:
     # "the chat lane's common case written in").
-    fault = (await delay_or_fault(request, req.model, turn, options)
-             if options.faults or options.latency_ms or faults_log.isEnabledFor(logging.INFO) else None)
+    # A request started without a task (`ChatLane`) takes one (`in_task`) before any step that
+    # may need it: a fault's, a wait's, a stream's.
+    fault = None
+    if options.faults or options.latency_ms or faults_log.isEnabledFor(logging.INFO):
+        await in_task()
+        fault = await delay_or_fault(request, req.model, turn, options)
     cut = fault if fault is not None and midstream.applies(fault, req.stream) else None
     if fault is not None and cut is None:
         out = await injected(request, fault, options)
@@ -220,6 +224,7 @@ async def answer(request: Request, deployment: str | None = None) -> Response | 
     conversation, prompt_tokens = done
     reply = script(conversation)
     if reply.latency_ms:
+        await in_task()
         await wait_unless_gone(request, reply.latency_ms / 1000)
     reply, options = held(reply, script, turn, req.tools, options, req.tool_choice)
     cache = (NO_CACHE if prompt_tokens < OPENAI_MIN_TOKENS
@@ -288,9 +293,11 @@ class ChatLane:
             try:
                 out = await answer(Request(scope, receive, send))
             except (APIError, ClientGone) as exc:
+                await in_task()
                 handler = api_error if isinstance(exc, APIError) else client_gone
                 out = await handler(Request(scope, receive, send), exc)
             except Exception as exc:
+                await in_task()
                 scope.get(headers.REQUEST_ID) or headers.new_id(scope)
                 response = await self.server_error(Request(scope, receive, send), exc)
                 await response(scope, receive, _status(status, send))
@@ -309,6 +316,7 @@ class ChatLane:
                                 BODY_FOLLOWS: True})
                     await send({"type": "http.response.body", "body": out})
             else:
+                await in_task()
                 rid = scope.get(headers.REQUEST_ID) or headers.new_id(scope)
                 send = headers.adding(scope, _status(status, send), self.defaults, rid, started)
                 await self._respond(out, scope, receive, send)

@@ -6,6 +6,7 @@ whole (`WHOLE`), leaves in one write.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import re
 import socket
 import time
@@ -19,7 +20,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from experiments.bench.floor import request_body
 from mockprovider import protocol, server
-from mockprovider.cycle import BODY_FOLLOWS, WHOLE, takes_whole
+from mockprovider.cycle import BODY_FOLLOWS, WHOLE, in_task, takes_whole
 from mockprovider.protocol import Http11
 from mockprovider.server import serve_in_thread
 
@@ -157,17 +158,89 @@ CASES = {
 }
 
 
+class AtOnce:
+    """`app`, saying every request may start without a task (`cycle.STARTS_WITHOUT_TASK`)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def starts_without_task(self, scope: dict[str, Any]) -> bool:
+        return True
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+
 @pytest.fixture(scope="module")
 def servers() -> Iterator[dict[str, tuple[str, int]]]:
-    with served(Http11) as ours, served("httptools") as uvicorns:
-        yield {"ours": ours, "uvicorn's": uvicorns}
+    with served(Http11) as ours, served(Http11, AtOnce(app)) as at_once, served("httptools") as uvicorns:
+        yield {"ours": ours, "ours, started without a task": at_once, "uvicorn's": uvicorns}
 
 
+@pytest.mark.parametrize("ours", ["ours", "ours, started without a task"])
 @pytest.mark.parametrize("case", CASES)
-def test_a_client_receives_the_bytes_uvicorns_own_protocol_sends(servers, case):
-    ours = exchange(servers["ours"], *CASES[case])
-    assert ours == exchange(servers["uvicorn's"], *CASES[case])
-    assert ours.startswith(b"HTTP/1.1 ")  # a reply, not a closed connection
+def test_a_client_receives_the_bytes_uvicorns_own_protocol_sends(servers, case, ours):
+    sent = exchange(servers[ours], *CASES[case])
+    assert sent == exchange(servers["uvicorn's"], *CASES[case])
+    assert sent.startswith(b"HTTP/1.1 ")  # a reply, not a closed connection
+
+
+SEEN: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="-")
+
+
+async def task_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Where each step of a request ran: in a task or not, before its body was read, after, and
+    after `in_task`; and what a context variable an earlier request set reads here."""
+    if scope["type"] != "http":
+        return
+    earlier = SEEN.get()
+    SEEN.set(scope["path"])
+    steps = [asyncio.current_task() is not None]
+    size, more = 0, True
+    while more:
+        message = await receive()
+        size, more = size + len(message.get("body", b"")), message.get("more_body", False)
+    steps.append(asyncio.current_task() is not None)
+    await in_task()
+    steps.append(asyncio.current_task() is not None)
+    await reply(send, b"%d bytes, in a task: %r, earlier: %s" % (size, steps, earlier.encode()))
+
+
+def test_a_request_started_without_a_task_gets_one_where_it_waits_or_asks_and_keeps_its_context():
+    whole = b"POST /one HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+    split = b"POST /two HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n" + CLOSE + b"\r\n"
+    with served(Http11, AtOnce(task_app)) as address:
+        replies = exchange_slowly(address, whole, split, b"hel", b"lo")
+    # The first came whole: it ran in no task until `in_task`. The second waited for its body:
+    # its rest ran in a task. Neither saw what the other set.
+    assert replies.count(b"5 bytes, in a task: ") == 2
+    assert b"in a task: [False, False, True], earlier: -" in replies
+    assert b"in a task: [False, True, True], earlier: -" in replies
+    with served(Http11, task_app) as address:  # an app that does not say so: a task for each
+        assert b"in a task: [True, True, True]" in exchange(address, split + b"hello")
+
+
+def test_a_request_started_without_a_task_that_waits_is_cancelled_at_shutdown_as_any_other():
+    """uvicorn cancels the server's tasks once its graceful shutdown (1 s here) runs out: the task
+    made for such a request's rest is among them."""
+    cancelled: list[tuple[Any, ...]] = []
+
+    async def waits(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await receive()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError as exc:
+            cancelled.append(exc.args)
+            raise
+
+    with socket.socket() as held:
+        with served(Http11, AtOnce(waits)) as address:
+            held.connect(address)
+            held.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            time.sleep(0.2)
+    assert cancelled == [("Task cancelled, timeout graceful shutdown exceeded",)]
 
 
 def test_the_cycle_takes_a_whole_reply_and_a_proxys_headers_still_count(servers):

@@ -12,6 +12,7 @@ import pytest
 from mockprovider.errors import APIError
 from mockprovider.scripts import options as faults
 from mockprovider.scripts.options import Fault, Options
+from mockprovider.server import serve_in_thread
 
 USER = {"role": "user", "content": "Which file mentions a timeout?"}
 TOOLS = [{"type": "function", "function": {"name": n}} for n in ("list_files", "read_file")]
@@ -158,6 +159,29 @@ def test_hang_fault_times_the_client_out_and_the_server_keeps_serving(mock_url):
     assert _healthy(mock_url)
     with _client(mock_url) as client:
         assert client.chat.completions.create(model="plan", messages=[USER]).choices[0].finish_reason
+
+
+def test_a_hang_ends_once_its_client_leaves_and_is_counted_as_the_504_it_gave_up_with():
+    """The hang polls for the disconnect with Starlette's `is_disconnected` (anyio), which needs a
+    task: the chat lane, started without one (`cycle.STARTS_WITHOUT_TASK`), takes one first
+    (without it, the poll fails and the request is counted as a 500)."""
+    with serve_in_thread() as url:
+        with pytest.raises(httpx.TimeoutException):
+            httpx.post(f"{url}/chat/completions", timeout=0.3,
+                       json={"model": "plan+fault=hang", "messages": [USER]})
+        deadline = time.monotonic() + 5
+        while "status=\"504\"" not in (counted := _chat_counts(url)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert counted == [f'{COUNTED}/v1/chat/completions",scenario="plan",status="504"}} 1.0']
+
+
+def _chat_counts(url: str) -> list[str]:
+    page = httpx.get(url.removesuffix("/v1") + "/metrics").text
+    return [line for line in page.splitlines() if line.startswith(f'{COUNTED}/v1/chat')]
+
+
+COUNTED = 'mockprovider_requests_total{route="'
+"""How a line of `/metrics` counting requests begins, up to the route."""
 
 
 def test_fault_keyed_by_turn_spares_other_turns(mock_url):

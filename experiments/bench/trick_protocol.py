@@ -1,0 +1,88 @@
+"""A request started without a task, timed against the same request given a task of its own.
+
+`protocol.Http11` runs the first steps of a request the app says may start without a task
+(`cycle.STARTS_WITHOUT_TASK`: the mock's chat lane) at once, once its bytes are parsed; uvicorn
+makes and schedules a task for every request. Both sides here are `Http11` serving the mock's
+turn-1 chat request, sent as the official client sends it, over a transport that keeps what is
+written; the plain side's app is the same app behind a `functools.partial`, which says nothing,
+so each of its requests gets a task and waits a turn of the loop for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+from typing import Any
+
+import uvicorn
+from uvicorn.server import ServerState
+
+from experiments.bench.tricks import Batch, Trick
+from mockprovider import create_app
+from mockprovider.bench_hooks import protocol
+
+
+class _Transport(asyncio.Transport):
+    """What a connection writes, kept; `replied` is done once a reply is written."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self.loop = loop
+        self.written = b""
+        self.replied: asyncio.Future[None] = loop.create_future()
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written = bytes(data)
+        if not self.replied.done():
+            self.replied.set_result(None)
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(name, default)
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+def _served(app: Any, request: bytes, loop: asyncio.AbstractEventLoop) -> Batch:
+    """`request` n times, one after another, on one `Http11` connection serving `app`."""
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", http=protocol.Http11,
+                            interface="asgi3")
+    config.load()
+    connection = protocol.Http11(config=config, server_state=ServerState(), app_state={}, _loop=loop)
+    transport = _Transport(loop)
+    connection.connection_made(transport)
+
+    async def many(n: int) -> bytes:
+        for _ in range(n):
+            transport.replied = replied = loop.create_future()
+            connection.data_received(request)
+            await replied  # a task, where there is one, ends in the step that wrote
+        return transport.written
+
+    return lambda n: lambda: loop.run_until_complete(many(n))
+
+
+def _without_ids(out: bytes) -> bytes:
+    out = re.sub(rb"(date|x-request-id|openai-processing-ms): [^\r]*\r\n", b"", out)
+    return re.sub(rb'"(id|created)":("[^"]*"|\d+)', b"", out)
+
+
+def started_without_task_trick(body: bytes, headers: list[tuple[bytes, bytes]],
+                               loop: asyncio.AbstractEventLoop) -> Trick:
+    """`body` sent to the chat route with `headers` (the official client's)."""
+    app = create_app()
+    request = b"POST /v1/chat/completions HTTP/1.1\r\n%s\r\n%s" % (
+        b"".join(b"%s: %s\r\n" % pair for pair in headers), body)
+    return Trick(name="a request started without a task", where="protocol.Http11, app.MockApp", turn=1,
+                 key=_without_ids, with_=_served(app, request, loop),
+                 without=_served(functools.partial(app), request, loop))
