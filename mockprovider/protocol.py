@@ -69,10 +69,12 @@ class Http11(HttpToolsProtocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError:
+            self._run_held()
             msg = "Invalid HTTP request received."
             self.logger.warning(msg)
             self.send_400_response(msg)
         except httptools.HttpParserUpgrade:
+            self._run_held()
             if self._should_upgrade():
                 self.handle_websocket_upgrade()
             else:
@@ -82,10 +84,19 @@ class Http11(HttpToolsProtocol):
         starting = self.starting
         if starting is not None:
             self.starting = None
-            if self.transport.is_closing():  # a 400 for bytes after it: run as uvicorn runs it
-                self._run(*starting)
-            else:
+            # Called from a task (a test's harness): a step of the request in that task would
+            # have `in_task` find a task, not its own.
+            if asyncio.current_task(self.loop) is None:
                 self._run_now(*starting)
+            else:
+                self._run(*starting)
+
+    def _run_held(self) -> None:
+        """The request held in `starting` given its task, as uvicorn gave it one, before what
+        follows its bytes (a 400 that closes the connection, an upgrade) is answered."""
+        starting, self.starting = self.starting, None
+        if starting is not None:
+            self._run(*starting)
 
     def on_message_begin(self) -> None:
         self.url = b""
@@ -227,7 +238,7 @@ class Http11(HttpToolsProtocol):
             waiting = context.run(request.send, None)
         except StopIteration:
             return
-        task = self.loop.create_task(_go_on(request, waiting), context=context)
+        task = self.loop.create_task(Resumed(request, waiting), context=context)
         task.add_done_callback(self.tasks.discard)
         self.tasks.add(task)
 
@@ -255,36 +266,52 @@ class Http11(HttpToolsProtocol):
         cycle.wake()
 
 
-class Resumed:
-    """An awaitable that goes on with `coroutine`, which was run until it yielded `waiting` (what a
-    task waits on: a future, or None for a turn of the loop): the task awaiting it waits on the
-    same, then hands back to `coroutine` what it would have handed it (a value, or an exception:
-    a cancellation reaches the code that waits, as in a task of its own)."""
+class Resumed(Coroutine[Any, Any, Any]):
+    """`coroutine`, run until it yielded `waiting` (what a task waits on: a future, or None for a
+    turn of the loop), as a coroutine for a task to go on with: its first step yields `waiting`
+    again, for the task to wait on; every later value, exception (a cancellation, with its
+    message) and `close` goes straight to `coroutine`, as to a task's own; one cancelled before
+    its first step is cancelled where it waits."""
 
     __slots__ = ("coroutine", "waiting")
 
     def __init__(self, coroutine: Coroutine[Any, Any, Any], waiting: Any) -> None:
-        self.coroutine, self.waiting = coroutine, waiting
+        self.coroutine = coroutine
+        self.waiting: Any = [waiting]
+        """What it waits on, in a list until the task has taken it; None after."""
+
+    def send(self, value: Any) -> Any:
+        waiting = self.waiting
+        if waiting is not None:
+            self.waiting = None
+            return waiting[0]
+        return self.coroutine.send(value)
+
+    def throw(self, *exc: Any) -> Any:  # type: ignore[override]
+        self.waiting = None
+        return self.coroutine.throw(*exc)
+
+    def close(self) -> None:
+        self.waiting = None
+        self.coroutine.close()
 
     def __await__(self) -> Generator[Any, Any, Any]:
-        coroutine, waiting = self.coroutine, self.waiting
+        # A task drives it by `send` and `throw`; any other awaiter, through these.
+        value, thrown = None, None
         while True:
             try:
+                waiting = self.send(value) if thrown is None else self.throw(thrown)
+            except StopIteration as stop:
+                return stop.value
+            value = thrown = None
+            try:
                 value = yield waiting
-            except BaseException as exc:  # noqa: BLE001  (handed on, as a task hands it on)
-                try:
-                    waiting = coroutine.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-            else:
-                try:
-                    waiting = coroutine.send(value)
-                except StopIteration as stop:
-                    return stop.value
+            except BaseException as exc:  # noqa: BLE001  (handed on outside this block)
+                thrown = exc
 
-
-async def _go_on(coroutine: Coroutine[Any, Any, Any], waiting: Any) -> Any:
-    return await Resumed(coroutine, waiting)
+    @property
+    def cr_frame(self) -> Any:  # where a task's stack and repr look
+        return getattr(self.coroutine, "cr_frame", None)
 
 
 def http_protocol(choice: str = "auto") -> str | type[asyncio.Protocol]:

@@ -209,7 +209,7 @@ async def answer(request: Request, deployment: str | None = None) -> Response | 
     # request of an agent loop, which has nothing to wait for (results/bench.md, speed tricks:
     # "the chat lane's common case written in").
     # A request started without a task (`ChatLane`) takes one (`in_task`) before any step that
-    # may need it: a fault's, a wait's, a stream's.
+    # may need it: a fault's (a hang polls with anyio), a stream's (`ChatLane`).
     fault = None
     if options.faults or options.latency_ms or faults_log.isEnabledFor(logging.INFO):
         await in_task()
@@ -224,7 +224,6 @@ async def answer(request: Request, deployment: str | None = None) -> Response | 
     conversation, prompt_tokens = done
     reply = script(conversation)
     if reply.latency_ms:
-        await in_task()
         await wait_unless_gone(request, reply.latency_ms / 1000)
     reply, options = held(reply, script, turn, req.tools, options, req.tool_choice)
     cache = (NO_CACHE if prompt_tokens < OPENAI_MIN_TOKENS
@@ -293,7 +292,6 @@ class ChatLane:
             try:
                 out = await answer(Request(scope, receive, send))
             except (APIError, ClientGone) as exc:
-                await in_task()
                 handler = api_error if isinstance(exc, APIError) else client_gone
                 out = await handler(Request(scope, receive, send), exc)
             except Exception as exc:
@@ -315,7 +313,7 @@ class ChatLane:
                     await send({"type": "http.response.start", "status": 200, "headers": head,
                                 BODY_FOLLOWS: True})
                     await send({"type": "http.response.body", "body": out})
-            else:
+            else:  # a stream (anyio's task group), or an error's reply
                 await in_task()
                 rid = scope.get(headers.REQUEST_ID) or headers.new_id(scope)
                 send = headers.adding(scope, _status(status, send), self.defaults, rid, started)

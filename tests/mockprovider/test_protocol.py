@@ -16,7 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+from uvicorn.server import ServerState
 
 from experiments.bench.floor import request_body
 from mockprovider import protocol, server
@@ -203,7 +205,9 @@ async def task_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     steps.append(asyncio.current_task() is not None)
     await in_task()
     steps.append(asyncio.current_task() is not None)
-    await reply(send, b"%d bytes, in a task: %r, earlier: %s" % (size, steps, earlier.encode()))
+    own = SEEN.get()  # what it set before it waited: the task it went on in has its context
+    await reply(send, b"%d bytes, in a task: %r, earlier: %s, own: %s"
+                % (size, steps, earlier.encode(), own.encode()))
 
 
 def test_a_request_started_without_a_task_gets_one_where_it_waits_or_asks_and_keeps_its_context():
@@ -214,10 +218,112 @@ def test_a_request_started_without_a_task_gets_one_where_it_waits_or_asks_and_ke
     # The first came whole: it ran in no task until `in_task`. The second waited for its body:
     # its rest ran in a task. Neither saw what the other set.
     assert replies.count(b"5 bytes, in a task: ") == 2
-    assert b"in a task: [False, False, True], earlier: -" in replies
-    assert b"in a task: [False, True, True], earlier: -" in replies
+    assert b"in a task: [False, False, True], earlier: -, own: /one" in replies
+    assert b"in a task: [False, True, True], earlier: -, own: /two" in replies
     with served(Http11, task_app) as address:  # an app that does not say so: a task for each
         assert b"in a task: [True, True, True]" in exchange(address, split + b"hello")
+
+
+class Written(asyncio.Transport):
+    """A connection's transport that keeps what is written, for a protocol driven by hand."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = b""
+
+    def write(self, data: Any) -> None:
+        self.written += bytes(data)
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(name, default)
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def _by_hand(app: Any, **options: Any) -> tuple[Http11, Written, asyncio.AbstractEventLoop]:
+    """`app` on an `Http11` connection driven by hand, from no task (as a socket's bytes come)."""
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", http=Http11,
+                            **options)
+    config.load()
+    loop = asyncio.new_event_loop()
+    connection = Http11(config=config, server_state=ServerState(), app_state={}, _loop=loop)
+    transport = Written()
+    connection.connection_made(transport)
+    return connection, transport, loop
+
+
+def _chat_request(body: bytes) -> bytes:
+    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+
+@pytest.mark.parametrize("middleware", [False, True])
+def test_the_mocks_chat_reply_is_written_as_its_bytes_are_read_unless_a_middleware_of_the_users_must_see_it(
+        middleware):
+    """The chat lane starts without a task: its reply is written before `data_received` returns,
+    no loop run. With a middleware of the user's (which the lane lets see every request), the
+    request gets a task, which the loop runs."""
+    from mockprovider.app import create_app
+
+    app = create_app()
+    if middleware:
+        app.add_middleware(ProxyHeadersMiddleware)  # any middleware the mock did not add itself
+    connection, transport, loop = _by_hand(app)
+    try:
+        connection.data_received(_chat_request(request_body(1)))
+        assert (transport.written.startswith(b"HTTP/1.1 200 OK") and b"tool_calls" in transport.written) \
+            is not middleware
+        if middleware:
+            loop.run_until_complete(asyncio.sleep(0.05))
+            assert transport.written.startswith(b"HTTP/1.1 200 OK") and b"tool_calls" in transport.written
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize("reset", [False, True])
+def test_a_request_started_without_a_task_runs_in_a_copy_of_the_connections_context_or_a_new_one(reset):
+    """As a task would: a copy of the context the bytes came in, or with uvicorn's
+    `reset_contextvars`, a context of its own."""
+    connection, transport, loop = _by_hand(AtOnce(task_app), reset_contextvars=reset)
+    context = contextvars.copy_context()
+    context.run(SEEN.set, "the connection's")
+    early: list[bytes] = []
+
+    def bytes_come() -> None:
+        context.run(connection.data_received, b"GET /one HTTP/1.1\r\nHost: x\r\n\r\n")
+        early.append(transport.written)
+
+    try:
+        loop.call_soon(bytes_come)
+        loop.run_until_complete(asyncio.sleep(0.05))
+    finally:
+        loop.close()
+    assert early == [b""]  # it asked for a task (`in_task`): the loop ran the rest
+    assert transport.written.endswith(b"earlier: %s, own: /one" % (b"-" if reset else b"the connection's"))
+    assert context[SEEN] == "the connection's"  # what the request set stayed in its own copy
+
+
+def test_a_request_started_without_a_task_is_served_before_the_400_for_the_bytes_after_it():
+    """uvicorn makes a request's task before it answers unparseable bytes after it with a 400 and
+    closes the connection: the request reads its body, not a disconnect, as it does here."""
+    seen: list[bytes] = []
+
+    async def reads(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            message = await receive()
+            seen.append(message.get("body", message["type"].encode()))
+
+    with served(Http11, AtOnce(reads)) as address:
+        replied = exchange(address, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+                                    b"GARBAGE\r\n\r\n")
+    assert replied.startswith(b"HTTP/1.1 400 Bad Request") and seen == [b"hello"]
 
 
 def test_a_request_started_without_a_task_that_waits_is_cancelled_at_shutdown_as_any_other():
