@@ -59,8 +59,10 @@ async def cut(
     while pending is not None:
         following = await anext(items, None)
         if deadline is not None:
-            if following is None:  # the last event waits for the cut
+            if following is None:  # the last event waits for the cut, and is never sent
+                # (the loop's timer may fire before its clock reads the deadline)
                 await asyncio.sleep(max(0.0, deadline - loop.time()))
+                break
             if loop.time() >= deadline:
                 break
         elif sent >= fault.after_events or following is None:

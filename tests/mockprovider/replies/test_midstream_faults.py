@@ -7,10 +7,15 @@ are retried.
 
 from __future__ import annotations
 
+import asyncio
+
 import anthropic
 import openai
 import pytest
 from spec_support import errors
+
+from mockprovider.replies import midstream
+from mockprovider.scripts.options import Fault
 
 QUESTION = "Which file mentions a timeout?"
 ANSWER_TURN = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "Listing."},
@@ -181,6 +186,23 @@ def test_a_fault_after_more_events_than_the_stream_has_still_cuts_it_before_its_
             types, error = _read(stream)
             assert error is not None or types[-1:] == ["response.failed"], name
             assert "response.completed" not in types and "message_stop" not in types, name
+
+
+@pytest.mark.parametrize("kind", ["stream_error", "drop"])
+def test_a_fault_after_ms_never_sends_the_last_event_though_the_timer_fires_early(monkeypatch, kind):
+    """The last event waits for the cut: a loop's timer that fires a little early (uvloop's clock
+    has millisecond steps) must not let it out, `[DONE]` before the error."""
+    async def early(delay: float, result: object = None) -> object:  # a timer that fires at once
+        return result
+
+    async def events() -> list[bytes]:
+        error = (lambda sent: b"error after %d" % sent) if kind == "stream_error" else None
+        return [e async for e in midstream.cut([b"one", b"two", b"[DONE]"], Fault(kind=kind, after_ms=50),
+                                                error)]
+
+    monkeypatch.setattr(asyncio, "sleep", early)
+    sent = asyncio.run(events())
+    assert sent == ([b"one", b"two", b"error after 2"] if kind == "stream_error" else [b"one", b"two"])
 
 
 def _stream_once(client: openai.OpenAI, model: str, messages: list) -> str:
