@@ -29,18 +29,18 @@ from mockprovider import create_app
 from mockprovider.bench_hooks import protocol
 
 
-class _Transport(asyncio.Transport):
-    """What a connection writes, kept; `replied` is done once a reply is written."""
+class Kept(asyncio.Transport):
+    """A connection's transport, for a protocol driven by hand: it keeps each write (`writes`);
+    `replied`, when set, is done at the next write."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.loop = loop
-        self.written = b""
-        self.replied: asyncio.Future[None] = loop.create_future()
+        self.writes: list[bytes] = []
+        self.replied: asyncio.Future[None] | None = None
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        self.written = bytes(data)
-        if not self.replied.done():
+        self.writes.append(bytes(data))
+        if self.replied is not None and not self.replied.done():
             self.replied.set_result(None)
 
     def is_closing(self) -> bool:
@@ -65,15 +65,16 @@ def _served(app: Any, request: bytes, loop: asyncio.AbstractEventLoop) -> Batch:
                             interface="asgi3")
     config.load()
     connection = protocol.Http11(config=config, server_state=ServerState(), app_state={}, _loop=loop)
-    transport = _Transport(loop)
+    transport = Kept()
     connection.connection_made(transport)
 
     async def many(n: int) -> bytes:
         for _ in range(n):
+            transport.writes.clear()
             transport.replied = replied = loop.create_future()
             loop.call_soon(connection.data_received, request)  # from the loop, as a socket's bytes come
             await replied  # a task, where there is one, ends in the step that wrote
-        return transport.written
+        return b"".join(transport.writes)
 
     return lambda n: lambda: loop.run_until_complete(many(n))
 

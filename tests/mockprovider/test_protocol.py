@@ -21,6 +21,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.server import ServerState
 
 from experiments.bench.floor import request_body
+from experiments.bench.trick_protocol import Kept
 from mockprovider import protocol, server
 from mockprovider.cycle import BODY_FOLLOWS, WHOLE, in_task, takes_whole
 from mockprovider.protocol import Http11
@@ -224,37 +225,14 @@ def test_a_request_started_without_a_task_gets_one_where_it_waits_or_asks_and_ke
         assert b"in a task: [True, True, True]" in exchange(address, split + b"hello")
 
 
-class Written(asyncio.Transport):
-    """A connection's transport that keeps what is written, for a protocol driven by hand."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.written = b""
-
-    def write(self, data: Any) -> None:
-        self.written += bytes(data)
-
-    def is_closing(self) -> bool:
-        return False
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(name, default)
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-
-def _by_hand(app: Any, **options: Any) -> tuple[Http11, Written, asyncio.AbstractEventLoop]:
+def _by_hand(app: Any, **options: Any) -> tuple[Http11, Kept, asyncio.AbstractEventLoop]:
     """`app` on an `Http11` connection driven by hand, from no task (as a socket's bytes come)."""
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", http=Http11,
                             **options)
     config.load()
     loop = asyncio.new_event_loop()
     connection = Http11(config=config, server_state=ServerState(), app_state={}, _loop=loop)
-    transport = Written()
+    transport = Kept()
     connection.connection_made(transport)
     return connection, transport, loop
 
@@ -262,6 +240,12 @@ def _by_hand(app: Any, **options: Any) -> tuple[Http11, Written, asyncio.Abstrac
 def _chat_request(body: bytes) -> bytes:
     return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+
+def _replied(transport: Kept) -> bool:
+    """Whether the mock's chat reply (a tool call, at turn 1) was written."""
+    written = b"".join(transport.writes)
+    return written.startswith(b"HTTP/1.1 200 OK") and b"tool_calls" in written
 
 
 @pytest.mark.parametrize("middleware", [False, True])
@@ -278,11 +262,10 @@ def test_the_mocks_chat_reply_is_written_as_its_bytes_are_read_unless_a_middlewa
     connection, transport, loop = _by_hand(app)
     try:
         connection.data_received(_chat_request(request_body(1)))
-        assert (transport.written.startswith(b"HTTP/1.1 200 OK") and b"tool_calls" in transport.written) \
-            is not middleware
+        assert _replied(transport) is not middleware
         if middleware:
             loop.run_until_complete(asyncio.sleep(0.05))
-            assert transport.written.startswith(b"HTTP/1.1 200 OK") and b"tool_calls" in transport.written
+            assert _replied(transport)
     finally:
         loop.close()
 
@@ -298,15 +281,15 @@ def test_a_request_started_without_a_task_runs_in_a_copy_of_the_connections_cont
 
     def bytes_come() -> None:
         context.run(connection.data_received, b"GET /one HTTP/1.1\r\nHost: x\r\n\r\n")
-        early.append(transport.written)
+        early.extend(transport.writes)
 
     try:
         loop.call_soon(bytes_come)
         loop.run_until_complete(asyncio.sleep(0.05))
     finally:
         loop.close()
-    assert early == [b""]  # it asked for a task (`in_task`): the loop ran the rest
-    assert transport.written.endswith(b"earlier: %s, own: /one" % (b"-" if reset else b"the connection's"))
+    assert early == []  # it asked for a task (`in_task`): the loop ran the rest
+    assert transport.writes[-1].endswith(b"earlier: %s, own: /one" % (b"-" if reset else b"the connection's"))
     assert context[SEEN] == "the connection's"  # what the request set stayed in its own copy
 
 
