@@ -24,7 +24,7 @@ from experiments.bench.floor import request_body
 from experiments.bench.trick_protocol import Kept
 from mockprovider import protocol, server
 from mockprovider.cycle import BODY_FOLLOWS, WHOLE, in_task, takes_whole
-from mockprovider.protocol import Http11
+from mockprovider.protocol import Http11, Resumed
 from mockprovider.server import serve_in_thread
 
 BIG = 200_000
@@ -307,6 +307,36 @@ def test_a_request_started_without_a_task_is_served_before_the_400_for_the_bytes
         replied = exchange(address, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
                                     b"GARBAGE\r\n\r\n")
     assert replied.startswith(b"HTTP/1.1 400 Bad Request") and seen == [b"hello"]
+
+
+def test_a_resumed_coroutine_awaited_goes_on_where_it_waited_and_takes_what_is_thrown_in():
+    """A task drives `Resumed` by `send` and `throw`; awaited, it does the same: a value its
+    future gets, or an exception thrown in where it waits."""
+    async def waits(future: asyncio.Future[int]) -> str:
+        try:
+            return f"got {await future}"
+        except LookupError as exc:
+            return f"thrown in: {exc!r}"
+
+    async def resumed() -> str:
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        request = waits(future)
+        waiting = request.send(None)
+        asyncio.get_running_loop().call_soon(future.set_result, 41)
+        return await Resumed(request, waiting)
+
+    assert asyncio.run(resumed()) == "got 41"
+    loop = asyncio.new_event_loop()
+    try:
+        future: asyncio.Future[int] = loop.create_future()
+        request = waits(future)
+        awaiting = Resumed(request, request.send(None)).__await__()
+        assert next(awaiting) is future  # what it waits on, for the awaiting task to wait on
+        with pytest.raises(StopIteration) as done:
+            awaiting.throw(KeyError("k"))
+        assert done.value.value == "thrown in: KeyError('k')"
+    finally:
+        loop.close()
 
 
 def test_a_request_started_without_a_task_that_waits_is_cancelled_at_shutdown_as_any_other():
