@@ -288,7 +288,9 @@ class Resumed(Coroutine[Any, Any, Any]):
         return self.coroutine.send(value)
 
     def throw(self, *exc: Any) -> Any:  # type: ignore[override]
-        self.waiting = None
+        waiting, self.waiting = self.waiting, None
+        if waiting is not None and asyncio.isfuture(waiting[0]):
+            waiting[0].cancel()  # before its first step: what it waits on goes, as a task's does
         return self.coroutine.throw(*exc)
 
     def close(self) -> None:
@@ -312,6 +314,10 @@ class Resumed(Coroutine[Any, Any, Any]):
     @property
     def cr_frame(self) -> Any:  # where a task's stack and repr look
         return getattr(self.coroutine, "cr_frame", None)
+
+    @property
+    def __name__(self) -> str:  # type: ignore[override]  (what a task's repr names)
+        return getattr(self.coroutine, "__qualname__", type(self).__name__)
 
 
 def http_protocol(choice: str = "auto") -> str | type[asyncio.Protocol]:

@@ -339,6 +339,60 @@ def test_a_resumed_coroutine_awaited_goes_on_where_it_waited_and_takes_what_is_t
         loop.close()
 
 
+def test_a_resumed_coroutine_cancelled_before_its_task_first_steps_is_cancelled_where_it_waits():
+    """As a task's own coroutine would be: the cancellation, with its message, reaches the code
+    that waits, and what it waited on is cancelled too."""
+    seen: list[tuple[Any, ...]] = []
+
+    async def waits(future: asyncio.Future[int]) -> None:
+        try:
+            await future
+        except asyncio.CancelledError as exc:
+            seen.append(exc.args)
+            raise
+
+    async def cancelled_at_once() -> tuple[bool, asyncio.Future[int], str]:
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        request = waits(future)
+        task = asyncio.get_running_loop().create_task(Resumed(request, request.send(None)))
+        task.cancel("bye")
+        await asyncio.wait({task}, timeout=2)  # a cancellation lost would leave it waiting
+        return task.cancelled(), future, repr(task)
+
+    loop = asyncio.new_event_loop()  # not `asyncio.run`: a task left waiting would hang its teardown
+    try:
+        was_cancelled, future, shown = loop.run_until_complete(cancelled_at_once())
+    finally:
+        loop.close()
+    assert was_cancelled and seen == [("bye",)] and future.cancelled()
+    assert "waits" in shown  # a task's repr names the coroutine it goes on with
+
+
+def test_bytes_fed_from_a_task_start_their_request_in_a_task_of_its_own():
+    """A harness that feeds a connection from a task: the request's steps must not run in that
+    task (`in_task` would find it, and anyio's scopes would open in one task and close in another)."""
+    ran_in: list[Any] = []
+
+    async def where(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            ran_in.append(asyncio.current_task())
+            await reply(send, b"ok")
+
+    connection, transport, loop = _by_hand(AtOnce(where))
+
+    async def feed() -> Any:
+        connection.data_received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        await asyncio.sleep(0.05)
+        return asyncio.current_task()
+
+    try:
+        feeder = loop.run_until_complete(feed())
+    finally:
+        loop.close()
+    assert len(ran_in) == 1 and ran_in[0] is not None and ran_in[0] is not feeder
+    assert transport.writes[-1].endswith(b"ok")
+
+
 def test_a_request_started_without_a_task_that_waits_is_cancelled_at_shutdown_as_any_other():
     """uvicorn cancels the server's tasks once its graceful shutdown (1 s here) runs out: the task
     made for such a request's rest is among them."""
