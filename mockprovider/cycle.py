@@ -261,11 +261,11 @@ class Cycle:
 STARTS_WITHOUT_TASK = "starts_without_task"
 """The name of an app's method `(scope) -> bool`: whether `protocol.Http11` may run that request's
 first steps at once, in no task, up to its first wait (a task is made then, for the rest). A
-task is made and scheduled per request otherwise; for a request that never waits, as an agent
-loop's chat request does not, that is most of what a server costs beyond the app (results/bench.md,
-speed tricks: "a request started without a task"). An app that says yes reaches anything that
-needs a current task (anyio, so Starlette's streams and `is_disconnected`; `asyncio.timeout`)
-only after `in_task`."""
+task is made and scheduled per request otherwise, and a request that never waits, as an agent
+loop's chat request does not, needs none: making it, and the turn of the loop it waits for, is
+saved (results/bench.md, speed tricks: "a request started without a task"). An app that says
+yes reaches anything that needs a current task (anyio, so Starlette's streams and
+`is_disconnected`; `asyncio.timeout`) only after `in_task`."""
 
 
 def starts_without_task(app: Any, scope: dict[str, Any]) -> bool:

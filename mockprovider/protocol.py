@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import urllib.parse
-from collections.abc import Coroutine, Generator
+from collections.abc import Coroutine
 from typing import Any
 
 import httptools
@@ -222,23 +222,28 @@ class Http11(HttpToolsProtocol):
             self.pipeline.appendleft((self.cycle, app))  # type: ignore[arg-type]
 
     def _run(self, cycle: Cycle, app: Any) -> None:
-        if getattr(self.config, "reset_contextvars", False):
-            task = self.loop.create_task(cycle.run_asgi(app), context=contextvars.Context())
-        else:
-            task = self.loop.create_task(cycle.run_asgi(app))
-        task.add_done_callback(self.tasks.discard)
-        self.tasks.add(task)
+        self._in_task(cycle.run_asgi(app), self._context())
 
     def _run_now(self, cycle: Cycle, app: Any) -> None:
         """`_run`, its first steps run here and now: a task is made only if it waits."""
-        context = (contextvars.Context() if getattr(self.config, "reset_contextvars", False)
-                   else contextvars.copy_context())
+        context = self._context()
         request = cycle.run_asgi(app)
         try:
             waiting = context.run(request.send, None)
         except StopIteration:
             return
-        task = self.loop.create_task(Resumed(request, waiting), context=context)
+        self._in_task(Resumed(request, waiting), context)
+
+    def _context(self) -> contextvars.Context:
+        """What a request runs in: a copy of the connection's context, as a task's own would be,
+        or a new one with uvicorn's `reset_contextvars`."""
+        if getattr(self.config, "reset_contextvars", False):
+            return contextvars.Context()
+        return contextvars.copy_context()
+
+    def _in_task(self, request: Any, context: contextvars.Context) -> None:
+        """`request` run in one of the server's tasks (waited for, then cancelled, at shutdown)."""
+        task = self.loop.create_task(request, context=context)
         task.add_done_callback(self.tasks.discard)
         self.tasks.add(task)
 
@@ -266,12 +271,13 @@ class Http11(HttpToolsProtocol):
         cycle.wake()
 
 
-class Resumed(Coroutine[Any, Any, Any]):
+class Resumed:
     """`coroutine`, run until it yielded `waiting` (what a task waits on: a future, or None for a
     turn of the loop), as a coroutine for a task to go on with: its first step yields `waiting`
     again, for the task to wait on; every later value, exception (a cancellation, with its
     message) and `close` goes straight to `coroutine`, as to a task's own; one cancelled before
-    its first step is cancelled where it waits."""
+    its first step is cancelled where it waits. Only a task drives it (registered as a
+    `Coroutine` for `create_task`, it is never awaited)."""
 
     __slots__ = ("coroutine", "waiting")
 
@@ -287,7 +293,7 @@ class Resumed(Coroutine[Any, Any, Any]):
             return waiting[0]
         return self.coroutine.send(value)
 
-    def throw(self, *exc: Any) -> Any:  # type: ignore[override]
+    def throw(self, *exc: Any) -> Any:
         waiting, self.waiting = self.waiting, None
         if waiting is not None and asyncio.isfuture(waiting[0]):
             waiting[0].cancel()  # before its first step: what it waits on goes, as a task's does
@@ -297,27 +303,16 @@ class Resumed(Coroutine[Any, Any, Any]):
         self.waiting = None
         self.coroutine.close()
 
-    def __await__(self) -> Generator[Any, Any, Any]:
-        # A task drives it by `send` and `throw`; any other awaiter, through these.
-        value, thrown = None, None
-        while True:
-            try:
-                waiting = self.send(value) if thrown is None else self.throw(thrown)
-            except StopIteration as stop:
-                return stop.value
-            value = thrown = None
-            try:
-                value = yield waiting
-            except BaseException as exc:  # noqa: BLE001  (handed on outside this block)
-                thrown = exc
-
     @property
     def cr_frame(self) -> Any:  # where a task's stack and repr look
         return getattr(self.coroutine, "cr_frame", None)
 
     @property
-    def __name__(self) -> str:  # type: ignore[override]  (what a task's repr names)
+    def __name__(self) -> str:  # (what a task's repr names)
         return getattr(self.coroutine, "__qualname__", type(self).__name__)
+
+
+Coroutine.register(Resumed)
 
 
 def http_protocol(choice: str = "auto") -> str | type[asyncio.Protocol]:

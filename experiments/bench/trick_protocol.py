@@ -9,9 +9,8 @@ so each of its requests gets a task and waits a turn of the loop for it. Each re
 come from the loop (`call_soon`), as a socket's do, never from a task.
 
 The benchmarks time the tricks on asyncio's own loop. On uvloop, where the mock serves by default,
-a task costs less and this in-process ratio is smaller (about 1.03x against 1.07x); as processes,
-the server's CPU per request at turn 1 is 0.92-0.94x of what it was with a task per request
-(`experiments.bench.against`, docs/benchmarks.md).
+a task costs less, so this in-process ratio is smaller there; what a server saves is best read as
+processes, by `experiments.bench.against` (docs/benchmarks.md), as its server CPU per request.
 """
 
 from __future__ import annotations

@@ -72,8 +72,17 @@ def openai_limits(options: Options, limited: bool = False) -> tuple[tuple[bytes,
 JSON_TYPE = (b"content-type", b"application/json")
 LENGTH_AND_TYPE = b"content-length: %d\r\n" + b"%s: %s\r\n" % JSON_TYPE
 """The lines `json_lines` leaves to follow it, once the body's length is known (`% length`)."""
-_KEPT: tuple[Options | None, tuple[tuple[bytes, bytes], ...]] = (None, ())
-_KEPT_LINES: tuple[Options | None, bytes] = (None, b"")
+_KEPT: tuple[Options | None, tuple[tuple[bytes, bytes], ...], bytes] = (None, (), b"")
+"""The last options' rate-limit headers, as pairs (`json_head`) and as header lines (`json_lines`):
+nearly every reply states the server's defaults (results/bench.md, speed tricks: "the defaults'
+header block kept")."""
+
+
+def _keep(options: Options) -> tuple[Options | None, tuple[tuple[bytes, bytes], ...], bytes]:
+    global _KEPT
+    limits = openai_limits(options)
+    _KEPT = (options, limits, b"".join([b"%s: %s\r\n" % header for header in limits]))
+    return _KEPT
 
 
 def _id_and_ms(scope: Scope) -> tuple[str, int]:
@@ -87,28 +96,22 @@ def _id_and_ms(scope: Scope) -> tuple[str, int]:
 
 def json_head(scope: Scope, options: Options) -> list[tuple[bytes, bytes]]:
     """A JSON chat reply's headers up to its length: the request's id, the time since `STARTED`,
-    `options`' rate limits. The last options' limits are kept, as nearly every reply states the
-    server's defaults (results/bench.md, speed tricks: "the defaults' header block kept")."""
-    global _KEPT
+    `options`' rate limits (`_KEPT`)."""
     rid, ms = _id_and_ms(scope)
-    kept, limits = _KEPT
-    if kept is not options:
-        limits = openai_limits(options)
-        _KEPT = (options, limits)
-    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", b"%d" % ms), *limits]
+    kept = _KEPT
+    if kept[0] is not options:
+        kept = _keep(options)
+    return [(b"x-request-id", rid.encode()), (b"openai-processing-ms", b"%d" % ms), *kept[1]]
 
 
 def json_lines(scope: Scope, options: Options) -> bytes:
     """`json_head`'s headers as header lines for `cycle.WHOLE` (every name and value here is the
-    mock's own: valid as written), `LENGTH_AND_TYPE` to follow. The last options' limit lines are
-    kept, rendered, as `json_head` keeps its pairs."""
-    global _KEPT_LINES
+    mock's own: valid as written), `LENGTH_AND_TYPE` to follow."""
     rid, ms = _id_and_ms(scope)
-    kept, limits = _KEPT_LINES
-    if kept is not options:
-        limits = b"".join([b"%s: %s\r\n" % header for header in openai_limits(options)])
-        _KEPT_LINES = (options, limits)
-    return b"x-request-id: %s\r\nopenai-processing-ms: %d\r\n%s" % (rid.encode(), ms, limits)
+    kept = _KEPT
+    if kept[0] is not options:
+        kept = _keep(options)
+    return b"x-request-id: %s\r\nopenai-processing-ms: %d\r\n%s" % (rid.encode(), ms, kept[2])
 
 
 def new_id(scope: Scope) -> str:

@@ -39,8 +39,13 @@ def start_chromium(profile: Path, *, width: int = 1280, height: int = 1600) -> w
     for flag in (*FLAGS, f"--window-size={width},{height}", f"--user-data-dir={profile}"):
         options.add_argument(flag)
     options.unhandled_prompt_behavior = "ignore"  # a dialog stays open for the test to see
-    service = Service(executable_path=CHROMEDRIVER, log_output=str(profile.parent / "chromedriver.log"))
+    service = Service(executable_path=CHROMEDRIVER, log_output=str(driver_log(profile)))
     return webdriver.Chrome(options=options, service=service)
+
+
+def driver_log(profile: Path) -> Path:
+    """Where chromedriver logs for the session `start_chromium(profile)` started."""
+    return profile.parent / "chromedriver.log"
 
 
 def text(driver: webdriver.Chrome, css: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from chromium import CHROMEDRIVER, CHROMIUM, installed, start_chromium
+from chromium import CHROMEDRIVER, CHROMIUM, driver_log, installed, start_chromium
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.selenium_manager import SeleniumManager
 
@@ -43,11 +43,12 @@ def browser(request, tmp_path, monkeypatch):
         pytest.skip(f"Chromium is not installed ({CHROMIUM}, {CHROMEDRIVER}): "
                     "apt-get install chromium chromium-driver (.ci/run does it)")
     monkeypatch.setattr(SeleniumManager, "binary_paths", _no_download)
-    driver = start_chromium(tmp_path / "profile")
+    profile = tmp_path / "profile"
+    driver = start_chromium(profile)
     try:
         yield driver
         if getattr(request.node, "browser_test_failed", False):
             print("--- the browser when the test failed ---")
-            print(_what_the_browser_shows(driver, tmp_path / "chromedriver.log"))
+            print(_what_the_browser_shows(driver, driver_log(profile)))
     finally:
         driver.quit()

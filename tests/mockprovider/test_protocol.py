@@ -309,9 +309,9 @@ def test_a_request_started_without_a_task_is_served_before_the_400_for_the_bytes
     assert replied.startswith(b"HTTP/1.1 400 Bad Request") and seen == [b"hello"]
 
 
-def test_a_resumed_coroutine_awaited_goes_on_where_it_waited_and_takes_what_is_thrown_in():
-    """A task drives `Resumed` by `send` and `throw`; awaited, it does the same: a value its
-    future gets, or an exception thrown in where it waits."""
+def test_a_resumed_coroutine_goes_on_where_it_waited_and_takes_what_is_thrown_in():
+    """A task's first step takes what the coroutine waits on; then it gets the value its future
+    gets, or an exception thrown in where it waits."""
     async def waits(future: asyncio.Future[int]) -> str:
         try:
             return f"got {await future}"
@@ -323,17 +323,17 @@ def test_a_resumed_coroutine_awaited_goes_on_where_it_waited_and_takes_what_is_t
         request = waits(future)
         waiting = request.send(None)
         asyncio.get_running_loop().call_soon(future.set_result, 41)
-        return await Resumed(request, waiting)
+        return await asyncio.get_running_loop().create_task(Resumed(request, waiting))
 
     assert asyncio.run(resumed()) == "got 41"
     loop = asyncio.new_event_loop()
     try:
         future: asyncio.Future[int] = loop.create_future()
         request = waits(future)
-        awaiting = Resumed(request, request.send(None)).__await__()
-        assert next(awaiting) is future  # what it waits on, for the awaiting task to wait on
+        going_on = Resumed(request, request.send(None))
+        assert going_on.send(None) is future  # what it waits on, for the task to wait on
         with pytest.raises(StopIteration) as done:
-            awaiting.throw(KeyError("k"))
+            going_on.throw(KeyError("k"))  # as a task throws in
         assert done.value.value == "thrown in: KeyError('k')"
     finally:
         loop.close()
