@@ -23,8 +23,10 @@ per request, client included, the ratio of the two medians, and the median of th
 ratios; each server's CPU time per request (every thread of its process, read from Linux's
 /proc while the samples ran: each thread's schedstat, else the process's stat, in clock ticks;
 the source named, "unknown" when neither can be read) when its pid is known (`--other-pid`;
-`--mock-pid` beside `--mock-url`); and the machine's load average, since both sides share its
-cores with everything else.
+`--mock-pid` beside `--mock-url`), with the program that process runs (the interpreter's build
+moves a server's cost: a comparison names it); and the machine's load average, since both sides
+share its cores with everything else. A pid that does not listen at its URL is refused: the shell,
+`npx` or `make` that started a server would read as a server costing nothing.
 """
 
 from __future__ import annotations
@@ -126,6 +128,47 @@ def _stat_ticks(stat: Path) -> int | None:
         return int(fields[11]) + int(fields[12])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def listens_on(pid: int, port: int, proc: Path = PROC) -> bool | None:
+    """Whether process `pid` holds a socket listening on TCP `port` (IPv4 or IPv6), read from the
+    /proc at `proc`: False for a process that does not, such as the shell, `npx` or `make` that
+    started the server as a child, or for no process at all; None when /proc cannot say."""
+    inodes, readable = set(), False
+    for table in ("tcp", "tcp6"):
+        try:
+            rows = (proc / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        readable = True
+        for row in rows:  # sl local_address rem_address st ... inode: st 0A is LISTEN
+            fields = row.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rpartition(":")[2], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    if not readable:
+        return None
+    if not (proc / str(pid)).exists():
+        return False
+    try:
+        fds = list((proc / str(pid) / "fd").iterdir())
+    except OSError:  # another user's process
+        return None
+    for fd in fds:
+        try:
+            if os.readlink(fd) in inodes:
+                return True
+        except OSError:  # closed since it was listed
+            continue
+    return False
+
+
+def executable(pid: int, proc: Path = PROC) -> str:
+    """The program process `pid` runs (its interpreter, for a Python or Node server): the build
+    decides much of a server's cost, so a comparison names it; "unknown" when /proc cannot say."""
+    try:
+        return os.readlink(proc / str(pid) / "exe")
+    except OSError:
+        return "unknown"
 
 
 def _answered(response: httpx.Response) -> None:
@@ -379,6 +422,12 @@ def main(argv: list[str] | None = None) -> None:
     for url in (args.url, args.mock_url):  # started a moment ago, with `&`, as docs/benchmarks.md does
         if url is not None and not listening(url, seconds=WAIT_S):
             parser.error(f"nothing listens at {url} (waited {WAIT_S:.0f} s)")
+    named = (("--mock-pid", args.mock_pid, args.mock_url), ("--other-pid", args.other_pid, args.url))
+    for flag, pid, url in named:
+        # A wrapper's pid would read as a server that costs nothing.
+        if pid is not None and listens_on(pid, _port(url)) is False:
+            parser.error(f"{flag} {pid} is not the process listening at {url}: give the server's own pid "
+                         "(a shell, `npx` or `make` runs it as a child)")
     with ExitStack() as stack:
         mock_url, mock_pid = stack.enter_context(mock_side(args.mock_url))
         mock, other = stack.enter_context(clients(args.url, mock_url, kind=args.client))
@@ -386,7 +435,16 @@ def main(argv: list[str] | None = None) -> None:
         for turn in args.turns:
             result = compare(mock, other, turn, samples=args.samples, connections=args.connections, pids=pids)
             print(line(result), flush=True)
+        programs = [f"{side} pid {pid} runs {executable(pid)}"
+                    for side, pid in zip(("mock", "other"), pids, strict=True) if pid is not None]
+        if programs:
+            print("servers: " + ", ".join(programs), flush=True)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
+
+
+def _port(url: str) -> int:
+    address = httpx.URL(url)
+    return address.port or (443 if address.scheme == "https" else 80)
 
 
 if __name__ == "__main__":

@@ -334,10 +334,21 @@ def render(report: dict, *, experiments_s: float | None = None) -> str:
     machine = report.get("machine_info", {})
     cpu = machine.get("cpu", {})
     parts.append(
-        f"Machine: {cpu.get('brand_raw', '?')}, {cpu.get('count', '?')} cores, "
-        f"Python {machine.get('python_version', '?')}. Raw: [bench.json](bench.json).\n"
+        f"Machine: {cpu.get('brand_raw', '?')}, {cpu.get('count', '?')} cores, {_python(machine)}. "
+        "Raw: [bench.json](bench.json).\n"
     )
     return "\n".join(parts)
+
+
+def _python(machine: dict) -> str:
+    """The interpreter that ran the benchmarks, its build named: two builds of one Python version
+    (a distribution's, optimised with profiles, and one compiled without them) time the same code
+    differently, so absolute times hold only for the build that made them."""
+    name = f"{machine.get('python_implementation', 'Python')} {machine.get('python_version', '?')}"
+    build = machine.get("python_build") or []
+    built = f"built {' '.join(str(build[1]).split())}" if len(build) > 1 else ""
+    made = ", ".join(x for x in (built, machine.get("python_compiler", "")) if x)
+    return f"{name} ({made})" if made else name
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -222,3 +224,71 @@ def test_a_url_where_nothing_listens_is_refused_naming_it(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         against.main(["--url", url, "--mock-url", "http://127.0.0.1:9/v1"])
     assert f"nothing listens at {url}" in capsys.readouterr().err
+
+
+def test_the_command_names_the_program_each_server_with_a_pid_runs(capsys):
+    with serve_in_thread() as other_url:  # served by this process: its pid is ours
+        against.main(["--url", other_url, "--other-pid", str(os.getpid()), "--turns", "1", "--samples", "2",
+                      "--client", "raw"])
+    out = capsys.readouterr().out
+    program = os.path.realpath(sys.executable)
+    assert re.search(rf"^servers: mock pid \d+ runs \S+, other pid {os.getpid()} runs {re.escape(program)}$",
+                     out, re.M), out
+
+
+def test_a_pid_that_does_not_listen_at_its_url_is_refused_naming_it(capsys):
+    """The pid of what started the server (a shell, npx) would read as a server that costs nothing."""
+    wrapper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with serve_in_thread() as other_url:
+            with pytest.raises(SystemExit):
+                against.main(["--url", other_url, "--other-pid", str(wrapper.pid), "--samples", "1"])
+    finally:
+        wrapper.kill()
+        wrapper.wait()
+    err = capsys.readouterr().err
+    assert f"--other-pid {wrapper.pid} is not the process listening at {other_url}" in err
+
+
+def test_a_process_listens_on_a_port_only_while_it_holds_that_listening_socket():
+    sock = socket.create_server(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    try:
+        assert against.listens_on(os.getpid(), port) is True
+        assert against.listens_on(os.getpid(), free_port()) is False
+    finally:
+        sock.close()
+    assert against.listens_on(os.getpid(), port) is False
+
+
+def _fake_tables(root: Path, *, tcp: str = "", tcp6: str = "") -> None:
+    (root / "net").mkdir(parents=True)
+    header = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout"
+              "  inode\n")
+    (root / "net" / "tcp").write_text(header + tcp)
+    (root / "net" / "tcp6").write_text(header + tcp6)
+
+
+def test_listening_is_read_from_either_tcp_table_and_only_in_the_listen_state(tmp_path):
+    # Port 4010 is 0FAA: listening over IPv6 (inode 222); over IPv4 only connected (st 01, inode 111).
+    _fake_tables(tmp_path,
+                 tcp="   0: 0100007F:0FAA 0100007F:9C40 01 00000000:00000000 00:00000000 00000000 0 0 111 1"
+                     "\n",
+                 tcp6="   0: 00000000000000000000000001000000:0FAA 00000000000000000000000000000000:0000 0A "
+                      "00000000:00000000 00:00000000 00000000 0 0 222 1\n")
+    fds = tmp_path / "7" / "fd"
+    fds.mkdir(parents=True)
+    (fds / "3").symlink_to("socket:[111]")
+    assert against.listens_on(7, 4010, tmp_path) is False  # a connection on that port, not its listener
+    (fds / "4").symlink_to("socket:[222]")
+    assert against.listens_on(7, 4010, tmp_path) is True
+    assert against.listens_on(7, 4011, tmp_path) is False
+    assert against.listens_on(8, 4010, tmp_path) is False  # no such process
+
+
+def test_without_readable_tables_or_fds_listening_is_unknown_not_refused(tmp_path):
+    assert against.listens_on(7, 4010, tmp_path) is None  # no /proc/net at all
+    _fake_tables(tmp_path)
+    (tmp_path / "7").mkdir()  # a process whose fds cannot be listed (another user's)
+    assert against.listens_on(7, 4010, tmp_path) is None
+    assert against.executable(7, tmp_path) == "unknown"

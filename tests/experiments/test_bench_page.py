@@ -63,3 +63,13 @@ def test_every_harness_target_comes_from_the_interleaved_run_with_its_target():
     assert f"| harness + PostgresStore / {raw} at 100 turns, {run} | 1.40× | ≤ 1.5 |" in page
     assert "| one fsync on this machine" in page and "| 0.60 ms | — |" in page
     assert "## Derived" not in page  # the raw figures are not also dumped as loose figures
+
+
+def test_the_page_names_the_interpreter_and_its_build():
+    """Two builds of one Python version time the same code differently: the build is named."""
+    machine = {"cpu": {"brand_raw": "AMD EPYC", "count": 2}, "python_implementation": "CPython",
+               "python_version": "3.11.2", "python_build": ["main", "Apr 28 2025 14:11:48"],
+               "python_compiler": "GCC 12.2.0"}
+    page = render({"benchmarks": [], "machine_info": machine})
+    assert "Machine: AMD EPYC, 2 cores, CPython 3.11.2 (built Apr 28 2025 14:11:48, GCC 12.2.0)." in page
+    assert "Machine: ?, ? cores, Python ?." in render({"benchmarks": []})
