@@ -19,7 +19,7 @@ from mockprovider.scripts.options import attempt_of
 
 TIMED: dict[ModuleType, tuple[str, ...]] = {
     chat: ("ChatLane", "ChatRequest", "_MESSAGES", "answer", "body", "chat_request", "check_tools", "render",
-           "_max_tokens", "_usage"),
+           "_max_tokens", "_usage", "_remembered_later"),
     steps: ("config_of", "resolve", "scripted_reply", "test_id"),
     metrics: ("Metrics", "RequestSeries", "BUCKETS", "REQUESTS", "REQUESTS_HELP", "SECONDS", "SECONDS_HELP"),
     body: ("APIError", "_admitted", "_check_content_type", "_kept", "_read_body", "_too_large", "missing"),

@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import re
+import time
 from typing import Any
 
 import uvicorn
 from uvicorn.server import ServerState
 
-from experiments.bench.tricks import Batch, Trick
+from experiments.bench.floor import TASK, request_body
+from experiments.bench.tricks import Batch, Trick, patched_batch
 from mockprovider import create_app
-from mockprovider.bench_hooks import protocol
+from mockprovider.bench_hooks import chat, memo, protocol
 
 
 class Kept(asyncio.Transport):
@@ -94,3 +97,56 @@ def started_without_task_trick(body: bytes, headers: list[tuple[bytes, bytes]],
     return Trick(name="a request started without a task", where="protocol.Http11, app.MockApp", turn=1,
                  batch=16, key=_without_ids, with_=_served(app, request, loop),
                  without=_served(functools.partial(app), request, loop))
+
+
+class _Clocked(Kept):
+    """`Kept`, noting when it was last written to."""
+
+    written_at = 0.0
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written_at = time.perf_counter()
+        super().write(data)
+
+
+def _chat_request(body: bytes) -> bytes:
+    return (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\n\r\n%s" % (len(body), body))
+
+
+def remembered_later_trick(loop: asyncio.AbstractEventLoop) -> Trick:
+    """The time from a turn-100 request's bytes to its reply's write, on `Http11` serving the mock:
+    the chat lane remembers the request's transcript (`memo`) once the reply is written; the plain
+    side remembers it as it is counted, before (`chat._remembered_later` a no-op). Each request is
+    a new conversation whose turn 99 the mock answered just before, outside the timing, with the
+    memory emptied first, so it holds just what a loop over those conversations would have left."""
+    app = create_app()
+    template99, template100 = request_body(99), request_body(100)
+    task, batches = TASK.encode(), itertools.count()
+
+    def served(n: int) -> Any:
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                http=protocol.Http11, timeout_keep_alive=3600)
+        config.load()
+        connection = protocol.Http11(config=config, server_state=ServerState(), app_state={}, _loop=loop)
+        transport = _Clocked()
+        connection.connection_made(transport)
+        tasks = [b"%s #%d.%d" % (task, next(batches), k) for k in range(n)]
+        memo.MEMORY.clear()
+        for name in tasks:  # turn 99 of each, answered: its transcript is remembered
+            connection.data_received(_chat_request(template99.replace(task, name)))
+        requests = [_chat_request(template100.replace(task, name)) for name in tasks]
+
+        def go() -> tuple[bytes, float]:
+            spent = 0.0
+            for request in requests:
+                transport.writes.clear()
+                started = time.perf_counter()
+                connection.data_received(request)  # from no task, as a socket's bytes come
+                spent += transport.written_at - started
+            return b"".join(transport.writes), spent
+        return go
+
+    return Trick(name="transcript remembered after the reply", where="apis.chat.ChatLane, reading.memo",
+                 turn=100, batch=16, key=_without_ids, self_timed=True, with_=served,
+                 without=patched_batch(served, chat, "_remembered_later", lambda read, scope: read))

@@ -43,6 +43,9 @@ class Trick:
     """Times the work runs per request of `turn` on the chat route's JSON reply (0: another path)."""
     batch: int | None = None
     """A fixed batch size (1 where each use needs its own preparation); None: calibrated."""
+    self_timed: bool = False
+    """Each batch times itself, returning (its last output, its seconds): the seconds of what the
+    trick changes (the time until a reply is written, where the trick moves work after it)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,16 +118,21 @@ def _batch_size(run: Batch, target_s: float) -> int:
     return max(1, min(10_000, int(target_s / once)))
 
 
-def _time(run: Batch, n: int) -> float:
+def _time(run: Batch, n: int, self_timed: bool = False) -> float:
     go = run(n)
     started = time.perf_counter()
-    go()
-    return (time.perf_counter() - started) / n
+    out = go()
+    return (out[1] if self_timed else time.perf_counter() - started) / n
+
+
+def _output(trick: Trick, run: Batch) -> Any:
+    out = run(1)()
+    return trick.key(out[0] if trick.self_timed else out)
 
 
 def check_same(trick: Trick) -> None:
     """Raise if the two sides of `trick` disagree: a faster path must answer the same."""
-    mine, plain = trick.key(trick.with_(1)()), trick.key(trick.without(1)())
+    mine, plain = _output(trick, trick.with_), _output(trick, trick.without)
     if mine != plain:
         raise AssertionError(f"{trick.name}: with the trick {mine!r}, without it {plain!r}")
 
@@ -135,13 +143,14 @@ def measure(trick: Trick, *, rounds: int, batch_s: float = 0.002) -> tuple[float
     check_same(trick)
     n = trick.batch or _batch_size(trick.with_, batch_s)
     mine, plain = [], []
+    own = trick.self_timed
     for r in range(rounds):
         if r % 2:
-            plain.append(_time(trick.without, n))
-            mine.append(_time(trick.with_, n))
+            plain.append(_time(trick.without, n, own))
+            mine.append(_time(trick.with_, n, own))
         else:
-            mine.append(_time(trick.with_, n))
-            plain.append(_time(trick.without, n))
+            mine.append(_time(trick.with_, n, own))
+            plain.append(_time(trick.without, n, own))
     ratio = statistics.median(p / m for m, p in zip(mine, plain, strict=True))
     with_us = statistics.median(mine) * 1e6
     return with_us, with_us * ratio, ratio

@@ -218,9 +218,12 @@ async def answer(request: Request, deployment: str | None = None) -> Response | 
     if fault is not None and cut is None:
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
-    done = transcript.counted_already(req.transcript, req.tools)
+    read = req.transcript
+    if read.remember is not None and request.scope.get(_LATER) is _LANE_RUNS_IT:
+        read = _remembered_later(read, request.scope)
+    done = transcript.counted_already(read, req.tools)
     if done is None:
-        done = await transcript.counted(req.transcript, req.tools)
+        done = await transcript.counted(read, req.tools)
     conversation, prompt_tokens = done
     reply = script(conversation)
     if reply.latency_ms:
@@ -240,6 +243,26 @@ async def answer(request: Request, deployment: str | None = None) -> Response | 
             headers={"cache-control": "no-cache"},
         )
     return render(completion)
+
+
+_LATER = "mockprovider.remember_later"
+"""Where the transcript memory's step waits for `ChatLane` to run it, once the reply is written."""
+_LANE_RUNS_IT = object()
+"""`_LATER` before the count: the lane will run what the count leaves there."""
+
+
+def _remembered_later(read: transcript.Transcript, scope: Scope) -> transcript.Transcript:
+    """`read`, its messages remembered (`memo`) once `ChatLane` has written the reply, not before:
+    the client has its answer sooner by that step (results/bench.md, speed tricks: "transcript
+    remembered after the reply"), and the next request of its conversation cannot come before it."""
+    remember = read.remember
+    assert remember is not None
+
+    def later(summary: transcript.Summary) -> None:
+        scope[_LATER] = lambda: remember(summary)
+
+    # Not `_replace`, which costs several times as much: the fields written out, in their order.
+    return transcript.Transcript(read.messages, read.known, later, *read[3:])
 
 
 STREAM_ERROR = APIError(
@@ -288,6 +311,7 @@ class ChatLane:
         if whole := takes_whole(send):
             scope[headers.AS_LINES] = True
         status = [500]  # what a request that ends in an exception before its reply counts as
+        scope[_LATER] = _LANE_RUNS_IT
         try:
             try:
                 out = await answer(Request(scope, receive, send))
@@ -319,6 +343,8 @@ class ChatLane:
                 send = headers.adding(scope, _status(status, send), self.defaults, rid, started)
                 await self._respond(out, scope, receive, send)
         finally:
+            if (later := scope.pop(_LATER)) is not _LANE_RUNS_IT:
+                later()
             if self.record is not None:
                 self.record(_ROUTE, status[0], scope.get(SCENARIO, ""), time.perf_counter() - started)
 

@@ -10,7 +10,7 @@ import pytest
 
 from experiments.bench import trick_pairs
 from experiments.bench.floor import request_body
-from experiments.bench.tricks import LANE, Trick, check_same, savings
+from experiments.bench.tricks import LANE, Trick, check_same, measure, savings
 from mockprovider import create_app
 from mockprovider.apis import chat, steps
 from mockprovider.apis.chat import chat_completions
@@ -42,6 +42,17 @@ def test_a_trick_whose_output_differs_from_the_plain_code_is_refused():
 
     with pytest.raises(AssertionError, match="wrong trick: with the trick 1, without it 2"):
         check_same(Trick(name="wrong trick", where="nowhere", turn=1, with_=batch(1), without=batch(2)))
+
+
+def test_a_self_timed_trick_is_timed_by_the_seconds_its_batches_report():
+    """A trick that moves work after a reply is timed to the reply, as its batches report it."""
+    def batch(seconds):
+        return lambda n: (lambda: ("same", seconds * n))
+
+    trick = Trick(name="self-timed", where="nowhere", turn=1, with_=batch(0.001), without=batch(0.003),
+                  batch=4, self_timed=True)
+    with_us, without_us, ratio = measure(trick, rounds=3)
+    assert (with_us, without_us, ratio) == (pytest.approx(1000), pytest.approx(3000), pytest.approx(3))
 
 
 def test_the_lane_is_compared_with_the_router_answering_the_same_endpoint(loop):

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+import uvicorn
 from openai import InternalServerError, OpenAI
 from starlette.testclient import TestClient
+from uvicorn.server import ServerState
 
 import o200k
+from experiments.bench.floor import request_body
+from experiments.bench.trick_protocol import Kept
 from mockprovider.apis import chat
 from mockprovider.app import create_app
+from mockprovider.protocol import Http11
+from mockprovider.reading import memo
 from mockprovider.server import serve_in_thread
 
 MESSAGES = [{"role": "user", "content": "Which file mentions a timeout?"}]
@@ -117,3 +125,88 @@ def test_a_crash_behind_a_root_path_holding_api_is_still_openai_shaped(monkeypat
         reply = client.post("/api/v1/chat/completions", json={"model": "plan", "messages": MESSAGES})
     assert reply.status_code == 500 and reply.json()["error"]["type"] == "server_error"
     assert reply.headers["x-request-id"].startswith("req_")
+
+
+class _Closable(Kept):
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+
+def _by_hand(app):
+    """`app` on the mock's own server connection, driven by hand: `send` feeds it bytes from the
+    loop, not from a task, as a socket's come (the chat lane's reply is then written before
+    `data_received` returns), and runs the loop until the request is done."""
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", http=Http11)
+    config.load()
+    loop = asyncio.new_event_loop()
+    connection = Http11(config=config, server_state=ServerState(), app_state={}, _loop=loop)
+    transport = _Closable()
+    connection.connection_made(transport)
+
+    def send(request: bytes) -> bytes:
+        transport.writes.clear()
+        loop.call_soon(connection.data_received, request)
+        loop.run_until_complete(asyncio.sleep(0.05))
+        return b"".join(transport.writes)
+
+    return send, transport, loop
+
+
+def _post(path: bytes, body: bytes) -> bytes:
+    return (b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+            % (path, len(body), body))
+
+
+def _remembered(monkeypatch, transport) -> list[tuple[int, bool, bool]]:
+    """Each transcript the memory is given: its messages, whether it extends one remembered, and
+    whether its reply had been written by then."""
+    seen = []
+    remember = memo.MEMORY.remember
+
+    def noted(entry, replaces=None):
+        seen.append((len(entry.messages), replaces is not None, bool(transport.writes)))
+        remember(entry, replaces)
+
+    monkeypatch.setattr(memo.MEMORY, "remember", noted)
+    return seen
+
+
+def test_the_lane_remembers_a_transcript_once_its_reply_is_written_and_the_next_turn_reads_it(monkeypatch):
+    """The client has its answer before the memory's step is taken; the next turn still extends
+    what the turn before it remembered."""
+    memo.MEMORY.clear()
+    send, transport, loop = _by_hand(create_app())
+    seen = _remembered(monkeypatch, transport)
+    try:
+        for turn in (10, 11):
+            assert send(_post(b"/v1/chat/completions", request_body(turn, task="later"))).startswith(
+                b"HTTP/1.1 200 OK")
+    finally:
+        loop.close()
+    assert seen == [(22, False, True), (24, True, True)]
+
+
+def test_behind_the_router_and_after_a_crash_a_transcript_is_remembered_all_the_same(monkeypatch):
+    """Where the lane does not serve (an options prefix) the transcript is remembered as it is
+    counted; where its reply fails after the count (a 500), once the lane is done with it."""
+    memo.MEMORY.clear()
+    send, transport, loop = _by_hand(create_app())
+    seen = _remembered(monkeypatch, transport)
+
+    def broken(completion):
+        raise RuntimeError("a bug")
+
+    try:
+        routed = send(_post(b"/o/latency=0/v1/chat/completions", request_body(10, task="routed")))
+        monkeypatch.setattr(chat, "render", broken)
+        crashed = send(_post(b"/v1/chat/completions", request_body(10, task="crashed")))
+    finally:
+        loop.close()
+    assert routed.startswith(b"HTTP/1.1 200 OK")
+    assert crashed.startswith(b"HTTP/1.1 500") and b'"type":"server_error"' in crashed
+    assert seen == [(22, False, False), (22, False, True)]
