@@ -133,7 +133,28 @@ def _stat_ticks(stat: Path) -> int | None:
 def listens_on(pid: int, port: int, proc: Path = PROC) -> bool | None:
     """Whether process `pid` holds a socket listening on TCP `port` (IPv4 or IPv6), read from the
     /proc at `proc`: False for a process that does not, such as the shell, `npx` or `make` that
-    started the server as a child, or for no process at all; None when /proc cannot say."""
+    started the server as a child, or for no process at all; None when /proc cannot say (another
+    user's process, one in another network namespace: a container's)."""
+    inodes = _listening(port, proc)
+    if inodes is None or _elsewhere(pid, proc):
+        return None
+    if not (proc / str(pid)).exists():
+        return None if proc == PROC and _hidden(pid) else False
+    return _holds(pid, inodes, proc)
+
+
+def fellow_listeners(pid: int, port: int, proc: Path = PROC) -> list[int]:
+    """The parent and children of `pid` listening on `port` too: a server of several processes
+    (uvicorn's `--workers`, a supervisor and its workers), whose CPU no one of them shows."""
+    inodes = _listening(port, proc)
+    if not inodes:
+        return []
+    family = [p for p in (*_children(pid, proc), _parent(pid, proc)) if p is not None]
+    return sorted(p for p in family if _holds(p, inodes, proc))
+
+
+def _listening(port: int, proc: Path) -> set[str] | None:
+    """The fd link names of the sockets listening on TCP `port`; None if neither table can be read."""
     inodes, readable = set(), False
     for table in ("tcp", "tcp6"):
         try:
@@ -145,12 +166,33 @@ def listens_on(pid: int, port: int, proc: Path = PROC) -> bool | None:
             fields = row.split()
             if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rpartition(":")[2], 16) == port:
                 inodes.add(f"socket:[{fields[9]}]")
-    if not readable:
-        return None
-    if not (proc / str(pid)).exists():
+    return inodes if readable else None
+
+
+def _elsewhere(pid: int, proc: Path) -> bool:
+    """Whether `pid` lives in another network namespace, whose sockets this one's tables do not list."""
+    try:
+        return os.readlink(proc / str(pid) / "ns" / "net") != os.readlink(proc / "self" / "ns" / "net")
+    except OSError:
         return False
+
+
+def _hidden(pid: int) -> bool:
+    """Whether a process without a /proc entry lives all the same (/proc mounted with `hidepid`)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _holds(pid: int, inodes: set[str], proc: Path) -> bool | None:
     try:
         fds = list((proc / str(pid) / "fd").iterdir())
+    except FileNotFoundError:  # gone
+        return False
     except OSError:  # another user's process
         return None
     for fd in fds:
@@ -160,6 +202,21 @@ def listens_on(pid: int, port: int, proc: Path = PROC) -> bool | None:
         except OSError:  # closed since it was listed
             continue
     return False
+
+
+def _parent(pid: int, proc: Path) -> int | None:
+    try:
+        return int((proc / str(pid) / "stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _children(pid: int, proc: Path) -> list[int]:
+    found = []
+    for entry in proc.iterdir():
+        if entry.name.isdigit() and entry.name != str(pid) and _parent(int(entry.name), proc) == pid:
+            found.append(int(entry.name))
+    return found
 
 
 def executable(pid: int, proc: Path = PROC) -> str:
@@ -393,7 +450,7 @@ def listening(url: str, *, seconds: float = WAIT_S) -> bool:
     deadline = time.monotonic() + seconds
     while True:
         try:
-            socket.create_connection((address.host, address.port or 80), timeout=1).close()
+            socket.create_connection((address.host, _port(url)), timeout=1).close()
             return True
         except OSError:
             if time.monotonic() >= deadline:
@@ -428,6 +485,10 @@ def main(argv: list[str] | None = None) -> None:
         if pid is not None and listens_on(pid, _port(url)) is False:
             parser.error(f"{flag} {pid} is not the process listening at {url}: give the server's own pid "
                          "(a shell, `npx` or `make` runs it as a child)")
+        if pid is not None and (fellows := fellow_listeners(pid, _port(url))):
+            parser.error(f"{flag} {pid} shares the socket listening at {url} with processes "
+                         f"{', '.join(map(str, fellows))}: no one process of a server of several (uvicorn's "
+                         "--workers) shows its CPU; run it as one process")
     with ExitStack() as stack:
         mock_url, mock_pid = stack.enter_context(mock_side(args.mock_url))
         mock, other = stack.enter_context(clients(args.url, mock_url, kind=args.client))

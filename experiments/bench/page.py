@@ -341,9 +341,11 @@ def render(report: dict, *, experiments_s: float | None = None) -> str:
 
 
 def _python(machine: dict) -> str:
-    """The interpreter that ran the benchmarks, its build named: two builds of one Python version
-    (a distribution's, optimised with profiles, and one compiled without them) time the same code
-    differently, so absolute times hold only for the build that made them."""
+    """The interpreter that ran the benchmarks: its version, build date and compiler. Two builds of
+    one Python version (a distribution's, optimised with profiles, and one compiled without them)
+    time the same code differently, so absolute times hold only for the build that made them;
+    whether a build used profiles is not recorded where Python can read it, but the date tells
+    two builds apart."""
     name = f"{machine.get('python_implementation', 'Python')} {machine.get('python_version', '?')}"
     build = machine.get("python_build") or []
     built = f"built {' '.join(str(build[1]).split())}" if len(build) > 1 else ""

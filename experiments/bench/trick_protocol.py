@@ -119,7 +119,9 @@ def remembered_later_trick(loop: asyncio.AbstractEventLoop) -> Trick:
     the chat lane remembers the request's transcript (`memo`) once the reply is written; the plain
     side remembers it as it is counted, before (`chat._remembered_later` a no-op). Each request is
     a new conversation whose turn 99 the mock answered just before, outside the timing, with the
-    memory emptied first, so it holds just what a loop over those conversations would have left."""
+    memory emptied first, so it holds just what a loop over those conversations would have left.
+    The step is moved, not saved: the request costs what it did (`uses=0`, so the page claims no
+    share of it)."""
     app = create_app()
     template99, template100 = request_body(99), request_body(100)
     task, batches = TASK.encode(), itertools.count()
@@ -143,10 +145,12 @@ def remembered_later_trick(loop: asyncio.AbstractEventLoop) -> Trick:
                 transport.writes.clear()
                 started = time.perf_counter()
                 connection.data_received(request)  # from no task, as a socket's bytes come
+                if transport.written_at < started:
+                    raise RuntimeError("a reply was not written as its request's bytes were read")
                 spent += transport.written_at - started
             return b"".join(transport.writes), spent
         return go
 
     return Trick(name="transcript remembered after the reply", where="apis.chat.ChatLane, reading.memo",
-                 turn=100, batch=16, key=_without_ids, self_timed=True, with_=served,
+                 turn=100, batch=16, uses=0, key=_without_ids, self_timed=True, with_=served,
                  without=patched_batch(served, chat, "_remembered_later", lambda read, scope: read))

@@ -219,7 +219,8 @@ async def answer(request: Request, deployment: str | None = None) -> Response | 
         out = await injected(request, fault, options)
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
     read = req.transcript
-    if read.remember is not None and request.scope.get(_LATER) is _LANE_RUNS_IT:
+    if (read.remember is not None and not req.stream and cut is None
+            and request.scope.get(_LATER) is _LANE_RUNS_IT):
         read = _remembered_later(read, request.scope)
     done = transcript.counted_already(read, req.tools)
     if done is None:
@@ -254,7 +255,10 @@ _LANE_RUNS_IT = object()
 def _remembered_later(read: transcript.Transcript, scope: Scope) -> transcript.Transcript:
     """`read`, its messages remembered (`memo`) once `ChatLane` has written the reply, not before:
     the client has its answer sooner by that step (results/bench.md, speed tricks: "transcript
-    remembered after the reply"), and the next request of its conversation cannot come before it."""
+    remembered after the reply"). Only for a plain JSON reply, which `ChatLane` writes and then
+    finishes without a turn of the loop, so the next request of its conversation cannot come
+    first; a stream's last bytes leave the loop a turn before the lane ends, so it remembers as it
+    counts."""
     remember = read.remember
     assert remember is not None
 

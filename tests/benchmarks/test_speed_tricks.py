@@ -55,6 +55,20 @@ def test_a_self_timed_trick_is_timed_by_the_seconds_its_batches_report():
     assert (with_us, without_us, ratio) == (pytest.approx(1000), pytest.approx(3000), pytest.approx(3))
 
 
+def test_the_remembered_later_trick_defers_the_memory_on_its_own_side_only(tricks, monkeypatch):
+    """If the lane stopped deferring, the row would quietly read about 1x with nothing failing."""
+    trick = next(t for t in tricks if t.name == "transcript remembered after the reply")
+    deferred = []
+    real = chat._remembered_later
+    monkeypatch.setattr(chat, "_remembered_later",
+                        lambda read, scope: deferred.append(1) or real(read, scope))
+    for side, expected in ((trick.with_, [1]), (trick.without, [])):
+        go = side(1)
+        deferred.clear()
+        go()
+        assert deferred == expected
+
+
 def test_the_lane_is_compared_with_the_router_answering_the_same_endpoint(loop):
     lane, _ = trick_pairs.lane_tricks(loop)
     mine, plain = lane.with_(1)(), lane.without(1)()

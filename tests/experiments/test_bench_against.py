@@ -289,6 +289,46 @@ def test_listening_is_read_from_either_tcp_table_and_only_in_the_listen_state(tm
 def test_without_readable_tables_or_fds_listening_is_unknown_not_refused(tmp_path):
     assert against.listens_on(7, 4010, tmp_path) is None  # no /proc/net at all
     _fake_tables(tmp_path)
-    (tmp_path / "7").mkdir()  # a process whose fds cannot be listed (another user's)
+    (tmp_path / "7").mkdir()
+    (tmp_path / "7" / "fd").write_text("")  # fds that cannot be listed, as another user's (not a folder)
     assert against.listens_on(7, 4010, tmp_path) is None
     assert against.executable(7, tmp_path) == "unknown"
+
+
+def test_a_process_in_another_network_namespace_is_not_refused(tmp_path):
+    """Its sockets are not in this namespace's tables (a container's server): unknown, not False."""
+    _fake_tables(tmp_path)
+    for pid, namespace in (("7", "net:[4026531840]"), ("self", "net:[4026532000]")):
+        (tmp_path / pid / "ns").mkdir(parents=True)
+        (tmp_path / pid / "ns" / "net").symlink_to(namespace)
+    (tmp_path / "7" / "fd").mkdir()
+    assert against.listens_on(7, 4010, tmp_path) is None
+
+
+def test_a_supervisor_and_its_workers_listening_on_one_port_are_each_others_fellows(tmp_path):
+    listen = ("   0: 0100007F:0FAA 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 222 1"
+              "\n")
+    _fake_tables(tmp_path, tcp=listen)
+    for pid, parent, holds in ((7, 1, True), (8, 7, True), (9, 7, False)):
+        (tmp_path / str(pid) / "fd").mkdir(parents=True)
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} (python (x)) S {parent} {pid} {pid} 0 -1")
+        (tmp_path / str(pid) / "fd" / "3").symlink_to("socket:[222]" if holds else "pipe:[5]")
+    assert against.fellow_listeners(7, 4010, tmp_path) == [8]  # 9 is its child, but not a worker
+    assert against.fellow_listeners(8, 4010, tmp_path) == [7]
+    assert against.fellow_listeners(7, 4011, tmp_path) == []
+
+
+def test_a_server_of_several_processes_is_refused_naming_the_others(capsys):
+    """No one process of a server whose workers share its listening socket shows the server's CPU."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], pass_fds=[sock.fileno()])
+    try:
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        assert against.fellow_listeners(os.getpid(), sock.getsockname()[1]) == [worker.pid]
+        with serve_in_thread() as mock_url, pytest.raises(SystemExit):
+            against.main(["--url", url, "--other-pid", str(os.getpid()), "--mock-url", mock_url])
+    finally:
+        worker.kill()
+        worker.wait()
+        sock.close()
+    assert f"shares the socket listening at {url} with processes {worker.pid}" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 import uvicorn
@@ -189,6 +190,21 @@ def test_the_lane_remembers_a_transcript_once_its_reply_is_written_and_the_next_
     finally:
         loop.close()
     assert seen == [(22, False, True), (24, True, True)]
+
+
+def test_a_streamed_reply_remembers_its_transcript_as_it_is_counted(monkeypatch):
+    """A stream's last bytes leave the loop a turn before the lane ends, time enough for the next
+    request to come: its transcript is remembered before the reply, as behind the router."""
+    memo.MEMORY.clear()
+    send, transport, loop = _by_hand(create_app())
+    seen = _remembered(monkeypatch, transport)
+    body = json.loads(request_body(10, task="streamed"))
+    try:
+        streamed = send(_post(b"/v1/chat/completions", json.dumps({**body, "stream": True}).encode()))
+    finally:
+        loop.close()
+    assert streamed.startswith(b"HTTP/1.1 200 OK") and streamed.endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n")
+    assert seen == [(22, False, False)]
 
 
 def test_behind_the_router_and_after_a_crash_a_transcript_is_remembered_all_the_same(monkeypatch):
