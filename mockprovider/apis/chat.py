@@ -256,9 +256,9 @@ def _remembered_later(read: transcript.Transcript, scope: Scope) -> transcript.T
     """`read`, its messages remembered (`memo`) once `ChatLane` has written the reply, not before:
     the client has its answer sooner by that step (results/bench.md, speed tricks: "transcript
     remembered after the reply"). Only for a plain JSON reply, which `ChatLane` writes and then
-    finishes without a turn of the loop, so the next request of its conversation cannot come
-    first; a stream's last bytes leave the loop a turn before the lane ends, so it remembers as it
-    counts."""
+    finishes without a turn of the loop (on the mock's own server), so the next request of its
+    conversation cannot come first; a stream's last bytes leave the loop a turn before the lane
+    ends, so it remembers as it counts. Coming first would cost time, never a wrong answer."""
     remember = read.remember
     assert remember is not None
 
