@@ -212,7 +212,8 @@ async def answer(request: Request, deployment: str | None = None) -> Response | 
     # may need it: a fault's (a hang polls with anyio), a stream's (`ChatLane`).
     fault = None
     if options.faults or options.latency_ms or faults_log.isEnabledFor(logging.INFO):
-        await in_task()
+        if options.faults or options.latency_ms:  # the log line alone waits for nothing
+            await in_task()
         fault = await delay_or_fault(request, req.model, turn, options)
     cut = fault if fault is not None and midstream.applies(fault, req.stream) else None
     if fault is not None and cut is None:

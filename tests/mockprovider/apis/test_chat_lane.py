@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import pytest
 import uvicorn
@@ -18,6 +19,7 @@ from mockprovider.apis import chat
 from mockprovider.app import create_app
 from mockprovider.protocol import Http11
 from mockprovider.reading import memo
+from mockprovider.replies.faults import log as faults_log
 from mockprovider.server import serve_in_thread
 
 MESSAGES = [{"role": "user", "content": "Which file mentions a timeout?"}]
@@ -130,6 +132,7 @@ def test_a_crash_behind_a_root_path_holding_api_is_still_openai_shaped(monkeypat
 
 class _Closable(Kept):
     closed = False
+    at_once = False
 
     def close(self) -> None:
         self.closed = True
@@ -151,7 +154,12 @@ def _by_hand(app):
 
     def send(request: bytes) -> bytes:
         transport.writes.clear()
-        loop.call_soon(connection.data_received, request)
+
+        def feed() -> None:
+            connection.data_received(request)
+            transport.at_once = bool(transport.writes)  # written with no task, no turn of the loop
+
+        loop.call_soon(feed)
         loop.run_until_complete(asyncio.sleep(0.05))
         return b"".join(transport.writes)
 
@@ -190,6 +198,24 @@ def test_the_lane_remembers_a_transcript_once_its_reply_is_written_and_the_next_
     finally:
         loop.close()
     assert seen == [(22, False, True), (24, True, True)]
+
+
+def test_with_the_request_log_on_a_chat_reply_is_still_written_at_once_and_logged(caplog):
+    """`python -m mockprovider` logs a line per chat request by default; that line alone waits for
+    nothing, so the request needs no task (a fault or a latency does)."""
+    send, transport, loop = _by_hand(create_app())
+    try:
+        with caplog.at_level(logging.INFO, logger=faults_log.name):
+            plain = send(_post(b"/v1/chat/completions", request_body(1, task="logged")))
+            at_once = transport.at_once
+            late = send(_post(b"/v1/chat/completions", json.dumps(
+                {**json.loads(request_body(1, task="late")), "model": "runaway+latency=1"}).encode()))
+    finally:
+        loop.close()
+    assert plain.startswith(b"HTTP/1.1 200 OK") and at_once
+    assert late.startswith(b"HTTP/1.1 200 OK") and not transport.at_once
+    assert [r.getMessage() for r in caplog.records if r.name == faults_log.name] == [
+        "model=runaway turn=1 attempt=0 status=ok", "model=runaway+latency=1 turn=1 attempt=0 status=ok"]
 
 
 def test_a_streamed_reply_remembers_its_transcript_as_it_is_counted(monkeypatch):
