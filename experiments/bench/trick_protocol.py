@@ -32,21 +32,26 @@ from mockprovider.bench_hooks import chat, memo, protocol
 
 
 class Kept(asyncio.Transport):
-    """A connection's transport, for a protocol driven by hand: it keeps each write (`writes`);
-    `replied`, when set, is done at the next write."""
+    """A connection's transport, for a protocol driven by hand: it keeps each write (`writes`) and
+    notes its close (`closed`, as a server closes after a 500 or a 400); `replied`, when set, is
+    done at the next write."""
 
     def __init__(self) -> None:
         super().__init__()
         self.writes: list[bytes] = []
         self.replied: asyncio.Future[None] | None = None
+        self.closed = False
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.writes.append(bytes(data))
         if self.replied is not None and not self.replied.done():
             self.replied.set_result(None)
 
+    def close(self) -> None:
+        self.closed = True
+
     def is_closing(self) -> bool:
-        return False
+        return self.closed
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(name, default)
@@ -61,20 +66,34 @@ class Kept(asyncio.Transport):
         return 0
 
 
+def connection(app: Any, loop: asyncio.AbstractEventLoop, transport: Kept | None = None,
+               **options: Any) -> tuple[Any, Kept]:
+    """`app` on a new `Http11` connection over `transport` (a new `Kept` by default), for bytes fed
+    by hand; `options`, uvicorn's settings."""
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", http=protocol.Http11,
+                            **options)
+    config.load()
+    served = protocol.Http11(config=config, server_state=ServerState(), app_state={}, _loop=loop)
+    transport = Kept() if transport is None else transport
+    served.connection_made(transport)
+    return served, transport
+
+
+def chat_request(body: bytes, path: bytes = b"/v1/chat/completions") -> bytes:
+    """A chat POST of `body`, as bytes on the wire."""
+    return (b"POST %s HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+            % (path, len(body), body))
+
+
 def _served(app: Any, request: bytes, loop: asyncio.AbstractEventLoop) -> Batch:
     """`request` n times, one after another, on one `Http11` connection serving `app`."""
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", http=protocol.Http11,
-                            interface="asgi3")
-    config.load()
-    connection = protocol.Http11(config=config, server_state=ServerState(), app_state={}, _loop=loop)
-    transport = Kept()
-    connection.connection_made(transport)
+    served, transport = connection(app, loop, interface="asgi3")
 
     async def many(n: int) -> bytes:
         for _ in range(n):
             transport.writes.clear()
             transport.replied = replied = loop.create_future()
-            loop.call_soon(connection.data_received, request)  # from the loop, as a socket's bytes come
+            loop.call_soon(served.data_received, request)  # from the loop, as a socket's bytes come
             await replied  # a task, where there is one, ends in the step that wrote
         return b"".join(transport.writes)
 
@@ -109,11 +128,6 @@ class _Clocked(Kept):
         super().write(data)
 
 
-def _chat_request(body: bytes) -> bytes:
-    return (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-            b"content-length: %d\r\n\r\n%s" % (len(body), body))
-
-
 def remembered_later_trick(loop: asyncio.AbstractEventLoop) -> Trick:
     """The time from a turn-100 request's bytes to its reply's write, on `Http11` serving the mock:
     the chat lane remembers the request's transcript (`memo`) once the reply is written; the plain
@@ -126,25 +140,21 @@ def remembered_later_trick(loop: asyncio.AbstractEventLoop) -> Trick:
     template99, template100 = request_body(99), request_body(100)
     task, batches = TASK.encode(), itertools.count()
 
-    def served(n: int) -> Any:
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                http=protocol.Http11, timeout_keep_alive=3600)
-        config.load()
-        connection = protocol.Http11(config=config, server_state=ServerState(), app_state={}, _loop=loop)
+    def batch(n: int) -> Any:
         transport = _Clocked()
-        connection.connection_made(transport)
+        served, _ = connection(app, loop, transport, timeout_keep_alive=3600)
         tasks = [b"%s #%d.%d" % (task, next(batches), k) for k in range(n)]
         memo.MEMORY.clear()
         for name in tasks:  # turn 99 of each, answered: its transcript is remembered
-            connection.data_received(_chat_request(template99.replace(task, name)))
-        requests = [_chat_request(template100.replace(task, name)) for name in tasks]
+            served.data_received(chat_request(template99.replace(task, name)))
+        requests = [chat_request(template100.replace(task, name)) for name in tasks]
 
         def go() -> tuple[bytes, float]:
             spent = 0.0
             for request in requests:
                 transport.writes.clear()
                 started = time.perf_counter()
-                connection.data_received(request)  # from no task, as a socket's bytes come
+                served.data_received(request)  # from no task, as a socket's bytes come
                 if transport.written_at < started:
                     raise RuntimeError("a reply was not written as its request's bytes were read")
                 spent += transport.written_at - started
@@ -152,5 +162,5 @@ def remembered_later_trick(loop: asyncio.AbstractEventLoop) -> Trick:
         return go
 
     return Trick(name="transcript remembered after the reply", where="apis.chat.ChatLane, reading.memo",
-                 turn=100, batch=16, uses=0, key=_without_ids, self_timed=True, with_=served,
-                 without=patched_batch(served, chat, "_remembered_later", lambda read, scope: read))
+                 turn=100, batch=16, uses=0, key=_without_ids, self_timed=True, with_=batch,
+                 without=patched_batch(batch, chat, "_remembered_later", lambda read, scope: read))

@@ -16,10 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
-from uvicorn.server import ServerState
 
+from experiments.bench import trick_protocol
 from experiments.bench.floor import request_body
 from experiments.bench.trick_protocol import Kept
 from mockprovider import protocol, server
@@ -227,19 +226,9 @@ def test_a_request_started_without_a_task_gets_one_where_it_waits_or_asks_and_ke
 
 def _by_hand(app: Any, **options: Any) -> tuple[Http11, Kept, asyncio.AbstractEventLoop]:
     """`app` on an `Http11` connection driven by hand, from no task (as a socket's bytes come)."""
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", http=Http11,
-                            **options)
-    config.load()
     loop = asyncio.new_event_loop()
-    connection = Http11(config=config, server_state=ServerState(), app_state={}, _loop=loop)
-    transport = Kept()
-    connection.connection_made(transport)
+    connection, transport = trick_protocol.connection(app, loop, **options)
     return connection, transport, loop
-
-
-def _chat_request(body: bytes) -> bytes:
-    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
 
 
 def _replied(transport: Kept) -> bool:
@@ -261,7 +250,7 @@ def test_the_mocks_chat_reply_is_written_as_its_bytes_are_read_unless_a_middlewa
         app.add_middleware(ProxyHeadersMiddleware)  # any middleware the mock did not add itself
     connection, transport, loop = _by_hand(app)
     try:
-        connection.data_received(_chat_request(request_body(1)))
+        connection.data_received(trick_protocol.chat_request(request_body(1)))
         assert _replied(transport) is not middleware
         if middleware:
             loop.run_until_complete(asyncio.sleep(0.05))

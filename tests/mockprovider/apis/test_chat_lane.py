@@ -7,17 +7,15 @@ import json
 import logging
 
 import pytest
-import uvicorn
 from openai import InternalServerError, OpenAI
 from starlette.testclient import TestClient
-from uvicorn.server import ServerState
 
 import o200k
+from experiments.bench import trick_protocol
 from experiments.bench.floor import request_body
-from experiments.bench.trick_protocol import Kept
+from experiments.bench.trick_protocol import chat_request
 from mockprovider.apis import chat
 from mockprovider.app import create_app
-from mockprovider.protocol import Http11
 from mockprovider.reading import memo
 from mockprovider.replies.faults import log as faults_log
 from mockprovider.server import serve_in_thread
@@ -130,45 +128,27 @@ def test_a_crash_behind_a_root_path_holding_api_is_still_openai_shaped(monkeypat
     assert reply.headers["x-request-id"].startswith("req_")
 
 
-class _Closable(Kept):
-    closed = False
-    at_once = False
-
-    def close(self) -> None:
-        self.closed = True
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-
-def _by_hand(app):
-    """`app` on the mock's own server connection, driven by hand: `send` feeds it bytes from the
+class _ByHand:
+    """An app on the mock's own server connection, driven by hand: `send` feeds it bytes from the
     loop, not from a task, as a socket's come (the chat lane's reply is then written before
-    `data_received` returns), and runs the loop until the request is done."""
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", http=Http11)
-    config.load()
-    loop = asyncio.new_event_loop()
-    connection = Http11(config=config, server_state=ServerState(), app_state={}, _loop=loop)
-    transport = _Closable()
-    connection.connection_made(transport)
+    `data_received` returns), and runs the loop until the request is done; `at_once`, whether the
+    last reply was written with no task, no turn of the loop."""
 
-    def send(request: bytes) -> bytes:
-        transport.writes.clear()
+    def __init__(self, app) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.connection, self.transport = trick_protocol.connection(app, self.loop)
+        self.at_once = False
+
+    def send(self, request: bytes) -> bytes:
+        self.transport.writes.clear()
 
         def feed() -> None:
-            connection.data_received(request)
-            transport.at_once = bool(transport.writes)  # written with no task, no turn of the loop
+            self.connection.data_received(request)
+            self.at_once = bool(self.transport.writes)
 
-        loop.call_soon(feed)
-        loop.run_until_complete(asyncio.sleep(0.05))
-        return b"".join(transport.writes)
-
-    return send, transport, loop
-
-
-def _post(path: bytes, body: bytes) -> bytes:
-    return (b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-            % (path, len(body), body))
+        self.loop.call_soon(feed)
+        self.loop.run_until_complete(asyncio.sleep(0.05))
+        return b"".join(self.transport.writes)
 
 
 def _remembered(monkeypatch, transport) -> list[tuple[int, bool, bool]]:
@@ -189,11 +169,12 @@ def test_the_lane_remembers_a_transcript_once_its_reply_is_written_and_the_next_
     """The client has its answer before the memory's step is taken; the next turn still extends
     what the turn before it remembered."""
     memo.MEMORY.clear()
-    send, transport, loop = _by_hand(create_app())
+    hand = _ByHand(create_app())
+    send, transport, loop = hand.send, hand.transport, hand.loop
     seen = _remembered(monkeypatch, transport)
     try:
         for turn in (10, 11):
-            assert send(_post(b"/v1/chat/completions", request_body(turn, task="later"))).startswith(
+            assert send(chat_request(request_body(turn, task="later"))).startswith(
                 b"HTTP/1.1 200 OK")
     finally:
         loop.close()
@@ -203,17 +184,18 @@ def test_the_lane_remembers_a_transcript_once_its_reply_is_written_and_the_next_
 def test_with_the_request_log_on_a_chat_reply_is_still_written_at_once_and_logged(caplog):
     """`python -m mockprovider` logs a line per chat request by default; that line alone waits for
     nothing, so the request needs no task (a fault or a latency does)."""
-    send, transport, loop = _by_hand(create_app())
+    hand = _ByHand(create_app())
+    send, loop = hand.send, hand.loop
     try:
         with caplog.at_level(logging.INFO, logger=faults_log.name):
-            plain = send(_post(b"/v1/chat/completions", request_body(1, task="logged")))
-            at_once = transport.at_once
-            late = send(_post(b"/v1/chat/completions", json.dumps(
+            plain = send(chat_request(request_body(1, task="logged")))
+            at_once = hand.at_once
+            late = send(chat_request(json.dumps(
                 {**json.loads(request_body(1, task="late")), "model": "runaway+latency=1"}).encode()))
     finally:
         loop.close()
     assert plain.startswith(b"HTTP/1.1 200 OK") and at_once
-    assert late.startswith(b"HTTP/1.1 200 OK") and not transport.at_once
+    assert late.startswith(b"HTTP/1.1 200 OK") and not hand.at_once
     assert [r.getMessage() for r in caplog.records if r.name == faults_log.name] == [
         "model=runaway turn=1 attempt=0 status=ok", "model=runaway+latency=1 turn=1 attempt=0 status=ok"]
 
@@ -222,11 +204,12 @@ def test_a_streamed_reply_remembers_its_transcript_as_it_is_counted(monkeypatch)
     """A stream's last bytes leave the loop a turn before the lane ends, time enough for the next
     request to come: its transcript is remembered before the reply, as behind the router."""
     memo.MEMORY.clear()
-    send, transport, loop = _by_hand(create_app())
+    hand = _ByHand(create_app())
+    send, transport, loop = hand.send, hand.transport, hand.loop
     seen = _remembered(monkeypatch, transport)
     body = json.loads(request_body(10, task="streamed"))
     try:
-        streamed = send(_post(b"/v1/chat/completions", json.dumps({**body, "stream": True}).encode()))
+        streamed = send(chat_request(json.dumps({**body, "stream": True}).encode()))
     finally:
         loop.close()
     assert streamed.startswith(b"HTTP/1.1 200 OK") and streamed.endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n")
@@ -237,16 +220,17 @@ def test_behind_the_router_and_after_a_crash_a_transcript_is_remembered_all_the_
     """Where the lane does not serve (an options prefix) the transcript is remembered as it is
     counted; where its reply fails after the count (a 500), once the lane is done with it."""
     memo.MEMORY.clear()
-    send, transport, loop = _by_hand(create_app())
+    hand = _ByHand(create_app())
+    send, transport, loop = hand.send, hand.transport, hand.loop
     seen = _remembered(monkeypatch, transport)
 
     def broken(completion):
         raise RuntimeError("a bug")
 
     try:
-        routed = send(_post(b"/o/latency=0/v1/chat/completions", request_body(10, task="routed")))
+        routed = send(chat_request(request_body(10, task="routed"), b"/o/latency=0/v1/chat/completions"))
         monkeypatch.setattr(chat, "render", broken)
-        crashed = send(_post(b"/v1/chat/completions", request_body(10, task="crashed")))
+        crashed = send(chat_request(request_body(10, task="crashed")))
     finally:
         loop.close()
     assert routed.startswith(b"HTTP/1.1 200 OK")
