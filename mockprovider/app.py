@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -31,6 +31,7 @@ from mockprovider.apis import (
     bedrock,
     bedrock_embed,
     chat,
+    chat_at_once,
     embeddings,
     gemini,
     gemini_embed,
@@ -157,6 +158,13 @@ class MockApp(Starlette):
         (`cycle.STARTS_WITHOUT_TASK`): a request for the chat lane, which reaches anything that
         needs a task only after `cycle.in_task`."""
         return chat.serves(scope) and len(self.user_middleware) == self.own_middleware
+
+    def answer_at_once(self, scope: Scope, body: bytes, send_whole: Callable[[bytes, bytes], None]) -> bool:
+        """Whether the chat lane answered `scope` (one `starts_without_task` says yes to) there and
+        then (`cycle.ANSWERS_AT_ONCE`, `chat.ChatLane.at_once`)."""
+        lane = self.lane
+        return isinstance(lane, chat.ChatLane) and chat_at_once.answer(
+            self.state._state, scope, body, send_whole, lane.record)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The chat lane for a chat request (when no user middleware must see it), else Starlette;

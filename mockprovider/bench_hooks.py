@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from mockprovider import cycle, metrics, protocol
+from mockprovider import app, cycle, metrics, protocol
 from mockprovider.apis import chat, steps
 from mockprovider.reading import body, memo, request_headers, settings, transcript, validation
 from mockprovider.replies import caching, completions, faults, headers, tool_choice
@@ -19,7 +19,7 @@ from mockprovider.scripts.options import attempt_of
 
 TIMED: dict[ModuleType, tuple[str, ...]] = {
     chat: ("ChatLane", "ChatRequest", "_MESSAGES", "answer", "body", "chat_request", "check_tools", "render",
-           "_max_tokens", "_usage", "_remembered_later"),
+           "_max_tokens", "_usage", "remembered_later"),
     steps: ("config_of", "resolve", "scripted_reply", "test_id"),
     metrics: ("Metrics", "RequestSeries", "BUCKETS", "REQUESTS", "REQUESTS_HELP", "SECONDS", "SECONDS_HELP"),
     body: ("APIError", "_admitted", "_check_content_type", "_kept", "_read_body", "_too_large", "missing"),
@@ -41,6 +41,7 @@ TIMED: dict[ModuleType, tuple[str, ...]] = {
     options: ("Options", "attempt_of"),
     cycle: ("BODY_FOLLOWS", "Cycle", "WHOLE"),
     protocol: ("Http11",),
+    app: ("MockApp",),
     scenarios: ("SCENARIOS", "Conversation", "_asked", "_reply"),
 }
 """Each module the benchmarks use, and the names they read or patch in it."""
@@ -50,6 +51,6 @@ if _missing:
     raise ImportError(f"the benchmarks' hooks into the mock moved: {', '.join(_missing)} no longer exist; "
                       "update mockprovider/bench_hooks.py and experiments/bench together")
 
-__all__ = ["attempt_of", "body", "caching", "chat", "completions", "cycle", "faults", "headers", "memo",
-           "metrics", "options", "protocol", "request_headers", "scenarios", "settings", "steps",
+__all__ = ["app", "attempt_of", "body", "caching", "chat", "completions", "cycle", "faults", "headers",
+           "memo", "metrics", "options", "protocol", "request_headers", "scenarios", "settings", "steps",
            "tool_choice", "transcript", "validation"]

@@ -28,6 +28,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT
 from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE, STATUS_LINE
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
@@ -199,6 +200,27 @@ class Cycle:
                                        body)))
         self._complete()
 
+    def answered_at_once(self, app: Any) -> bool:
+        """Whether `app` answered this request at once (`ANSWERS_AT_ONCE`): only a request whose
+        body is all here and that waits for no `100 Continue`, when the reply may go whole."""
+        at_once = getattr(app, ANSWERS_AT_ONCE, None)
+        if (at_once is None or self.more_body or self.waiting_for_100_continue
+                or self.protocol.default_head() is None):
+            return False
+        return at_once(self.scope, bytes(self.body), self._sent_whole)
+
+    def may_answer_at_once(self, app: Any) -> bool:
+        """Whether this request, its body still to come, may wait for it unrun, for `app` to answer
+        it at once then: `app` answers some at once, the client sends the body unasked (no
+        `100 Continue` awaited) and declared a length the connection reads whole without pausing."""
+        if getattr(app, ANSWERS_AT_ONCE, None) is None or self.waiting_for_100_continue:
+            return False
+        declared = next((value for name, value in self.scope["headers"] if name == b"content-length"), b"")
+        return declared.isdigit() and len(declared) < 8 and int(declared) <= HIGH_WATER_LIMIT
+
+    def _sent_whole(self, head: bytes, body: bytes) -> None:
+        self._whole({"status": 200, "head": head, "body": body})
+
     def _body(self, message: dict[str, Any]) -> None:
         body = message.get("body", b"")
         more_body = message.get("more_body", False)
@@ -266,6 +288,13 @@ loop's chat request does not, needs none: making it, and the turn of the loop it
 saved (results/bench.md, speed tricks: "a request started without a task"). An app that says
 yes reaches anything that needs a current task (anyio, so Starlette's streams and
 `is_disconnected`; `asyncio.timeout`) only after `in_task`."""
+
+
+ANSWERS_AT_ONCE = "answer_at_once"
+"""The name of an app's method `(scope, body, send_whole) -> bool`, for a request that starts
+without a task and whose body came whole with its head: whether the app answered it there and
+then, with no coroutine, its header lines and body given to `send_whole` (as a `WHOLE` message's,
+status 200). One that says no has sent nothing, and the request is run as any other."""
 
 
 def starts_without_task(app: Any, scope: dict[str, Any]) -> bool:

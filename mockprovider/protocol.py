@@ -12,7 +12,9 @@ with httptools (`--http auto`); `--http httptools` keeps uvicorn's.
 A request the app says may start without a task (`cycle.STARTS_WITHOUT_TASK`) is run at once,
 once the bytes that came with its head are all parsed, in a copy of the connection's context as a
 task would be; a task is made for it only if it waits, and goes on from where it waited
-(`Resumed`). uvicorn makes and schedules a task for every request.
+(`Resumed`). uvicorn makes and schedules a task for every request. Before that, the app may
+answer such a request there and then, with no coroutine at all (`cycle.ANSWERS_AT_ONCE`), when its
+body came whole with its head.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ class Http11(HttpToolsProtocol):
     """Whether `data_received` is parsing: a request it may start without a task waits in `starting`
     until every byte that came with it is parsed (its body, most often, whole)."""
     starting: tuple[Cycle, Any] | None = None
+    held: tuple[Cycle, Any] | None = None
+    """A request held, not yet run, until its body has come: one the app may answer at once
+    (`cycle.ANSWERS_AT_ONCE`) whose head came without its body (a client that writes the two
+    apart, as the official clients do), with a short body declared (`Cycle.may_answer_at_once`).
+    The chat lane would only wait for that body."""
 
     def default_head(self) -> bytes | None:
         """The server's own header lines (`date`, `server`), rendered once per list (the server
@@ -82,8 +89,16 @@ class Http11(HttpToolsProtocol):
         finally:
             self.feeding = False
         starting = self.starting
+        if starting is None and (held := self.held) is not None and not held[0].more_body:
+            starting, self.held = held, None  # its body came in these bytes
         if starting is not None:
             self.starting = None
+            cycle, app = starting
+            if cycle.answered_at_once(app):
+                return
+            if cycle.more_body and cycle.may_answer_at_once(app):
+                self.held = starting  # the head came alone: the body follows, most often at once
+                return
             # Called from a task (a test's harness): a step of the request in that task would
             # have `in_task` find a task, not its own.
             if asyncio.current_task(self.loop) is None:
@@ -127,6 +142,7 @@ class Http11(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.discard(self)
+        self.held = None  # its body will never come: nothing to answer
         if self.logger.level <= TRACE_LOG_LEVEL:
             prefix = "{}:{} - ".format(*self.client) if self.client else ""
             self.logger.log(TRACE_LOG_LEVEL, "%sHTTP connection lost", prefix)

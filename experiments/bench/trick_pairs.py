@@ -22,7 +22,11 @@ from starlette.requests import Request
 import o200k
 from experiments.bench.floor import TASK, request_body
 from experiments.bench.trick_lane import NeverKept, common_case_trick, kept_message_trick
-from experiments.bench.trick_protocol import remembered_later_trick, started_without_task_trick
+from experiments.bench.trick_protocol import (
+    answered_at_once_trick,
+    remembered_later_trick,
+    started_without_task_trick,
+)
 from experiments.bench.trick_shortcuts import header_tricks, shortcut_tricks
 from experiments.bench.tricks import LANE, Batch, Trick, drive, patched_batch, repeat
 from mockprovider import create_app
@@ -449,5 +453,6 @@ def all_tricks(loop: asyncio.AbstractEventLoop) -> list[Trick]:
         *header_tricks(),
         *shortcut_tricks(raw, req, completion, scope),
         started_without_task_trick(raw, scope["headers"], loop),
+        answered_at_once_trick(raw, scope["headers"], loop),
         remembered_later_trick(loop),
     ]

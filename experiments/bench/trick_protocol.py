@@ -1,4 +1,6 @@
-"""A request started without a task, timed against the same request given a task of its own.
+"""The mock's own server timed by hand: a request started without a task, against the same
+request given a task of its own; a chat request answered at once, against the chat lane
+answering it; a transcript remembered after the reply, against before it.
 
 `protocol.Http11` runs the first steps of a request the app says may start without a task
 (`cycle.STARTS_WITHOUT_TASK`: the mock's chat lane) at once, once its bytes are parsed; uvicorn
@@ -6,7 +8,9 @@ makes and schedules a task for every request. Both sides here are `Http11` servi
 turn-1 chat request, sent as the official client sends it, over a transport that keeps what is
 written; the plain side's app is the same app behind a `functools.partial`, which says nothing,
 so each of its requests gets a task and waits a turn of the loop for it. Each request's bytes
-come from the loop (`call_soon`), as a socket's do, never from a task.
+come from the loop (`call_soon`), as a socket's do, never from a task. A chat request whose body
+came whole is answered there and then (`cycle.ANSWERS_AT_ONCE`), with no coroutine at all: the
+task row's sides both answer through the chat lane (`lane_only`), so that row times its own step.
 
 The benchmarks time the tricks on asyncio's own loop. On uvloop, where the mock serves by default,
 a task costs less, so this in-process ratio is smaller there; what a server saves is best read as
@@ -16,6 +20,7 @@ processes, by `experiments.bench.against` (docs/benchmarks.md), as its server CP
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import itertools
 import re
@@ -28,6 +33,7 @@ from uvicorn.server import ServerState
 from experiments.bench.floor import TASK, request_body
 from experiments.bench.tricks import Batch, Trick, patched_batch
 from mockprovider import create_app
+from mockprovider.bench_hooks import app as mock_app
 from mockprovider.bench_hooks import chat, memo, protocol
 
 
@@ -79,6 +85,19 @@ def connection(app: Any, loop: asyncio.AbstractEventLoop, transport: Kept | None
     return served, transport
 
 
+class _LaneOnly(mock_app.MockApp):
+    answer_at_once = None  # type: ignore[assignment]
+
+
+def lane_only(app: mock_app.MockApp) -> mock_app.MockApp:
+    """`app`, copied, answering no chat request at once (`cycle.ANSWERS_AT_ONCE`): its chat lane
+    answers each, started without a task, as before that step. A copy of the same class but for
+    that one method, so neither side pays a layer the other does not."""
+    plain = copy.copy(app)
+    plain.__class__ = _LaneOnly
+    return plain
+
+
 def chat_request(body: bytes, path: bytes = b"/v1/chat/completions") -> bytes:
     """A chat POST of `body`, as bytes on the wire."""
     return (b"POST %s HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
@@ -105,17 +124,33 @@ def _without_ids(out: bytes) -> bytes:
     return re.sub(rb'"(id|created)":("[^"]*"|\d+)', b"", out)
 
 
+def _client_request(body: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+    return b"POST /v1/chat/completions HTTP/1.1\r\n%s\r\n%s" % (
+        b"".join(b"%s: %s\r\n" % pair for pair in headers), body)
+
+
 def started_without_task_trick(body: bytes, headers: list[tuple[bytes, bytes]],
                                loop: asyncio.AbstractEventLoop) -> Trick:
-    """`body` sent to the chat route with `headers` (the official client's)."""
-    app = create_app()
-    request = b"POST /v1/chat/completions HTTP/1.1\r\n%s\r\n%s" % (
-        b"".join(b"%s: %s\r\n" % pair for pair in headers), body)
+    """`body` sent to the chat route with `headers` (the official client's), the lane answering
+    it on both sides (`lane_only`)."""
+    app = lane_only(create_app())
+    request = _client_request(body, headers)
     # A fixed batch: a batch runs the loop once (`run_until_complete`), a cost both sides share
     # that a calibrated batch of a few requests would let weigh on the ratio.
     return Trick(name="a request started without a task", where="protocol.Http11, app.MockApp", turn=1,
                  batch=16, key=_without_ids, with_=_served(app, request, loop),
                  without=_served(functools.partial(app), request, loop))
+
+
+def answered_at_once_trick(body: bytes, headers: list[tuple[bytes, bytes]],
+                           loop: asyncio.AbstractEventLoop) -> Trick:
+    """`body` sent to the chat route with `headers` (the official client's), answered as its bytes
+    are parsed (`apis.chat_at_once`), against the chat lane answering it started without a task."""
+    app = create_app()
+    request = _client_request(body, headers)
+    return Trick(name="a chat request answered at once", where="apis.chat_at_once, cycle.Cycle", turn=1,
+                 batch=16, key=_without_ids, with_=_served(app, request, loop),
+                 without=_served(lane_only(app), request, loop))
 
 
 class _Clocked(Kept):
@@ -130,8 +165,9 @@ class _Clocked(Kept):
 
 def remembered_later_trick(loop: asyncio.AbstractEventLoop) -> Trick:
     """The time from a turn-100 request's bytes to its reply's write, on `Http11` serving the mock:
-    the chat lane remembers the request's transcript (`memo`) once the reply is written; the plain
-    side remembers it as it is counted, before (`chat._remembered_later` a no-op). Each request is
+    the request, answered at once (`apis.chat_at_once`, which defers as the chat lane does),
+    remembers its transcript (`memo`) once the reply is written; the plain
+    side remembers it as it is counted, before (`chat.remembered_later` a no-op). Each request is
     a new conversation whose turn 99 the mock answered just before, outside the timing, with the
     memory emptied first, so it holds just what a loop over those conversations would have left.
     The step is moved, not saved: the request costs what it did (`uses=0`, so the page claims no
@@ -161,6 +197,6 @@ def remembered_later_trick(loop: asyncio.AbstractEventLoop) -> Trick:
             return b"".join(transport.writes), spent
         return go
 
-    return Trick(name="transcript remembered after the reply", where="apis.chat.ChatLane, reading.memo",
+    return Trick(name="transcript remembered after the reply", where="apis.chat, reading.memo",
                  turn=100, batch=16, uses=0, key=_without_ids, self_timed=True, with_=batch,
-                 without=patched_batch(batch, chat, "_remembered_later", lambda read, scope: read))
+                 without=patched_batch(batch, chat, "remembered_later", lambda read, scope: read))

@@ -221,8 +221,8 @@ async def answer(request: Request, deployment: str | None = None) -> Response | 
         return out.response() if isinstance(out, APIError) else Response(out, media_type="application/json")
     read = req.transcript
     if (read.remember is not None and not req.stream and cut is None
-            and request.scope.get(_LATER) is _LANE_RUNS_IT):
-        read = _remembered_later(read, request.scope)
+            and request.scope.get(LATER) is _LANE_RUNS_IT):
+        read = remembered_later(read, request.scope)
     done = transcript.counted_already(read, req.tools)
     if done is None:
         done = await transcript.counted(read, req.tools)
@@ -247,14 +247,16 @@ async def answer(request: Request, deployment: str | None = None) -> Response | 
     return render(completion)
 
 
-_LATER = "mockprovider.remember_later"
-"""Where the transcript memory's step waits for `ChatLane` to run it, once the reply is written."""
+LATER = "mockprovider.remember_later"
+"""Where the transcript memory's step waits for `ChatLane` (or `chat_at_once`) to run it, once the
+reply is written."""
 _LANE_RUNS_IT = object()
-"""`_LATER` before the count: the lane will run what the count leaves there."""
+"""`LATER` before the count: the lane will run what the count leaves there."""
 
 
-def _remembered_later(read: transcript.Transcript, scope: Scope) -> transcript.Transcript:
-    """`read`, its messages remembered (`memo`) once `ChatLane` has written the reply, not before:
+def remembered_later(read: transcript.Transcript, scope: Scope) -> transcript.Transcript:
+    """`read`, its messages remembered (`memo`) once `ChatLane` (or `chat_at_once`, which runs
+    what it leaves at `LATER` the same way) has written the reply, not before:
     the client has its answer sooner by that step (results/bench.md, speed tricks: "transcript
     remembered after the reply"). Only for a plain JSON reply, which `ChatLane` writes and then
     finishes without a turn of the loop (on the mock's own server), so the next request of its
@@ -264,7 +266,7 @@ def _remembered_later(read: transcript.Transcript, scope: Scope) -> transcript.T
     assert remember is not None
 
     def later(summary: transcript.Summary) -> None:
-        scope[_LATER] = lambda: remember(summary)
+        scope[LATER] = lambda: remember(summary)
 
     # Not `_replace`, which costs several times as much: the fields written out, in their order.
     return transcript.Transcript(read.messages, read.known, later, *read[3:])
@@ -316,7 +318,7 @@ class ChatLane:
         if whole := takes_whole(send):
             scope[headers.AS_LINES] = True
         status = [500]  # what a request that ends in an exception before its reply counts as
-        scope[_LATER] = _LANE_RUNS_IT
+        scope[LATER] = _LANE_RUNS_IT
         try:
             try:
                 out = await answer(Request(scope, receive, send))
@@ -348,10 +350,10 @@ class ChatLane:
                 send = headers.adding(scope, _status(status, send), self.defaults, rid, started)
                 await self._respond(out, scope, receive, send)
         finally:
-            if (later := scope.pop(_LATER)) is not _LANE_RUNS_IT:
+            if (later := scope.pop(LATER)) is not _LANE_RUNS_IT:
                 later()
             if self.record is not None:
-                self.record(_ROUTE, status[0], scope.get(SCENARIO, ""), time.perf_counter() - started)
+                self.record(ROUTE, status[0], scope.get(SCENARIO, ""), time.perf_counter() - started)
 
     async def _respond(self, out: Response, scope: Scope, receive: Receive, send: Send) -> None:
         """`out` sent; a crash once a stream started still goes to `server_error` (the server's log),
@@ -372,7 +374,7 @@ class ChatLane:
             raise
 
 
-_ROUTE = "/v1/chat/completions"
+ROUTE = "/v1/chat/completions"
 """The route the lane's requests are counted under, as the router's would be."""
 
 

@@ -153,6 +153,12 @@ async def read_chat(request: Request, rules: Rules) -> tuple[Any, Transcript | A
     else:
         raw = await _read_body(request, declared, limit, message)
     _kept(request, rules, raw)
+    return read_chat_body(raw)
+
+
+def read_chat_body(raw: bytes) -> tuple[Any, Transcript | APIError]:
+    """`read_chat`'s reading of the body `raw`: parsed, checked, its messages read (or why they
+    cannot be); `APIError` if it is no JSON a chat route takes."""
     body, known = parse_json(raw, memo.parse)
     # The checks below written in for a body they would pass at a glance (results/bench.md, speed
     # tricks: "the chat route's common case written in"): few brackets, no escape, no byte 0xED,

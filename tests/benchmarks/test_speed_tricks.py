@@ -59,8 +59,8 @@ def test_the_remembered_later_trick_defers_the_memory_on_its_own_side_only(trick
     """If the lane stopped deferring, the row would quietly read about 1x with nothing failing."""
     trick = next(t for t in tricks if t.name == "transcript remembered after the reply")
     deferred = []
-    real = chat._remembered_later
-    monkeypatch.setattr(chat, "_remembered_later",
+    real = chat.remembered_later
+    monkeypatch.setattr(chat, "remembered_later",
                         lambda read, scope: deferred.append(1) or real(read, scope))
     for side, expected in ((trick.with_, [1]), (trick.without, [])):
         go = side(1)

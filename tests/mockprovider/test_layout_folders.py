@@ -20,6 +20,7 @@ MAY_USE_KERNEL = {"scripts": {"errors"}, "reading": {"errors", "journal", "offlo
 SHARED_STEPS = {"steps", "shared"}
 OWN_HELPERS = {"gemini": {"gemini_request"}, "gemini_embed": {"gemini"}, "ollama_embed": {"ollama"},
                "anthropic": {"anthropic_request"}, "chat": {"chat_request"},
+               "chat_at_once": {"chat", "chat_request"},
                "responses": {"responses_request"}, "azure": {"chat", "embeddings", "responses"},
                "bedrock": {"bedrock_request", "bedrock_eventstream"}, "bedrock_embed": {"bedrock"}}
 """A surface's own helpers; Azure OpenAI is the chat, responses and embeddings surfaces behind Azure's

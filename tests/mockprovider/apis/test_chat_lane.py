@@ -165,11 +165,13 @@ def _remembered(monkeypatch, transport) -> list[tuple[int, bool, bool]]:
     return seen
 
 
-def test_the_lane_remembers_a_transcript_once_its_reply_is_written_and_the_next_turn_reads_it(monkeypatch):
+@pytest.mark.parametrize("app", [trick_protocol.lane_only(create_app()), create_app()],
+                         ids=["the lane", "answered at once"])
+def test_a_transcript_is_remembered_once_its_reply_is_written_and_the_next_turn_reads_it(monkeypatch, app):
     """The client has its answer before the memory's step is taken; the next turn still extends
-    what the turn before it remembered."""
+    what the turn before it remembered. So on the lane and where the request is answered at once."""
     memo.MEMORY.clear()
-    hand = _ByHand(create_app())
+    hand = _ByHand(app)
     send, transport, loop = hand.send, hand.transport, hand.loop
     seen = _remembered(monkeypatch, transport)
     try:
