@@ -53,7 +53,8 @@ class Http11(HttpToolsProtocol):
     """A request held, not yet run, until its body has come: one the app may answer at once
     (`cycle.ANSWERS_AT_ONCE`) whose head came without its body (a client that writes the two
     apart, as the official clients do), with a short body declared (`Cycle.may_answer_at_once`).
-    The chat lane would only wait for that body."""
+    The chat lane would only wait for that body; if the connection goes first, the lane is given
+    the request, and drops it as any whose client left."""
 
     def default_head(self) -> bytes | None:
         """The server's own header lines (`date`, `server`), rendered once per list (the server
@@ -142,7 +143,6 @@ class Http11(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.discard(self)
-        self.held = None  # its body will never come: nothing to answer
         if self.logger.level <= TRACE_LOG_LEVEL:
             prefix = "{}:{} - ".format(*self.client) if self.client else ""
             self.logger.log(TRACE_LOG_LEVEL, "%sHTTP connection lost", prefix)
@@ -151,6 +151,9 @@ class Http11(HttpToolsProtocol):
             if not cycle.response_complete:
                 cycle.disconnected = True
             cycle.wake()
+        held, self.held = self.held, None
+        if held is not None:  # its body will never come: the lane drops it, as any request whose client left
+            self._run(*held)
         if self.flow is not None:
             self.flow.resume_writing()
         if exc is None:

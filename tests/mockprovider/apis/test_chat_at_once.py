@@ -266,10 +266,14 @@ def test_a_body_longer_than_the_connection_reads_unpaused_is_not_held(served, an
     assert answered == []
 
 
-def test_a_connection_lost_while_its_request_is_held_drops_it_unanswered(served, answered):
+def test_a_connection_lost_while_its_request_is_held_leaves_it_to_the_lane_which_drops_it(served, answered,
+                                                                                          caplog):
     one = served()
     head, _ = _split(_request(TURN_1))
     one.send(head)
     assert one.connection.held is not None
-    one.connection.connection_lost(None)
+    with caplog.at_level(logging.INFO, logger="mockprovider"):
+        one.connection.connection_lost(None)
+        one.loop.run_until_complete(asyncio.sleep(0.02))
     assert one.connection.held is None and one.transport.writes == [] and answered == []
+    assert any("the client left while its request waited; dropped" in r.getMessage() for r in caplog.records)
