@@ -160,11 +160,17 @@ class MockApp(Starlette):
         return chat.serves(scope) and len(self.user_middleware) == self.own_middleware
 
     def answer_at_once(self, scope: Scope, body: bytes, send_whole: Callable[[bytes, bytes], None]) -> bool:
-        """Whether the chat lane answered `scope` (one `starts_without_task` says yes to) there and
-        then (`cycle.ANSWERS_AT_ONCE`, `chat.ChatLane.at_once`)."""
+        """Whether `scope` (a chat request `starts_without_task` says yes to) was answered there and
+        then (`cycle.ANSWERS_AT_ONCE`, `chat_at_once.answer`), with the lane's metrics."""
         lane = self.lane
         return isinstance(lane, chat.ChatLane) and chat_at_once.answer(
             self.state._state, scope, body, send_whole, lane.record)
+
+    def might_answer_at_once(self, scope: Scope, length: int) -> bool:
+        """Whether `answer_at_once` might answer `scope` with a body of `length` bytes, by its head
+        (`cycle.ANSWERS_AT_ONCE`, `chat_at_once.might_answer`)."""
+        return isinstance(self.lane, chat.ChatLane) and chat_at_once.might_answer(
+            self.state._state, scope, length)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The chat lane for a chat request (when no user middleware must see it), else Starlette;

@@ -204,19 +204,23 @@ class Cycle:
         """Whether `app` answered this request at once (`ANSWERS_AT_ONCE`): only a request whose
         body is all here and that waits for no `100 Continue`, when the reply may go whole."""
         at_once = getattr(app, ANSWERS_AT_ONCE, None)
-        if (at_once is None or self.more_body or self.waiting_for_100_continue
+        if (at_once is None or self.more_body or self.waiting_for_100_continue or self.flow.write_paused
                 or self.protocol.default_head() is None):
-            return False
+            return False  # (a client not reading its replies: the lane waits for it to, `send`)
         return at_once(self.scope, bytes(self.body), self._sent_whole)
 
     def may_answer_at_once(self, app: Any) -> bool:
         """Whether this request, its body still to come, may wait for it unrun, for `app` to answer
-        it at once then: `app` answers some at once, the client sends the body unasked (no
-        `100 Continue` awaited) and declared a length the connection reads whole without pausing."""
-        if getattr(app, ANSWERS_AT_ONCE, None) is None or self.waiting_for_100_continue:
+        it at once then: the client sends the body unasked (no `100 Continue` awaited), declared a
+        length the connection reads whole without pausing, and `app` might answer it
+        (`MIGHT_ANSWER_AT_ONCE`); else the lane runs now, and refuses what it refuses at once."""
+        might = getattr(app, MIGHT_ANSWER_AT_ONCE, None)
+        if might is None or self.waiting_for_100_continue:
             return False
         declared = next((value for name, value in self.scope["headers"] if name == b"content-length"), b"")
-        return declared.isdigit() and len(declared) < 8 and int(declared) <= HIGH_WATER_LIMIT
+        if not (declared.isdigit() and len(declared) < 8 and int(declared) <= HIGH_WATER_LIMIT):
+            return False
+        return might(self.scope, int(declared))
 
     def _sent_whole(self, head: bytes, body: bytes) -> None:
         self._whole({"status": 200, "head": head, "body": body})
@@ -292,9 +296,14 @@ yes reaches anything that needs a current task (anyio, so Starlette's streams an
 
 ANSWERS_AT_ONCE = "answer_at_once"
 """The name of an app's method `(scope, body, send_whole) -> bool`, for a request that starts
-without a task and whose body came whole with its head: whether the app answered it there and
-then, with no coroutine, its header lines and body given to `send_whole` (as a `WHOLE` message's,
-status 200). One that says no has sent nothing, and the request is run as any other."""
+without a task, once its whole body is here: whether the app answered it there and then, with no
+coroutine, its header lines and body given to `send_whole` (as a `WHOLE` message's, status 200).
+One that says no has sent nothing, and the request is run as any other. Such an app also has
+`MIGHT_ANSWER_AT_ONCE`."""
+MIGHT_ANSWER_AT_ONCE = "might_answer_at_once"
+"""The name of an app's method `(scope, length) -> bool`: whether it might answer at once
+(`ANSWERS_AT_ONCE`) that request, with a body of `length` bytes, by what its head shows. Only then
+is a request whose head came alone held, unrun, until its body comes (`protocol.Http11.held`)."""
 
 
 def starts_without_task(app: Any, scope: dict[str, Any]) -> bool:

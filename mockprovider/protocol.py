@@ -141,6 +141,12 @@ class Http11(HttpToolsProtocol):
             self.forwarded = True
         self.headers.append((name, value))
 
+    def shutdown(self) -> None:
+        held, self.held = self.held, None
+        if held is not None:  # the lane waits for its body, as for any, until the server stops it
+            self._run(*held)
+        super().shutdown()
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.discard(self)
         if self.logger.level <= TRACE_LOG_LEVEL:

@@ -24,7 +24,7 @@ from mockprovider.apis.chat_request import chat_request
 from mockprovider.apis.steps import held
 from mockprovider.offload import LARGE_BYTES
 from mockprovider.reading import transcript
-from mockprovider.reading.body import read_chat_body
+from mockprovider.reading.body import READ_ALREADY, read_chat_body
 from mockprovider.reading.request_headers import TEST_ID_HEADER
 from mockprovider.replies import headers
 from mockprovider.replies.caching import NO_CACHE, OPENAI_MIN_TOKENS
@@ -38,20 +38,10 @@ def answer(state: dict[str, Any], scope: Scope, raw: bytes, send_whole: Callable
     lines and body given to `send_whole`, then counted by `record` (the lane's metrics). False,
     having sent nothing, for a request the lane must answer. `state` is the app's state dict."""
     started = time.perf_counter()
-    config = state["config"]
-    if (config.api_key is not None or config.journal is not None or len(raw) > config.max_body_bytes
-            or len(raw) > LARGE_BYTES or faults_log.isEnabledFor(logging.INFO)):
-        return False
-    content_type = None
-    for name, value in scope["headers"]:
-        if name == b"content-type":
-            content_type = value if content_type is None else content_type  # the first, as `header_map`
-        elif name.startswith(b"x-mock") or name == TEST_ID_HEADER:
-            return False
-    if content_type != b"application/json":
+    if not might_answer(state, scope, len(raw)):
         return False
     try:
-        replied = _reply(config, scope, raw, started)
+        replied = _reply(state["config"], scope, raw, started)
     except Exception:  # a refusal, or anything unforeseen: the lane meets it again and answers it
         replied = None
     if replied is None:
@@ -66,10 +56,28 @@ def answer(state: dict[str, Any], scope: Scope, raw: bytes, send_whole: Callable
     return True
 
 
+def might_answer(state: dict[str, Any], scope: Scope, length: int) -> bool:
+    """Whether `answer` might answer the chat request `scope` with a body of `length` bytes, by
+    what it shows before its body is read: the server's settings (no key, no journal, no log
+    line, the size caps) and its headers (JSON, no options, no test)."""
+    config = state["config"]
+    if (config.api_key is not None or config.journal is not None or length > config.max_body_bytes
+            or length > LARGE_BYTES or faults_log.isEnabledFor(logging.INFO)):
+        return False
+    content_type = None
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            content_type = value if content_type is None else content_type  # the first, as `header_map`
+        elif name.startswith(b"x-mock") or name == TEST_ID_HEADER:
+            return False
+    return content_type == b"application/json"
+
+
 def _reply(config: Any, scope: Scope, raw: bytes, started: float) -> tuple[str, bytes] | None:
     """The scenario's name and the JSON reply's body, its headers left in `scope`; None for a
-    request the lane must answer. The lane's steps (`chat.answer`), in its order."""
-    body, messages = read_chat_body(raw)
+    request the lane must answer. The lane's steps (`chat.answer`), in its order; what is read of
+    the body is left for the lane, should it answer (`READ_ALREADY`): a stream, say, is not read twice."""
+    body, messages = scope[READ_ALREADY] = read_chat_body(raw)
     req = chat_request(body, messages)
     name, _, suffix = req.model.partition("+")
     script, options = config.scenarios.get(name), config.defaults

@@ -153,7 +153,13 @@ async def read_chat(request: Request, rules: Rules) -> tuple[Any, Transcript | A
     else:
         raw = await _read_body(request, declared, limit, message)
     _kept(request, rules, raw)
-    return read_chat_body(raw)
+    read = request.scope.pop(READ_ALREADY, None)
+    return read_chat_body(raw) if read is None else read
+
+
+READ_ALREADY = "mockprovider.chat_body_read"
+"""Where `read_chat_body`'s result waits for `read_chat`, when it was read for this request already
+(`apis.chat_at_once`, which declined it after reading): the same bytes, not read twice."""
 
 
 def read_chat_body(raw: bytes) -> tuple[Any, Transcript | APIError]:

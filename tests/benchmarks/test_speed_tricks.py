@@ -11,8 +11,8 @@ import pytest
 from experiments.bench import trick_pairs
 from experiments.bench.floor import request_body
 from experiments.bench.tricks import LANE, Trick, check_same, measure, savings
-from mockprovider import create_app
-from mockprovider.apis import chat, steps
+from mockprovider import create_app, protocol
+from mockprovider.apis import chat, chat_at_once, steps
 from mockprovider.apis.chat import chat_completions
 from mockprovider.metrics import RequestSeries
 from mockprovider.reading import transcript, validation
@@ -67,6 +67,34 @@ def test_the_remembered_later_trick_defers_the_memory_on_its_own_side_only(trick
         deferred.clear()
         go()
         assert deferred == expected
+
+
+def test_the_answered_at_once_row_answers_at_once_on_its_own_side_only(tricks, monkeypatch):
+    """If the step stopped answering, the row would quietly read about 1x with nothing failing."""
+    trick = next(t for t in tricks if t.name == "a chat request answered at once")
+    said = []
+    answer = chat_at_once.answer
+    monkeypatch.setattr(chat_at_once, "answer", lambda *args: said.append(answer(*args)) or said[-1])
+    for side, expected in ((trick.with_, [True] * 2), (trick.without, [])):
+        go = side(2)
+        said.clear()
+        go()
+        assert said == expected
+
+
+def test_the_started_without_task_row_makes_tasks_on_its_plain_side_only(tricks, monkeypatch):
+    """Both sides answer through the chat lane (`lane_only`): the row times the task alone."""
+    trick = next(t for t in tricks if t.name == "a request started without a task")
+    tasks, answered = [], []
+    in_task = protocol.Http11._in_task
+    monkeypatch.setattr(protocol.Http11, "_in_task", lambda self, *a: tasks.append(1) or in_task(self, *a))
+    monkeypatch.setattr(chat_at_once, "answer", lambda *args: answered.append(1))
+    for side, expected in ((trick.with_, []), (trick.without, [1, 1])):
+        go = side(2)
+        tasks.clear()
+        go()
+        assert tasks == expected
+    assert answered == []
 
 
 def test_the_lane_is_compared_with_the_router_answering_the_same_endpoint(loop):

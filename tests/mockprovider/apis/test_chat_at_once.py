@@ -17,6 +17,7 @@ from experiments.bench import trick_protocol
 from experiments.bench.floor import request_body
 from mockprovider.apis import chat_at_once
 from mockprovider.app import create_app
+from mockprovider.reading import body as body_module
 from mockprovider.reading import memo
 from mockprovider.replies.faults import log as faults_log
 from mockprovider.server import serve_in_thread
@@ -277,3 +278,52 @@ def test_a_connection_lost_while_its_request_is_held_leaves_it_to_the_lane_which
         one.loop.run_until_complete(asyncio.sleep(0.02))
     assert one.connection.held is None and one.transport.writes == [] and answered == []
     assert any("the client left while its request waited; dropped" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(("sent", "settings", "status"), [
+    (dict(body=TURN_1, headers={"authorization": "Bearer wrong"}), {"api_key": "k"}, 401),
+    (dict(body=TURN_1), {"max_body_bytes": 100}, 413),
+    (dict(body=TURN_1, content_type=b"text/plain"), {}, 415),
+], ids=["a wrong key", "a body past the cap", "another content type"])
+def test_a_head_alone_that_will_not_be_answered_at_once_is_refused_unheld(served, sent, settings, status):
+    one = served(create_app(**settings))
+    head, _ = _split(_request(**sent))
+    assert one.send(head).startswith(b"HTTP/1.1 %d " % status)
+    assert one.connection.held is None
+
+
+def test_a_client_not_reading_its_replies_is_answered_by_the_lane_once_it_reads(served, answered):
+    one = served()
+    one.send(_request(TURN_1))  # its tool list counted
+    answered.clear()
+    one.connection.pause_writing()  # the transport's buffer is full
+    assert one.send(_request(TURN_1)) == b""
+    assert answered == []  # not asked
+    one.connection.resume_writing()
+    one.loop.run_until_complete(asyncio.sleep(0.02))
+    assert b"".join(one.transport.writes).startswith(b"HTTP/1.1 200 OK")
+
+
+def test_a_request_held_at_shutdown_is_given_to_the_lane_which_waits_for_its_body(served):
+    one = served()
+    one.send(_request(TURN_1))
+    head, body = _split(_request(TURN_1))
+    one.send(head)
+    assert one.connection.held is not None
+    one.connection.shutdown()
+    assert one.connection.held is None and len(one.connection.tasks) == 1
+    assert one.send(body).startswith(b"HTTP/1.1 200 OK")  # and the connection closes after it
+    assert b"connection: close\r\n" in b"".join(one.transport.writes) and one.transport.closed
+
+
+def test_a_declined_stream_is_not_read_twice(served, answered, monkeypatch):
+    reads = []
+    read = chat_at_once.read_chat_body
+    monkeypatch.setattr(chat_at_once, "read_chat_body", lambda raw: reads.append(1) or read(raw))
+    monkeypatch.setattr(body_module, "read_chat_body", lambda raw: reads.append(2) or read(raw))
+    one = served()
+    one.send(_request(TURN_1))  # its tool list counted
+    reads.clear()
+    answered.clear()
+    assert one.send(_request({**TURN_1, "stream": True})).endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n")
+    assert answered == [False] and reads == [1]
