@@ -168,9 +168,9 @@ class MockApp(Starlette):
 
     def might_answer_at_once(self, scope: Scope, length: int) -> bool:
         """Whether `answer_at_once` might answer `scope` with a body of `length` bytes, by its head
-        (`cycle.ANSWERS_AT_ONCE`, `chat_at_once.might_answer`)."""
-        return isinstance(self.lane, chat.ChatLane) and chat_at_once.might_answer(
-            self.state._state, scope, length)
+        (`cycle.MIGHT_ANSWER_AT_ONCE`, `chat_at_once.may_hold`)."""
+        lane = self.lane
+        return isinstance(lane, chat.ChatLane) and chat_at_once.may_hold(self.state._state, scope, length)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The chat lane for a chat request (when no user middleware must see it), else Starlette;

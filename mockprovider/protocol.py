@@ -13,8 +13,8 @@ A request the app says may start without a task (`cycle.STARTS_WITHOUT_TASK`) is
 once the bytes that came with its head are all parsed, in a copy of the connection's context as a
 task would be; a task is made for it only if it waits, and goes on from where it waited
 (`Resumed`). uvicorn makes and schedules a task for every request. Before that, the app may
-answer such a request there and then, with no coroutine at all (`cycle.ANSWERS_AT_ONCE`), when its
-body came whole with its head.
+answer such a request there and then, with no coroutine at all (`cycle.ANSWERS_AT_ONCE`), once its
+body is all here: a head that came alone may be held for it (`Http11.held`).
 """
 
 from __future__ import annotations

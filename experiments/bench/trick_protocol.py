@@ -87,12 +87,14 @@ def connection(app: Any, loop: asyncio.AbstractEventLoop, transport: Kept | None
 
 class _LaneOnly(mock_app.MockApp):
     answer_at_once = None  # type: ignore[assignment]
+    might_answer_at_once = None  # type: ignore[assignment]
 
 
 def lane_only(app: mock_app.MockApp) -> mock_app.MockApp:
-    """`app`, copied, answering no chat request at once (`cycle.ANSWERS_AT_ONCE`): its chat lane
-    answers each, started without a task, as before that step. A copy of the same class but for
-    that one method, so neither side pays a layer the other does not."""
+    """`app`, copied, answering no chat request at once (`cycle.ANSWERS_AT_ONCE`) and holding no
+    head for its body: its chat lane answers each, started without a task, as before that step.
+    A copy of the same class but for those two methods, so neither side pays a layer the other
+    does not."""
     plain = copy.copy(app)
     plain.__class__ = _LaneOnly
     return plain

@@ -312,7 +312,7 @@ class ChatLane:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The processing clock starts here; the id is given with the reply's headers
         # (`finished.finish`), or below for any other reply.
-        started = scope[headers.STARTED] = time.perf_counter()
+        started = scope.setdefault(headers.STARTED, time.perf_counter())  # set already if it was held
         # The mock's own server with nothing between: the reply goes in one message, its head
         # rendered as lines where it is made (`finished.finish`).
         if whole := takes_whole(send):

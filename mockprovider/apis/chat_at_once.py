@@ -22,6 +22,7 @@ from starlette.types import Scope
 from mockprovider.apis import chat
 from mockprovider.apis.chat_request import chat_request
 from mockprovider.apis.steps import held
+from mockprovider.errors import APIError
 from mockprovider.offload import LARGE_BYTES
 from mockprovider.reading import transcript
 from mockprovider.reading.body import READ_ALREADY, read_chat_body
@@ -37,11 +38,12 @@ def answer(state: dict[str, Any], scope: Scope, raw: bytes, send_whole: Callable
     """Whether the chat request `scope` with the body `raw` was answered here: its reply's header
     lines and body given to `send_whole`, then counted by `record` (the lane's metrics). False,
     having sent nothing, for a request the lane must answer. `state` is the app's state dict."""
-    started = time.perf_counter()
-    if not might_answer(state, scope, len(raw)):
+    config = state["config"]  # read once: what is checked is what answers
+    if not might_answer(config, scope, len(raw)):
         return False
+    started = scope.setdefault(headers.STARTED, time.perf_counter())  # a held request's: when its head came
     try:
-        replied = _reply(state["config"], scope, raw, started)
+        replied = _reply(config, scope, raw)
     except Exception:  # a refusal, or anything unforeseen: the lane meets it again and answers it
         replied = None
     if replied is None:
@@ -56,11 +58,19 @@ def answer(state: dict[str, Any], scope: Scope, raw: bytes, send_whole: Callable
     return True
 
 
-def might_answer(state: dict[str, Any], scope: Scope, length: int) -> bool:
+def may_hold(state: dict[str, Any], scope: Scope, length: int) -> bool:
+    """Whether the chat request `scope`, whose head came without its body of `length` bytes, may be
+    held for it (`might_answer`); if so, its clock starts now, as the lane's would have."""
+    if not might_answer(state["config"], scope, length):
+        return False
+    scope[headers.STARTED] = time.perf_counter()
+    return True
+
+
+def might_answer(config: Any, scope: Scope, length: int) -> bool:
     """Whether `answer` might answer the chat request `scope` with a body of `length` bytes, by
-    what it shows before its body is read: the server's settings (no key, no journal, no log
-    line, the size caps) and its headers (JSON, no options, no test)."""
-    config = state["config"]
+    what it shows before its body is read: the server's settings `config` (no key, no journal, no
+    log line, the size caps) and its headers (JSON, no options, no test)."""
     if (config.api_key is not None or config.journal is not None or length > config.max_body_bytes
             or length > LARGE_BYTES or faults_log.isEnabledFor(logging.INFO)):
         return False
@@ -73,11 +83,16 @@ def might_answer(state: dict[str, Any], scope: Scope, length: int) -> bool:
     return content_type == b"application/json"
 
 
-def _reply(config: Any, scope: Scope, raw: bytes, started: float) -> tuple[str, bytes] | None:
+def _reply(config: Any, scope: Scope, raw: bytes) -> tuple[str, bytes] | None:
     """The scenario's name and the JSON reply's body, its headers left in `scope`; None for a
     request the lane must answer. The lane's steps (`chat.answer`), in its order; what is read of
-    the body is left for the lane, should it answer (`READ_ALREADY`): a stream, say, is not read twice."""
-    body, messages = scope[READ_ALREADY] = read_chat_body(raw)
+    the body, or the refusal of it, is left for the lane, should it answer (`READ_ALREADY`): a
+    stream, say, is not read twice."""
+    try:
+        body, messages = scope[READ_ALREADY] = read_chat_body(raw)
+    except APIError as refused:
+        scope[READ_ALREADY] = refused
+        raise
     req = chat_request(body, messages)
     name, _, suffix = req.model.partition("+")
     script, options = config.scenarios.get(name), config.defaults
@@ -99,6 +114,5 @@ def _reply(config: Any, scope: Scope, raw: bytes, started: float) -> tuple[str, 
              else prompt_cache_here(read.messages, prompt_tokens, read.turn, options))
     if cache is None:
         return None
-    scope[headers.STARTED] = started
     scope[headers.AS_LINES] = True
     return name, chat.render(finish(reply, scope, req.model, prompt_tokens, req.max_tokens, cache, options))

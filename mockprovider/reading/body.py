@@ -154,12 +154,16 @@ async def read_chat(request: Request, rules: Rules) -> tuple[Any, Transcript | A
         raw = await _read_body(request, declared, limit, message)
     _kept(request, rules, raw)
     read = request.scope.pop(READ_ALREADY, None)
-    return read_chat_body(raw) if read is None else read
+    if read is None:
+        return read_chat_body(raw)
+    if isinstance(read, APIError):
+        raise read
+    return read
 
 
 READ_ALREADY = "mockprovider.chat_body_read"
-"""Where `read_chat_body`'s result waits for `read_chat`, when it was read for this request already
-(`apis.chat_at_once`, which declined it after reading): the same bytes, not read twice."""
+"""Where `read_chat_body`'s result (or its refusal) waits for `read_chat`, when this request was read
+already (`apis.chat_at_once`, which declined it after reading): the same bytes, not read twice."""
 
 
 def read_chat_body(raw: bytes) -> tuple[Any, Transcript | APIError]:

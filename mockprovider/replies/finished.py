@@ -24,17 +24,16 @@ async def prompt_cache(messages: Sequence[Mapping[str, Any]], prompt_tokens: int
                        options: Options) -> Cache:
     """What a chat prompt of `prompt_tokens` read from the cache (`caching.prompt_cache`'s OpenAI
     rule), counted on a worker thread when the messages it counts are large."""
-    cache = prompt_cache_here(messages, prompt_tokens, turn, options)
-    if cache is not None:
-        return cache
     since = openai_since(messages, prompt_tokens, turn, options)
-    assert since is not None
+    if since is None:
+        return NO_CACHE
     return await off_the_loop_if_large(text_chars(since), openai_read, prompt_tokens, since)
 
 
 def prompt_cache_here(messages: Sequence[Mapping[str, Any]], prompt_tokens: int, turn: int,
                       options: Options) -> Cache | None:
-    """`prompt_cache`, when what it counts is short enough to count here; None when it is not."""
+    """`prompt_cache`, when what it counts is short enough to count here, with no coroutine; None
+    when it is not."""
     since = openai_since(messages, prompt_tokens, turn, options)
     if since is None:
         return NO_CACHE

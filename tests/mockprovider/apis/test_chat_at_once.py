@@ -327,3 +327,34 @@ def test_a_declined_stream_is_not_read_twice(served, answered, monkeypatch):
     answered.clear()
     assert one.send(_request({**TURN_1, "stream": True})).endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n")
     assert answered == [False] and reads == [1]
+
+
+def test_a_held_requests_time_runs_from_its_head_as_the_lanes_does(served, answered):
+    app = create_app()
+    one = served(app)
+    one.send(_request(TURN_1))
+    head, body = _split(_request(TURN_1))
+    one.send(head)
+    one.loop.run_until_complete(asyncio.sleep(0.05))  # the body comes 50 ms later
+    reply = one.send(body)
+    assert answered == [True, True]
+    assert int(re.search(rb"openai-processing-ms: (\d+)", reply)[1]) >= 50
+    assert app.state.metrics.requests._times["/v1/chat/completions"][-2] >= 0.05
+
+
+def test_a_body_refused_there_is_refused_by_the_lane_unread_again(served, answered, monkeypatch):
+    reads = []
+    read = chat_at_once.read_chat_body
+    monkeypatch.setattr(chat_at_once, "read_chat_body", lambda raw: reads.append(1) or read(raw))
+    monkeypatch.setattr(body_module, "read_chat_body", lambda raw: reads.append(2) or read(raw))
+    one = served()
+    reply = one.send(_request(b'{"model": "runaway", "messages": [{"role": "user", "content": "\\ud800"}]}'))
+    assert reply.startswith(b"HTTP/1.1 400 ") and answered == [False] and reads == [1]
+
+
+def test_the_lane_only_copy_holds_no_head(served):
+    one = served(trick_protocol.lane_only(create_app()))
+    head, body = _split(_request(TURN_1))
+    one.send(head)
+    assert one.connection.held is None and len(one.connection.tasks) == 1  # the lane waits for the body
+    assert one.send(body).startswith(b"HTTP/1.1 200 OK")
