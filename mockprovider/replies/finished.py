@@ -27,7 +27,10 @@ async def prompt_cache(messages: Sequence[Mapping[str, Any]], prompt_tokens: int
     since = openai_since(messages, prompt_tokens, turn, options)
     if since is None:
         return NO_CACHE
-    return await off_the_loop_if_large(text_chars(since), openai_read, prompt_tokens, since)
+    chars = text_chars(since)
+    if chars <= INLINE_CHARS:
+        return openai_read(prompt_tokens, since)
+    return await off_the_loop_if_large(chars, openai_read, prompt_tokens, since)
 
 
 def prompt_cache_here(messages: Sequence[Mapping[str, Any]], prompt_tokens: int, turn: int,
