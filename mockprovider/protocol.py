@@ -12,8 +12,8 @@ with httptools (`--http auto`); `--http httptools` keeps uvicorn's.
 A request the app says may start without a task (`cycle.STARTS_WITHOUT_TASK`) is run at once,
 once the bytes that came with its head are all parsed, in a copy of the connection's context as a
 task would be; a task is made for it only if it waits, and goes on from where it waited
-(`Resumed`). uvicorn makes and schedules a task for every request. Before that, the app may
-answer such a request there and then, with no coroutine at all (`cycle.ANSWERS_AT_ONCE`), once its
+(`Resumed`). uvicorn makes and schedules a task for every request. Ahead of running it, the app
+may answer such a request there and then, with no coroutine at all (`cycle.ANSWERS_AT_ONCE`), once its
 body is all here: a head that came alone may be held for it (`Http11.held`).
 """
 

@@ -92,7 +92,7 @@ class _LaneOnly(mock_app.MockApp):
 
 def lane_only(app: mock_app.MockApp) -> mock_app.MockApp:
     """`app`, copied, answering no chat request at once (`cycle.ANSWERS_AT_ONCE`) and holding no
-    head for its body: its chat lane answers each, started without a task, as before that step.
+    head for its body: its chat lane answers each, started without a task.
     A copy of the same class but for those two methods, so neither side pays a layer the other
     does not."""
     plain = copy.copy(app)

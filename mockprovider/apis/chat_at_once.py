@@ -47,7 +47,7 @@ def answer(state: dict[str, Any], scope: Scope, raw: bytes, send_whole: Callable
     except Exception:  # a refusal, or anything unforeseen: the lane meets it again and answers it
         replied = None
     if replied is None:
-        scope.pop(chat.LATER, None)  # the lane reads the transcript again, and remembers it itself
+        scope.pop(chat.LATER, None)  # the lane counts the transcript again, and remembers it itself
         return False
     scenario, out = replied
     send_whole(scope[headers.JSON_HEAD] + headers.LENGTH_AND_TYPE % len(out), out)

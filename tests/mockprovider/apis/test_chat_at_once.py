@@ -316,11 +316,17 @@ def test_a_request_held_at_shutdown_is_given_to_the_lane_which_waits_for_its_bod
     assert b"connection: close\r\n" in b"".join(one.transport.writes) and one.transport.closed
 
 
-def test_a_declined_stream_is_not_read_twice(served, answered, monkeypatch):
-    reads = []
+@pytest.fixture
+def reads(monkeypatch) -> list[int]:
+    """Each reading of a chat body: 1 where the at-once path reads it, 2 where the lane does."""
+    seen = []
     read = chat_at_once.read_chat_body
-    monkeypatch.setattr(chat_at_once, "read_chat_body", lambda raw: reads.append(1) or read(raw))
-    monkeypatch.setattr(body_module, "read_chat_body", lambda raw: reads.append(2) or read(raw))
+    monkeypatch.setattr(chat_at_once, "read_chat_body", lambda raw: seen.append(1) or read(raw))
+    monkeypatch.setattr(body_module, "read_chat_body", lambda raw: seen.append(2) or read(raw))
+    return seen
+
+
+def test_a_declined_stream_is_not_read_twice(served, answered, reads):
     one = served()
     one.send(_request(TURN_1))  # its tool list counted
     reads.clear()
@@ -342,11 +348,7 @@ def test_a_held_requests_time_runs_from_its_head_as_the_lanes_does(served, answe
     assert app.state.metrics.requests._times["/v1/chat/completions"][-2] >= 0.05
 
 
-def test_a_body_refused_there_is_refused_by_the_lane_unread_again(served, answered, monkeypatch):
-    reads = []
-    read = chat_at_once.read_chat_body
-    monkeypatch.setattr(chat_at_once, "read_chat_body", lambda raw: reads.append(1) or read(raw))
-    monkeypatch.setattr(body_module, "read_chat_body", lambda raw: reads.append(2) or read(raw))
+def test_a_body_refused_there_is_refused_by_the_lane_unread_again(served, answered, reads):
     one = served()
     reply = one.send(_request(b'{"model": "runaway", "messages": [{"role": "user", "content": "\\ud800"}]}'))
     assert reply.startswith(b"HTTP/1.1 400 ") and answered == [False] and reads == [1]
