@@ -2,12 +2,12 @@
 `Request`, no ASGI message (`cycle.ANSWERS_AT_ONCE`, which `app.MockApp` answers through here).
 
 It takes only a request whose reply is a plain JSON one that waits for nothing, and runs the
-chat lane's steps in the lane's order (`chat.answer`), so its reply is the one the lane would
-send (tests/mockprovider/apis/test_chat_at_once.py). Any other request (a stream, a refusal, an
-option, a fault or a latency, a key, a journal, a test's set-up, the log line, a count left to
-do, a large body) is left to the lane, with nothing sent. What this saves is the lane's
-coroutines, the request objects and the ASGI messages around them (results/bench.md, speed
-tricks: "a chat request answered at once").
+chat lane's steps in the lane's order (`chat.answer`), so its reply, and its log line when the
+server logs each request, are the lane's (tests/mockprovider/apis/test_chat_at_once.py). Any
+other request (a stream, a refusal, an option, a fault or a latency, a key, a journal, a test's
+set-up, a count left to do, a large body) is left to the lane, with nothing sent or logged. What
+this saves is the lane's coroutines, the request objects and the ASGI messages around them
+(results/bench.md, speed tricks: "a chat request answered at once").
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from mockprovider.errors import APIError
 from mockprovider.offload import LARGE_BYTES
 from mockprovider.reading import transcript
 from mockprovider.reading.body import READ_ALREADY, read_chat_body
-from mockprovider.reading.request_headers import TEST_ID_HEADER
+from mockprovider.reading.request_headers import TEST_ID_HEADER, scope_headers
 from mockprovider.replies import headers
 from mockprovider.replies.caching import NO_CACHE, OPENAI_MIN_TOKENS
 from mockprovider.replies.faults import log as faults_log
+from mockprovider.replies.faults import log_request, sent_attempt
 from mockprovider.replies.finished import finish, prompt_cache_here
 
 
@@ -69,10 +70,10 @@ def may_hold(state: dict[str, Any], scope: Scope, length: int) -> bool:
 
 def might_answer(config: Any, scope: Scope, length: int) -> bool:
     """Whether `answer` might answer the chat request `scope` with a body of `length` bytes, by
-    what it shows before its body is read: the server's settings `config` (no key, no journal, no
-    log line, the size caps) and its headers (JSON, no options, no test)."""
+    what it shows before its body is read: the server's settings `config` (no key, no journal, the
+    size caps) and its headers (JSON, no options, no test)."""
     if (config.api_key is not None or config.journal is not None or length > config.max_body_bytes
-            or length > LARGE_BYTES or faults_log.isEnabledFor(logging.INFO)):
+            or length > LARGE_BYTES):
         return False
     content_type = None
     for name, value in scope["headers"]:
@@ -99,6 +100,9 @@ def _reply(config: Any, scope: Scope, raw: bytes) -> tuple[str, bytes] | None:
     if (req.stream or suffix or script is None or getattr(script, "options", "")
             or options.faults or options.latency_ms):
         return None
+    logged = faults_log.isEnabledFor(logging.INFO)  # the lane's log line, logged last here
+    if logged and options.attempt == "seen":  # an attempt counted by the server: `reading.attempts`
+        return None
     read = req.transcript
     if read.remember is not None:  # remembered once the reply is written, as by the lane
         read = chat.remembered_later(read, scope)
@@ -115,4 +119,7 @@ def _reply(config: Any, scope: Scope, raw: bytes) -> tuple[str, bytes] | None:
     if cache is None:
         return None
     scope[headers.AS_LINES] = True
-    return name, chat.render(finish(reply, scope, req.model, prompt_tokens, req.max_tokens, cache, options))
+    out = chat.render(finish(reply, scope, req.model, prompt_tokens, req.max_tokens, cache, options))
+    if logged:  # once nothing is left to decline (the lane would log it again), before the reply
+        log_request(req.model, read.turn, sent_attempt(scope_headers(scope)), "ok")
+    return name, out

@@ -21,11 +21,15 @@ def header_map(request: Request) -> Mapping[bytes, bytes]:
     up three to six names, most of them absent (results/bench.md, speed tricks: "one dict of raw
     headers"). The first of repeated names wins, as in `Headers.get`.
     """
-    scope = request.scope
+    return scope_headers(request.scope)
+
+
+def scope_headers(scope: Mapping[str, object]) -> Mapping[bytes, bytes]:
+    """`header_map` of a request known by its ASGI scope alone (`apis.chat_at_once`)."""
     headers = scope.get(HEADERS)
     if headers is None:
-        headers = scope[HEADERS] = dict(reversed(scope["headers"]))
-    return headers
+        headers = scope[HEADERS] = dict(reversed(scope["headers"]))  # type: ignore[index, call-overload]
+    return headers  # type: ignore[return-value]
 
 
 def header(request: Request, name: bytes) -> str | None:

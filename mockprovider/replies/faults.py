@@ -11,6 +11,7 @@ import asyncio
 import logging
 import math
 import time
+from collections.abc import Mapping
 from typing import assert_never
 
 from starlette.requests import Request
@@ -18,7 +19,7 @@ from starlette.requests import Request
 from mockprovider.errors import APIError, ClientGone
 from mockprovider.metrics import fault_injected
 from mockprovider.reading import attempts
-from mockprovider.reading.request_headers import header
+from mockprovider.reading.request_headers import header_map
 from mockprovider.scripts.options import Fault, Options, attempt_of
 
 log = logging.getLogger("mockprovider")
@@ -50,6 +51,21 @@ async def wait_unless_gone(request: Request, seconds: float) -> None:
     await asyncio.sleep(seconds)  # a server that sends something else: just wait (not expected)
 
 
+def sent_attempt(headers: Mapping[bytes, bytes]) -> int:
+    """The attempt the client says this request is (`attempt=sent`), from its headers (`header_map`)."""
+    return attempt_of(*(None if (value := headers.get(name)) is None else value.decode("latin-1")
+                        for name in _ATTEMPT_HEADERS))
+
+
+_ATTEMPT_HEADERS = (b"x-lab-attempt", b"x-stainless-retry-count")
+"""Where a client says which attempt a request is, the first that holds one winning."""
+
+
+def log_request(model: str, turn: int, attempt: int, status: str) -> None:
+    """The per-request log line (`python -m mockprovider` without `--quiet`)."""
+    log.info("model=%s turn=%d attempt=%d status=%s", model, turn, attempt, status)
+
+
 async def delay_or_fault(request: Request, model: str, turn: int, options: Options) -> Fault | None:
     """Wait the configured latency; the fault that answers this (turn, attempt), if any.
 
@@ -58,17 +74,14 @@ async def delay_or_fault(request: Request, model: str, turn: int, options: Optio
     """
     fault = None
     if options.faults or log.isEnabledFor(logging.INFO):  # the attempt matters to nothing else
-        if options.attempt == "seen":
-            attempt = attempts.counted(request)
-        else:
-            sent = (header(request, b"x-lab-attempt"), header(request, b"x-stainless-retry-count"))
-            attempt = attempt_of(*sent)
+        seen = options.attempt == "seen"
+        attempt = attempts.counted(request) if seen else sent_attempt(header_map(request))
         fault = options.fault_for(turn, attempt)
-        if fault is None and options.attempt == "seen":
+        if fault is None and seen:
             attempts.settle(request)
         elif fault is not None:
             fault_injected(request, fault.kind)
-        log.info("model=%s turn=%d attempt=%d status=%s", model, turn, attempt, fault.kind if fault else "ok")
+        log_request(model, turn, attempt, fault.kind if fault else "ok")
     if options.latency_ms:
         await wait_unless_gone(request, options.latency_ms / 1000)
     return fault

@@ -4,6 +4,7 @@ chat lane would send; every other request is left to the lane, with nothing sent
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import re
@@ -177,13 +178,64 @@ def test_any_other_request_is_left_to_the_lane_with_nothing_sent(served, answere
         assert len(app.state.config.journal.entries()) == 1
 
 
-def test_with_the_request_log_on_the_lane_answers_and_logs_each_request(served, answered, caplog):
+def _logged(records) -> list[str]:
+    return [r.getMessage() for r in records if r.name == faults_log.name]
+
+
+ATTEMPTS_SENT = {
+    "none": ({}, 0),
+    "the SDK's retry count": ({"x-stainless-retry-count": "2"}, 2),
+    "the lab's, first": ({"x-lab-attempt": "3", "x-stainless-retry-count": "1"}, 3),
+    "not a number": ({"x-lab-attempt": "²", "x-stainless-retry-count": "1"}, 1),
+}
+
+
+@pytest.mark.parametrize(("sent", "attempt"), ATTEMPTS_SENT.values(), ids=ATTEMPTS_SENT.keys())
+def test_with_the_request_log_on_a_request_answered_at_once_logs_the_lanes_line_before_its_reply(
+        served, answered, caplog, sent, attempt):
+    at_once, lane = served(), served(trick_protocol.lane_only(create_app()))
+    written_when_logged = []
+
+    class Noting(logging.Handler):
+        def emit(self, record):
+            written_when_logged.append(bool(at_once.transport.writes))
+
+    noting = Noting()
+    faults_log.addHandler(noting)
+    try:
+        with caplog.at_level(logging.INFO, logger=faults_log.name):
+            theirs = lane.send(_request(TURN_1, headers=sent))  # first: where a tool list is first counted
+            written_when_logged.clear()
+            mine = at_once.send(_request(TURN_1, headers=sent))
+            assert answered == [True]
+            assert written_when_logged == [False]  # logged first, as the lane logs before it replies
+    finally:
+        faults_log.removeHandler(noting)
+    assert _logged(caplog.records) == [f"model=runaway turn=1 attempt={attempt} status=ok"] * 2
+    assert mine.startswith(b"HTTP/1.1 200 OK") and _without_ids(mine) == _without_ids(theirs)
+
+
+def test_with_the_request_log_on_a_request_left_to_the_lane_is_logged_once(served, answered, caplog):
     one = served()
     with caplog.at_level(logging.INFO, logger=faults_log.name):
-        assert one.send(_request(TURN_1)).startswith(b"HTTP/1.1 200 OK")
-    assert answered == [False]
-    assert [r.getMessage() for r in caplog.records if r.name == faults_log.name] == [
-        "model=runaway turn=1 attempt=0 status=ok"]
+        assert one.send(_request({**TURN_1, "stream": True})).startswith(b"HTTP/1.1 200 OK")
+        assert one.send(_request(TURN_1, headers={"x-mock-options": "ratelimit=5:500"})).startswith(
+            b"HTTP/1.1 200 OK")
+    assert answered == [False, False]
+    assert _logged(caplog.records) == ["model=runaway turn=1 attempt=0 status=ok"] * 2
+
+
+def test_with_the_request_log_on_an_attempt_the_server_counts_is_left_to_the_lane(served, answered, caplog):
+    app = create_app()
+    config = app.state.config
+    seen = dataclasses.replace(config.defaults, attempt="seen")
+    app.state.config = dataclasses.replace(config, defaults=seen)
+    one = served(app)
+    with caplog.at_level(logging.INFO, logger=faults_log.name):
+        for _ in range(2):  # counted by the server each time (and forgotten once answered)
+            assert one.send(_request(TURN_1)).startswith(b"HTTP/1.1 200 OK")
+    assert answered == [False, False]
+    assert _logged(caplog.records) == ["model=runaway turn=1 attempt=0 status=ok"] * 2
 
 
 def test_an_unforeseen_error_there_leaves_the_request_to_the_lane(served, answered, monkeypatch):
