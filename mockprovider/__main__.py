@@ -82,6 +82,11 @@ def serve(argv: list[str] | None = None) -> None:
             parser.error(f"--api-key-file {args.api_key_file.name}: the first line holds no key")
     scenario_files = list(dict.fromkeys([*paths_from_env(os.environ.get("MOCK_SCENARIOS")), *args.scenarios]))
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
+    # Nothing this process logs prints where it was called from, or its thread or process: its
+    # records need not look them up (the logging HOWTO's "Optimization"), some 8 us of each
+    # request's log line.
+    logging._srcfile = None  # type: ignore[attr-defined]
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     try:
         # Built before uvicorn starts, so a bad scenario file is one line on stderr and exit 1.
         app = create_app(

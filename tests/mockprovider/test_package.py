@@ -6,6 +6,7 @@ import signal
 import sys
 
 import httpx
+from openai import OpenAI
 
 import mockprovider
 from experiments.lab.servers import uvicorn_process
@@ -29,6 +30,23 @@ def test_python_m_mockprovider_serves_and_exits_on_sigterm(tmp_path):
     output = log.read_text()
     assert "Finished server process" in output
     assert "model=plan turn=0 attempt=0 status=ok" in output
+
+
+def test_python_m_mockprovider_logs_a_line_for_every_chat_request(tmp_path):
+    # The same request twice: the first counts the tool list on the chat lane, the second is
+    # answered as its bytes are parsed (apis/chat_at_once.py); both log the line.
+    log = tmp_path / "mock.log"
+    with uvicorn_process([sys.executable, "-m", "mockprovider", "--port", "0"], name="the mock", log=log) as (
+            origin, _):
+        client = OpenAI(base_url=f"{origin}/v1", api_key="unused", max_retries=0)
+        for _ in range(2):
+            reply = client.chat.completions.create(
+                model="runaway", messages=[{"role": "user", "content": "hi"}],
+                tools=[{"type": "function", "function": {"name": "list_files", "parameters": {}}}],
+                extra_headers={"x-stainless-retry-count": "2"})
+            assert reply.choices[0].finish_reason == "tool_calls"
+        client.close()
+    assert log.read_text().count("model=runaway turn=0 attempt=2 status=ok\n") == 2
 
 
 def test_public_api_is_pinned():
