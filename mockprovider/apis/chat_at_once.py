@@ -71,9 +71,11 @@ def may_hold(state: dict[str, Any], scope: Scope, length: int) -> bool:
 def might_answer(config: Any, scope: Scope, length: int) -> bool:
     """Whether `answer` might answer the chat request `scope` with a body of `length` bytes, by
     what it shows before its body is read: the server's settings `config` (no key, no journal, the
-    size caps) and its headers (JSON, no options, no test)."""
+    size caps, no attempts counted for the log line) and its headers (JSON, no options, no test)."""
     if (config.api_key is not None or config.journal is not None or length > config.max_body_bytes
-            or length > LARGE_BYTES):
+            or length > LARGE_BYTES
+            # a logged attempt the server counts (`reading.attempts`), not the one the client states
+            or (config.defaults.attempt == "seen" and faults_log.isEnabledFor(logging.INFO))):
         return False
     content_type = None
     for name, value in scope["headers"]:
@@ -101,8 +103,6 @@ def _reply(config: Any, scope: Scope, raw: bytes) -> tuple[str, bytes] | None:
             or options.faults or options.latency_ms):
         return None
     logged = faults_log.isEnabledFor(logging.INFO)  # the lane's log line, logged last here
-    if logged and options.attempt == "seen":  # an attempt counted by the server: `reading.attempts`
-        return None
     read = req.transcript
     if read.remember is not None:  # remembered once the reply is written, as by the lane
         read = chat.remembered_later(read, scope)

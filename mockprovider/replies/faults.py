@@ -63,7 +63,7 @@ _ATTEMPT_HEADERS = (b"x-lab-attempt", b"x-stainless-retry-count")
 
 def log_request(model: str, turn: int, attempt: int, status: str) -> None:
     """The per-request log line (`python -m mockprovider` without `--quiet`)."""
-    log.info("model=%s turn=%d attempt=%d status=%s", model, turn, attempt, status)
+    log.info("model=%s turn=%d attempt=%d status=%s", model, turn, attempt, status, stacklevel=2)
 
 
 async def delay_or_fault(request: Request, model: str, turn: int, options: Options) -> Fault | None:

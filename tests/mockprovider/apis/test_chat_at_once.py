@@ -225,6 +225,37 @@ def test_with_the_request_log_on_a_request_left_to_the_lane_is_logged_once(serve
     assert _logged(caplog.records) == ["model=runaway turn=1 attempt=0 status=ok"] * 2
 
 
+def test_with_the_request_log_on_the_line_names_the_model_turn_and_first_attempt_as_the_lanes_does(
+        served, answered, caplog):
+    at_once, lane = served(), served(trick_protocol.lane_only(create_app()))
+    body = {**json.loads(request_body(100, task="logged at turn 100")), "model": "runaway+"}
+    raw = _request(body, headers={"x-lab-attempt": "5"}).replace(  # a repeated header: the first wins
+        b"content-length", b"x-lab-attempt: 7\r\ncontent-length", 1)
+    with caplog.at_level(logging.INFO, logger=faults_log.name):
+        theirs, mine = lane.send(raw), at_once.send(raw)
+    assert answered == [True]
+    assert _logged(caplog.records) == ["model=runaway+ turn=100 attempt=5 status=ok"] * 2
+    assert _without_ids(mine) == _without_ids(theirs)
+
+
+LATE_DECLINES = {  # declined after the body is read, where the line would be logged
+    "a tool list not yet counted": lambda: {**TURN_1, "tools": [{"type": "function", "function": {
+        "name": "list_files", "description": f"new ({uuid.uuid4()})"}}]},
+    "a scripted error": lambda: {**TURN_1, "model": "limited"},
+    "a scripted latency": lambda: {**TURN_1, "model": "unhurried"},
+}
+
+
+@pytest.mark.parametrize("body", LATE_DECLINES.values(), ids=LATE_DECLINES.keys())
+def test_with_the_request_log_on_a_request_declined_late_is_logged_once(served, answered, caplog, body):
+    one = served(create_app(scenario_files=[_scripted("limited", {"error": {"status": 429, "message": "m"}}),
+                                            _scripted("unhurried", {"content": "x", "latency": 1})]))
+    with caplog.at_level(logging.INFO, logger=faults_log.name):
+        one.send(_request(body(), headers={"x-lab-attempt": "2"}))
+    assert answered == [False]
+    assert _logged(caplog.records) == [f"model={body()['model']} turn=1 attempt=2 status=ok"]
+
+
 def test_with_the_request_log_on_an_attempt_the_server_counts_is_left_to_the_lane(served, answered, caplog):
     app = create_app()
     config = app.state.config
