@@ -46,7 +46,8 @@ MAX_CLIENTS = 64
 Client = tuple[str, str]
 """(address, test id or ""): whose counts a request's count is among."""
 
-_SENT = (b"x-lab-attempt", b"x-stainless-retry-count")
+SENT = (b"x-lab-attempt", b"x-stainless-retry-count")
+"""Where a client says which attempt a request is, the first that holds one winning."""
 _KEY = "mockprovider.attempt_key"
 _COUNTED = "mockprovider.attempt_counted"
 _RAW = "mockprovider.raw"
@@ -109,7 +110,7 @@ def counted(request: Request) -> int:
 def fill_in(request: Request, raw: bytes) -> None:
     """Give `request` the attempt header its client did not send: how often it came before."""
     headers = header_map(request)
-    if any(name in headers for name in _SENT):
+    if any(name in headers for name in SENT):
         return
     keep_body(request, raw)
     headers[b"x-lab-attempt"] = str(counted(request)).encode()  # type: ignore[index]

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 
 from starlette.requests import Request
+from starlette.types import Scope
 
 from mockprovider.errors import APIError
 
@@ -24,12 +25,12 @@ def header_map(request: Request) -> Mapping[bytes, bytes]:
     return scope_headers(request.scope)
 
 
-def scope_headers(scope: Mapping[str, object]) -> Mapping[bytes, bytes]:
+def scope_headers(scope: Scope) -> Mapping[bytes, bytes]:
     """`header_map` of a request known by its ASGI scope alone (`apis.chat_at_once`)."""
     headers = scope.get(HEADERS)
     if headers is None:
-        headers = scope[HEADERS] = dict(reversed(scope["headers"]))  # type: ignore[index, call-overload]
-    return headers  # type: ignore[return-value]
+        headers = scope[HEADERS] = dict(reversed(scope["headers"]))
+    return headers
 
 
 def header(request: Request, name: bytes) -> str | None:

@@ -54,11 +54,7 @@ async def wait_unless_gone(request: Request, seconds: float) -> None:
 def sent_attempt(headers: Mapping[bytes, bytes]) -> int:
     """The attempt the client says this request is (`attempt=sent`), from its headers (`header_map`)."""
     return attempt_of(*(None if (value := headers.get(name)) is None else value.decode("latin-1")
-                        for name in _ATTEMPT_HEADERS))
-
-
-_ATTEMPT_HEADERS = (b"x-lab-attempt", b"x-stainless-retry-count")
-"""Where a client says which attempt a request is, the first that holds one winning."""
+                        for name in attempts.SENT))
 
 
 def log_request(model: str, turn: int, attempt: int, status: str) -> None:
