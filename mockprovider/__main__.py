@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import logging
 import os
 import sys
 
@@ -19,6 +18,7 @@ from mockprovider.app import create_app
 from mockprovider.journal import MAX_CAPACITY
 from mockprovider.mcp.ledger import LedgerError
 from mockprovider.protocol import http_protocol
+from mockprovider.replies.faults import LOG_LINES, print_log_lines
 from mockprovider.scripts.files import ScenarioFileError, paths_from_env
 
 
@@ -81,12 +81,7 @@ def serve(argv: list[str] | None = None) -> None:
         if not args.api_key:
             parser.error(f"--api-key-file {args.api_key_file.name}: the first line holds no key")
     scenario_files = list(dict.fromkeys([*paths_from_env(os.environ.get("MOCK_SCENARIOS")), *args.scenarios]))
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
-    # Nothing this process logs prints where it was called from, or its thread or process: its
-    # records need not look them up (the logging HOWTO's "Optimization"), some 8 us of each
-    # request's log line.
-    logging._srcfile = None  # type: ignore[attr-defined]
-    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
+    print_log_lines(not args.quiet)
     try:
         # Built before uvicorn starts, so a bad scenario file is one line on stderr and exit 1.
         app = create_app(
@@ -101,6 +96,7 @@ def serve(argv: list[str] | None = None) -> None:
         os.environ.update(
             MOCK_LATENCY_MS=str(args.latency_ms), MOCK_MAX_BODY_BYTES=str(args.max_body_bytes),
             MOCK_SCENARIOS=os.pathsep.join(scenario_files), MOCK_JOURNAL=str(args.journal),
+            **{LOG_LINES: "0" if args.quiet else "1"},
             **({"MOCK_API_KEY": args.api_key} if args.api_key else {}),
             **({"MOCK_MCP_LEDGER": args.mcp_ledger} if args.mcp_ledger else {}),
         )

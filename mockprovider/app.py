@@ -59,6 +59,7 @@ from mockprovider.metrics import CountRequests, Metrics, metrics_page, readyz
 from mockprovider.reading import attempts
 from mockprovider.reading.request_headers import test_id
 from mockprovider.replies import embedding, headers
+from mockprovider.replies.faults import LOG_LINES, print_log_lines
 from mockprovider.replies.headers import ApiHeaders
 from mockprovider.scripts import scenarios
 from mockprovider.scripts.files import Source, load_scenarios, paths_from_env
@@ -264,6 +265,8 @@ def create_app(
 
 def app_from_env() -> Starlette:
     """Factory for `uvicorn --factory` and multi-worker serving, configured by MOCK_* variables."""
+    if (lines := os.environ.get(LOG_LINES)) is not None:
+        print_log_lines(lines == "1")
     return create_app(
         latency_ms=float(os.environ.get("MOCK_LATENCY_MS", "0")),
         api_key=os.environ.get("MOCK_API_KEY") or None,

@@ -6,6 +6,7 @@ import signal
 import sys
 
 import httpx
+import pytest
 from openai import OpenAI
 
 import mockprovider
@@ -47,6 +48,23 @@ def test_python_m_mockprovider_logs_a_line_for_every_chat_request(tmp_path):
             assert reply.choices[0].finish_reason == "tool_calls"
         client.close()
     assert log.read_text().count("model=runaway turn=0 attempt=2 status=ok\n") == 2
+
+
+@pytest.mark.parametrize("quiet", [False, True], ids=["logged", "quiet"])
+def test_python_m_mockprovider_with_workers_logs_as_one_process_does(tmp_path, quiet):
+    # Workers are processes of their own, spawned by uvicorn: each must print the line (or,
+    # --quiet, not), as the single process does.
+    log = tmp_path / "mock.log"
+    command = [sys.executable, "-m", "mockprovider", "--port", "0", "--workers", "2", *(["--quiet"] * quiet)]
+    with uvicorn_process(command, name="the mock", log=log) as (origin, _):
+        body = {"model": "plan", "messages": [{"role": "user", "content": "hi"}]}
+        with httpx.Client(base_url=f"{origin}/v1") as client:
+            for n in range(4):
+                response = client.post("/chat/completions", json=body, headers={"x-lab-attempt": f"{n}"})
+                assert response.status_code == 200
+    lines = sorted(line for line in log.read_text().splitlines() if line.startswith("model="))
+    assert lines == ([] if quiet else [f"model=plan turn=0 attempt={n} status=ok" for n in range(4)])
+    assert "Started parent process" in log.read_text()
 
 
 def test_public_api_is_pinned():

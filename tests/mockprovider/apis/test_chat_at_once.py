@@ -67,6 +67,17 @@ def served():
         one.close()
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _agent_tools_counted():
+    """The agent loop's tool list counted once, as the first request that carries it is (on the
+    lane): each test here may run alone, first, or on its own worker."""
+    lane = _Served(trick_protocol.lane_only(create_app()))
+    try:
+        assert lane.send(_request(TURN_1)).startswith(b"HTTP/1.1 200 OK")
+    finally:
+        lane.close()
+
+
 @pytest.fixture
 def answered(monkeypatch) -> list[bool]:
     """What `chat_at_once.answer` said of each request it was asked about."""
