@@ -58,14 +58,15 @@ def sent_attempt(headers: Mapping[bytes, bytes]) -> int:
 
 
 LOG_LINES = "MOCK_LOG_LINES"
-"""`1`: each process `app_from_env` builds prints the per-request line (`print_log_lines`); `0`:
-it does not. Set by `python -m mockprovider --workers N` for its workers, separate processes that
-configure their own logging."""
+"""`1`: `app_from_env` has its process print the per-request line (`print_log_lines`); `0`: not.
+Set by `python -m mockprovider --workers N` for its workers, separate processes that configure
+their own logging. A process whose root logger already has a handler keeps its own logging."""
 
 
 def print_log_lines(on: bool) -> None:
     """The CLI's logging: the per-request line on stderr (unless `on` is false: `--quiet`), its
-    message alone."""
+    message alone; nothing, bar the records' lean flags, if the root logger has a handler already
+    (`logging.basicConfig`)."""
     logging.basicConfig(level=logging.INFO if on else logging.WARNING, format="%(message)s")
     # Nothing printed names where it was logged from, its thread, process or task: its records
     # need not look them up (the logging HOWTO's "Optimization"), some 8 us of each line.

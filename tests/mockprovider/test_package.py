@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import re
 import signal
 import sys
+import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -50,21 +54,36 @@ def test_python_m_mockprovider_logs_a_line_for_every_chat_request(tmp_path):
     assert log.read_text().count("model=runaway turn=0 attempt=2 status=ok\n") == 2
 
 
+def _worker_pids(log: Path, n: int) -> list[int]:
+    """The pids of the `n` workers the server's log says have started (uvicorn starts them
+    after it says where it listens)."""
+    deadline = time.monotonic() + 30
+    while len(pids := re.findall(r"Started server process \[(\d+)\]", log.read_text())) < n:
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
+    return [int(pid) for pid in pids]
+
+
 @pytest.mark.parametrize("quiet", [False, True], ids=["logged", "quiet"])
 def test_python_m_mockprovider_with_workers_logs_as_one_process_does(tmp_path, quiet):
     # Workers are processes of their own, spawned by uvicorn: each must print the line (or,
-    # --quiet, not), as the single process does.
+    # --quiet, not), as the single process does. Each request goes to one worker alone, the
+    # other stopped, so that neither can answer for the other.
     log = tmp_path / "mock.log"
     command = [sys.executable, "-m", "mockprovider", "--port", "0", "--workers", "2", *(["--quiet"] * quiet)]
+    body = {"model": "plan", "messages": [{"role": "user", "content": "hi"}]}
     with uvicorn_process(command, name="the mock", log=log) as (origin, _):
-        body = {"model": "plan", "messages": [{"role": "user", "content": "hi"}]}
-        with httpx.Client(base_url=f"{origin}/v1") as client:
-            for n in range(4):
-                response = client.post("/chat/completions", json=body, headers={"x-lab-attempt": f"{n}"})
-                assert response.status_code == 200
+        workers = _worker_pids(log, 2)
+        for n, stopped in enumerate(reversed(workers)):  # the other answers
+            os.kill(stopped, signal.SIGSTOP)
+            try:
+                with httpx.Client(base_url=f"{origin}/v1", timeout=10) as client:  # a new connection
+                    response = client.post("/chat/completions", json=body, headers={"x-lab-attempt": f"{n}"})
+                    assert response.status_code == 200
+            finally:
+                os.kill(stopped, signal.SIGCONT)
     lines = sorted(line for line in log.read_text().splitlines() if line.startswith("model="))
-    assert lines == ([] if quiet else [f"model=plan turn=0 attempt={n} status=ok" for n in range(4)])
-    assert "Started parent process" in log.read_text()
+    assert lines == ([] if quiet else [f"model=plan turn=0 attempt={n} status=ok" for n in range(2)])
 
 
 def test_public_api_is_pinned():

@@ -373,4 +373,5 @@ def test_mock_scenarios_is_colon_separated_for_the_worker_factory(tmp_path: Path
     a = write(tmp_path, "a.json", {"turns": [{"content": "a"}]})
     b = write(tmp_path, "b.json", {"turns": [{"content": "b"}]})
     monkeypatch.setenv("MOCK_SCENARIOS", f"{a}:{b}")
+    monkeypatch.delenv("MOCK_LOG_LINES", raising=False)  # would configure this process's logging
     assert {"a", "b"} <= set(app_from_env().state.config.scenarios)
