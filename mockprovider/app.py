@@ -266,6 +266,8 @@ def create_app(
 def app_from_env() -> Starlette:
     """Factory for `uvicorn --factory` and multi-worker serving, configured by MOCK_* variables."""
     if (lines := os.environ.get(LOG_LINES)) is not None:
+        if lines not in ("0", "1"):
+            raise ValueError(f"{LOG_LINES}: expected 0 (quiet) or 1 (a line per request), got {lines!r}")
         print_log_lines(lines == "1")
     return create_app(
         latency_ms=float(os.environ.get("MOCK_LATENCY_MS", "0")),

@@ -69,7 +69,7 @@ def print_log_lines(on: bool) -> None:
     (`logging.basicConfig`)."""
     logging.basicConfig(level=logging.INFO if on else logging.WARNING, format="%(message)s")
     # Nothing printed names where it was logged from, its thread, process or task: its records
-    # need not look them up (the logging HOWTO's "Optimization"), some 8 us of each line.
+    # need not look them up (the logging HOWTO's "Optimization"), work each line would pay for.
     logging._srcfile = None  # type: ignore[attr-defined]
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     logging.logAsyncioTasks = False  # type: ignore[attr-defined]  # Python 3.12+

@@ -15,6 +15,7 @@ from openai import OpenAI
 
 import mockprovider
 from experiments.lab.servers import uvicorn_process
+from mockprovider.app import app_from_env
 
 
 def test_python_m_mockprovider_serves_and_exits_on_sigterm(tmp_path):
@@ -84,6 +85,12 @@ def test_python_m_mockprovider_with_workers_logs_as_one_process_does(tmp_path, q
                 os.kill(stopped, signal.SIGCONT)
     lines = sorted(line for line in log.read_text().splitlines() if line.startswith("model="))
     assert lines == ([] if quiet else [f"model=plan turn=0 attempt={n} status=ok" for n in range(2)])
+
+
+def test_a_worker_told_neither_0_nor_1_for_its_log_lines_says_so(monkeypatch):
+    monkeypatch.setenv("MOCK_LOG_LINES", "yes")
+    with pytest.raises(ValueError, match="MOCK_LOG_LINES: expected 0 .* got 'yes'"):
+        app_from_env()
 
 
 def test_public_api_is_pinned():
