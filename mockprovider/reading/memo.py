@@ -47,7 +47,7 @@ MIN_CHARS = 2048
 """Transcripts shorter than this are cheap to read and are not remembered (nor are bodies this
 short searched for them)."""
 WALK = 4
-"""Remembered texts looked at below a request's place in sorted order (`Memory` says why)."""
+"""Remembered texts a lookup compares with the request's before it gives up (`Memory.find`)."""
 ADMIT_EVERY = 32
 """When the memory is full, one new transcript in this many (one that extends none) is remembered."""
 STALE_AFTER = 2
@@ -70,9 +70,13 @@ class Memory:
 
     If a request's text `q` begins with a remembered text `t`, every text sorted between `t` and
     `q` begins with `t` too; so the longest remembered text that `q` begins with sits just below
-    `q`'s place in sorted order, or a few places below it when some of `t`'s continuations that
-    `q` does not share are remembered too. A lookup bisects: each comparison stops at the first
-    character that differs, and nothing is hashed.
+    `q`'s place in sorted order, or below continuations of `t` that `q` does not share. Those
+    are common: `q` runs on past its messages (`],"tools":…`), and `]` sorts after the `,` with
+    which a longer transcript of the same run goes on, so every finished run of the same task
+    (a rerun, a benchmark's rounds) sorts between `q` and the entry it extends. A lookup bisects,
+    and on a text that `q` does not begin with, bisects again for the part of `q` the two share:
+    only a text that `q` begins with and that sorts below that one can be shorter than it
+    (`find`). Each comparison stops at the first character that differs, and nothing is hashed.
 
     An agent loop's request extends the transcript its previous request sent: the entry for the
     extended transcript replaces the one it extends, so a conversation holds one entry however
@@ -116,8 +120,8 @@ class Memory:
         return 5 * len(entry.text)
 
     def find(self, s: str, start: int) -> Entry | None:
-        """The longest remembered transcript whose text `s` has at `start` (a miss if it sorts more
-        than `WALK` places below `s[start:]`)."""
+        """The longest remembered transcript whose text `s` has at `start` (a miss if `WALK`
+        comparisons do not reach it)."""
         if len(s) - start < MIN_CHARS:
             return None
         q = s[start:]
@@ -125,12 +129,22 @@ class Memory:
             self._lookups += 1
             texts = self._texts
             i = bisect_right(texts, q)
-            for j in range(i - 1, max(i - 1 - WALK, -1), -1):
-                if q.startswith(texts[j]):
-                    entry = self._entries[j]
+            for _ in range(WALK):
+                if i == 0:
+                    return None
+                text = texts[i - 1]
+                if q.startswith(text):
+                    entry = self._entries[i - 1]
                     self._lru.move_to_end(id(entry))
                     self._found_at[id(entry)] = (self._lookups, self._clock())
                     return entry
+                # A text `q` begins with that sorts below `text` is no longer than what the two
+                # share: were it longer, it would differ from `text` where `q` does, sorting
+                # above it. So the next candidate is the last text sorted at or below that part.
+                shared = _shared(q, text)
+                if shared < MIN_CHARS:
+                    return None  # nothing shorter is remembered
+                i = bisect_right(texts, q[:shared], 0, i - 1)
         return None
 
     def remember(self, entry: Entry, replaces: Entry | None = None) -> None:
@@ -197,6 +211,19 @@ MEMORY = Memory()
 
 class _Unusual(Exception):
     """The body is not a plain UTF-8 JSON object: let json.loads have it."""
+
+
+def _shared(a: str, b: str) -> int:
+    """The length of the longest common prefix of `a` and `b`: halving, so that the parts compared
+    add up to that length at most, each compared in C."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a.startswith(b[lo:mid], lo):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _ws(s: str, i: int) -> int:

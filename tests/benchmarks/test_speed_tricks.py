@@ -9,13 +9,13 @@ from dataclasses import asdict
 import pytest
 
 from experiments.bench import trick_pairs
-from experiments.bench.floor import request_body
+from experiments.bench.floor import request_body, runaway_messages
 from experiments.bench.tricks import LANE, Trick, check_same, measure, savings
 from mockprovider import create_app, protocol
 from mockprovider.apis import chat, chat_at_once, steps
 from mockprovider.apis.chat import chat_completions
 from mockprovider.metrics import RequestSeries
-from mockprovider.reading import transcript, validation
+from mockprovider.reading import memo, transcript, validation
 from mockprovider.replies import completions, faults, headers
 
 
@@ -53,6 +53,24 @@ def test_a_self_timed_trick_is_timed_by_the_seconds_its_batches_report():
                   batch=4, self_timed=True)
     with_us, without_us, ratio = measure(trick, rounds=3)
     assert (with_us, without_us, ratio) == (pytest.approx(1000), pytest.approx(3000), pytest.approx(3))
+
+
+def test_the_rerun_row_finds_turn_99_on_its_own_side_only(tricks, monkeypatch):
+    """The row times a lookup past longer runs of the same task: the mock's finds turn 99, the walk
+    it replaces does not (were both to find it, or both to miss, the row would read about 1x)."""
+    trick = next(t for t in tricks if t.name == "transcript found past longer runs of its task")
+    found = []
+    parse = memo.parse
+
+    def counting(raw, memory=memo.MEMORY):
+        body, known = parse(raw, memory)
+        found.append(known.count)
+        return body, known
+
+    monkeypatch.setattr(memo, "parse", counting)
+    trick.with_(1)()
+    trick.without(1)()
+    assert found == [len(runaway_messages(99)), 0]
 
 
 def test_the_remembered_later_trick_defers_the_memory_on_its_own_side_only(tricks, monkeypatch):
