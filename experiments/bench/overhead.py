@@ -196,11 +196,11 @@ TARGETS = [
            numerator="harness-20", denominator="raw-20", target=1.2, bound=1.6),
     Target(name="harness + MemoryStore / raw httpx loop, per turn at 100 turns",
            numerator="harness-100", denominator="raw-100", target=1.2, bound=1.6),
-    # The bound allows more than the others' margin: the harness's fixed cost per turn is small
-    # (its own connections), so the growth it shares with the raw loop (longer bodies, the mock's
-    # longer reads) is a large part of its time, and the ratio sits near the raw loop's own growth.
+    # The harness's fixed cost per turn is small (its own connections), so what the mock's reads
+    # add as bodies grow weighs here: a mock reading every turn in full (its memory missing the
+    # transcript behind earlier rounds' runs of the task) measured 1.5x, past this bound.
     Target(name="harness + MemoryStore, per turn at 100 turns / at 20 turns",
-           numerator="harness-100", denominator="harness-20", target=1.3, bound=1.9),
+           numerator="harness-100", denominator="harness-20", target=1.3, bound=1.45),
     Target(name="harness + SQLiteStore, durability process-crash (the default) / raw httpx loop, "
                 "per turn at 100 turns",
            numerator="sqlite-100", denominator="raw-100", target=1.3, bound=1.8),
