@@ -186,8 +186,9 @@ def memory_trick() -> Trick:
 
 
 class _WalkingMemory(memo.Memory):
-    """The lookup `memo.Memory.find` replaces: the `WALK` texts just below the request's place in
-    sorted order, one after the other."""
+    """The lookup `memo.Memory.find` replaces (the `WALK` texts just below the request's place in
+    sorted order, one after the other), for the row's misses only: a hit here keeps no LRU order
+    and no lookup count."""
 
     def find(self, s: str, start: int) -> memo.Entry | None:
         if len(s) - start < memo.MIN_CHARS:
@@ -223,8 +224,9 @@ def rerun_trick(finished: int = 2 * memo.WALK) -> Trick:
             return go
         return batch
 
+    # uses=0: the saving is the transcript memory's own (its row), had only where such runs are held.
     return Trick(name="transcript found past longer runs of its task", where="memo.Memory.find",
-                 turn=100, with_=held(memo.Memory), without=held(_WalkingMemory))
+                 turn=100, with_=held(memo.Memory), without=held(_WalkingMemory), uses=0)
 
 
 _KEY_CHARS = 2048

@@ -75,8 +75,8 @@ class Memory:
     which a longer transcript of the same run goes on, so every finished run of the same task
     (a rerun, a benchmark's rounds) sorts between `q` and the entry it extends. A lookup bisects,
     and on a text that `q` does not begin with, bisects again for the part of `q` the two share:
-    only a text that `q` begins with and that sorts below that one can be shorter than it
-    (`find`). Each comparison stops at the first character that differs, and nothing is hashed.
+    a text below it that `q` begins with is no longer than that part (`find`). Each comparison
+    stops at the first character that differs, and nothing is hashed.
 
     An agent loop's request extends the transcript its previous request sent: the entry for the
     extended transcript replaces the one it extends, so a conversation holds one entry however
@@ -120,8 +120,8 @@ class Memory:
         return 5 * len(entry.text)
 
     def find(self, s: str, start: int) -> Entry | None:
-        """The longest remembered transcript whose text `s` has at `start` (a miss if `WALK`
-        comparisons do not reach it)."""
+        """The longest remembered transcript whose text `s` has at `start` (a miss if it is not
+        among the first `WALK` candidates)."""
         if len(s) - start < MIN_CHARS:
             return None
         q = s[start:]
@@ -141,9 +141,9 @@ class Memory:
                 # A text `q` begins with that sorts below `text` is no longer than what the two
                 # share: were it longer, it would differ from `text` where `q` does, sorting
                 # above it. So the next candidate is the last text sorted at or below that part.
+                if not text.startswith(q[:MIN_CHARS]):
+                    return None  # (another task's, most often) nothing shorter is remembered
                 shared = _shared(q, text)
-                if shared < MIN_CHARS:
-                    return None  # nothing shorter is remembered
                 i = bisect_right(texts, q[:shared], 0, i - 1)
         return None
 
@@ -214,8 +214,8 @@ class _Unusual(Exception):
 
 
 def _shared(a: str, b: str) -> int:
-    """The length of the longest common prefix of `a` and `b`: halving, so that the parts compared
-    add up to that length at most, each compared in C."""
+    """The length of the longest common prefix of `a` and `b`, by halving: the parts copied and
+    compared (in C) add up to the shorter one's length at most."""
     lo, hi = 0, min(len(a), len(b))
     while lo < hi:
         mid = (lo + hi + 1) // 2

@@ -235,14 +235,6 @@ def test_a_rerun_reads_from_memory_however_many_runs_of_its_task_went_on_further
     assert found[1:] == [len(runaway_messages(turn - 1)) for turn in range(9, 30)]
 
 
-def test_a_lookup_that_meets_only_texts_sharing_less_than_the_shortest_entry_misses_at_once():
-    memory = Memory()
-    other = runaway_messages(30, task="another task entirely")
-    _turn(memory, other)
-    assert _turn(memory, runaway_messages(30)) == 0  # shares the system prompt only: read in full
-    assert _turn(memory, other) == len(other)
-
-
 def test_a_retry_and_a_fork_of_a_remembered_transcript_read_as_json_loads_reads_them():
     """A resent request, an earlier turn resent after a later one, and two continuations of one
     transcript: each parses to what json.loads gives and finds only a transcript it begins with."""
