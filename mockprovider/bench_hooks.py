@@ -24,7 +24,7 @@ TIMED: dict[ModuleType, tuple[str, ...]] = {
     metrics: ("Metrics", "RequestSeries", "BUCKETS", "REQUESTS", "REQUESTS_HELP", "SECONDS", "SECONDS_HELP"),
     body: ("APIError", "_admitted", "_check_content_type", "_kept", "_read_body", "_too_large", "missing"),
     caching: ("NO_CACHE", "openai_read", "openai_since"),
-    memo: ("MEMORY", "Entry", "Memory", "parse", "_DIGITS", "_LONG"),
+    memo: ("MEMORY", "Entry", "Memory", "parse", "_DIGITS", "_LONG", "MIN_CHARS", "WALK"),
     request_headers: ("header", "header_map"),
     transcript: ("EMPTY", "INLINE_CHARS", "Transcript", "conversation", "counted", "prompt_tokens", "read",
                  "read_message", "unanswered", "_read_new", "_short_tokens", "_keep_tools_count", "tools_key",
