@@ -168,21 +168,26 @@ def _read_and_count(raw: bytes, memory: memo.Memory | None) -> tuple[int, int, i
 def memory_trick() -> Trick:
     """Turn 100 of a loop whose turn 99 the memory holds, against parsing and reading it all."""
     raw99, raw100 = request_body(99), request_body(100)
-    entry = _entry(raw99)
+    return Trick(name="transcript memory", where="memo.py", turn=100,
+                 with_=_read_holding(memo.Memory, [_entry(raw99)], raw100),
+                 without=repeat(lambda: _read_and_count(raw100, None)))
 
-    def with_memory(n: int) -> Callable[[], Any]:
-        memories = [memo.Memory() for _ in range(n)]
+
+def _read_holding(make: Callable[[], memo.Memory], entries: list[memo.Entry], raw: bytes) -> Batch:
+    """`raw` read and counted through a memory `make` gives, holding `entries` (a fresh one per use:
+    reading it remembers its transcript in place of the one it extends)."""
+    def batch(n: int) -> Callable[[], Any]:
+        memories = [make() for _ in range(n)]
         for memory in memories:
-            memory.remember(entry)
+            for entry in entries:
+                memory.remember(entry)
 
         def go() -> Any:
             for memory in memories:
-                out = _read_and_count(raw100, memory)
+                out = _read_and_count(raw, memory)
             return out
         return go
-
-    return Trick(name="transcript memory", where="memo.py", turn=100, with_=with_memory,
-                 without=repeat(lambda: _read_and_count(raw100, None)))
+    return batch
 
 
 class _WalkingMemory(memo.Memory):
@@ -209,24 +214,10 @@ def rerun_trick(finished: int = 2 * memo.WALK) -> Trick:
     and its turn 99, since the request goes on past its messages with `]` and they with `,`."""
     raw99, raw100 = request_body(99), request_body(100)
     entries = [_entry(raw99), *(_entry(request_body(t)) for t in range(101, 101 + finished))]
-
-    def held(make: Callable[[], memo.Memory]) -> Batch:
-        def batch(n: int) -> Callable[[], Any]:
-            memories = [make() for _ in range(n)]
-            for memory in memories:
-                for entry in entries:
-                    memory.remember(entry)
-
-            def go() -> Any:
-                for memory in memories:
-                    out = _read_and_count(raw100, memory)
-                return out
-            return go
-        return batch
-
     # uses=0: the saving is the transcript memory's own (its row), had only where such runs are held.
-    return Trick(name="transcript found past longer runs of its task", where="memo.Memory.find",
-                 turn=100, with_=held(memo.Memory), without=held(_WalkingMemory), uses=0)
+    return Trick(name="transcript found past longer runs of its task", where="memo.Memory.find", turn=100,
+                 with_=_read_holding(memo.Memory, entries, raw100),
+                 without=_read_holding(_WalkingMemory, entries, raw100), uses=0)
 
 
 _KEY_CHARS = 2048
