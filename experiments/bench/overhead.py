@@ -198,7 +198,7 @@ TARGETS = [
            numerator="harness-100", denominator="raw-100", target=1.2, bound=1.6),
     # The harness's fixed cost per turn is small (its own connections), so what the mock's reads
     # add as bodies grow weighs here: a mock reading every turn in full (its memory missing the
-    # transcript behind earlier rounds' runs of the task) measured 1.5x, past this bound.
+    # transcript behind earlier rounds' runs of the task) grows past this bound.
     Target(name="harness + MemoryStore, per turn at 100 turns / at 20 turns",
            numerator="harness-100", denominator="harness-20", target=1.3, bound=1.45),
     Target(name="harness + SQLiteStore, durability process-crash (the default) / raw httpx loop, "
