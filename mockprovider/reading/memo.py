@@ -90,9 +90,11 @@ class Memory:
     read from memory, the others are read in full. Unless the least recently used entry went
     unfound for `STALE_AFTER` lookups per entry held, or for `STALE_SECONDS`: a loop over up to
     `STALE_AFTER` times as many conversations as the memory holds asks for each held entry
-    sooner than that, so this one belongs to a run that ended, and the new transcript takes its
-    place. (A loop whose turns come back slower than `STALE_SECONDS` sends so few requests a
-    second that reading them in full costs little.) A long-lived mock whose memory filled with
+    sooner than that, so this one belongs to a run that ended, and the new transcript is held.
+    It pushes out the most recently used of the stale entries, not the least: a loop that paused
+    past `STALE_SECONDS` finds every entry stale when it goes on, and asks for them least
+    recently used first. (A loop whose turns come back slower than `STALE_SECONDS` sends so few
+    requests a second that reading them in full costs little.) A long-lived mock whose memory filled with
     finished runs would otherwise read every new run in full until the one-in-`ADMIT_EVERY`
     admissions pushed the finished ones out.
     """
@@ -152,12 +154,15 @@ class Memory:
         if len(entry.text) < MIN_CHARS or self.size(entry) > self.max_bytes // 8:
             return  # tiny ones are cheap to read; one huge one would push out everything else
         with self._lock:
+            stale = False
             if replaces is not None and self._lru.get(id(replaces)) is replaces:
                 self._drop(replaces)
-            elif replaces is None and self._full(entry) and not self._oldest_stale():
-                self._new += 1
-                if self._new % ADMIT_EVERY:
-                    return
+            elif replaces is None and self._full(entry):
+                stale = self._stale(next(iter(self._lru)), self._clock())
+                if not stale:
+                    self._new += 1
+                    if self._new % ADMIT_EVERY:
+                        return
             i = bisect_left(self._texts, entry.text)
             if i < len(self._texts) and self._texts[i] == entry.text:
                 return  # a request sent twice at once: the first remembered it
@@ -167,17 +172,24 @@ class Memory:
             self._found_at[id(entry)] = (self._lookups, self._clock())
             self._bytes += self.size(entry)
             while len(self._lru) > self.max_entries or self._bytes > self.max_bytes:
-                self._drop(next(iter(self._lru.values())))
+                self._drop(self._newest_stale() if stale else next(iter(self._lru.values())))
 
-    def _oldest_stale(self) -> bool:
-        """Whether the least recently used entry went unfound for `STALE_AFTER` lookups per entry
-        held or for `STALE_SECONDS`."""
-        oldest = next(iter(self._lru), None)
-        if oldest is None:
-            return False
-        lookups, seconds = self._found_at[oldest]
-        return (self._lookups - lookups > STALE_AFTER * len(self._lru)
-                or self._clock() - seconds > STALE_SECONDS)
+    def _stale(self, key: int, now: float) -> bool:
+        """Whether the entry `key` went unfound for `STALE_AFTER` lookups per entry held or for
+        `STALE_SECONDS`."""
+        lookups, seconds = self._found_at[key]
+        return self._lookups - lookups > STALE_AFTER * len(self._lru) or now - seconds > STALE_SECONDS
+
+    def _newest_stale(self) -> Entry:
+        """The most recently used stale entry (else the least recently used entry): what a new
+        transcript admitted for a stale entry pushes out. A loop that paused past `STALE_SECONDS`
+        finds all its entries stale and asks for them least recently used first: pushing out the
+        least recently used would push out the entry asked next, and each miss would make the next."""
+        now = self._clock()
+        for key in reversed(self._lru):
+            if self._stale(key, now):
+                return self._lru[key]
+        return next(iter(self._lru.values()))
 
     def _full(self, entry: Entry) -> bool:
         """Whether holding `entry` too would push another out."""

@@ -222,6 +222,23 @@ def test_entries_unfound_for_a_while_make_room_for_a_new_run_however_short_the_r
     assert new_run("third run") == [0, 8]
 
 
+def test_a_loop_over_more_conversations_than_entries_keeps_its_entries_after_a_pause():
+    """A loop over more conversations than the memory holds that pauses past `STALE_SECONDS` (a
+    benchmark warming another server, a slow model) finds every entry stale when it goes on, and
+    asks for them in the order it left them: the least recently used first. A new transcript
+    admitted for a stale entry must not push out the entry asked next, or each miss makes the
+    next one and the whole turn is read in full."""
+    now = [0.0]
+    memory = Memory(max_entries=8, clock=lambda: now[0])
+
+    def loop_turn(turn: int) -> int:
+        return sum(_turn(memory, runaway_messages(turn, task=f"task {k}")) > 0 for k in range(12))
+
+    assert [loop_turn(turn) for turn in range(8, 20)][1:] == [8] * 11
+    now[0] += memo.STALE_SECONDS + 1
+    assert [loop_turn(turn) for turn in range(20, 23)] == [7, 8, 8]  # one entry gives way, once
+
+
 def test_a_rerun_reads_from_memory_however_many_runs_of_its_task_went_on_further():
     """Earlier runs of one task that went on past a turn (a rerun, a benchmark's rounds, each ending
     its own way) sort between a request of a new run and the turn before it (the request goes on
