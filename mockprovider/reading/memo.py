@@ -17,6 +17,7 @@ Nothing here is run state: every reply stays a pure function of its request.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -65,8 +66,8 @@ class Entry:
 
 
 class Memory:
-    """Remembered transcripts, kept in their texts' sorted order; least recently used out first;
-    safe across threads.
+    """Remembered transcripts, kept in their texts' sorted order; least recently used out first
+    (stale ones first, `_keep_bounds`); safe across threads.
 
     If a request's text `q` begins with a remembered text `t`, every text sorted between `t` and
     `q` begins with `t` too; so the longest remembered text that `q` begins with sits just below
@@ -91,12 +92,12 @@ class Memory:
     unfound for `STALE_AFTER` lookups per entry held, or for `STALE_SECONDS`: a loop over up to
     `STALE_AFTER` times as many conversations as the memory holds asks for each held entry
     sooner than that, so this one belongs to a run that ended, and the new transcript is held.
-    It pushes out the most recently used of the stale entries, not the least: a loop that paused
-    past `STALE_SECONDS` finds every entry stale when it goes on, and asks for them least
-    recently used first. (A loop whose turns come back slower than `STALE_SECONDS` sends so few
-    requests a second that reading them in full costs little.) A long-lived mock whose memory filled with
-    finished runs would otherwise read every new run in full until the one-in-`ADMIT_EVERY`
-    admissions pushed the finished ones out.
+    Stale entries are pushed out first, the most recently used of them first (`_keep_bounds`):
+    a loop that paused past `STALE_SECONDS` finds every entry stale when it goes on, and most
+    often asks for them in the order it left them. (A loop whose turns come back slower than
+    `STALE_SECONDS` sends so few requests a second that reading them in full costs little.) A
+    long-lived mock whose memory filled with finished runs would otherwise read every new run in
+    full until the one-in-`ADMIT_EVERY` admissions pushed the finished ones out.
     """
 
     def __init__(self, *, max_entries: int = 4096, max_bytes: int = 128 << 20,
@@ -154,15 +155,12 @@ class Memory:
         if len(entry.text) < MIN_CHARS or self.size(entry) > self.max_bytes // 8:
             return  # tiny ones are cheap to read; one huge one would push out everything else
         with self._lock:
-            stale = False
             if replaces is not None and self._lru.get(id(replaces)) is replaces:
                 self._drop(replaces)
-            elif replaces is None and self._full(entry):
-                stale = self._stale(next(iter(self._lru)), self._clock())
-                if not stale:
-                    self._new += 1
-                    if self._new % ADMIT_EVERY:
-                        return
+            elif replaces is None and self._full(entry) and not self._oldest_stale(self._clock()):
+                self._new += 1
+                if self._new % ADMIT_EVERY:
+                    return
             i = bisect_left(self._texts, entry.text)
             if i < len(self._texts) and self._texts[i] == entry.text:
                 return  # a request sent twice at once: the first remembered it
@@ -171,25 +169,50 @@ class Memory:
             self._lru[id(entry)] = entry
             self._found_at[id(entry)] = (self._lookups, self._clock())
             self._bytes += self.size(entry)
-            while len(self._lru) > self.max_entries or self._bytes > self.max_bytes:
-                self._drop(self._newest_stale() if stale else next(iter(self._lru.values())))
+            self._keep_bounds()
 
     def _stale(self, key: int, now: float) -> bool:
         """Whether the entry `key` went unfound for `STALE_AFTER` lookups per entry held or for
-        `STALE_SECONDS`."""
+        `STALE_SECONDS` (until `now`)."""
         lookups, seconds = self._found_at[key]
         return self._lookups - lookups > STALE_AFTER * len(self._lru) or now - seconds > STALE_SECONDS
 
-    def _newest_stale(self) -> Entry:
-        """The most recently used stale entry (else the least recently used entry): what a new
-        transcript admitted for a stale entry pushes out. A loop that paused past `STALE_SECONDS`
-        finds all its entries stale and asks for them least recently used first: pushing out the
-        least recently used would push out the entry asked next, and each miss would make the next."""
+    def _oldest_stale(self, now: float) -> bool:
+        """Whether the least recently used entry is stale."""
+        oldest = next(iter(self._lru), None)
+        return oldest is not None and self._stale(oldest, now)
+
+    def _over(self) -> bool:
+        return len(self._lru) > self.max_entries or self._bytes > self.max_bytes
+
+    def _keep_bounds(self) -> None:
+        """Entries pushed out until the memory keeps to its bounds: the least recently used first,
+        unless it is stale; then the stale entries go first, the most recently used of them first.
+        A loop over more conversations than the memory holds that paused past `STALE_SECONDS`
+        finds every entry stale when it goes on, and asks for them in the order it left them,
+        least recently used first: pushing that one out would push out the entry asked next, and
+        each miss would make the next."""
+        if not self._over():
+            return
         now = self._clock()
-        for key in reversed(self._lru):
-            if self._stale(key, now):
-                return self._lru[key]
-        return next(iter(self._lru.values()))
+        if not self._oldest_stale(now):
+            while self._over():
+                self._drop(next(iter(self._lru.values())))
+            return
+        keys = list(self._lru)
+        # Entries are found, or held, at the LRU order's end, so the stale ones are its first
+        # `low`: bisected, a handful of checks however many are held.
+        low, high = 1, len(keys)
+        while low < high:
+            mid = (low + high) // 2
+            if self._stale(keys[mid], now):
+                low = mid + 1
+            else:
+                high = mid
+        for key in itertools.chain(reversed(keys[:low]), keys[low:]):
+            if not self._over():
+                return
+            self._drop(self._lru[key])
 
     def _full(self, entry: Entry) -> bool:
         """Whether holding `entry` too would push another out."""

@@ -222,21 +222,29 @@ def test_entries_unfound_for_a_while_make_room_for_a_new_run_however_short_the_r
     assert new_run("third run") == [0, 8]
 
 
-def test_a_loop_over_more_conversations_than_entries_keeps_its_entries_after_a_pause():
+@pytest.mark.parametrize("bound", ["entries", "bytes"])
+def test_a_loop_over_more_conversations_than_the_memory_holds_keeps_its_entries_after_a_pause(bound):
     """A loop over more conversations than the memory holds that pauses past `STALE_SECONDS` (a
     benchmark warming another server, a slow model) finds every entry stale when it goes on, and
-    asks for them in the order it left them: the least recently used first. A new transcript
-    admitted for a stale entry must not push out the entry asked next, or each miss makes the
-    next one and the whole turn is read in full."""
-    now = [0.0]
-    memory = Memory(max_entries=8, clock=lambda: now[0])
+    asks for them in the order it left them: the least recently used first. What a miss admits,
+    or an entry grows by, must not push out the entry asked next, or each miss makes the next and
+    the whole turn is read in full (as it was: 0 of 8 by entries, 1 of 8 by bytes)."""
 
-    def loop_turn(turn: int) -> int:
-        return sum(_turn(memory, runaway_messages(turn, task=f"task {k}")) > 0 for k in range(12))
+    def loop(pause: bool) -> list[int]:
+        now = [0.0]
+        memory = (Memory(max_entries=8, clock=lambda: now[0]) if bound == "entries" else
+                  Memory(max_bytes=8 * 5 * len(json.dumps(runaway_messages(20))), clock=lambda: now[0]))
+        found = []
+        for turn in range(8, 23):
+            if pause and turn == 20:
+                now[0] += memo.STALE_SECONDS + 1
+            found.append(sum(_turn(memory, runaway_messages(turn, task=f"task {k}")) > 0 for k in range(12)))
+        return found[12:]
 
-    assert [loop_turn(turn) for turn in range(8, 20)][1:] == [8] * 11
-    now[0] += memo.STALE_SECONDS + 1
-    assert [loop_turn(turn) for turn in range(20, 23)] == [7, 8, 8]  # one entry gives way, once
+    steady, paused = loop(pause=False), loop(pause=True)
+    assert steady == [8, 8, 8]
+    # Each miss before the held entries are asked again costs one of them, once.
+    assert paused[0] >= 5 and paused[1:] == steady[1:], paused
 
 
 def test_a_rerun_reads_from_memory_however_many_runs_of_its_task_went_on_further():
