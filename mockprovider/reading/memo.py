@@ -155,9 +155,10 @@ class Memory:
         if len(entry.text) < MIN_CHARS or self.size(entry) > self.max_bytes // 8:
             return  # tiny ones are cheap to read; one huge one would push out everything else
         with self._lock:
+            now = self._clock()
             if replaces is not None and self._lru.get(id(replaces)) is replaces:
                 self._drop(replaces)
-            elif replaces is None and self._full(entry) and not self._oldest_stale(self._clock()):
+            elif replaces is None and self._full(entry) and not self._oldest_stale(now):
                 self._new += 1
                 if self._new % ADMIT_EVERY:
                     return
@@ -167,9 +168,9 @@ class Memory:
             self._texts.insert(i, entry.text)
             self._entries.insert(i, entry)
             self._lru[id(entry)] = entry
-            self._found_at[id(entry)] = (self._lookups, self._clock())
+            self._found_at[id(entry)] = (self._lookups, now)
             self._bytes += self.size(entry)
-            self._keep_bounds()
+            self._keep_bounds(now)
 
     def _stale(self, key: int, now: float) -> bool:
         """Whether the entry `key` went unfound for `STALE_AFTER` lookups per entry held or for
@@ -185,7 +186,7 @@ class Memory:
     def _over(self) -> bool:
         return len(self._lru) > self.max_entries or self._bytes > self.max_bytes
 
-    def _keep_bounds(self) -> None:
+    def _keep_bounds(self, now: float) -> None:
         """Entries pushed out until the memory keeps to its bounds: the least recently used first,
         unless it is stale; then the stale entries go first, the most recently used of them first.
         A loop over more conversations than the memory holds that paused past `STALE_SECONDS`
@@ -194,7 +195,6 @@ class Memory:
         each miss would make the next."""
         if not self._over():
             return
-        now = self._clock()
         if not self._oldest_stale(now):
             while self._over():
                 self._drop(next(iter(self._lru.values())))

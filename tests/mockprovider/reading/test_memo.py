@@ -228,12 +228,14 @@ def test_a_loop_over_more_conversations_than_the_memory_holds_keeps_its_entries_
     benchmark warming another server, a slow model) finds every entry stale when it goes on, and
     asks for them in the order it left them: the least recently used first. What a miss admits,
     or an entry grows by, must not push out the entry asked next, or each miss makes the next and
-    the whole turn is read in full (as it was: 0 of 8 by entries, 1 of 8 by bytes)."""
+    the whole turn is read in full."""
+
+    turn_20 = memo.Entry(text=json.dumps(runaway_messages(20)), messages=[], summary=EMPTY)
 
     def loop(pause: bool) -> list[int]:
         now = [0.0]
         memory = (Memory(max_entries=8, clock=lambda: now[0]) if bound == "entries" else
-                  Memory(max_bytes=8 * 5 * len(json.dumps(runaway_messages(20))), clock=lambda: now[0]))
+                  Memory(max_bytes=8 * Memory.size(turn_20), clock=lambda: now[0]))
         found = []
         for turn in range(8, 23):
             if pause and turn == 20:
