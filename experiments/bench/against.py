@@ -23,10 +23,11 @@ per request, client included, the ratio of the two medians, and the median of th
 ratios; each server's CPU time per request (every thread of its process, read from Linux's
 /proc while the samples ran: each thread's schedstat, else the process's stat, in clock ticks;
 the source named, "unknown" when neither can be read) when its pid is known (`--other-pid`;
-`--mock-pid` beside `--mock-url`), with the program that process runs (the interpreter's build
-moves a server's cost: a comparison names it); and the machine's load average, since both sides
-share its cores with everything else. A pid that does not listen at its URL is refused: the shell,
-`npx` or `make` that started a server would read as a server costing nothing.
+`--mock-pid` beside `--mock-url`), with the program that process runs and the cores it may run
+on (the interpreter's build and where the server runs move its cost: a comparison names both);
+and the machine's load average, since both sides share its cores with everything else. A pid
+that does not listen at its URL is refused: the shell, `npx` or `make` that started a server
+would read as a server costing nothing.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import socket
 import statistics
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -226,6 +227,28 @@ def executable(pid: int, proc: Path = PROC) -> str:
         return os.readlink(proc / str(pid) / "exe")
     except OSError:
         return "unknown"
+
+
+def cpus(pid: int) -> str:
+    """The cores process `pid` (0: this one) may run on, as `taskset -c` names them ("0-1", "0,2"):
+    on a small machine where a server runs moves its cost as much as its build does
+    (docs/benchmarks.md, "Where the processes run"), so a comparison names it too; "unknown" when
+    the system cannot say (no such call, or the process has gone)."""
+    try:
+        return core_list(os.sched_getaffinity(pid))
+    except (AttributeError, OSError):
+        return "unknown"
+
+
+def core_list(cores: Iterable[int]) -> str:
+    """`cores` as `taskset -c` lists them: runs of consecutive cores as ranges ("0,2-3,5")."""
+    runs: list[list[int]] = []
+    for core in sorted(cores):
+        if runs and core == runs[-1][1] + 1:
+            runs[-1][1] = core
+        else:
+            runs.append([core, core])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _answered(response: httpx.Response) -> None:
@@ -496,10 +519,10 @@ def main(argv: list[str] | None = None) -> None:
         for turn in args.turns:
             result = compare(mock, other, turn, samples=args.samples, connections=args.connections, pids=pids)
             print(line(result), flush=True)
-        programs = [f"{side} pid {pid} runs {executable(pid)}"
+        programs = [f"{side} pid {pid} runs {executable(pid)} on cpus {cpus(pid)}"
                     for side, pid in zip(("mock", "other"), pids, strict=True) if pid is not None]
         if programs:
-            print("servers: " + ", ".join(programs), flush=True)
+            print("servers: " + ", ".join(programs) + f"; client on cpus {cpus(0)}", flush=True)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
 
 

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -232,8 +233,26 @@ def test_the_command_names_the_program_each_server_with_a_pid_runs(capsys):
                       "--client", "raw"])
     out = capsys.readouterr().out
     program = os.path.realpath(sys.executable)
-    assert re.search(rf"^servers: mock pid \d+ runs \S+, other pid {os.getpid()} runs {re.escape(program)}$",
-                     out, re.M), out
+    ours = re.escape(against.cpus(0))
+    assert re.search(rf"^servers: mock pid \d+ runs \S+ on cpus [\d,-]+, other pid {os.getpid()} runs "
+                     rf"{re.escape(program)} on cpus {ours}; client on cpus {ours}$", out, re.M), out
+
+
+def test_the_cores_a_process_may_run_on_are_named_as_taskset_names_them():
+    """The placement is named beside each figure (docs/benchmarks.md, "Where the processes run")."""
+    pin = "import os, time; os.sched_setaffinity(0, {0}); time.sleep(30)"
+    pinned = subprocess.Popen([sys.executable, "-c", pin])
+    try:
+        deadline = time.monotonic() + 10
+        while against.cpus(pinned.pid) != "0" and time.monotonic() < deadline:
+            time.sleep(0.01)  # until it has pinned itself
+        assert against.cpus(pinned.pid) == "0"
+    finally:
+        pinned.kill()
+        pinned.wait()
+    assert against.cpus(pinned.pid) == "unknown"  # gone, and reaped
+    assert against.core_list({5, 0, 3, 2}) == "0,2-3,5"
+    assert against.core_list(range(4)) == "0-3"
 
 
 def test_a_pid_that_does_not_listen_at_its_url_is_refused_naming_it(capsys):
