@@ -24,7 +24,8 @@ ratios; each server's CPU time per request (every thread of its process, read fr
 /proc while the samples ran: each thread's schedstat, else the process's stat, in clock ticks;
 the source named, "unknown" when neither can be read) when its pid is known (`--other-pid`;
 `--mock-pid` beside `--mock-url`), with the program that process runs and the cores it may run
-on (the interpreter's build and where the server runs move its cost: a comparison names both);
+on, and the client's cores (the interpreter's build moves a server's cost, and so, on a small
+machine, does sharing the client's core: a comparison names both);
 and the machine's load average, since both sides share its cores with everything else. A pid
 that does not listen at its URL is refused: the shell, `npx` or `make` that started a server
 would read as a server costing nothing.
@@ -230,10 +231,12 @@ def executable(pid: int, proc: Path = PROC) -> str:
 
 
 def cpus(pid: int) -> str:
-    """The cores process `pid` (0: this one) may run on, as `taskset -c` names them ("0-1", "0,2"):
-    on a small machine where a server runs moves its cost as much as its build does
-    (docs/benchmarks.md, "Where the processes run"), so a comparison names it too; "unknown" when
-    the system cannot say (no such call, or the process has gone)."""
+    """The cores process `pid` may run on, as `taskset -c` names them ("0-1", "0,2"): on a small
+    machine, whether a server shares the client's core moves its cost (docs/benchmarks.md, "Where
+    the processes run"), so a comparison names it; "unknown" when the system cannot say (no such
+    call, or the process has gone)."""
+    if pid < 1:  # to the system, 0 is the caller: not the process named
+        return "unknown"
     try:
         return core_list(os.sched_getaffinity(pid))
     except (AttributeError, OSError):
@@ -485,8 +488,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="the other server's base URL, ending in /v1")
     parser.add_argument("--mock-url", help="our mock's base URL, if already running (default: start one)")
-    parser.add_argument("--mock-pid", type=int, help="the pid of the mock at --mock-url, for its CPU")
-    parser.add_argument("--other-pid", type=int, help="the other server's pid, for its CPU per request")
+    parser.add_argument("--mock-pid", type=_pid, help="the pid of the mock at --mock-url, for its CPU")
+    parser.add_argument("--other-pid", type=_pid, help="the other server's pid, for its CPU per request")
     parser.add_argument("--turns", type=int, nargs="+", default=[1, 100])
     parser.add_argument("--samples", type=int, default=200, help="conversations per turn")
     parser.add_argument("--client", choices=("httpx", "raw"), default="httpx",
@@ -521,9 +524,16 @@ def main(argv: list[str] | None = None) -> None:
             print(line(result), flush=True)
         programs = [f"{side} pid {pid} runs {executable(pid)} on cpus {cpus(pid)}"
                     for side, pid in zip(("mock", "other"), pids, strict=True) if pid is not None]
-        if programs:
-            print("servers: " + ", ".join(programs) + f"; client on cpus {cpus(0)}", flush=True)
+        client = f"client on cpus {cpus(os.getpid())}"
+        print(f"servers: {', '.join(programs)}; {client}" if programs else client, flush=True)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
+
+
+def _pid(text: str) -> int:
+    """A process id: 0 and below name no one process (to the system they mean the caller, or a group)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a process id (a whole number from 1), got {text!r}")
+    return int(text)
 
 
 def _port(url: str) -> int:

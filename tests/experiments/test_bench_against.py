@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -42,7 +41,8 @@ def test_the_command_prints_each_turns_p50s_their_ratio_and_the_load(capsys):
     pattern = r"turn {}: p50 mock [\d,]+ us, other [\d,]+ us; mock / other \d+\.\d+x .*3 samples\)"
     assert re.fullmatch(pattern.format(1), lines[0])
     assert re.fullmatch(pattern.format(2), lines[1])
-    assert lines[2].startswith("load average: ")
+    assert lines[2] == f"client on cpus {against.cpus(os.getpid())}"  # no pid given: only the client named
+    assert lines[3].startswith("load average: ")
 
 
 def test_a_server_answering_without_a_chat_completion_stops_the_comparison_naming_it():
@@ -233,27 +233,50 @@ def test_the_command_names_the_program_each_server_with_a_pid_runs(capsys):
                       "--client", "raw"])
     out = capsys.readouterr().out
     program = os.path.realpath(sys.executable)
-    ours = re.escape(against.cpus(0))
+    ours = re.escape(against.cpus(os.getpid()))
     assert re.search(rf"^servers: mock pid \d+ runs \S+ on cpus [\d,-]+, other pid {os.getpid()} runs "
                      rf"{re.escape(program)} on cpus {ours}; client on cpus {ours}$", out, re.M), out
 
 
-def test_the_cores_a_process_may_run_on_are_named_as_taskset_names_them():
-    """The placement is named beside each figure (docs/benchmarks.md, "Where the processes run")."""
-    core = min(os.sched_getaffinity(0))  # one this process may run on (a cpuset may leave out core 0)
-    pin = f"import os, time; os.sched_setaffinity(0, {{{core}}}); time.sleep(30)"
-    pinned = subprocess.Popen([sys.executable, "-c", pin])
+@pytest.mark.skipif(len(getattr(os, "sched_getaffinity", lambda _: ())(0)) < 2,
+                    reason="a server pinned apart needs two cores to choose from")
+def test_the_command_names_the_cores_each_server_and_the_client_may_run_on(capsys):
+    """Whether a server shares the client's core moves its cost (docs/benchmarks.md, "Where the
+    processes run"): a mock pinned to one core is named on it, beside this process's own cores."""
+    ours = os.sched_getaffinity(0)
+    core = min(ours)
+    port = free_port()
+    serve = (f"import os; os.sched_setaffinity(0, {{{core}}}); from mockprovider.__main__ import serve; "
+             f"serve(['--quiet', '--port', '{port}'])")
+    pinned = subprocess.Popen([sys.executable, "-c", serve])
     try:
-        deadline = time.monotonic() + 10
-        while against.cpus(pinned.pid) != str(core) and time.monotonic() < deadline:
-            time.sleep(0.01)  # until it has pinned itself
-        assert against.cpus(pinned.pid) == str(core)
+        with serve_in_thread() as other_url:
+            against.main(["--mock-url", f"http://127.0.0.1:{port}/v1", "--mock-pid", str(pinned.pid),
+                          "--url", other_url, "--other-pid", str(os.getpid()),
+                          "--turns", "1", "--samples", "2", "--client", "raw"])
     finally:
         pinned.kill()
         pinned.wait()
+    listed = against.core_list(ours)
+    assert re.search(rf"^servers: mock pid {pinned.pid} runs \S+ on cpus {core}, "
+                     rf"other pid {os.getpid()} runs \S+ on cpus {listed}; client on cpus {listed}$",
+                     capsys.readouterr().out, re.M)
     assert against.cpus(pinned.pid) == "unknown"  # gone, and reaped
+    assert against.cpus(0) == "unknown"  # to the system, the caller: no server
+
+
+def test_cores_are_listed_as_taskset_lists_them():
     assert against.core_list({5, 0, 3, 2}) == "0,2-3,5"
     assert against.core_list(range(4)) == "0-3"
+    assert against.core_list([7]) == "7"
+
+
+@pytest.mark.parametrize("pid", ["0", "-1", "x"])
+def test_a_pid_that_names_no_one_process_is_refused(capsys, pid):
+    """0 would read as the client itself (and -1 as every process it may signal)."""
+    with pytest.raises(SystemExit):
+        against.main(["--url", "http://127.0.0.1:9/v1", "--other-pid", pid])
+    assert "expected a process id" in capsys.readouterr().err
 
 
 def test_a_pid_that_does_not_listen_at_its_url_is_refused_naming_it(capsys):
