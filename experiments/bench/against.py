@@ -20,15 +20,14 @@ and its own cost per request weighs more in the wall time than the client's.
 Our mock runs as its own process (`python -m mockprovider --quiet`), as the other server does,
 unless `--mock-url` names one already running. The figures: each side's median (p50) wall time
 per request, client included, the ratio of the two medians, and the median of the per-sample
-ratios; each server's CPU time per request (every thread of its process, read from Linux's
-/proc while the samples ran: each thread's schedstat, else the process's stat, in clock ticks;
-the source named, "unknown" when neither can be read) when its pid is known (`--other-pid`;
-`--mock-pid` beside `--mock-url`), with the program that process runs and the cores it may run
-on, and the client's cores (the interpreter's build moves a server's cost, and so, on a small
-machine, does sharing the client's core: a comparison names both);
-and the machine's load average, since both sides share its cores with everything else. A pid
-that does not listen at its URL is refused: the shell, `npx` or `make` that started a server
-would read as a server costing nothing.
+ratios; each server's CPU time per request (every thread of its process, read from Linux's /proc
+while the samples ran: each thread's schedstat, else the process's stat, in clock ticks; the
+source named, "unknown" when neither can be read) when its pid is known (`--other-pid`;
+`--mock-pid` beside `--mock-url`), with the program that process runs and the cores it may run on,
+and the client's cores (the interpreter's build moves a server's cost, and so, on a small machine,
+does sharing the client's core: a comparison names both); and the machine's load average, since
+both sides share its cores with everything else. A pid that does not listen at its URL is refused:
+the shell, `npx` or `make` that started a server would read as a server costing nothing.
 """
 
 from __future__ import annotations
