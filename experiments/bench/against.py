@@ -530,9 +530,13 @@ def main(argv: list[str] | None = None) -> None:
 
 def _pid(text: str) -> int:
     """A process id: 0 and below name no one process (to the system they mean the caller, or a group)."""
-    if not text.isdigit() or int(text) < 1:
+    try:
+        pid = int(text)
+    except ValueError:
+        pid = 0
+    if pid < 1:
         raise argparse.ArgumentTypeError(f"expected a process id (a whole number from 1), got {text!r}")
-    return int(text)
+    return pid
 
 
 def _port(url: str) -> int:

@@ -271,7 +271,7 @@ def test_cores_are_listed_as_taskset_lists_them():
     assert against.core_list([7]) == "7"
 
 
-@pytest.mark.parametrize("pid", ["0", "-1", "x"])
+@pytest.mark.parametrize("pid", ["0", "-1", "x", "²"])
 def test_a_pid_that_names_no_one_process_is_refused(capsys, pid):
     """0 would read as the client itself (and -1 as every process it may signal)."""
     with pytest.raises(SystemExit):
